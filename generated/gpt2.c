@@ -356,6 +356,16 @@ enum {
     STREAM_PAGE_AHEAD = 8 /* keys ahead whose first lines the CPU-chosen pair step asks for */
 };
 
+/* The keys of a split of a cache of seq_k keys: DECODE_SPLIT, doubled while the
+ * cache would have more than DECODE_MAX_SPLITS splits (each costs a setup and a
+ * merge).  From seq_k alone, so the result is the same for any thread count. */
+static inline int64_t attn_gpt2_split_keys(int64_t seq_k)
+{
+    int64_t chunk = DECODE_SPLIT;
+    while (seq_k > chunk * DECODE_MAX_SPLITS && chunk <= INT64_MAX / 64) chunk *= 2;
+    return chunk;
+}
+
 /* A decode split's result for one row: O / l into op and the LSE (natural
  * log, m in base 2) into lp; a row that saw nothing gives 0 and -inf. */
 ATTN_SHARED static void attn_gpt2_dresult(const float *o, float m, float l, float *op, float *lp)
@@ -3029,6 +3039,279 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gpt2_hpair
     attn_sum_pairs_half__avx512(a6, a7, s + 6 * rp, s + 7 * rp);
 }
 
+/* The decode unit's rows (r' = hk * glp + g * Lq + i: query i of head hk * GROUP + g): each
+ * row's Q, packed for the scores, and its span; padding rows see what row 0 sees. */
+__attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_gpt2_drows__avx512(const attn_args *args, int64_t b, attn_gpt2_dscratch__avx512 *w, int64_t Lq, int64_t gl, int64_t glp, int64_t rp, int64_t lk, int lanes, int pairs)
+{
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        ROWS_PANEL = 32, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
+        Q_STRIDE = 64 /* floats of a packed Q row (D in whole vectors) */
+    };
+    int64_t r;
+
+    for (r = 0; r < rp; r++) {
+        const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
+        float *qc = w->qt + (r / ROWS_PANEL) * ROWS_PANEL * D + r % ROWS_PANEL;
+        float *qw = w->q + r * Q_STRIDE;
+        int64_t d;
+        if (r < HKV * glp && rr < gl) {
+            attn_gpt2_qpack_f32__avx512(attn_gpt2_q_row(args, b, i, (r / glp) * GROUP + g), qw);
+            attn_gpt2_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
+        } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                    change no block's class: blocks no real row sees are skipped), never read back */
+            for (d = 0; d < Q_STRIDE; d++) qw[d] = 0.0f;
+            w->lo[r] = w->lo[0];
+            w->hi[r] = w->hi[0];
+            w->sink_hi[r] = w->sink_hi[0];
+        }
+        if (pairs || lanes) { /* Q of a kv head's rows in pairs of D: qt[hk][d / 2][2 rr + d % 2] */
+            if (r < HKV * glp)
+                for (d = 0; d < D; d++) w->qt[(r - rr) * D + (d / 2) * 2 * glp + 2 * rr + d % 2] = qw[d];
+        } else
+            for (d = 0; d < D; d++) qc[d * ROWS_PANEL] = qw[d];
+    }
+    w->rows_of = b;
+}
+
+/* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
+ * apart), by the unit's row class, with the next block's first half prefetched
+ * (rows pl of pn, from key jn) over the calls or inside them. */
+__attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_gpt2_dscores__avx512(const attn_gpt2_kv kv, attn_gpt2_dscratch__avx512 *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int lanes, int hpairs, int pairs, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
+{
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        ROWS_VEC = 16, /* f32 lanes of a vector: a kv head's rows in the lanes kernel at most (isa.lanes) */
+        ROWS_HALF = 8, /* half a vector: the pairs kernel's rows, two values of D a row */
+        ROWS_QUARTER = 4, /* a quarter vector: the half-width pairs kernel's rows */
+        ROWS_PANEL = 32, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        SCORE_KEYS = 8, /* keys a call of the lanes and pairs score kernels takes */
+        QK_ROWS = 8 /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
+    };
+    int64_t r, c, hk, pl = *plp;
+
+    if (lanes) { /* S^T = K Q^T, kv head by kv head: pairs of K values broadcast against one vector of rows, in two vectors */
+        for (hk = 0; hk < HKV; hk++) {
+            const float *qp = w->qt + hk * glp * D; /* its rows' Q in pairs of D */
+            for (c = 0; c < kb;) {
+                const float *k0 = attn_gpt2_k_row(&kv, hk, j0 + c);
+                int64_t d;
+                if (c + SCORE_KEYS <= kb) { /* 8 keys */
+                    attn_gpt2_dpairs_8x2__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
+                    c += SCORE_KEYS;
+                } else { /* one key */
+                    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+                    for (d = 0; d < D; d += 2) { const __m512 kb = attn_set2__avx512(k0 + d); a0 = _mm512_fmadd_ps(kb, _mm512_loadu_ps(qp + d * ROWS_VEC), a0); a1 = _mm512_fmadd_ps(kb, _mm512_loadu_ps(qp + d * ROWS_VEC + ROWS_VEC), a1); };
+                    attn_sum_pairs__avx512(a0, a1, w->s + c * rp + hk * glp, w->s + c * rp + hk * glp + ROWS_HALF);
+                    c++;
+                }
+                for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
+                    const float *row = attn_gpt2_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_gpt2_prefetch_row_l2(row, n);
+                    else
+                        attn_gpt2_prefetch_row(row, n);
+                }
+            }
+        }
+    } else
+    if (hpairs) { /* S^T = K Q^T, kv head by kv head: pairs of K values broadcast against a quarter vector of rows, on half-width vectors */
+        for (hk = 0; hk < HKV; hk++) {
+            const float *qp = w->qt + hk * glp * D; /* its rows' Q in pairs of D */
+            for (c = 0; c < kb;) {
+                const float *k0 = attn_gpt2_k_row(&kv, hk, j0 + c);
+                int64_t d;
+                if (c + SCORE_KEYS <= kb) { /* 8 keys */
+                    attn_gpt2_hpairs_8x1__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
+                    c += SCORE_KEYS;
+                } else { /* one key */
+                    __m256 a0 = _mm256_setzero_ps();
+                    for (d = 0; d < D; d += 2) a0 = _mm256_fmadd_ps(attn_set2_half__avx512(k0 + d), _mm256_loadu_ps(qp + d * ROWS_QUARTER), a0);
+                    attn_sum_pairs_half__avx512(a0, a0, w->s + c * rp + hk * glp, w->s + c * rp + hk * glp);
+                    c++;
+                }
+                for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
+                    const float *row = attn_gpt2_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_gpt2_prefetch_row_l2(row, n);
+                    else
+                        attn_gpt2_prefetch_row(row, n);
+                }
+            }
+        }
+    } else
+    if (pairs) { /* S^T = K Q^T, kv head by kv head: pairs of K values broadcast against half a vector of rows */
+        for (hk = 0; hk < HKV; hk++) {
+            const float *qp = w->qt + hk * glp * D; /* its rows' Q in pairs of D */
+            for (c = 0; c < kb;) {
+                const float *k0 = attn_gpt2_k_row(&kv, hk, j0 + c);
+                int64_t d;
+                if (c + SCORE_KEYS <= kb) { /* 8 keys */
+                    attn_gpt2_dpairs_8x1__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
+                    c += SCORE_KEYS;
+                } else { /* one key */
+                    __m512 a0 = _mm512_setzero_ps();
+                    for (d = 0; d < D; d += 2) a0 = _mm512_fmadd_ps(attn_set2__avx512(k0 + d), _mm512_loadu_ps(qp + d * ROWS_HALF), a0);
+                    attn_sum_pairs__avx512(a0, a0, w->s + c * rp + hk * glp, w->s + c * rp + hk * glp);
+                    c++;
+                }
+                for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
+                    const float *row = attn_gpt2_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_gpt2_prefetch_row_l2(row, n);
+                    else
+                        attn_gpt2_prefetch_row(row, n);
+                }
+            }
+        }
+    } else
+    if (dots) { /* keys in pairs; a lone last key pairs with itself */
+        for (c = 0; c < kb; c += 2) {
+            const int64_t c1 = c + 1 < kb ? c + 1 : c;
+            for (hk = 0; hk < HKV; hk++) {
+                attn_gpt2_dot_4x2_f32__avx512(w->q + hk * glp * Q_STRIDE, glp, attn_gpt2_k_row(&kv, hk, j0 + c),
+                        attn_gpt2_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
+                for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
+                    const float *row = attn_gpt2_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_gpt2_prefetch_row_l2(row, n);
+                    else
+                        attn_gpt2_prefetch_row(row, n);
+                }
+            }
+        }
+    } else {
+        const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
+        for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
+            for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
+                const float *qt = w->qt + r * D;
+                const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
+                for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
+                    attn_gpt2_qk_8x32_f32__avx512(attn_gpt2_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        const float *row = attn_gpt2_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_gpt2_prefetch_row_l2(row, n);
+                        else
+                            attn_gpt2_prefetch_row(row, n);
+                    }
+                }
+                for (; c < kb; c++)
+                    attn_gpt2_qk_1x32_f32__avx512(attn_gpt2_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
+                    const float *row = attn_gpt2_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_gpt2_prefetch_row_l2(row, n);
+                    else
+                        attn_gpt2_prefetch_row(row, n);
+                }
+            }
+        }
+    }
+    *plp = pl;
+}
+
+/* One block's score terms and masks: what is added to a score, the mask tensor,
+ * -inf where a row does not see a key (cls: partial), and the final scores
+ * into P where the caller asks for the weights. */
+__attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_gpt2_dmasks__avx512(attn_gpt2_dscratch__avx512 *w, int64_t j0, int64_t kb, int64_t rp, attn_gpt2_tile_class cls)
+{
+    int64_t r, c;
+
+    if (cls == TILE_PARTIAL) /* hide what each row does not see */
+        for (r = 0; r < rp; r++)
+            for (c = 0; c < kb; c++)
+                if (!attn_gpt2_visible(w->lo[r], w->hi[r], w->sink_hi[r], j0 + c)) w->s[c * rp + r] = -INFINITY;
+}
+
+/* One block's O = alpha * O + P V, kv head by kv head, with the next block's second
+ * half prefetched (rows pl of pn) over the calls or inside them. */
+__attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_gpt2_dpv__avx512(const attn_gpt2_kv kv, attn_gpt2_dscratch__avx512 *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int64_t gl, int even, int pf, int64_t jn, int64_t pn, int64_t *plp)
+{
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        O_STRIDE = 64, /* floats of an O row (Dv in whole vectors) */
+        PV_WIDEST = 8 /* rows of the widest P*V kernel (v.pv_rows[1]) */
+    };
+    int64_t r, hk, pl = *plp;
+
+    /* O = alpha * O + P V, kv head by kv head, 8 rows at a time */
+    for (hk = 0; hk < HKV; hk++) {
+        const float *vh = attn_gpt2_v_row(&kv, hk, j0);
+        for (r = hk * glp; r < hk * glp + gl;) {
+            /* the widest kernel that fits the rows left; past two widths a head, or
+               where the runtime says so (attn_cpu()->decode_even_rows: AMD Zen 4 and 5), the last
+               rows under two widths in two even halves (18 rows: 8, 5, 5, not
+               8, 8, 2; 10 rows: 5 and 5 on AMD, 8 and 2 elsewhere) */
+            const int64_t left = hk * glp + gl - r;
+            const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
+            if (take >= 8) {
+                attn_gpt2_pv_8x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                r += 8;
+            } else
+            if (take >= 7) {
+                attn_gpt2_pv_7x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                r += 7;
+            } else
+            if (take >= 6) {
+                attn_gpt2_pv_6x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                r += 6;
+            } else
+            if (take >= 5) {
+                attn_gpt2_pv_5x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                r += 5;
+            } else
+            if (take >= 4) {
+                attn_gpt2_pv_4x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                r += 4;
+            } else
+            if (take >= 3) {
+                attn_gpt2_pv_3x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                r += 3;
+            } else
+            if (take >= 2) {
+                attn_gpt2_pv_2x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                r += 2;
+            } else
+            {
+                attn_gpt2_pv_1x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                r += 1;
+            }
+            for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
+                const float *row = attn_gpt2_next_row(&kv, jn, pl);
+                const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                if (pf == ATTN_PREFETCH_L2)
+                    attn_gpt2_prefetch_row_l2(row, n);
+                else
+                    attn_gpt2_prefetch_row(row, n);
+            }
+        }
+    }
+    *plp = pl;
+}
+
+/* The split's result: each real row's normalized output and LSE (natural log),
+ * indexed by h * Lq + i. */
+__attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_gpt2_dsplit__avx512(const attn_gpt2_dscratch__avx512 *w, float *restrict opart, float *restrict lpart, int64_t rp,
+        int64_t glp, int64_t gl, int64_t Lq)
+{
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        O_STRIDE = 64 /* floats of an O row (Dv in whole vectors) */
+    };
+    int64_t r;
+
+    /* the split's result */
+    for (r = 0; r < rp; r++) {
+        const int64_t rr = r % glp, h = (r / glp) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        if (r >= HKV * glp || rr >= gl) continue; /* a padding row */
+        attn_gpt2_dresult(w->o + r * O_STRIDE, w->m[r], w->l[r], opart + row * DV, lpart + row);
+    }
+}
+
 /* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
  * g * Lq + i is query i of head hk * GROUP + g (glp: a kv head's rows, padded).
  * Writes each real row's normalized partial output and LSE (natural log),
@@ -3036,64 +3319,50 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gpt2_hpair
 __attribute__((target("avx512f,fma"))) static void attn_gpt2_dunit__avx512(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_gpt2_dscratch__avx512 *w, float *restrict opart, float *restrict lpart)
 {
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        ROWS_VEC = 16, /* f32 lanes of a vector: a kv head's rows in the lanes kernel at most (isa.lanes) */
+        ROWS_HALF = 8, /* half a vector: the pairs kernel's rows, two values of D a row */
+        ROWS_QUARTER = 4, /* a quarter vector: the half-width pairs kernel's rows */
+        ROWS_PANEL = 32, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
+        ROWS_DOT = 4, /* a kv head's rows scored by dot products are padded to this many */
+        O_STRIDE = 64, /* floats of an O row (Dv in whole vectors) */
+        SCORE_KEYS = 8 /* keys a call of the lanes and pairs score kernels takes */
+    };
     const int64_t Lq = args->seq_q, gl = GROUP * Lq;
     /* more than half a vector of rows a kv head and at most one: each kv head's
        rows padded to one vector, its scores with the rows along the lanes
        (here two values of D a row, in two vectors); more
        than a quarter and at most half, where the cache is f32 and D even: padded
        to half a vector, two values of D a row along the lanes; else fewer rows
-       than a panel: dot products, each kv head's rows padded to 4; else each kv
+       than a panel: dot products, each kv head's rows padded to ROWS_DOT; else each kv
        head's rows padded to panels (the last three: all rows padded once to
        whole vectors) */
-    const int lanes = gl > 8 && gl <= 16;
+    const int lanes = gl > ROWS_HALF && gl <= ROWS_VEC;
     /* at most a quarter of a vector, where the runtime says so (AMD Zen 4 and 5):
        padded to a quarter vector, in pairs of D on half-width vectors */
-    const int hpairs = gl <= 4 && attn_cpu()->decode_half_pairs;
-    const int pairs = hpairs || (gl > 4 && gl <= 8);
-    const int dots = !lanes && !pairs && gl < 32;
-    const int64_t glp = lanes ? 16 : pairs ? (hpairs ? 4 : 8) : dots ? (gl + 3) / 4 * 4 : (gl + 31) / 32 * 32;
-    const int64_t rp = dots || pairs ? (HKV * glp + 15) / 16 * 16 : HKV * glp;
+    const int hpairs = gl <= ROWS_QUARTER && attn_cpu()->decode_half_pairs;
+    const int pairs = hpairs || (gl > ROWS_QUARTER && gl <= ROWS_HALF);
+    const int dots = !lanes && !pairs && gl < ROWS_PANEL;
+    const int64_t glp = lanes ? ROWS_VEC : pairs ? (hpairs ? ROWS_QUARTER : ROWS_HALF) : dots ? (gl + (ROWS_DOT - 1)) / ROWS_DOT * ROWS_DOT : (gl + (ROWS_PANEL - 1)) / ROWS_PANEL * ROWS_PANEL;
+    const int64_t rp = dots || pairs ? (HKV * glp + (ROWS_VEC - 1)) / ROWS_VEC * ROWS_VEC : HKV * glp;
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_gpt2_kv kv = attn_gpt2_kv_of(args, b);
     const int pf = attn_cpu()->decode_prefetch; /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
     /* keys a block: where the prefetch goes to L2, more the more work a key has */
-    const int64_t bk = pf != ATTN_PREFETCH_L2 ? DECODE_BLOCK : lanes || glp == 32 ? DECODE_BLOCK_ONE
+    const int64_t bk = pf != ATTN_PREFETCH_L2 ? DECODE_BLOCK : lanes || glp == ROWS_PANEL ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
     const int even = attn_cpu()->decode_even_rows; /* two P*V calls of a kv head's rows in even halves (AMD Zen 4 and 5) */
-    int64_t r, c, j0, hk;
+    int64_t r, j0;
     int full;
 
-    if (w->rows_of != b) { /* each row's Q, packed for the scores, and its span: once a batch for a
-                              thread (its splits follow one another), not once a split */
-        for (r = 0; r < rp; r++) {
-            const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
-            float *qc = w->qt + (r / 32) * 32 * D + r % 32;
-            float *qw = w->q + r * 64;
-            int64_t d;
-            if (r < HKV * glp && rr < gl) {
-                attn_gpt2_qpack_f32__avx512(attn_gpt2_q_row(args, b, i, (r / glp) * GROUP + g), qw);
-                attn_gpt2_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-            } else { /* padding rows: zero queries that see what row 0 sees (so that they
-                        change no block's class: blocks no real row sees are skipped), never read back */
-                for (d = 0; d < 64; d++) qw[d] = 0.0f;
-                w->lo[r] = w->lo[0];
-                w->hi[r] = w->hi[0];
-                w->sink_hi[r] = w->sink_hi[0];
-            }
-            if (pairs || lanes) { /* Q of a kv head's rows in pairs of D: qt[hk][d / 2][2 rr + d % 2] */
-                if (r < HKV * glp)
-                    for (d = 0; d < D; d++) w->qt[(r - rr) * D + (d / 2) * 2 * glp + 2 * rr + d % 2] = qw[d];
-            } else
-                for (d = 0; d < D; d++) qc[d * 32] = qw[d];
-        }
-        w->rows_of = b;
-    }
+    if (w->rows_of != b) /* once a batch for a thread (its splits follow one another), not once a split */
+        attn_gpt2_drows__avx512(args, b, w, Lq, gl, glp, rp, lk, lanes, pairs);
     for (r = 0; r < rp; r++) {
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
-    memset(w->o, 0, sizeof(float) * (size_t)rp * 64);
+    memset(w->o, 0, sizeof(float) * (size_t)rp * O_STRIDE);
     memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_gpt2_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
@@ -3116,198 +3385,15 @@ __attribute__((target("avx512f,fma"))) static void attn_gpt2_dunit__avx512(const
            the first lines of the keys a block further are asked for too, so that the
            hardware prefetcher, which stops at page boundaries, starts on their pages. */
         attn_gpt2_key_starts(&kv, &ks, ks_end, ks_end - ks);
-        if (lanes) { /* S^T = K Q^T, kv head by kv head: pairs of K values broadcast against one vector of rows, in two vectors */
-            for (hk = 0; hk < HKV; hk++) {
-                const float *qp = w->qt + hk * glp * D; /* its rows' Q in pairs of D */
-                for (c = 0; c < kb;) {
-                    const float *k0 = attn_gpt2_k_row(&kv, hk, j0 + c);
-                    int64_t d;
-                    if (c + 8 <= kb) { /* 8 keys */
-                        attn_gpt2_dpairs_8x2__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
-                        c += 8;
-                    } else { /* one key */
-                        __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
-                        for (d = 0; d < D; d += 2) { const __m512 kb = attn_set2__avx512(k0 + d); a0 = _mm512_fmadd_ps(kb, _mm512_loadu_ps(qp + d * 16), a0); a1 = _mm512_fmadd_ps(kb, _mm512_loadu_ps(qp + d * 16 + 16), a1); };
-                        attn_sum_pairs__avx512(a0, a1, w->s + c * rp + hk * glp, w->s + c * rp + hk * glp + 8);
-                        c++;
-                    }
-                    for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                        const float *row = attn_gpt2_next_row(&kv, jn, pl);
-                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                        if (pf == ATTN_PREFETCH_L2)
-                            attn_gpt2_prefetch_row_l2(row, n);
-                        else
-                            attn_gpt2_prefetch_row(row, n);
-                    }
-                }
-            }
-        } else
-        if (hpairs) { /* S^T = K Q^T, kv head by kv head: pairs of K values broadcast against a quarter vector of rows, on half-width vectors */
-            for (hk = 0; hk < HKV; hk++) {
-                const float *qp = w->qt + hk * glp * D; /* its rows' Q in pairs of D */
-                for (c = 0; c < kb;) {
-                    const float *k0 = attn_gpt2_k_row(&kv, hk, j0 + c);
-                    int64_t d;
-                    if (c + 8 <= kb) { /* 8 keys */
-                        attn_gpt2_hpairs_8x1__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
-                        c += 8;
-                    } else { /* one key */
-                        __m256 a0 = _mm256_setzero_ps();
-                        for (d = 0; d < D; d += 2) a0 = _mm256_fmadd_ps(attn_set2_half__avx512(k0 + d), _mm256_loadu_ps(qp + d * 4), a0);
-                        attn_sum_pairs_half__avx512(a0, a0, w->s + c * rp + hk * glp, w->s + c * rp + hk * glp);
-                        c++;
-                    }
-                    for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                        const float *row = attn_gpt2_next_row(&kv, jn, pl);
-                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                        if (pf == ATTN_PREFETCH_L2)
-                            attn_gpt2_prefetch_row_l2(row, n);
-                        else
-                            attn_gpt2_prefetch_row(row, n);
-                    }
-                }
-            }
-        } else
-        if (pairs) { /* S^T = K Q^T, kv head by kv head: pairs of K values broadcast against half a vector of rows */
-            for (hk = 0; hk < HKV; hk++) {
-                const float *qp = w->qt + hk * glp * D; /* its rows' Q in pairs of D */
-                for (c = 0; c < kb;) {
-                    const float *k0 = attn_gpt2_k_row(&kv, hk, j0 + c);
-                    int64_t d;
-                    if (c + 8 <= kb) { /* 8 keys */
-                        attn_gpt2_dpairs_8x1__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
-                        c += 8;
-                    } else { /* one key */
-                        __m512 a0 = _mm512_setzero_ps();
-                        for (d = 0; d < D; d += 2) a0 = _mm512_fmadd_ps(attn_set2__avx512(k0 + d), _mm512_loadu_ps(qp + d * 8), a0);
-                        attn_sum_pairs__avx512(a0, a0, w->s + c * rp + hk * glp, w->s + c * rp + hk * glp);
-                        c++;
-                    }
-                    for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                        const float *row = attn_gpt2_next_row(&kv, jn, pl);
-                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                        if (pf == ATTN_PREFETCH_L2)
-                            attn_gpt2_prefetch_row_l2(row, n);
-                        else
-                            attn_gpt2_prefetch_row(row, n);
-                    }
-                }
-            }
-        } else
-        if (dots) { /* keys in pairs; a lone last key pairs with itself */
-            for (c = 0; c < kb; c += 2) {
-                const int64_t c1 = c + 1 < kb ? c + 1 : c;
-                for (hk = 0; hk < HKV; hk++) {
-                    attn_gpt2_dot_4x2_f32__avx512(w->q + hk * glp * 64, glp, attn_gpt2_k_row(&kv, hk, j0 + c),
-                            attn_gpt2_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
-                    for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
-                        const float *row = attn_gpt2_next_row(&kv, jn, pl);
-                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                        if (pf == ATTN_PREFETCH_L2)
-                            attn_gpt2_prefetch_row_l2(row, n);
-                        else
-                            attn_gpt2_prefetch_row(row, n);
-                    }
-                }
-            }
-        } else {
-            const int64_t npan = glp / 32; /* panels a kv head */
-            for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
-                for (r = hk * glp; r < (hk + 1) * glp; r += 32) {
-                    const float *qt = w->qt + r * D;
-                    const int64_t pan = hk * npan + (r - hk * glp) / 32;
-                    for (c = 0; c + 8 <= kb; c += 8) {
-                        attn_gpt2_qk_8x32_f32__avx512(attn_gpt2_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                        for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
-                            const float *row = attn_gpt2_next_row(&kv, jn, pl);
-                            const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                            if (pf == ATTN_PREFETCH_L2)
-                                attn_gpt2_prefetch_row_l2(row, n);
-                            else
-                                attn_gpt2_prefetch_row(row, n);
-                        }
-                    }
-                    for (; c < kb; c++)
-                        attn_gpt2_qk_1x32_f32__avx512(attn_gpt2_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                    for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
-                        const float *row = attn_gpt2_next_row(&kv, jn, pl);
-                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                        if (pf == ATTN_PREFETCH_L2)
-                            attn_gpt2_prefetch_row_l2(row, n);
-                        else
-                            attn_gpt2_prefetch_row(row, n);
-                    }
-                }
-            }
-        }
-        if (cls == TILE_PARTIAL) /* hide what each row does not see */
-            for (r = 0; r < rp; r++)
-                for (c = 0; c < kb; c++)
-                    if (!attn_gpt2_visible(w->lo[r], w->hi[r], w->sink_hi[r], j0 + c)) w->s[c * rp + r] = -INFINITY;
-
+        attn_gpt2_dscores__avx512(kv, w, j0, kb, rp, glp, lanes, hpairs, pairs, dots, pf, jn, pn, &pl);
+        attn_gpt2_dmasks__avx512(w, j0, kb, rp, cls);
         /* online softmax over whole vectors of rows */
-        for (r = 0; r < rp; r += 16) attn_gpt2_softmax_t__avx512(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
+        for (r = 0; r < rp; r += ROWS_VEC) attn_gpt2_softmax_t__avx512(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
 
-        /* O = alpha * O + P V, kv head by kv head, 8 rows at a time */
-        for (hk = 0; hk < HKV; hk++) {
-            const float *vh = attn_gpt2_v_row(&kv, hk, j0);
-            for (r = hk * glp; r < hk * glp + gl;) {
-                /* the widest kernel that fits the rows left; past two widths a head, or
-                   where the runtime says so (attn_cpu()->decode_even_rows: AMD Zen 4 and 5), the last
-                   rows under two widths in two even halves (18 rows: 8, 5, 5, not
-                   8, 8, 2; 10 rows: 5 and 5 on AMD, 8 and 2 elsewhere) */
-                const int64_t left = hk * glp + gl - r;
-                const int64_t take = (gl > 16 || even) && left > 8 && left < 16 ? (left + 1) / 2 : left;
-                if (take >= 8) {
-                    attn_gpt2_pv_8x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
-                    r += 8;
-                } else
-                if (take >= 7) {
-                    attn_gpt2_pv_7x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
-                    r += 7;
-                } else
-                if (take >= 6) {
-                    attn_gpt2_pv_6x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
-                    r += 6;
-                } else
-                if (take >= 5) {
-                    attn_gpt2_pv_5x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
-                    r += 5;
-                } else
-                if (take >= 4) {
-                    attn_gpt2_pv_4x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
-                    r += 4;
-                } else
-                if (take >= 3) {
-                    attn_gpt2_pv_3x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
-                    r += 3;
-                } else
-                if (take >= 2) {
-                    attn_gpt2_pv_2x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
-                    r += 2;
-                } else
-                {
-                    attn_gpt2_pv_1x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
-                    r += 1;
-                }
-                for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
-                    const float *row = attn_gpt2_next_row(&kv, jn, pl);
-                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                    if (pf == ATTN_PREFETCH_L2)
-                        attn_gpt2_prefetch_row_l2(row, n);
-                    else
-                        attn_gpt2_prefetch_row(row, n);
-                }
-            }
-        }
+        attn_gpt2_dpv__avx512(kv, w, j0, kb, rp, glp, gl, even, pf, jn, pn, &pl);
     }
 
-    /* the split's result */
-    for (r = 0; r < rp; r++) {
-        const int64_t rr = r % glp, h = (r / glp) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        if (r >= HKV * glp || rr >= gl) continue; /* a padding row */
-        attn_gpt2_dresult(w->o + r * 64, w->m[r], w->l[r], opart + row * DV, lpart + row);
-    }
+    attn_gpt2_dsplit__avx512(w, opart, lpart, rp, glp, gl, Lq);
 }
 
 /* ---- streaming decode: up to 4 query rows against the cache, key by key ---- */
@@ -3858,14 +3944,13 @@ __attribute__((target("avx512f,fma"))) static void attn_gpt2_dmerge__avx512(cons
 __attribute__((target("avx512f,fma"))) static attn_status attn_gpt2_decode__avx512(const attn_args *args)
 {
     const int64_t B = args->batch, R = HQ * args->seq_q;
-    int64_t chunk = DECODE_SPLIT, nsplit, units;
+    const int64_t chunk = attn_gpt2_split_keys(args->seq_k); /* keys per split (lib/split_kv) */
+    int64_t nsplit, units;
     const int threads = args->threads;
     float *opart, *lpart;
     int failed = 0;
     (void)threads;
 
-    /* keys per split: from seq_k alone, so the result is the same for any thread count */
-    while (args->seq_k > chunk * DECODE_MAX_SPLITS && chunk <= INT64_MAX / 64) chunk *= 2;
     nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
     units = B * nsplit;
 
@@ -7403,6 +7488,245 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_dpa
     attn_sum_pairs__avx2(a6, a7, s + 6 * rp, s + 7 * rp);
 }
 
+/* The decode unit's rows (r' = hk * glp + g * Lq + i: query i of head hk * GROUP + g): each
+ * row's Q, packed for the scores, and its span; padding rows see what row 0 sees. */
+__attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_gpt2_drows__avx2(const attn_args *args, int64_t b, attn_gpt2_dscratch__avx2 *w, int64_t Lq, int64_t gl, int64_t glp, int64_t rp, int64_t lk, int pairs)
+{
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        ROWS_PANEL = 16, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
+        Q_STRIDE = 64 /* floats of a packed Q row (D in whole vectors) */
+    };
+    int64_t r;
+
+    for (r = 0; r < rp; r++) {
+        const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
+        float *qc = w->qt + (r / ROWS_PANEL) * ROWS_PANEL * D + r % ROWS_PANEL;
+        float *qw = w->q + r * Q_STRIDE;
+        int64_t d;
+        if (r < HKV * glp && rr < gl) {
+            attn_gpt2_qpack_f32__avx2(attn_gpt2_q_row(args, b, i, (r / glp) * GROUP + g), qw);
+            attn_gpt2_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
+        } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                    change no block's class: blocks no real row sees are skipped), never read back */
+            for (d = 0; d < Q_STRIDE; d++) qw[d] = 0.0f;
+            w->lo[r] = w->lo[0];
+            w->hi[r] = w->hi[0];
+            w->sink_hi[r] = w->sink_hi[0];
+        }
+        if (pairs) { /* Q of a kv head's rows in pairs of D: qt[hk][d / 2][2 rr + d % 2] */
+            if (r < HKV * glp)
+                for (d = 0; d < D; d++) w->qt[(r - rr) * D + (d / 2) * 2 * glp + 2 * rr + d % 2] = qw[d];
+        } else
+            for (d = 0; d < D; d++) qc[d * ROWS_PANEL] = qw[d];
+    }
+    w->rows_of = b;
+}
+
+/* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
+ * apart), by the unit's row class, with the next block's first half prefetched
+ * (rows pl of pn, from key jn) over the calls or inside them. */
+__attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_gpt2_dscores__avx2(const attn_gpt2_kv kv, attn_gpt2_dscratch__avx2 *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int lanes, int pairs, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
+{
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        ROWS_VEC = 8, /* f32 lanes of a vector: a kv head's rows in the lanes kernel at most (isa.lanes) */
+        ROWS_HALF = 4, /* half a vector: the pairs kernel's rows, two values of D a row */
+        ROWS_QUARTER = 2, /* a quarter vector: the half-width pairs kernel's rows */
+        ROWS_PANEL = 16, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        SCORE_KEYS = 8, /* keys a call of the lanes and pairs score kernels takes */
+        QK_ROWS = 4 /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
+    };
+    int64_t r, c, hk, pl = *plp;
+
+    if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
+        for (hk = 0; hk < HKV; hk++) {
+            const float *qt = w->qt + (hk * glp / ROWS_PANEL) * ROWS_PANEL * D + (hk * glp) % ROWS_PANEL; /* its rows' Q^T */
+            for (c = 0; c < kb;) {
+                const float *k0 = attn_gpt2_k_row(&kv, hk, j0 + c);
+                int64_t d;
+                if (c + SCORE_KEYS <= kb) { /* 8 keys */
+                    attn_gpt2_lanes_8x1_f32__avx2(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
+                    c += SCORE_KEYS;
+                } else { /* one key */
+                    __m256 a0 = _mm256_setzero_ps();
+                    for (d = 0; d < D; d++) a0 = _mm256_fmadd_ps(_mm256_set1_ps(k0[d]), _mm256_loadu_ps(qt + d * ROWS_PANEL), a0);
+                    _mm256_storeu_ps(w->s + c * rp + hk * glp, a0);
+                    c++;
+                }
+                for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
+                    const float *row = attn_gpt2_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_gpt2_prefetch_row_l2(row, n);
+                    else
+                        attn_gpt2_prefetch_row(row, n);
+                }
+            }
+        }
+    } else
+    if (pairs) { /* S^T = K Q^T, kv head by kv head: pairs of K values broadcast against half a vector of rows */
+        for (hk = 0; hk < HKV; hk++) {
+            const float *qp = w->qt + hk * glp * D; /* its rows' Q in pairs of D */
+            for (c = 0; c < kb;) {
+                const float *k0 = attn_gpt2_k_row(&kv, hk, j0 + c);
+                int64_t d;
+                if (c + SCORE_KEYS <= kb) { /* 8 keys */
+                    attn_gpt2_dpairs_8x1__avx2(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
+                    c += SCORE_KEYS;
+                } else { /* one key */
+                    __m256 a0 = _mm256_setzero_ps();
+                    for (d = 0; d < D; d += 2) a0 = _mm256_fmadd_ps(attn_set2__avx2(k0 + d), _mm256_loadu_ps(qp + d * ROWS_HALF), a0);
+                    attn_sum_pairs__avx2(a0, a0, w->s + c * rp + hk * glp, w->s + c * rp + hk * glp);
+                    c++;
+                }
+                for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
+                    const float *row = attn_gpt2_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_gpt2_prefetch_row_l2(row, n);
+                    else
+                        attn_gpt2_prefetch_row(row, n);
+                }
+            }
+        }
+    } else
+    if (dots) { /* keys in pairs; a lone last key pairs with itself */
+        for (c = 0; c < kb; c += 2) {
+            const int64_t c1 = c + 1 < kb ? c + 1 : c;
+            for (hk = 0; hk < HKV; hk++) {
+                attn_gpt2_dot_4x2_f32__avx2(w->q + hk * glp * Q_STRIDE, glp, attn_gpt2_k_row(&kv, hk, j0 + c),
+                        attn_gpt2_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
+                for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
+                    const float *row = attn_gpt2_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_gpt2_prefetch_row_l2(row, n);
+                    else
+                        attn_gpt2_prefetch_row(row, n);
+                }
+            }
+        }
+    } else {
+        const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
+        for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
+            for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
+                const float *qt = w->qt + r * D;
+                const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
+                for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
+                    attn_gpt2_qk_4x16_f32__avx2(attn_gpt2_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        const float *row = attn_gpt2_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_gpt2_prefetch_row_l2(row, n);
+                        else
+                            attn_gpt2_prefetch_row(row, n);
+                    }
+                }
+                for (; c < kb; c++)
+                    attn_gpt2_qk_1x16_f32__avx2(attn_gpt2_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
+                    const float *row = attn_gpt2_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_gpt2_prefetch_row_l2(row, n);
+                    else
+                        attn_gpt2_prefetch_row(row, n);
+                }
+            }
+        }
+    }
+    *plp = pl;
+}
+
+/* One block's score terms and masks: what is added to a score, the mask tensor,
+ * -inf where a row does not see a key (cls: partial), and the final scores
+ * into P where the caller asks for the weights. */
+__attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_gpt2_dmasks__avx2(attn_gpt2_dscratch__avx2 *w, int64_t j0, int64_t kb, int64_t rp, attn_gpt2_tile_class cls)
+{
+    int64_t r, c;
+
+    if (cls == TILE_PARTIAL) /* hide what each row does not see */
+        for (r = 0; r < rp; r++)
+            for (c = 0; c < kb; c++)
+                if (!attn_gpt2_visible(w->lo[r], w->hi[r], w->sink_hi[r], j0 + c)) w->s[c * rp + r] = -INFINITY;
+}
+
+/* One block's O = alpha * O + P V, kv head by kv head, with the next block's second
+ * half prefetched (rows pl of pn) over the calls or inside them. */
+__attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_gpt2_dpv__avx2(const attn_gpt2_kv kv, attn_gpt2_dscratch__avx2 *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int64_t gl, int even, int pf, int64_t jn, int64_t pn, int64_t *plp)
+{
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        O_STRIDE = 64, /* floats of an O row (Dv in whole vectors) */
+        PV_WIDEST = 6 /* rows of the widest P*V kernel (v.pv_rows[1]) */
+    };
+    int64_t r, hk, pl = *plp;
+
+    /* O = alpha * O + P V, kv head by kv head, 6 rows at a time */
+    for (hk = 0; hk < HKV; hk++) {
+        const float *vh = attn_gpt2_v_row(&kv, hk, j0);
+        for (r = hk * glp; r < hk * glp + gl;) {
+            /* the widest kernel that fits the rows left; past two widths a head, or
+               where the runtime says so (attn_cpu()->decode_even_rows: AMD Zen 4 and 5), the last
+               rows under two widths in two even halves (14 rows: 6, 4, 4, not
+               6, 6, 2; 8 rows: 4 and 4 on AMD, 6 and 2 elsewhere) */
+            const int64_t left = hk * glp + gl - r;
+            const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
+            if (take >= 6) {
+                attn_gpt2_pv_6x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                r += 6;
+            } else
+            if (take >= 5) {
+                attn_gpt2_pv_5x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                r += 5;
+            } else
+            if (take >= 4) {
+                attn_gpt2_pv_4x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                r += 4;
+            } else
+            if (take >= 3) {
+                attn_gpt2_pv_3x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                r += 3;
+            } else
+            if (take >= 2) {
+                attn_gpt2_pv_2x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                r += 2;
+            } else
+            {
+                attn_gpt2_pv_1x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                r += 1;
+            }
+            for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
+                const float *row = attn_gpt2_next_row(&kv, jn, pl);
+                const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                if (pf == ATTN_PREFETCH_L2)
+                    attn_gpt2_prefetch_row_l2(row, n);
+                else
+                    attn_gpt2_prefetch_row(row, n);
+            }
+        }
+    }
+    *plp = pl;
+}
+
+/* The split's result: each real row's normalized output and LSE (natural log),
+ * indexed by h * Lq + i. */
+__attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_gpt2_dsplit__avx2(const attn_gpt2_dscratch__avx2 *w, float *restrict opart, float *restrict lpart, int64_t rp,
+        int64_t glp, int64_t gl, int64_t Lq)
+{
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        O_STRIDE = 64 /* floats of an O row (Dv in whole vectors) */
+    };
+    int64_t r;
+
+    /* the split's result */
+    for (r = 0; r < rp; r++) {
+        const int64_t rr = r % glp, h = (r / glp) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        if (r >= HKV * glp || rr >= gl) continue; /* a padding row */
+        attn_gpt2_dresult(w->o + r * O_STRIDE, w->m[r], w->l[r], opart + row * DV, lpart + row);
+    }
+}
+
 /* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
  * g * Lq + i is query i of head hk * GROUP + g (glp: a kv head's rows, padded).
  * Writes each real row's normalized partial output and LSE (natural log),
@@ -7410,61 +7734,47 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_dpa
 __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_dunit__avx2(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_gpt2_dscratch__avx2 *w, float *restrict opart, float *restrict lpart)
 {
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        ROWS_VEC = 8, /* f32 lanes of a vector: a kv head's rows in the lanes kernel at most (isa.lanes) */
+        ROWS_HALF = 4, /* half a vector: the pairs kernel's rows, two values of D a row */
+        ROWS_QUARTER = 2, /* a quarter vector: the half-width pairs kernel's rows */
+        ROWS_PANEL = 16, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
+        ROWS_DOT = 4, /* a kv head's rows scored by dot products are padded to this many */
+        O_STRIDE = 64, /* floats of an O row (Dv in whole vectors) */
+        SCORE_KEYS = 8 /* keys a call of the lanes and pairs score kernels takes */
+    };
     const int64_t Lq = args->seq_q, gl = GROUP * Lq;
     /* more than half a vector of rows a kv head and at most one: each kv head's
        rows padded to one vector, its scores with the rows along the lanes; more
        than a quarter and at most half, where the cache is f32 and D even: padded
        to half a vector, two values of D a row along the lanes; else fewer rows
-       than a panel: dot products, each kv head's rows padded to 4; else each kv
+       than a panel: dot products, each kv head's rows padded to ROWS_DOT; else each kv
        head's rows padded to panels (the last three: all rows padded once to
        whole vectors) */
-    const int lanes = gl > 4 && gl <= 8;
-    const int pairs = gl > 2 && gl <= 4;
-    const int dots = !lanes && !pairs && gl < 16;
-    const int64_t glp = lanes ? 8 : pairs ? 4 : dots ? (gl + 3) / 4 * 4 : (gl + 15) / 16 * 16;
-    const int64_t rp = dots || pairs ? (HKV * glp + 7) / 8 * 8 : HKV * glp;
+    const int lanes = gl > ROWS_HALF && gl <= ROWS_VEC;
+    const int pairs = gl > ROWS_QUARTER && gl <= ROWS_HALF;
+    const int dots = !lanes && !pairs && gl < ROWS_PANEL;
+    const int64_t glp = lanes ? ROWS_VEC : pairs ? ROWS_HALF : dots ? (gl + (ROWS_DOT - 1)) / ROWS_DOT * ROWS_DOT : (gl + (ROWS_PANEL - 1)) / ROWS_PANEL * ROWS_PANEL;
+    const int64_t rp = dots || pairs ? (HKV * glp + (ROWS_VEC - 1)) / ROWS_VEC * ROWS_VEC : HKV * glp;
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_gpt2_kv kv = attn_gpt2_kv_of(args, b);
     const int pf = attn_cpu()->decode_prefetch; /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
     /* keys a block: where the prefetch goes to L2, more the more work a key has, but
        for one vector of rows (the lanes kernel: a K value broadcast for each FMA) */
-    const int64_t bk = pf != ATTN_PREFETCH_L2 || lanes ? DECODE_BLOCK : glp == 16 ? DECODE_BLOCK_ONE
+    const int64_t bk = pf != ATTN_PREFETCH_L2 || lanes ? DECODE_BLOCK : glp == ROWS_PANEL ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
     const int even = attn_cpu()->decode_even_rows; /* two P*V calls of a kv head's rows in even halves (AMD Zen 4 and 5) */
-    int64_t r, c, j0, hk;
+    int64_t r, j0;
     int full;
 
-    if (w->rows_of != b) { /* each row's Q, packed for the scores, and its span: once a batch for a
-                              thread (its splits follow one another), not once a split */
-        for (r = 0; r < rp; r++) {
-            const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
-            float *qc = w->qt + (r / 16) * 16 * D + r % 16;
-            float *qw = w->q + r * 64;
-            int64_t d;
-            if (r < HKV * glp && rr < gl) {
-                attn_gpt2_qpack_f32__avx2(attn_gpt2_q_row(args, b, i, (r / glp) * GROUP + g), qw);
-                attn_gpt2_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-            } else { /* padding rows: zero queries that see what row 0 sees (so that they
-                        change no block's class: blocks no real row sees are skipped), never read back */
-                for (d = 0; d < 64; d++) qw[d] = 0.0f;
-                w->lo[r] = w->lo[0];
-                w->hi[r] = w->hi[0];
-                w->sink_hi[r] = w->sink_hi[0];
-            }
-            if (pairs) { /* Q of a kv head's rows in pairs of D: qt[hk][d / 2][2 rr + d % 2] */
-                if (r < HKV * glp)
-                    for (d = 0; d < D; d++) w->qt[(r - rr) * D + (d / 2) * 2 * glp + 2 * rr + d % 2] = qw[d];
-            } else
-                for (d = 0; d < D; d++) qc[d * 16] = qw[d];
-        }
-        w->rows_of = b;
-    }
+    if (w->rows_of != b) /* once a batch for a thread (its splits follow one another), not once a split */
+        attn_gpt2_drows__avx2(args, b, w, Lq, gl, glp, rp, lk, pairs);
     for (r = 0; r < rp; r++) {
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
-    memset(w->o, 0, sizeof(float) * (size_t)rp * 64);
+    memset(w->o, 0, sizeof(float) * (size_t)rp * O_STRIDE);
     memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_gpt2_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
@@ -7487,164 +7797,15 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_dunit__avx2(const
            the first lines of the keys a block further are asked for too, so that the
            hardware prefetcher, which stops at page boundaries, starts on their pages. */
         attn_gpt2_key_starts(&kv, &ks, ks_end, ks_end - ks);
-        if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
-            for (hk = 0; hk < HKV; hk++) {
-                const float *qt = w->qt + (hk * glp / 16) * 16 * D + (hk * glp) % 16; /* its rows' Q^T */
-                for (c = 0; c < kb;) {
-                    const float *k0 = attn_gpt2_k_row(&kv, hk, j0 + c);
-                    int64_t d;
-                    if (c + 8 <= kb) { /* 8 keys */
-                        attn_gpt2_lanes_8x1_f32__avx2(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
-                        c += 8;
-                    } else { /* one key */
-                        __m256 a0 = _mm256_setzero_ps();
-                        for (d = 0; d < D; d++) a0 = _mm256_fmadd_ps(_mm256_set1_ps(k0[d]), _mm256_loadu_ps(qt + d * 16), a0);
-                        _mm256_storeu_ps(w->s + c * rp + hk * glp, a0);
-                        c++;
-                    }
-                    for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                        const float *row = attn_gpt2_next_row(&kv, jn, pl);
-                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                        if (pf == ATTN_PREFETCH_L2)
-                            attn_gpt2_prefetch_row_l2(row, n);
-                        else
-                            attn_gpt2_prefetch_row(row, n);
-                    }
-                }
-            }
-        } else
-        if (pairs) { /* S^T = K Q^T, kv head by kv head: pairs of K values broadcast against half a vector of rows */
-            for (hk = 0; hk < HKV; hk++) {
-                const float *qp = w->qt + hk * glp * D; /* its rows' Q in pairs of D */
-                for (c = 0; c < kb;) {
-                    const float *k0 = attn_gpt2_k_row(&kv, hk, j0 + c);
-                    int64_t d;
-                    if (c + 8 <= kb) { /* 8 keys */
-                        attn_gpt2_dpairs_8x1__avx2(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
-                        c += 8;
-                    } else { /* one key */
-                        __m256 a0 = _mm256_setzero_ps();
-                        for (d = 0; d < D; d += 2) a0 = _mm256_fmadd_ps(attn_set2__avx2(k0 + d), _mm256_loadu_ps(qp + d * 4), a0);
-                        attn_sum_pairs__avx2(a0, a0, w->s + c * rp + hk * glp, w->s + c * rp + hk * glp);
-                        c++;
-                    }
-                    for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                        const float *row = attn_gpt2_next_row(&kv, jn, pl);
-                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                        if (pf == ATTN_PREFETCH_L2)
-                            attn_gpt2_prefetch_row_l2(row, n);
-                        else
-                            attn_gpt2_prefetch_row(row, n);
-                    }
-                }
-            }
-        } else
-        if (dots) { /* keys in pairs; a lone last key pairs with itself */
-            for (c = 0; c < kb; c += 2) {
-                const int64_t c1 = c + 1 < kb ? c + 1 : c;
-                for (hk = 0; hk < HKV; hk++) {
-                    attn_gpt2_dot_4x2_f32__avx2(w->q + hk * glp * 64, glp, attn_gpt2_k_row(&kv, hk, j0 + c),
-                            attn_gpt2_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
-                    for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
-                        const float *row = attn_gpt2_next_row(&kv, jn, pl);
-                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                        if (pf == ATTN_PREFETCH_L2)
-                            attn_gpt2_prefetch_row_l2(row, n);
-                        else
-                            attn_gpt2_prefetch_row(row, n);
-                    }
-                }
-            }
-        } else {
-            const int64_t npan = glp / 16; /* panels a kv head */
-            for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
-                for (r = hk * glp; r < (hk + 1) * glp; r += 16) {
-                    const float *qt = w->qt + r * D;
-                    const int64_t pan = hk * npan + (r - hk * glp) / 16;
-                    for (c = 0; c + 4 <= kb; c += 4) {
-                        attn_gpt2_qk_4x16_f32__avx2(attn_gpt2_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                        for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
-                            const float *row = attn_gpt2_next_row(&kv, jn, pl);
-                            const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                            if (pf == ATTN_PREFETCH_L2)
-                                attn_gpt2_prefetch_row_l2(row, n);
-                            else
-                                attn_gpt2_prefetch_row(row, n);
-                        }
-                    }
-                    for (; c < kb; c++)
-                        attn_gpt2_qk_1x16_f32__avx2(attn_gpt2_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                    for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
-                        const float *row = attn_gpt2_next_row(&kv, jn, pl);
-                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                        if (pf == ATTN_PREFETCH_L2)
-                            attn_gpt2_prefetch_row_l2(row, n);
-                        else
-                            attn_gpt2_prefetch_row(row, n);
-                    }
-                }
-            }
-        }
-        if (cls == TILE_PARTIAL) /* hide what each row does not see */
-            for (r = 0; r < rp; r++)
-                for (c = 0; c < kb; c++)
-                    if (!attn_gpt2_visible(w->lo[r], w->hi[r], w->sink_hi[r], j0 + c)) w->s[c * rp + r] = -INFINITY;
-
+        attn_gpt2_dscores__avx2(kv, w, j0, kb, rp, glp, lanes, pairs, dots, pf, jn, pn, &pl);
+        attn_gpt2_dmasks__avx2(w, j0, kb, rp, cls);
         /* online softmax over whole vectors of rows */
-        for (r = 0; r < rp; r += 8) attn_gpt2_softmax_t__avx2(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
+        for (r = 0; r < rp; r += ROWS_VEC) attn_gpt2_softmax_t__avx2(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
 
-        /* O = alpha * O + P V, kv head by kv head, 6 rows at a time */
-        for (hk = 0; hk < HKV; hk++) {
-            const float *vh = attn_gpt2_v_row(&kv, hk, j0);
-            for (r = hk * glp; r < hk * glp + gl;) {
-                /* the widest kernel that fits the rows left; past two widths a head, or
-                   where the runtime says so (attn_cpu()->decode_even_rows: AMD Zen 4 and 5), the last
-                   rows under two widths in two even halves (14 rows: 6, 4, 4, not
-                   6, 6, 2; 8 rows: 4 and 4 on AMD, 6 and 2 elsewhere) */
-                const int64_t left = hk * glp + gl - r;
-                const int64_t take = (gl > 12 || even) && left > 6 && left < 12 ? (left + 1) / 2 : left;
-                if (take >= 6) {
-                    attn_gpt2_pv_6x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
-                    r += 6;
-                } else
-                if (take >= 5) {
-                    attn_gpt2_pv_5x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
-                    r += 5;
-                } else
-                if (take >= 4) {
-                    attn_gpt2_pv_4x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
-                    r += 4;
-                } else
-                if (take >= 3) {
-                    attn_gpt2_pv_3x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
-                    r += 3;
-                } else
-                if (take >= 2) {
-                    attn_gpt2_pv_2x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
-                    r += 2;
-                } else
-                {
-                    attn_gpt2_pv_1x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
-                    r += 1;
-                }
-                for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
-                    const float *row = attn_gpt2_next_row(&kv, jn, pl);
-                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                    if (pf == ATTN_PREFETCH_L2)
-                        attn_gpt2_prefetch_row_l2(row, n);
-                    else
-                        attn_gpt2_prefetch_row(row, n);
-                }
-            }
-        }
+        attn_gpt2_dpv__avx2(kv, w, j0, kb, rp, glp, gl, even, pf, jn, pn, &pl);
     }
 
-    /* the split's result */
-    for (r = 0; r < rp; r++) {
-        const int64_t rr = r % glp, h = (r / glp) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        if (r >= HKV * glp || rr >= gl) continue; /* a padding row */
-        attn_gpt2_dresult(w->o + r * 64, w->m[r], w->l[r], opart + row * DV, lpart + row);
-    }
+    attn_gpt2_dsplit__avx2(w, opart, lpart, rp, glp, gl, Lq);
 }
 
 /* ---- streaming decode: up to 4 query rows against the cache, key by key ---- */
@@ -8195,14 +8356,13 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_dmerge__avx2(cons
 __attribute__((target("avx2,fma,f16c"))) static attn_status attn_gpt2_decode__avx2(const attn_args *args)
 {
     const int64_t B = args->batch, R = HQ * args->seq_q;
-    int64_t chunk = DECODE_SPLIT, nsplit, units;
+    const int64_t chunk = attn_gpt2_split_keys(args->seq_k); /* keys per split (lib/split_kv) */
+    int64_t nsplit, units;
     const int threads = args->threads;
     float *opart, *lpart;
     int failed = 0;
     (void)threads;
 
-    /* keys per split: from seq_k alone, so the result is the same for any thread count */
-    while (args->seq_k > chunk * DECODE_MAX_SPLITS && chunk <= INT64_MAX / 64) chunk *= 2;
     nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
     units = B * nsplit;
 
@@ -10953,6 +11113,245 @@ ATTN_NOINLINE static void attn_gpt2_dpairs_8x1__neon(const float *restrict k0, i
     attn_sum_pairs__neon(a6, a7, s + 6 * rp, s + 7 * rp);
 }
 
+/* The decode unit's rows (r' = hk * glp + g * Lq + i: query i of head hk * GROUP + g): each
+ * row's Q, packed for the scores, and its span; padding rows see what row 0 sees. */
+static ATTN_ALWAYS_INLINE void attn_gpt2_drows__neon(const attn_args *args, int64_t b, attn_gpt2_dscratch__neon *w, int64_t Lq, int64_t gl, int64_t glp, int64_t rp, int64_t lk, int pairs)
+{
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        ROWS_PANEL = 8, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
+        Q_STRIDE = 64 /* floats of a packed Q row (D in whole vectors) */
+    };
+    int64_t r;
+
+    for (r = 0; r < rp; r++) {
+        const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
+        float *qc = w->qt + (r / ROWS_PANEL) * ROWS_PANEL * D + r % ROWS_PANEL;
+        float *qw = w->q + r * Q_STRIDE;
+        int64_t d;
+        if (r < HKV * glp && rr < gl) {
+            attn_gpt2_qpack_f32__neon(attn_gpt2_q_row(args, b, i, (r / glp) * GROUP + g), qw);
+            attn_gpt2_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
+        } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                    change no block's class: blocks no real row sees are skipped), never read back */
+            for (d = 0; d < Q_STRIDE; d++) qw[d] = 0.0f;
+            w->lo[r] = w->lo[0];
+            w->hi[r] = w->hi[0];
+            w->sink_hi[r] = w->sink_hi[0];
+        }
+        if (pairs) { /* Q of a kv head's rows in pairs of D: qt[hk][d / 2][2 rr + d % 2] */
+            if (r < HKV * glp)
+                for (d = 0; d < D; d++) w->qt[(r - rr) * D + (d / 2) * 2 * glp + 2 * rr + d % 2] = qw[d];
+        } else
+            for (d = 0; d < D; d++) qc[d * ROWS_PANEL] = qw[d];
+    }
+    w->rows_of = b;
+}
+
+/* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
+ * apart), by the unit's row class, with the next block's first half prefetched
+ * (rows pl of pn, from key jn) over the calls or inside them. */
+static ATTN_ALWAYS_INLINE void attn_gpt2_dscores__neon(const attn_gpt2_kv kv, attn_gpt2_dscratch__neon *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int lanes, int pairs, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
+{
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        ROWS_VEC = 4, /* f32 lanes of a vector: a kv head's rows in the lanes kernel at most (isa.lanes) */
+        ROWS_HALF = 2, /* half a vector: the pairs kernel's rows, two values of D a row */
+        ROWS_QUARTER = 1, /* a quarter vector: the half-width pairs kernel's rows */
+        ROWS_PANEL = 8, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        SCORE_KEYS = 8, /* keys a call of the lanes and pairs score kernels takes */
+        QK_ROWS = 8 /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
+    };
+    int64_t r, c, hk, pl = *plp;
+
+    if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
+        for (hk = 0; hk < HKV; hk++) {
+            const float *qt = w->qt + (hk * glp / ROWS_PANEL) * ROWS_PANEL * D + (hk * glp) % ROWS_PANEL; /* its rows' Q^T */
+            for (c = 0; c < kb;) {
+                const float *k0 = attn_gpt2_k_row(&kv, hk, j0 + c);
+                int64_t d;
+                if (c + SCORE_KEYS <= kb) { /* 8 keys */
+                    attn_gpt2_lanes_8x1_f32__neon(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
+                    c += SCORE_KEYS;
+                } else { /* one key */
+                    float32x4_t a0 = vdupq_n_f32(0.0f);
+                    for (d = 0; d < D; d++) a0 = vfmaq_f32(a0, vdupq_n_f32(k0[d]), vld1q_f32(qt + d * ROWS_PANEL));
+                    vst1q_f32(w->s + c * rp + hk * glp, a0);
+                    c++;
+                }
+                for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
+                    const float *row = attn_gpt2_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_gpt2_prefetch_row_l2(row, n);
+                    else
+                        attn_gpt2_prefetch_row(row, n);
+                }
+            }
+        }
+    } else
+    if (pairs) { /* S^T = K Q^T, kv head by kv head: pairs of K values broadcast against half a vector of rows */
+        for (hk = 0; hk < HKV; hk++) {
+            const float *qp = w->qt + hk * glp * D; /* its rows' Q in pairs of D */
+            for (c = 0; c < kb;) {
+                const float *k0 = attn_gpt2_k_row(&kv, hk, j0 + c);
+                int64_t d;
+                if (c + SCORE_KEYS <= kb) { /* 8 keys */
+                    attn_gpt2_dpairs_8x1__neon(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
+                    c += SCORE_KEYS;
+                } else { /* one key */
+                    float32x4_t a0 = vdupq_n_f32(0.0f);
+                    for (d = 0; d < D; d += 2) a0 = vfmaq_f32(a0, vcombine_f32(vld1_f32(k0 + d), vld1_f32(k0 + d)), vld1q_f32(qp + d * ROWS_HALF));
+                    attn_sum_pairs__neon(a0, a0, w->s + c * rp + hk * glp, w->s + c * rp + hk * glp);
+                    c++;
+                }
+                for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
+                    const float *row = attn_gpt2_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_gpt2_prefetch_row_l2(row, n);
+                    else
+                        attn_gpt2_prefetch_row(row, n);
+                }
+            }
+        }
+    } else
+    if (dots) { /* keys in pairs; a lone last key pairs with itself */
+        for (c = 0; c < kb; c += 2) {
+            const int64_t c1 = c + 1 < kb ? c + 1 : c;
+            for (hk = 0; hk < HKV; hk++) {
+                attn_gpt2_dot_4x2_f32__neon(w->q + hk * glp * Q_STRIDE, glp, attn_gpt2_k_row(&kv, hk, j0 + c),
+                        attn_gpt2_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
+                for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
+                    const float *row = attn_gpt2_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_gpt2_prefetch_row_l2(row, n);
+                    else
+                        attn_gpt2_prefetch_row(row, n);
+                }
+            }
+        }
+    } else {
+        const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
+        for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
+            for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
+                const float *qt = w->qt + r * D;
+                const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
+                for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
+                    attn_gpt2_qk_8x8_f32__neon(attn_gpt2_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        const float *row = attn_gpt2_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_gpt2_prefetch_row_l2(row, n);
+                        else
+                            attn_gpt2_prefetch_row(row, n);
+                    }
+                }
+                for (; c < kb; c++)
+                    attn_gpt2_qk_1x8_f32__neon(attn_gpt2_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
+                    const float *row = attn_gpt2_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_gpt2_prefetch_row_l2(row, n);
+                    else
+                        attn_gpt2_prefetch_row(row, n);
+                }
+            }
+        }
+    }
+    *plp = pl;
+}
+
+/* One block's score terms and masks: what is added to a score, the mask tensor,
+ * -inf where a row does not see a key (cls: partial), and the final scores
+ * into P where the caller asks for the weights. */
+static ATTN_ALWAYS_INLINE void attn_gpt2_dmasks__neon(attn_gpt2_dscratch__neon *w, int64_t j0, int64_t kb, int64_t rp, attn_gpt2_tile_class cls)
+{
+    int64_t r, c;
+
+    if (cls == TILE_PARTIAL) /* hide what each row does not see */
+        for (r = 0; r < rp; r++)
+            for (c = 0; c < kb; c++)
+                if (!attn_gpt2_visible(w->lo[r], w->hi[r], w->sink_hi[r], j0 + c)) w->s[c * rp + r] = -INFINITY;
+}
+
+/* One block's O = alpha * O + P V, kv head by kv head, with the next block's second
+ * half prefetched (rows pl of pn) over the calls or inside them. */
+static ATTN_ALWAYS_INLINE void attn_gpt2_dpv__neon(const attn_gpt2_kv kv, attn_gpt2_dscratch__neon *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int64_t gl, int even, int pf, int64_t jn, int64_t pn, int64_t *plp)
+{
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        O_STRIDE = 64, /* floats of an O row (Dv in whole vectors) */
+        PV_WIDEST = 6 /* rows of the widest P*V kernel (v.pv_rows[1]) */
+    };
+    int64_t r, hk, pl = *plp;
+
+    /* O = alpha * O + P V, kv head by kv head, 6 rows at a time */
+    for (hk = 0; hk < HKV; hk++) {
+        const float *vh = attn_gpt2_v_row(&kv, hk, j0);
+        for (r = hk * glp; r < hk * glp + gl;) {
+            /* the widest kernel that fits the rows left; past two widths a head, or
+               where the runtime says so (attn_cpu()->decode_even_rows: AMD Zen 4 and 5), the last
+               rows under two widths in two even halves (14 rows: 6, 4, 4, not
+               6, 6, 2; 8 rows: 4 and 4 on AMD, 6 and 2 elsewhere) */
+            const int64_t left = hk * glp + gl - r;
+            const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
+            if (take >= 6) {
+                attn_gpt2_pv_6x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                r += 6;
+            } else
+            if (take >= 5) {
+                attn_gpt2_pv_5x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                r += 5;
+            } else
+            if (take >= 4) {
+                attn_gpt2_pv_4x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                r += 4;
+            } else
+            if (take >= 3) {
+                attn_gpt2_pv_3x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                r += 3;
+            } else
+            if (take >= 2) {
+                attn_gpt2_pv_2x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                r += 2;
+            } else
+            {
+                attn_gpt2_pv_1x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                r += 1;
+            }
+            for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
+                const float *row = attn_gpt2_next_row(&kv, jn, pl);
+                const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                if (pf == ATTN_PREFETCH_L2)
+                    attn_gpt2_prefetch_row_l2(row, n);
+                else
+                    attn_gpt2_prefetch_row(row, n);
+            }
+        }
+    }
+    *plp = pl;
+}
+
+/* The split's result: each real row's normalized output and LSE (natural log),
+ * indexed by h * Lq + i. */
+static ATTN_ALWAYS_INLINE void attn_gpt2_dsplit__neon(const attn_gpt2_dscratch__neon *w, float *restrict opart, float *restrict lpart, int64_t rp,
+        int64_t glp, int64_t gl, int64_t Lq)
+{
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        O_STRIDE = 64 /* floats of an O row (Dv in whole vectors) */
+    };
+    int64_t r;
+
+    /* the split's result */
+    for (r = 0; r < rp; r++) {
+        const int64_t rr = r % glp, h = (r / glp) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        if (r >= HKV * glp || rr >= gl) continue; /* a padding row */
+        attn_gpt2_dresult(w->o + r * O_STRIDE, w->m[r], w->l[r], opart + row * DV, lpart + row);
+    }
+}
+
 /* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
  * g * Lq + i is query i of head hk * GROUP + g (glp: a kv head's rows, padded).
  * Writes each real row's normalized partial output and LSE (natural log),
@@ -10960,61 +11359,47 @@ ATTN_NOINLINE static void attn_gpt2_dpairs_8x1__neon(const float *restrict k0, i
 static void attn_gpt2_dunit__neon(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_gpt2_dscratch__neon *w, float *restrict opart, float *restrict lpart)
 {
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        ROWS_VEC = 4, /* f32 lanes of a vector: a kv head's rows in the lanes kernel at most (isa.lanes) */
+        ROWS_HALF = 2, /* half a vector: the pairs kernel's rows, two values of D a row */
+        ROWS_QUARTER = 1, /* a quarter vector: the half-width pairs kernel's rows */
+        ROWS_PANEL = 8, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
+        ROWS_DOT = 4, /* a kv head's rows scored by dot products are padded to this many */
+        O_STRIDE = 64, /* floats of an O row (Dv in whole vectors) */
+        SCORE_KEYS = 8 /* keys a call of the lanes and pairs score kernels takes */
+    };
     const int64_t Lq = args->seq_q, gl = GROUP * Lq;
     /* more than half a vector of rows a kv head and at most one: each kv head's
        rows padded to one vector, its scores with the rows along the lanes; more
        than a quarter and at most half, where the cache is f32 and D even: padded
        to half a vector, two values of D a row along the lanes; else fewer rows
-       than a panel: dot products, each kv head's rows padded to 4; else each kv
+       than a panel: dot products, each kv head's rows padded to ROWS_DOT; else each kv
        head's rows padded to panels (the last three: all rows padded once to
        whole vectors) */
-    const int lanes = gl > 2 && gl <= 4;
-    const int pairs = gl > 1 && gl <= 2;
-    const int dots = !lanes && !pairs && gl < 8;
-    const int64_t glp = lanes ? 4 : pairs ? 2 : dots ? (gl + 3) / 4 * 4 : (gl + 7) / 8 * 8;
-    const int64_t rp = dots || pairs ? (HKV * glp + 3) / 4 * 4 : HKV * glp;
+    const int lanes = gl > ROWS_HALF && gl <= ROWS_VEC;
+    const int pairs = gl > ROWS_QUARTER && gl <= ROWS_HALF;
+    const int dots = !lanes && !pairs && gl < ROWS_PANEL;
+    const int64_t glp = lanes ? ROWS_VEC : pairs ? ROWS_HALF : dots ? (gl + (ROWS_DOT - 1)) / ROWS_DOT * ROWS_DOT : (gl + (ROWS_PANEL - 1)) / ROWS_PANEL * ROWS_PANEL;
+    const int64_t rp = dots || pairs ? (HKV * glp + (ROWS_VEC - 1)) / ROWS_VEC * ROWS_VEC : HKV * glp;
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_gpt2_kv kv = attn_gpt2_kv_of(args, b);
     const int pf = attn_cpu()->decode_prefetch; /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
     /* keys a block: where the prefetch goes to L2, more the more work a key has, but
        for one vector of rows (the lanes kernel: a K value broadcast for each FMA) */
-    const int64_t bk = pf != ATTN_PREFETCH_L2 || lanes ? DECODE_BLOCK : glp == 8 ? DECODE_BLOCK_ONE
+    const int64_t bk = pf != ATTN_PREFETCH_L2 || lanes ? DECODE_BLOCK : glp == ROWS_PANEL ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
     const int even = attn_cpu()->decode_even_rows; /* two P*V calls of a kv head's rows in even halves (AMD Zen 4 and 5) */
-    int64_t r, c, j0, hk;
+    int64_t r, j0;
     int full;
 
-    if (w->rows_of != b) { /* each row's Q, packed for the scores, and its span: once a batch for a
-                              thread (its splits follow one another), not once a split */
-        for (r = 0; r < rp; r++) {
-            const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
-            float *qc = w->qt + (r / 8) * 8 * D + r % 8;
-            float *qw = w->q + r * 64;
-            int64_t d;
-            if (r < HKV * glp && rr < gl) {
-                attn_gpt2_qpack_f32__neon(attn_gpt2_q_row(args, b, i, (r / glp) * GROUP + g), qw);
-                attn_gpt2_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-            } else { /* padding rows: zero queries that see what row 0 sees (so that they
-                        change no block's class: blocks no real row sees are skipped), never read back */
-                for (d = 0; d < 64; d++) qw[d] = 0.0f;
-                w->lo[r] = w->lo[0];
-                w->hi[r] = w->hi[0];
-                w->sink_hi[r] = w->sink_hi[0];
-            }
-            if (pairs) { /* Q of a kv head's rows in pairs of D: qt[hk][d / 2][2 rr + d % 2] */
-                if (r < HKV * glp)
-                    for (d = 0; d < D; d++) w->qt[(r - rr) * D + (d / 2) * 2 * glp + 2 * rr + d % 2] = qw[d];
-            } else
-                for (d = 0; d < D; d++) qc[d * 8] = qw[d];
-        }
-        w->rows_of = b;
-    }
+    if (w->rows_of != b) /* once a batch for a thread (its splits follow one another), not once a split */
+        attn_gpt2_drows__neon(args, b, w, Lq, gl, glp, rp, lk, pairs);
     for (r = 0; r < rp; r++) {
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
-    memset(w->o, 0, sizeof(float) * (size_t)rp * 64);
+    memset(w->o, 0, sizeof(float) * (size_t)rp * O_STRIDE);
     memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_gpt2_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
@@ -11037,164 +11422,15 @@ static void attn_gpt2_dunit__neon(const attn_args *args, int64_t b, int64_t j_be
            the first lines of the keys a block further are asked for too, so that the
            hardware prefetcher, which stops at page boundaries, starts on their pages. */
         attn_gpt2_key_starts(&kv, &ks, ks_end, ks_end - ks);
-        if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
-            for (hk = 0; hk < HKV; hk++) {
-                const float *qt = w->qt + (hk * glp / 8) * 8 * D + (hk * glp) % 8; /* its rows' Q^T */
-                for (c = 0; c < kb;) {
-                    const float *k0 = attn_gpt2_k_row(&kv, hk, j0 + c);
-                    int64_t d;
-                    if (c + 8 <= kb) { /* 8 keys */
-                        attn_gpt2_lanes_8x1_f32__neon(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
-                        c += 8;
-                    } else { /* one key */
-                        float32x4_t a0 = vdupq_n_f32(0.0f);
-                        for (d = 0; d < D; d++) a0 = vfmaq_f32(a0, vdupq_n_f32(k0[d]), vld1q_f32(qt + d * 8));
-                        vst1q_f32(w->s + c * rp + hk * glp, a0);
-                        c++;
-                    }
-                    for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                        const float *row = attn_gpt2_next_row(&kv, jn, pl);
-                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                        if (pf == ATTN_PREFETCH_L2)
-                            attn_gpt2_prefetch_row_l2(row, n);
-                        else
-                            attn_gpt2_prefetch_row(row, n);
-                    }
-                }
-            }
-        } else
-        if (pairs) { /* S^T = K Q^T, kv head by kv head: pairs of K values broadcast against half a vector of rows */
-            for (hk = 0; hk < HKV; hk++) {
-                const float *qp = w->qt + hk * glp * D; /* its rows' Q in pairs of D */
-                for (c = 0; c < kb;) {
-                    const float *k0 = attn_gpt2_k_row(&kv, hk, j0 + c);
-                    int64_t d;
-                    if (c + 8 <= kb) { /* 8 keys */
-                        attn_gpt2_dpairs_8x1__neon(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
-                        c += 8;
-                    } else { /* one key */
-                        float32x4_t a0 = vdupq_n_f32(0.0f);
-                        for (d = 0; d < D; d += 2) a0 = vfmaq_f32(a0, vcombine_f32(vld1_f32(k0 + d), vld1_f32(k0 + d)), vld1q_f32(qp + d * 2));
-                        attn_sum_pairs__neon(a0, a0, w->s + c * rp + hk * glp, w->s + c * rp + hk * glp);
-                        c++;
-                    }
-                    for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                        const float *row = attn_gpt2_next_row(&kv, jn, pl);
-                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                        if (pf == ATTN_PREFETCH_L2)
-                            attn_gpt2_prefetch_row_l2(row, n);
-                        else
-                            attn_gpt2_prefetch_row(row, n);
-                    }
-                }
-            }
-        } else
-        if (dots) { /* keys in pairs; a lone last key pairs with itself */
-            for (c = 0; c < kb; c += 2) {
-                const int64_t c1 = c + 1 < kb ? c + 1 : c;
-                for (hk = 0; hk < HKV; hk++) {
-                    attn_gpt2_dot_4x2_f32__neon(w->q + hk * glp * 64, glp, attn_gpt2_k_row(&kv, hk, j0 + c),
-                            attn_gpt2_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
-                    for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
-                        const float *row = attn_gpt2_next_row(&kv, jn, pl);
-                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                        if (pf == ATTN_PREFETCH_L2)
-                            attn_gpt2_prefetch_row_l2(row, n);
-                        else
-                            attn_gpt2_prefetch_row(row, n);
-                    }
-                }
-            }
-        } else {
-            const int64_t npan = glp / 8; /* panels a kv head */
-            for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
-                for (r = hk * glp; r < (hk + 1) * glp; r += 8) {
-                    const float *qt = w->qt + r * D;
-                    const int64_t pan = hk * npan + (r - hk * glp) / 8;
-                    for (c = 0; c + 8 <= kb; c += 8) {
-                        attn_gpt2_qk_8x8_f32__neon(attn_gpt2_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                        for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
-                            const float *row = attn_gpt2_next_row(&kv, jn, pl);
-                            const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                            if (pf == ATTN_PREFETCH_L2)
-                                attn_gpt2_prefetch_row_l2(row, n);
-                            else
-                                attn_gpt2_prefetch_row(row, n);
-                        }
-                    }
-                    for (; c < kb; c++)
-                        attn_gpt2_qk_1x8_f32__neon(attn_gpt2_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                    for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
-                        const float *row = attn_gpt2_next_row(&kv, jn, pl);
-                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                        if (pf == ATTN_PREFETCH_L2)
-                            attn_gpt2_prefetch_row_l2(row, n);
-                        else
-                            attn_gpt2_prefetch_row(row, n);
-                    }
-                }
-            }
-        }
-        if (cls == TILE_PARTIAL) /* hide what each row does not see */
-            for (r = 0; r < rp; r++)
-                for (c = 0; c < kb; c++)
-                    if (!attn_gpt2_visible(w->lo[r], w->hi[r], w->sink_hi[r], j0 + c)) w->s[c * rp + r] = -INFINITY;
-
+        attn_gpt2_dscores__neon(kv, w, j0, kb, rp, glp, lanes, pairs, dots, pf, jn, pn, &pl);
+        attn_gpt2_dmasks__neon(w, j0, kb, rp, cls);
         /* online softmax over whole vectors of rows */
-        for (r = 0; r < rp; r += 4) attn_gpt2_softmax_t__neon(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
+        for (r = 0; r < rp; r += ROWS_VEC) attn_gpt2_softmax_t__neon(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
 
-        /* O = alpha * O + P V, kv head by kv head, 6 rows at a time */
-        for (hk = 0; hk < HKV; hk++) {
-            const float *vh = attn_gpt2_v_row(&kv, hk, j0);
-            for (r = hk * glp; r < hk * glp + gl;) {
-                /* the widest kernel that fits the rows left; past two widths a head, or
-                   where the runtime says so (attn_cpu()->decode_even_rows: AMD Zen 4 and 5), the last
-                   rows under two widths in two even halves (14 rows: 6, 4, 4, not
-                   6, 6, 2; 8 rows: 4 and 4 on AMD, 6 and 2 elsewhere) */
-                const int64_t left = hk * glp + gl - r;
-                const int64_t take = (gl > 12 || even) && left > 6 && left < 12 ? (left + 1) / 2 : left;
-                if (take >= 6) {
-                    attn_gpt2_pv_6x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
-                    r += 6;
-                } else
-                if (take >= 5) {
-                    attn_gpt2_pv_5x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
-                    r += 5;
-                } else
-                if (take >= 4) {
-                    attn_gpt2_pv_4x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
-                    r += 4;
-                } else
-                if (take >= 3) {
-                    attn_gpt2_pv_3x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
-                    r += 3;
-                } else
-                if (take >= 2) {
-                    attn_gpt2_pv_2x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
-                    r += 2;
-                } else
-                {
-                    attn_gpt2_pv_1x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
-                    r += 1;
-                }
-                for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
-                    const float *row = attn_gpt2_next_row(&kv, jn, pl);
-                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                    if (pf == ATTN_PREFETCH_L2)
-                        attn_gpt2_prefetch_row_l2(row, n);
-                    else
-                        attn_gpt2_prefetch_row(row, n);
-                }
-            }
-        }
+        attn_gpt2_dpv__neon(kv, w, j0, kb, rp, glp, gl, even, pf, jn, pn, &pl);
     }
 
-    /* the split's result */
-    for (r = 0; r < rp; r++) {
-        const int64_t rr = r % glp, h = (r / glp) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        if (r >= HKV * glp || rr >= gl) continue; /* a padding row */
-        attn_gpt2_dresult(w->o + r * 64, w->m[r], w->l[r], opart + row * DV, lpart + row);
-    }
+    attn_gpt2_dsplit__neon(w, opart, lpart, rp, glp, gl, Lq);
 }
 
 /* ---- streaming decode: up to 4 query rows against the cache, key by key ---- */
@@ -11645,14 +11881,13 @@ static void attn_gpt2_dmerge__neon(const attn_args *args, int64_t b, int64_t row
 static attn_status attn_gpt2_decode__neon(const attn_args *args)
 {
     const int64_t B = args->batch, R = HQ * args->seq_q;
-    int64_t chunk = DECODE_SPLIT, nsplit, units;
+    const int64_t chunk = attn_gpt2_split_keys(args->seq_k); /* keys per split (lib/split_kv) */
+    int64_t nsplit, units;
     const int threads = args->threads;
     float *opart, *lpart;
     int failed = 0;
     (void)threads;
 
-    /* keys per split: from seq_k alone, so the result is the same for any thread count */
-    while (args->seq_k > chunk * DECODE_MAX_SPLITS && chunk <= INT64_MAX / 64) chunk *= 2;
     nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
     units = B * nsplit;
 
@@ -12657,6 +12892,167 @@ typedef struct {
     int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
 } attn_gpt2_dscratch__scalar;
 
+/* The decode unit's rows (r' = hk * glp + g * Lq + i: query i of head hk * GROUP + g): each
+ * row's Q, packed for the scores, and its span; padding rows see what row 0 sees. */
+ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_gpt2_drows__scalar(const attn_args *args, int64_t b, attn_gpt2_dscratch__scalar *w, int64_t Lq, int64_t gl, int64_t glp, int64_t rp, int64_t lk)
+{
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        ROWS_PANEL = 2, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
+        Q_STRIDE = 64 /* floats of a packed Q row (D in whole vectors) */
+    };
+    int64_t r;
+
+    for (r = 0; r < rp; r++) {
+        const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
+        float *qc = w->qt + (r / ROWS_PANEL) * ROWS_PANEL * D + r % ROWS_PANEL;
+        float *qw = w->q + r * Q_STRIDE;
+        int64_t d;
+        if (r < HKV * glp && rr < gl) {
+            attn_gpt2_qpack_f32__scalar(attn_gpt2_q_row(args, b, i, (r / glp) * GROUP + g), qw);
+            attn_gpt2_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
+        } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                    change no block's class: blocks no real row sees are skipped), never read back */
+            for (d = 0; d < Q_STRIDE; d++) qw[d] = 0.0f;
+            w->lo[r] = w->lo[0];
+            w->hi[r] = w->hi[0];
+            w->sink_hi[r] = w->sink_hi[0];
+        }
+        for (d = 0; d < D; d++) qc[d * ROWS_PANEL] = qw[d];
+    }
+    w->rows_of = b;
+}
+
+/* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
+ * apart), by the unit's row class, with the next block's first half prefetched
+ * (rows pl of pn, from key jn) over the calls or inside them. */
+ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_gpt2_dscores__scalar(const attn_gpt2_kv kv, attn_gpt2_dscratch__scalar *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
+{
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        ROWS_VEC = 1, /* f32 lanes of a vector: a kv head's rows in the lanes kernel at most (isa.lanes) */
+        ROWS_HALF = 0, /* half a vector: the pairs kernel's rows, two values of D a row */
+        ROWS_QUARTER = 0, /* a quarter vector: the half-width pairs kernel's rows */
+        ROWS_PANEL = 2, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        SCORE_KEYS = 8, /* keys a call of the lanes and pairs score kernels takes */
+        QK_ROWS = 4 /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
+    };
+    int64_t r, c, hk, pl = *plp;
+
+    if (dots) { /* keys in pairs; a lone last key pairs with itself */
+        for (c = 0; c < kb; c += 2) {
+            const int64_t c1 = c + 1 < kb ? c + 1 : c;
+            for (hk = 0; hk < HKV; hk++) {
+                attn_gpt2_dot_4x2_f32__scalar(w->q + hk * glp * Q_STRIDE, glp, attn_gpt2_k_row(&kv, hk, j0 + c),
+                        attn_gpt2_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
+                for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
+                    const float *row = attn_gpt2_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_gpt2_prefetch_row_l2(row, n);
+                    else
+                        attn_gpt2_prefetch_row(row, n);
+                }
+            }
+        }
+    } else {
+        const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
+        for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
+            for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
+                const float *qt = w->qt + r * D;
+                const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
+                for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
+                    attn_gpt2_qk_4x2_f32__scalar(attn_gpt2_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        const float *row = attn_gpt2_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_gpt2_prefetch_row_l2(row, n);
+                        else
+                            attn_gpt2_prefetch_row(row, n);
+                    }
+                }
+                for (; c < kb; c++)
+                    attn_gpt2_qk_1x2_f32__scalar(attn_gpt2_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
+                    const float *row = attn_gpt2_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_gpt2_prefetch_row_l2(row, n);
+                    else
+                        attn_gpt2_prefetch_row(row, n);
+                }
+            }
+        }
+    }
+    *plp = pl;
+}
+
+/* One block's score terms and masks: what is added to a score, the mask tensor,
+ * -inf where a row does not see a key (cls: partial), and the final scores
+ * into P where the caller asks for the weights. */
+ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_gpt2_dmasks__scalar(attn_gpt2_dscratch__scalar *w, int64_t j0, int64_t kb, int64_t rp, attn_gpt2_tile_class cls)
+{
+    int64_t r, c;
+
+    if (cls == TILE_PARTIAL) /* hide what each row does not see */
+        for (r = 0; r < rp; r++)
+            for (c = 0; c < kb; c++)
+                if (!attn_gpt2_visible(w->lo[r], w->hi[r], w->sink_hi[r], j0 + c)) w->s[c * rp + r] = -INFINITY;
+}
+
+/* One block's O = alpha * O + P V, kv head by kv head, with the next block's second
+ * half prefetched (rows pl of pn) over the calls or inside them. */
+ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_gpt2_dpv__scalar(const attn_gpt2_kv kv, attn_gpt2_dscratch__scalar *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int64_t gl, int pf, int64_t jn, int64_t pn, int64_t *plp)
+{
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        O_STRIDE = 64 /* floats of an O row (Dv in whole vectors) */
+    };
+    int64_t r, hk, pl = *plp;
+
+    /* O = alpha * O + P V, kv head by kv head, 4 rows at a time */
+    for (hk = 0; hk < HKV; hk++) {
+        const float *vh = attn_gpt2_v_row(&kv, hk, j0);
+        for (r = hk * glp; r < hk * glp + gl;) {
+            const int64_t take = hk * glp + gl - r; /* the widest kernel that fits the rows left */
+            if (take >= 4) {
+                attn_gpt2_pv_4x64_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                r += 4;
+            } else
+            {
+                attn_gpt2_pv_1x64_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                r += 1;
+            }
+            for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
+                const float *row = attn_gpt2_next_row(&kv, jn, pl);
+                const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                if (pf == ATTN_PREFETCH_L2)
+                    attn_gpt2_prefetch_row_l2(row, n);
+                else
+                    attn_gpt2_prefetch_row(row, n);
+            }
+        }
+    }
+    *plp = pl;
+}
+
+/* The split's result: each real row's normalized output and LSE (natural log),
+ * indexed by h * Lq + i. */
+ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_gpt2_dsplit__scalar(const attn_gpt2_dscratch__scalar *w, float *restrict opart, float *restrict lpart, int64_t rp,
+        int64_t glp, int64_t gl, int64_t Lq)
+{
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        O_STRIDE = 64 /* floats of an O row (Dv in whole vectors) */
+    };
+    int64_t r;
+
+    /* the split's result */
+    for (r = 0; r < rp; r++) {
+        const int64_t rr = r % glp, h = (r / glp) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        if (r >= HKV * glp || rr >= gl) continue; /* a padding row */
+        attn_gpt2_dresult(w->o + r * O_STRIDE, w->m[r], w->l[r], opart + row * DV, lpart + row);
+    }
+}
+
 /* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
  * g * Lq + i is query i of head hk * GROUP + g (glp: a kv head's rows, padded).
  * Writes each real row's normalized partial output and LSE (natural log),
@@ -12664,56 +13060,46 @@ typedef struct {
 ATTN_NO_AUTOVEC static void attn_gpt2_dunit__scalar(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_gpt2_dscratch__scalar *w, float *restrict opart, float *restrict lpart)
 {
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        ROWS_VEC = 1, /* f32 lanes of a vector: a kv head's rows in the lanes kernel at most (isa.lanes) */
+        ROWS_HALF = 0, /* half a vector: the pairs kernel's rows, two values of D a row */
+        ROWS_QUARTER = 0, /* a quarter vector: the half-width pairs kernel's rows */
+        ROWS_PANEL = 2, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
+        ROWS_DOT = 4, /* a kv head's rows scored by dot products are padded to this many */
+        O_STRIDE = 64, /* floats of an O row (Dv in whole vectors) */
+        SCORE_KEYS = 8 /* keys a call of the lanes and pairs score kernels takes */
+    };
     const int64_t Lq = args->seq_q, gl = GROUP * Lq;
     /* more than half a vector of rows a kv head and at most one: each kv head's
        rows padded to one vector, its scores with the rows along the lanes; more
        than a quarter and at most half, where the cache is f32 and D even: padded
        to half a vector, two values of D a row along the lanes; else fewer rows
-       than a panel: dot products, each kv head's rows padded to 4; else each kv
+       than a panel: dot products, each kv head's rows padded to ROWS_DOT; else each kv
        head's rows padded to panels (the last three: all rows padded once to
        whole vectors) */
     const int lanes = 0;
     const int pairs = 0;
-    const int dots = !lanes && !pairs && gl < 2;
-    const int64_t glp = lanes ? 1 : pairs ? 0 : dots ? (gl + 3) / 4 * 4 : (gl + 1) / 2 * 2;
-    const int64_t rp = dots || pairs ? (HKV * glp + 0) / 1 * 1 : HKV * glp;
+    const int dots = !lanes && !pairs && gl < ROWS_PANEL;
+    const int64_t glp = lanes ? ROWS_VEC : pairs ? ROWS_HALF : dots ? (gl + (ROWS_DOT - 1)) / ROWS_DOT * ROWS_DOT : (gl + (ROWS_PANEL - 1)) / ROWS_PANEL * ROWS_PANEL;
+    const int64_t rp = dots || pairs ? (HKV * glp + (ROWS_VEC - 1)) / ROWS_VEC * ROWS_VEC : HKV * glp;
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_gpt2_kv kv = attn_gpt2_kv_of(args, b);
     const int pf = attn_cpu()->decode_prefetch; /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
     /* keys a block: where the prefetch goes to L2, more the more work a key has, but
        for one vector of rows (the lanes kernel: a K value broadcast for each FMA) */
-    const int64_t bk = pf != ATTN_PREFETCH_L2 || lanes ? DECODE_BLOCK : glp == 2 ? DECODE_BLOCK_ONE
+    const int64_t bk = pf != ATTN_PREFETCH_L2 || lanes ? DECODE_BLOCK : glp == ROWS_PANEL ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
-    int64_t r, c, j0, hk;
+    int64_t r, j0;
     int full;
 
-    if (w->rows_of != b) { /* each row's Q, packed for the scores, and its span: once a batch for a
-                              thread (its splits follow one another), not once a split */
-        for (r = 0; r < rp; r++) {
-            const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
-            float *qc = w->qt + (r / 2) * 2 * D + r % 2;
-            float *qw = w->q + r * 64;
-            int64_t d;
-            if (r < HKV * glp && rr < gl) {
-                attn_gpt2_qpack_f32__scalar(attn_gpt2_q_row(args, b, i, (r / glp) * GROUP + g), qw);
-                attn_gpt2_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-            } else { /* padding rows: zero queries that see what row 0 sees (so that they
-                        change no block's class: blocks no real row sees are skipped), never read back */
-                for (d = 0; d < 64; d++) qw[d] = 0.0f;
-                w->lo[r] = w->lo[0];
-                w->hi[r] = w->hi[0];
-                w->sink_hi[r] = w->sink_hi[0];
-            }
-            for (d = 0; d < D; d++) qc[d * 2] = qw[d];
-        }
-        w->rows_of = b;
-    }
+    if (w->rows_of != b) /* once a batch for a thread (its splits follow one another), not once a split */
+        attn_gpt2_drows__scalar(args, b, w, Lq, gl, glp, rp, lk);
     for (r = 0; r < rp; r++) {
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
-    memset(w->o, 0, sizeof(float) * (size_t)rp * 64);
+    memset(w->o, 0, sizeof(float) * (size_t)rp * O_STRIDE);
     memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_gpt2_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
@@ -12736,91 +13122,15 @@ ATTN_NO_AUTOVEC static void attn_gpt2_dunit__scalar(const attn_args *args, int64
            the first lines of the keys a block further are asked for too, so that the
            hardware prefetcher, which stops at page boundaries, starts on their pages. */
         attn_gpt2_key_starts(&kv, &ks, ks_end, ks_end - ks);
-        if (dots) { /* keys in pairs; a lone last key pairs with itself */
-            for (c = 0; c < kb; c += 2) {
-                const int64_t c1 = c + 1 < kb ? c + 1 : c;
-                for (hk = 0; hk < HKV; hk++) {
-                    attn_gpt2_dot_4x2_f32__scalar(w->q + hk * glp * 64, glp, attn_gpt2_k_row(&kv, hk, j0 + c),
-                            attn_gpt2_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
-                    for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
-                        const float *row = attn_gpt2_next_row(&kv, jn, pl);
-                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                        if (pf == ATTN_PREFETCH_L2)
-                            attn_gpt2_prefetch_row_l2(row, n);
-                        else
-                            attn_gpt2_prefetch_row(row, n);
-                    }
-                }
-            }
-        } else {
-            const int64_t npan = glp / 2; /* panels a kv head */
-            for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
-                for (r = hk * glp; r < (hk + 1) * glp; r += 2) {
-                    const float *qt = w->qt + r * D;
-                    const int64_t pan = hk * npan + (r - hk * glp) / 2;
-                    for (c = 0; c + 4 <= kb; c += 4) {
-                        attn_gpt2_qk_4x2_f32__scalar(attn_gpt2_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                        for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
-                            const float *row = attn_gpt2_next_row(&kv, jn, pl);
-                            const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                            if (pf == ATTN_PREFETCH_L2)
-                                attn_gpt2_prefetch_row_l2(row, n);
-                            else
-                                attn_gpt2_prefetch_row(row, n);
-                        }
-                    }
-                    for (; c < kb; c++)
-                        attn_gpt2_qk_1x2_f32__scalar(attn_gpt2_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                    for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
-                        const float *row = attn_gpt2_next_row(&kv, jn, pl);
-                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                        if (pf == ATTN_PREFETCH_L2)
-                            attn_gpt2_prefetch_row_l2(row, n);
-                        else
-                            attn_gpt2_prefetch_row(row, n);
-                    }
-                }
-            }
-        }
-        if (cls == TILE_PARTIAL) /* hide what each row does not see */
-            for (r = 0; r < rp; r++)
-                for (c = 0; c < kb; c++)
-                    if (!attn_gpt2_visible(w->lo[r], w->hi[r], w->sink_hi[r], j0 + c)) w->s[c * rp + r] = -INFINITY;
-
+        attn_gpt2_dscores__scalar(kv, w, j0, kb, rp, glp, dots, pf, jn, pn, &pl);
+        attn_gpt2_dmasks__scalar(w, j0, kb, rp, cls);
         /* online softmax over whole vectors of rows */
-        for (r = 0; r < rp; r += 1) attn_gpt2_softmax_t__scalar(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
+        for (r = 0; r < rp; r += ROWS_VEC) attn_gpt2_softmax_t__scalar(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
 
-        /* O = alpha * O + P V, kv head by kv head, 4 rows at a time */
-        for (hk = 0; hk < HKV; hk++) {
-            const float *vh = attn_gpt2_v_row(&kv, hk, j0);
-            for (r = hk * glp; r < hk * glp + gl;) {
-                const int64_t take = hk * glp + gl - r; /* the widest kernel that fits the rows left */
-                if (take >= 4) {
-                    attn_gpt2_pv_4x64_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
-                    r += 4;
-                } else
-                {
-                    attn_gpt2_pv_1x64_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
-                    r += 1;
-                }
-                for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
-                    const float *row = attn_gpt2_next_row(&kv, jn, pl);
-                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                    if (pf == ATTN_PREFETCH_L2)
-                        attn_gpt2_prefetch_row_l2(row, n);
-                    else
-                        attn_gpt2_prefetch_row(row, n);
-                }
-            }
-        }
+        attn_gpt2_dpv__scalar(kv, w, j0, kb, rp, glp, gl, pf, jn, pn, &pl);
     }
 
-    /* the split's result */
-    for (r = 0; r < rp; r++) {
-        const int64_t rr = r % glp, h = (r / glp) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        if (r >= HKV * glp || rr >= gl) continue; /* a padding row */
-        attn_gpt2_dresult(w->o + r * 64, w->m[r], w->l[r], opart + row * DV, lpart + row);
-    }
+    attn_gpt2_dsplit__scalar(w, opart, lpart, rp, glp, gl, Lq);
 }
 
 /* Combines the splits of query i, head h of batch b in split order; opart and
@@ -12856,14 +13166,13 @@ ATTN_NO_AUTOVEC static void attn_gpt2_dmerge__scalar(const attn_args *args, int6
 ATTN_NO_AUTOVEC static attn_status attn_gpt2_decode__scalar(const attn_args *args)
 {
     const int64_t B = args->batch, R = HQ * args->seq_q;
-    int64_t chunk = DECODE_SPLIT, nsplit, units;
+    const int64_t chunk = attn_gpt2_split_keys(args->seq_k); /* keys per split (lib/split_kv) */
+    int64_t nsplit, units;
     const int threads = args->threads;
     float *opart, *lpart;
     int failed = 0;
     (void)threads;
 
-    /* keys per split: from seq_k alone, so the result is the same for any thread count */
-    while (args->seq_k > chunk * DECODE_MAX_SPLITS && chunk <= INT64_MAX / 64) chunk *= 2;
     nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
     units = B * nsplit;
 

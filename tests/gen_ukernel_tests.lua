@@ -124,10 +124,30 @@ end
 
 -- what each op's comment says of the rows it prefetches: a pv kernel its
 -- chunks (the rows it reads follow from its key range), a qkpf kernel its rows
+local SCORES_COUNT = { "pr: NULL, or (%d+) rows of the next block", "pr: NULL, or <n> rows of the next block" }
 local PREFETCH_COUNT = {
   pv = { "(%d+) chunks? of jhi %- jlo keys", "<n> chunks of jhi - jlo keys" },
   qkpf = { "pr: (%d+) rows of the next block", "pr: <n> rows of the next block" },
+  lanes = SCORES_COUNT, dpairs = SCORES_COUNT, hpairs = SCORES_COUNT,
 }
+
+--- The Q^T row width the lanes kernel reads (its panel's, "rows <n> floats
+-- apart" in the comment above it).
+local function lanes_stride(k, def)
+  local doc = def and doc_comment(text, def.at) or ""
+  local w = tonumber(doc:match("rows (%d+) floats apart") or "")
+  if not w then fail("%s: no Q^T row width in the comment above it (\"rows <n> floats apart\")", k.name) end
+  if w < k.isa.lanes then fail("%s: its comment's Q^T rows of %d floats hold less than a vector", k.name, w) end
+  return w
+end
+
+--- The decode path's score kernels (lib/decode_scores.c.tmpl): rows a call
+-- (lanes: a vector; dpairs: N half vectors; hpairs: a quarter vector), Q's
+-- packing and its tester call.
+local function scores_tester(k, rows, pairs, qs)
+  return ("ukt_scores(%s, (ukt_fn)fn, %s, %d, %d, %d, %d, D, %d, %d)"):format(cstr(k.name), k.dt, k.m, rows,
+    pairs and 1 or 0, qs, k.pf_n, k.pf_lpr)
+end
 
 -- each micro op's call of its tester (tests/ukernel.h): the kernel k (a
 -- parsed name plus name, isa, dt, its attn_dtype constant, and def, where
@@ -150,6 +170,9 @@ local TESTERS = {
     return ("ukt_dot(%s, (ukt_fn)fn, %s, %d, %d, D, (D + %d) / %d * %d)"):format(cstr(k.name), k.dt, k.m, k.n,
       k.isa.lanes - 1, k.isa.lanes, k.isa.lanes)
   end,
+  lanes = function(k) return scores_tester(k, k.isa.lanes, false, lanes_stride(k, k.def)) end,
+  dpairs = function(k) return scores_tester(k, k.n * math.floor(k.isa.lanes / 2), true, 0) end,
+  hpairs = function(k) return scores_tester(k, math.floor(k.isa.lanes / 4), true, 0) end,
   qkdp = function(k)
     return ("ukt_qkdp(%s, (ukt_fn)fn, %s, %d, %d, %d, D, %s)"):format(cstr(k.name), k.dt, k.m, k.n,
       panel_width(k, k.def), qkdp_scale(k, k.def))
@@ -162,8 +185,9 @@ local TESTERS = {
 
 -- the storage types an op's tester takes, where not all of DTYPES: the
 -- pair dot products are bf16 throughout (vdpbf16ps), the prefetching scores
--- read an f32 cache
-local OP_DTYPES = { qkdp = { bf16 = true }, pvdp = { bf16 = true }, qkpf = { f32 = true } }
+-- and the decode path's scores in pairs of D read an f32 cache
+local OP_DTYPES = { qkdp = { bf16 = true }, pvdp = { bf16 = true }, qkpf = { f32 = true }, dpairs = { f32 = true },
+  hpairs = { f32 = true } }
 
 -- the storage types the testers take: name -> the attn_dtype constant and
 -- the suffix of the kernel types (tests/ukernel.h: ukt_<op><suffix>_fn;
@@ -186,6 +210,7 @@ for _, name in ipairs(names) do
     end
     config = p.config
     if not TESTERS[p.op] then fail("%s: no tester for op %s (tests/ukernel.c)", name, p.op) end
+    if not spec.dtype then p.dtype = "f32" end -- no storage type in its name: f32 operands
     local dt = DTYPES[p.dtype]
     if not dt or (OP_DTYPES[p.op] and not OP_DTYPES[p.op][p.dtype]) then
       fail("%s: no tester for dtype %s (tests/ukernel.c)", name, tostring(p.dtype))
@@ -198,6 +223,9 @@ for _, name in ipairs(names) do
     if count then -- the rows to prefetch it takes (pf_n > 0), if any
       p.pf_n, p.pf_lpr = prefetch_rows(p, p.def, count[1], count[2])
       if p.op == "pv" and p.pf_n > 0 then p.fn_type = "ukt_pvpf_fn" end
+      if count == SCORES_COUNT then
+        p.fn_type = p.pf_n > 0 and "ukt_scorespf_fn" or ("ukt_scores%s_fn"):format(dt.fn)
+      end
       if p.op == "qkpf" and p.pf_n == 0 then fail("%s: a qkpf kernel takes pr (its last parameter)", name) end
     end
     kernels[#kernels + 1] = p

@@ -260,6 +260,20 @@ static int call_dot(ukt_fn fn, attn_dtype dt, const float *q, int64_t R, const v
     return sig;
 }
 
+static int call_scores(ukt_fn fn, attn_dtype dt, const void *k0, int64_t ks, const float *q, float *s, int64_t rp,
+                       int pf, const float *const *pr)
+{
+    int sig = sigsetjmp(fault_jmp, 1);
+    if (sig == 0) {
+        fault_armed = 1;
+        if (pf) ((ukt_scorespf_fn)fn)((const float *)k0, ks, q, s, rp, pr);
+        else if (dt == ATTN_DTYPE_F32) ((ukt_scores_fn)fn)((const float *)k0, ks, q, s, rp);
+        else ((ukt_scores16_fn)fn)((const uint16_t *)k0, ks, q, s, rp);
+        fault_armed = 0;
+    }
+    return sig;
+}
+
 static int call_qkdp(ukt_fn fn, const uint16_t *a, int64_t as, const uint16_t *b, float *c, int64_t cs)
 {
     int sig = sigsetjmp(fault_jmp, 1);
@@ -640,6 +654,100 @@ int ukt_dot(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int d, int
         canary_free(s1);
     }
     snprintf(shape, sizeof shape, "%dx%d, K %s, D = %d, DQS = %d: %d cases", m, n, tn, d, dqs, cases_run);
+    return ok ? UKT_PASS : UKT_FAIL;
+}
+
+/* ---- scores: the decode path's S^T = K Q^T, Q packed along the lanes ---- */
+
+/* Q[r][dd] in a scores kernel's packing (ukernel.h) */
+static size_t scores_q_at(int pairs, int rows, int qs, int r, int dd)
+{
+    return pairs ? (size_t)((dd / 2) * 2 * rows + 2 * r + dd % 2) : (size_t)(dd * qs + r);
+}
+
+/* Checks s against plain loops over the m keys at k (rows ks apart) and Q. */
+static void scores_check(const char *name, attn_dtype dt, const void *k, int64_t ks, const float *q, const float *s,
+                         int64_t rp, int m, int rows, int pairs, int qs, int d)
+{
+    int i, r, dd;
+    for (i = 0; i < m; i++)
+        for (r = 0; r < rows; r++) {
+            double want = 0.0, bound = 0.0;
+            for (dd = 0; dd < d; dd++) {
+                const double t = elem(dt, k, (size_t)(i * ks + dd)) * (double)q[scores_q_at(pairs, rows, qs, r, dd)];
+                want += t;
+                bound += fabs(t);
+            }
+            if (!within(s[i * rp + r], want, bound)) {
+                char what[64];
+                snprintf(what, sizeof what, "s[%d][%d]", i, r);
+                mismatch(name, what, s[i * rp + r], want, bound);
+            }
+        }
+    for (i = 0; i + 1 < m; i++) /* between the keys' rows */
+        for (r = rows; r < rp; r++)
+            if (!is_canary(s[i * rp + r])) canary_hit(name, "s", (long)(i * rp + r), s[i * rp + r]);
+}
+
+int ukt_scores(const char *name, ukt_fn fn, attn_dtype dt, int m, int rows, int pairs, int qs, int d, int npr,
+               int lpr)
+{
+    /* strides: K rows and S rows with room between them (NaN between K rows);
+       then packed tight; where the kernel takes rows to prefetch, the first
+       case hands it npr rows and the second NULL */
+    static const int extra[2][2] = { { 3, 5 }, { 0, 0 } };
+    const char *tn = attn_dtype_name(dt);
+    const size_t nq = pairs ? (size_t)(d / 2) * 2 * (size_t)rows : (size_t)(d - 1) * qs + (size_t)rows;
+    size_t es;
+    int ok = 1, k;
+    cases_run = 0;
+    if (!dtype_known(dt)) return unknown_dtype(name, dt);
+    if ((npr > 0 && (dt != ATTN_DTYPE_F32 || lpr < 1)) || (pairs && (d % 2 != 0 || dt != ATTN_DTYPE_F32))) {
+        printf("FAIL %s: pairs of D take an f32 K and an even D (%d), rows to prefetch f32 K and lines a row (%d)\n",
+               name, d, lpr);
+        return UKT_FAIL;
+    }
+    es = elem_size(dt);
+    for (k = 0; k < 2; k++) {
+        const int64_t ks = d + extra[k][0], rp = rows + extra[k][1];
+        const size_t nk = (size_t)((m - 1) * ks + d), ns = (size_t)((m - 1) * rp + rows);
+        const int pf = npr > 0, with_rows = pf && k == 0;
+        guarded gk, gq, gr;
+        void *kk = guarded_alloc(&gk, nk, es), *k0;
+        float *q = guarded_alloc(&gq, nq, sizeof(float)), *s = canary_alloc(ns), *q0;
+        const float **pr = guarded_alloc(&gr, (size_t)(with_rows ? npr : 0), sizeof(const float *));
+        int sig;
+        long i;
+        reseed((unsigned)(40 + k));
+        for (i = 0; i < npr && with_rows; i++) pr[i] = q; /* any readable lines (a prefetch never faults) */
+        for (i = 0; i < (long)nk; i++) { /* NaN between rows */
+            if ((i % ks) < d) put_rnd(dt, kk, (size_t)i);
+            else put_nan(dt, kk, (size_t)i);
+        }
+        for (i = 0; i < (long)nq; i++) q[i] = rnd();
+        k0 = copy_of(kk, nk, es);
+        q0 = copy_of(q, nq, sizeof(float));
+        snprintf(shape, sizeof shape, "M = %d keys, %d rows, D = %d, K %s, ks = %ld, rp = %ld, %s%s", m, rows, d, tn,
+                 (long)ks, (long)rp, pairs ? "Q in pairs of D" : "Q^T", with_rows ? ", rows to prefetch" : "");
+        mismatches = 0;
+        sig = call_scores(fn, dt, kk, ks, q, s, rp, pf, with_rows ? pr : NULL);
+        if (sig) fault(name, sig);
+        else {
+            scores_check(name, dt, kk, ks, q, s, rp, m, rows, pairs, qs, d);
+            check_pads(name, "s", s, (long)ns);
+            check_input(name, "k", kk, k0, nk, es);
+            check_input(name, "q", q, q0, nq, sizeof(float));
+        }
+        ok &= case_done(name);
+        free(k0);
+        free(q0);
+        guarded_free(&gk);
+        guarded_free(&gq);
+        guarded_free(&gr);
+        canary_free(s);
+    }
+    snprintf(shape, sizeof shape, "%d keys x %d rows, K %s, D = %d%s: %d cases", m, rows, tn, d,
+             npr > 0 ? ", rows to prefetch" : "", cases_run);
     return ok ? UKT_PASS : UKT_FAIL;
 }
 

@@ -3,7 +3,8 @@
  * tests/gen_ukernel_tests.lua writes for each generated kernel and the
  * runner, tests/ukernel_main.c; tests/ukernel.c defines them.
  *
- * Each generated test hands one micro-kernel (a qk, pv, dot, qkdp or pvdp
+ * Each generated test hands one micro-kernel (a qk, pv, dot, lanes, dpairs,
+ * hpairs, qkdp or pvdp
  * function of the generated .c, found by parsing its name) with the shape
  * its name and its file give, and the storage type its name gives, to the
  * tester for its op.  The tester fills the inputs from a fixed-seed PRNG
@@ -49,6 +50,14 @@ typedef void (*ukt_pvpf_fn)(const float *p, int64_t ps, int64_t pk, const float 
 typedef void (*ukt_dot_fn)(const float *q, int64_t R, const float *k0, const float *k1, float *s0, float *s1);
 typedef void (*ukt_dot16_fn)(const float *q, int64_t R, const uint16_t *k0, const uint16_t *k1, float *s0,
                              float *s1);
+/* The blocked decode path's score kernels (lib/decode_scores.c.tmpl: lanes,
+ * dpairs, hpairs): K in the storage type (dpairs and hpairs: f32 only), Q
+ * packed, S^T out; with pr, the rows of the next block to prefetch (NULL or
+ * npr rows). */
+typedef void (*ukt_scores_fn)(const float *k0, int64_t ks, const float *q, float *s, int64_t rp);
+typedef void (*ukt_scores16_fn)(const uint16_t *k0, int64_t ks, const float *q, float *s, int64_t rp);
+typedef void (*ukt_scorespf_fn)(const float *k0, int64_t ks, const float *q, float *s, int64_t rp,
+                                const float *const *pr);
 /* The pair dot product kernels (qk.c.tmpl and pv.c.tmpl with dp, matmul =
  * "bf16"): every operand but C, O and alpha is bf16 packed as pairs along
  * the reduction (qkdp: of head dims, pvdp: of keys); bf16 only. */
@@ -77,6 +86,12 @@ typedef void (*ukt_fn)(void);
  *        rows where P is key-major (the decode path's calls), NULL elsewhere
  *   dot: s0[r] = q_r . k0, s1[r] = q_r . k1 for R rows (multiples of m),
  *        q rows dqs apart; n: the keys the name says (2)
+ *   scores: s[i rp + r] = K row i . Q row r for keys i < m and rows r < rows,
+ *        K rows ks elements apart; Q packed as Q^T, Q[r][d] at q[d qs + r]
+ *        (pairs = 0: the lanes kernel, qs its panel's width), or in pairs of
+ *        D, at q[(d / 2) (2 rows) + 2 r + d % 2] (pairs = 1: dpairs, hpairs;
+ *        d even); npr > 0: the kernel takes pr (ukt_scorespf_fn), lpr lines
+ *        a row, called with npr rows (before a guard page) and with NULL
  *   qkdp: C[m][n] = qscale A[m][d] B[d][n], A's rows ceil(d / 2) pairs of
  *        head dims (element d, for odd d, 0), B a panel of ceil(d / 2) rows
  *        of bs >= n pairs (B[d][col] at b[2 ((d / 2) bs + col) + d % 2]); qscale:
@@ -89,6 +104,8 @@ typedef void (*ukt_fn)(void);
 int ukt_qk(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int bs, int d, int npr, int lpr);
 int ukt_pv(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int dv, int dvp, int nch, int lpr);
 int ukt_dot(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int d, int dqs);
+int ukt_scores(const char *name, ukt_fn fn, attn_dtype dt, int m, int rows, int pairs, int qs, int d, int npr,
+               int lpr);
 int ukt_qkdp(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int bs, int d, float qscale);
 int ukt_pvdp(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int dv, int dvp);
 

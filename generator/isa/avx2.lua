@@ -15,6 +15,9 @@ local M = {
   -- the classic families' loops (planner/classic.lua): half AVX-512's row
   -- and key blocks and context chunk, for half its registers
   classic_block = { mr = 2, nb = 4, ks = 2, ch = 4 },
+  -- keys the streaming decode kernel takes a step, by K/V storage type
+  -- (planner/sdpa.lua, STREAM_KEYS_BY_CPU; f32: where the runtime picks it)
+  stream_keys = { bf16 = 2, f16 = 2, f32 = 2 },
   vec = "__m256",
   arch_guard = "defined(__x86_64__) || defined(_M_X64)",
   include = "immintrin.h",

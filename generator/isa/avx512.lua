@@ -109,6 +109,10 @@ local function build(name, enum, target)
     -- the classic families' loops (planner/classic.lua): 4 x 4 dot
     -- products, 4 tanh scores in flight, context sums 8 vectors a row
     classic_block = { mr = 4, nb = 4, ks = 4, ch = 8 },
+    -- keys the streaming decode kernel takes a step, by K/V storage type
+    -- (the measurements: planner/sdpa.lua, STREAM_KEYS_BY_CPU; f32: where the
+    -- runtime picks it, attn_cpu()->decode_key_pairs)
+    stream_keys = { bf16 = 2, f16 = 2, f32 = 2 },
     vec = "__m512",
     arch_guard = "defined(__x86_64__) || defined(_M_X64)",
     include = "immintrin.h",

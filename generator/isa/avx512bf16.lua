@@ -20,6 +20,10 @@ M.matmul = "bf16"
 -- this one call that one's decode path (planner/sdpa.lua).
 M.base = "avx512"
 
+--- Its streaming decode kernel takes one key a step (unmeasured: where the
+-- file has avx512 too, this variant calls that one's decode path).
+M.stream_keys = nil
+
 --- The pair interface of the bf16 dot-product micro-kernels (lib/qkdp,
 -- lib/pvdp); p points at uint16_t (bf16) elements, pairs at even offsets.
 M.dp = {

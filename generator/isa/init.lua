@@ -51,7 +51,9 @@
 -- half the lanes, which the ISA's CPUs run as fast a lane where they run a
 -- full vector in two halves; helpers(attr, {half_pairs = true}) defines what
 -- its set2 and sum_pairs call; without it the decode path's scores at up to
--- lanes / 4 rows a kv head are always dot products), stream(p, v) and stream_fence() (a
+-- lanes / 4 rows a kv head are always dot products), stream_keys (a table:
+-- the keys the streaming decode kernel takes a step, by K/V storage type;
+-- without an entry, one), stream(p, v) and stream_fence() (a
 -- non-temporal store of a vector at an address aligned to it, and the fence
 -- after a thread's last such store; without them outputs are stored through
 -- the caches), exp2(v) and tanh(v)

@@ -10,6 +10,9 @@ local M = {
   pv_block = { mr = 6, nvc = 4 },
   -- the classic families' loops (planner/classic.lua): AVX-512's, for the same 32 registers
   classic_block = { mr = 4, nb = 4, ks = 4, ch = 8 },
+  -- keys the streaming decode kernel takes a step, by K/V storage type
+  -- (planner/sdpa.lua, STREAM_KEYS_BY_CPU; unmeasured: the x86 choice for 16-bit caches)
+  stream_keys = { bf16 = 2, f16 = 2 },
   vec = "float32x4_t",
   arch_guard = "defined(__aarch64__)",
   include = "arm_neon.h",

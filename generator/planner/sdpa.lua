@@ -5,6 +5,7 @@
 local common = require("planner")
 local schema = require("schema")
 local util = require("util")
+local decode = require("planner.sdpa_decode")
 
 local M = {}
 
@@ -140,7 +141,7 @@ M.PAGE_BYTES = 4096
 -- scores (half the FMA dependency chain) when K/V are stored in 16 bits:
 -- that kernel is bound by its instructions, not by the cache reads, and the
 -- one-key step ran about 5% faster with them (Llama-3-8B, f16 cache, 32768
--- keys: 6.7 -> 6.3-6.4 ms, before STREAM_KEYS took two keys a step there;
+-- keys: 6.7 -> 6.3-6.4 ms, before the step took two keys there;
 -- the one-key step still serves the steps with score terms, one kv head, a
 -- head-major cache and the last key of a split); from an f32 cache, bound by
 -- the reads, they are 4% faster in cache and 1% slower from DRAM.
@@ -155,9 +156,8 @@ M.STREAM_SPLIT_DOT_DTYPES = { bf16 = true, f16 = true }
 -- where the CPU runs 512-bit instructions in halves (Zen 4) the one-key step
 -- is bound by its passes over Q and O (19 ms, 14 two keys, AVX-512 and AVX2
 -- alike): the x86 kernels hold both steps for f32 (STREAM_KEYS_BY_CPU) and
--- the runtime picks (attn_cpu()->decode_key_pairs); docs/decode.md.
-local TWO_KEYS = { avx512 = 2, avx2 = 2, neon = 2 }
-M.STREAM_KEYS = { bf16 = TWO_KEYS, f16 = TWO_KEYS, f32 = { avx512 = 2, avx2 = 2 } }
+-- the runtime picks (attn_cpu()->decode_key_pairs); docs/decode.md.  Each ISA
+-- module states its keys a step by storage type (isa.stream_keys; none: one).
 M.STREAM_KEYS_BY_CPU = { f32 = true }
 --- Rows whose Q and O hold more than this many bytes (half a 32 KiB L1) take
 -- most of the L1 of a Zen 4 or an older Intel core: there the f32 kernels hold
@@ -210,8 +210,8 @@ local function stream_plan(plan, v)
       -- several keys a step where the kernel takes its step without score
       -- terms (no ALiBi, no mask tensor) over more than one kv head
       local keys = 1
-      if not (plan.alibi or plan.mask ~= "none") and plan.Hkv > 1 and M.STREAM_KEYS[plan.dtype.kv] then
-        keys = M.STREAM_KEYS[plan.dtype.kv][isa.name] or 1
+      if not (plan.alibi or plan.mask ~= "none") and plan.Hkv > 1 and isa.stream_keys then
+        keys = isa.stream_keys[plan.dtype.kv] or 1
       end
       -- per rows a kv head: keys a step, whether the runtime chooses them (only
       -- where keys > 1: never with score terms or one kv head), and whether the
@@ -431,6 +431,11 @@ function M.plan(cfg, opts)
       v.decode_by, v.stream, v.mk = base, nil, {}
       v.dpairs, v.hpairs, v.wpairs, v.pv_prefetch, v.qk_prefetch, v.qkpf_rows = false, false, false, false, false, nil
     end
+  end
+  -- the blocked decode kernel's schedule of each variant that renders one
+  -- (planner/sdpa_decode.lua)
+  for _, v in ipairs(p.variants) do
+    if p.decode.max_q > 0 and not v.decode_by then v.dsched = decode.schedule(p, v) end
   end
 
   -- FLOPs per full tile, for the cost comment: scores and P*V

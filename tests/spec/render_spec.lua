@@ -300,10 +300,10 @@ describe("render", function()
         true))
       for _, kernel in ipairs({ "dpairs_8x2", "hpairs_8x1", "dpairs_8x1" }) do
         local call = ("attn_r_pf_%s__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);\n"
-          .. "                        attn_r_pf_key_starts(&kv, &ks, ks_end, kper);"):format(kernel)
+          .. "                    attn_r_pf_key_starts(&kv, &ks, ks_end, kper);"):format(kernel)
         assert.truthy(c:find(call, 1, true), kernel)
       end
-      local left = "        attn_r_pf_key_starts(&kv, &ks, ks_end, ks_end - ks); /* those the score calls left"
+      local left = "    attn_r_pf_key_starts(&kv, &ks, ks_end, ks_end - ks); /* those the score calls left"
       assert.truthy(c:find(left, 1, true))
       -- a 16-bit cache's score kernels take no rows: all at once, as before
       _, c = files_for({ name = "r_pf16b", heads_q = 32, heads_kv = 8, head_dim = 128, isa = { "avx512" },
@@ -366,8 +366,10 @@ describe("render", function()
       end
       assert.is_nil(c:find("attn_r_pk_lanes_8x1_f32__avx512(", 1, true))
       -- the calls: the rows after the last prefetched, where the prefetch goes to L2
-      assert.truthy(c:find("if (inside) pl = attn_r_pk_next_rows(&kv, jn, pn, pl, pr, 16, w->s);", 1, true))
-      assert.truthy(c:find("if (inside) pl = attn_r_pk_next_rows(&kv, jn, pn, pl, pr, 8, w->s);", 1, true))
+      assert.truthy(c:find("if (inside) pl = attn_r_pk_next_rows(&kv, jn, pn, pl, pr, LINE_FLOATS, w->s);", 1, true))
+      assert.truthy(c:find("if (inside) pl = attn_r_pk_next_rows(&kv, jn, pn, pl, pr, LINE_FLOATS / 2, w->s);", 1,
+        true))
+      assert.truthy(c:find("LINE_FLOATS = 16 /* elements of a K/V row in a cache line */", 1, true))
       assert.truthy(c:find("const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;", 1, true))
       -- the P*V kernels of the AVX-512 variant (every row count; 7 and 8 rows in 3 chunks, the rest
       -- in 2) take rows too, a line an iteration of a chunk; AVX2's do not
@@ -384,7 +386,8 @@ describe("render", function()
       -- their iterations have lines, the prefill path NULL
       assert.truthy(c:find("const int inside = !pairs && !dots && pf == ATTN_PREFETCH_L2 && pl < pn;", 1, true))
       assert.truthy(c:find("if (inside) pl = attn_r_pk_next_rows(&kv, jn, pn, pl, pr, "
-        .. "(int)(((take >= 7 ? 3 : 2) * kb + 7) / 8), w->s);", 1, true))
+        .. "(int)(((take >= 7 ? 3 : 2) * kb + (ROW_LINES - 1)) / ROW_LINES), w->s);", 1, true))
+      assert.truthy(c:find("ROW_LINES = 8 /* cache lines of each K and V row", 1, true))
       assert.truthy(c:find("w->alpha + r, inside ? pr : NULL);", 1, true))
       assert.truthy(c:find("w->o + r * 128, w->alpha + r, NULL);", 1, true))
     end)
@@ -407,12 +410,13 @@ describe("render", function()
       assert.is_nil(fn_text(c, "void attn_r_pp_qk_8x32_f32__avx512("):find("prefetch", 1, true))
       assert.is_nil(c:find("qkpf_8x16_f32__avx2", 1, true))
       -- the calls: the scores' half (to pn / 2), where the prefetch goes to L2; else the plain kernel
-      assert.truthy(c:find("                        if (pf == ATTN_PREFETCH_L2 && pl < pn / 2) {\n"
-        .. "                            pl = attn_r_pp_next_rows(&kv, jn, pn / 2, pl, pr, 8, w->s);\n"
-        .. "                            attn_r_pp_qkpf_8x32_f32__avx512(attn_r_pp_k_row(&kv, hk, j0 + c), kv.k_key, "
+      assert.truthy(c:find("                    if (pf == ATTN_PREFETCH_L2 && pl < pn / 2) {\n"
+        .. "                        pl = attn_r_pp_next_rows(&kv, jn, pn / 2, pl, pr, QKPF_ROWS, w->s);\n"
+        .. "                        attn_r_pp_qkpf_8x32_f32__avx512(attn_r_pp_k_row(&kv, hk, j0 + c), kv.k_key, "
         .. "qt, w->s + c * rp + r, rp, pr);\n"
-        .. "                        } else\n"
-        .. "                            attn_r_pp_qk_8x32_f32__avx512(", 1, true))
+        .. "                    } else\n"
+        .. "                        attn_r_pp_qk_8x32_f32__avx512(", 1, true))
+      assert.truthy(c:find("QKPF_ROWS = 8, /* rows of the next block a call of the prefetching panel kernel", 1, true))
       assert.truthy(c:find("const int inside = !pairs && !dots && pf == ATTN_PREFETCH_L2 && pl < pn;", 1, true))
       -- no key starts for panels; the AVX2 variant keeps them
       assert.truthy(c:find("ks_end = pf != ATTN_PREFETCH_L2 || (!lanes && !pairs && !dots) ? ks :", 1, true))
@@ -488,10 +492,16 @@ describe("render", function()
     it("pair K values with two values of D a row where the cache is f32 and D is even", function()
       local _, c = files_for({ name = "r_dp", heads_q = 32, heads_kv = 8, head_dim = 128,
         isa = { "avx512", "avx2", "neon" } })
-      local ranges = { avx512 = "hpairs || (gl > 4 && gl <= 8)", avx2 = "gl > 2 && gl <= 4",
-        neon = "gl > 1 && gl <= 2" }
+      -- the class's range in the schedule's constants, which each variant's unit declares
+      local ranges = { avx512 = "hpairs || (gl > ROWS_QUARTER && gl <= ROWS_HALF)",
+        avx2 = "gl > ROWS_QUARTER && gl <= ROWS_HALF", neon = "gl > ROWS_QUARTER && gl <= ROWS_HALF" }
+      local halves = { avx512 = { 4, 8 }, avx2 = { 2, 4 }, neon = { 1, 2 } }
       for isa, range in pairs(ranges) do
-        assert.truthy(c:find("const int pairs = " .. range .. ";", 1, true), isa)
+        local a = assert(c:find("static void attn_r_dp_dunit__" .. isa .. "(", 1, true), isa)
+        local unit = c:sub(a, (c:find("\n}\n", a, true)))
+        assert.truthy(unit:find("const int pairs = " .. range .. ";", 1, true), isa)
+        assert.truthy(unit:find(("ROWS_HALF = %d,"):format(halves[isa][2]), 1, true), isa)
+        assert.truthy(unit:find(("ROWS_QUARTER = %d,"):format(halves[isa][1]), 1, true), isa)
         assert.truthy(c:find("static void attn_r_dp_dpairs_8x1__" .. isa .. "(", 1, true), isa)
       end
       -- every FMA of the kernel takes one broadcast pair; the sums end it, two keys a call
@@ -525,8 +535,9 @@ describe("render", function()
 
     it("of a quarter vector on AVX-512 run on half-width vectors where the runtime says so", function()
       local _, c = files_for({ name = "r_hp", heads_q = 32, heads_kv = 8, head_dim = 128, isa = { "avx512", "avx2" } })
-      assert.truthy(c:find("const int hpairs = gl <= 4 && attn_cpu()->decode_half_pairs;", 1, true))
-      assert.truthy(c:find("pairs ? (hpairs ? 4 : 8) :", 1, true))
+      assert.truthy(c:find("const int hpairs = gl <= ROWS_QUARTER && attn_cpu()->decode_half_pairs;", 1, true))
+      assert.truthy(c:find("pairs ? (hpairs ? ROWS_QUARTER : ROWS_HALF) :", 1, true))
+      assert.truthy(c:find("ROWS_QUARTER = 4, /* a quarter vector", 1, true))
       -- Q packed in pairs of D, a kv head's padded rows wide
       assert.truthy(c:find("(d / 2) * 2 * glp + 2 * rr + d % 2] = qw[d];", 1, true))
       -- 256-bit FMAs on one broadcast pair each, Q 4 rows of pairs (8 floats) a step

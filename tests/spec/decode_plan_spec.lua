@@ -1,0 +1,160 @@
+-- The blocked decode kernel's schedule (planner/sdpa_decode.lua): its row
+-- classes, their conditions and padding, and its named constants, for two
+-- presets; the conditions are evaluated here for every row count a unit can
+-- have, so that each count falls in exactly one class.
+local helper = dofile((debug.getinfo(1, "S").source:match("^@(.-)[^/]*$") or "") .. "helper.lua")
+local config = require("config")
+local planner = require("planner")
+
+local function preset(name)
+  return planner.plan(assert(config.load(helper.root .. "/configs/" .. name .. ".lua")))
+end
+
+local function variant(p, isa)
+  for _, v in ipairs(p.variants) do
+    if v.isa.name == isa then return v end
+  end
+  error("no variant " .. isa)
+end
+
+--- The value of a named constant of a schedule.
+local function const(s, name)
+  for _, k in ipairs(s.consts) do
+    if k[1] == name then return k[2] end
+  end
+  return nil
+end
+
+local compile = rawget(_G, "loadstring") or load
+
+--- Evaluates the C condition of a class for gl rows a kv head, with the
+-- flags of the classes tested before it and the runtime's answers in env.
+local function eval(s, cond, env)
+  local e = cond:gsub("attn_cpu%(%)%->decode_half_pairs", env.half_pairs and "true" or "false")
+  e = e:gsub("[%a_][%w_]*", function(id)
+    if id == "gl" then return tostring(env.gl) end
+    local c = const(s, id)
+    if c then return tostring(c) end
+    if env[id] ~= nil then return tostring(env[id]) end
+    if id == "true" or id == "false" then return id end
+    error("unknown name in a class condition: " .. id)
+  end)
+  e = e:gsub("&&", " and "):gsub("||", " or "):gsub("!", " not ")
+  if e == "0" then return false end
+  return assert(compile("return " .. e))()
+end
+
+--- The class gl rows a kv head fall in (the last class holds where no other does).
+local function class_of(s, gl, half_pairs)
+  local env = { gl = gl, half_pairs = half_pairs }
+  local found = {}
+  for i, cl in ipairs(s.classes) do
+    local holds
+    if i == #s.classes then
+      holds = eval(s, cl.cond, env)
+    else
+      holds = eval(s, cl.cond, env)
+      env[cl.name] = holds
+    end
+    if holds then found[#found + 1] = cl.name end
+  end
+  return found
+end
+
+describe("the decode schedule", function()
+  local llama = preset("llama3_8b")
+  local s512, s2 = variant(llama, "avx512").dsched, variant(llama, "avx2").dsched
+
+  it("names every constant the unit tests or pads to", function()
+    assert.equal(16, const(s512, "ROWS_VEC"))
+    assert.equal(8, const(s512, "ROWS_HALF"))
+    assert.equal(4, const(s512, "ROWS_QUARTER"))
+    assert.equal(32, const(s512, "ROWS_PANEL"))
+    assert.equal(8, const(s512, "PV_WIDEST"))
+    assert.equal(8, const(s512, "ROW_LINES"))
+    assert.equal(8, const(s2, "ROWS_VEC"))
+    assert.equal(16, const(s2, "ROWS_PANEL"))
+    assert.equal(6, const(s2, "PV_WIDEST"))
+    for _, k in ipairs(s512.consts) do
+      assert.is_string(k[3])
+      assert.is_true(#k[3] > 10, k[1])
+    end
+  end)
+
+  it("lists Llama-3-8B's classes on AVX-512 and AVX2 in order", function()
+    local names = {}
+    for _, cl in ipairs(s512.classes) do names[#names + 1] = cl.name end
+    assert.same({ "lanes", "hpairs", "pairs", "dots", "panel" }, names)
+    names = {}
+    for _, cl in ipairs(s2.classes) do names[#names + 1] = cl.name end
+    assert.same({ "lanes", "pairs", "dots", "panel" }, names)
+    -- one vector of rows in pairs of D on AVX-512 (two vectors), along the lanes on AVX2
+    assert.equal("dpairs (two vectors)", s512.classes[1].scores)
+    assert.equal("DECODE_BLOCK_ONE", s512.classes[1].block_l2)
+    assert.equal("lanes", s2.classes[1].scores)
+    assert.equal("DECODE_BLOCK", s2.classes[1].block_l2)
+    -- the prefetch plan: one vector of rows and the panels take the next block inside P*V on AVX-512
+    assert.is_true(s512.classes[1].pv_pf)
+    assert.is_true(s512.classes[5].pv_pf)
+    assert.equal("none", s512.classes[5].key_starts)
+    assert.is_false(s2.classes[1].pv_pf)
+    assert.equal("spread", s2.classes[1].key_starts)
+  end)
+
+  it("puts every row count in exactly one class, padded to at least its rows", function()
+    -- GROUP 4: Lq 1-16 gives 4-64 rows a kv head
+    local want512 = { [4] = "hpairs", [8] = "pairs", [12] = "lanes", [16] = "lanes", [20] = "dots", [32] = "panel",
+      [64] = "panel" }
+    for gl = 1, 64 do
+      for _, hp in ipairs({ true, false }) do
+        local f = class_of(s512, gl, hp)
+        -- hpairs holds within pairs: pairs is its parent class
+        if f[1] == "hpairs" then
+          assert.same({ "hpairs", "pairs" }, f, "gl " .. gl)
+        else
+          assert.equal(1, #f, ("gl %d: %s"):format(gl, table.concat(f, ", ")))
+        end
+        if want512[gl] then
+          local want = want512[gl] == "hpairs" and not hp and "dots" or want512[gl]
+          assert.equal(want, f[1], "gl " .. gl)
+        end
+      end
+      local f2 = class_of(s2, gl, false)
+      assert.equal(1, #f2, "avx2 gl " .. gl)
+    end
+    assert.equal("pairs", class_of(s2, 4, false)[1])
+    assert.equal("lanes", class_of(s2, 8, false)[1])
+    assert.equal("dots", class_of(s2, 12, false)[1])
+    assert.equal("panel", class_of(s2, 16, false)[1])
+  end)
+
+  it("describes the schedule of a 16-bit cache: no pairs, no prefetch inside the kernels", function()
+    local s = variant(preset("mistral_7b_bf16"), "avx512").dsched
+    local lines = require("planner.sdpa_decode").describe(s)
+    assert.is_true(#lines > 5)
+    local names = {}
+    for _, cl in ipairs(s.classes) do
+      names[#names + 1] = cl.name
+      assert.is_false(cl.scores_pf, cl.name)
+      assert.is_false(cl.pv_pf, cl.name)
+    end
+    assert.same({ "lanes", "pairs", "dots", "panel" }, names)
+    assert.equal("0", s.classes[2].cond) -- pairs of D only from an f32 cache
+    assert.is_nil(const(s, "ROW_LINES"))
+    assert.equal("lanes", s.classes[1].scores)
+  end)
+
+  it("is not planned for a variant that calls another's decode path", function()
+    local p = planner.plan(assert(config.load(helper.root .. "/configs/test/t_bf16_dot.lua")))
+    local by = 0
+    for _, v in ipairs(p.variants) do
+      if v.decode_by then
+        by = by + 1
+        assert.is_nil(v.dsched, v.name)
+      else
+        assert.is_table(v.dsched, v.name)
+      end
+    end
+    assert.equal(1, by)
+  end)
+end)
