@@ -62,6 +62,9 @@ M.FEATURES = {
   -- outputs and draws beyond O: the weights P, the dropout mask
   { "weights", function(c) return c.weights == true end },
   { "dropout", function(c) return c.dropout == true end },
+  -- a learned logit per head in every row's softmax; the query rows scaled by their position
+  { "sinks", function(c) return c.sinks == true end },
+  { "temperature", function(c) return c.temperature ~= nil end },
   { "mask_bool", function(c) return c.mask == "bool" end },
   { "mask_bias", function(c) return c.mask == "bias" end },
   { "padding", function(c) return c.padding == true end },
