@@ -135,8 +135,8 @@ M.PURPOSES = {
   -- Makefile SAN_PRESETS: the same, for presets (model-sized shapes)
   ["sanitize-presets"] = { pool = "preset", features = "all" },
   -- Makefile SAN_RUN and VG_RUN: the run tool on .npy inputs, which reads
-  -- seqlens_k and both kinds of mask from files
-  run = { pool = "test", features = { "padding", "mask_bool", "mask_bias" } },
+  -- seqlens_k, both kinds of mask and the sinks from files
+  run = { pool = "test", features = { "padding", "mask_bool", "mask_bias", "sinks" } },
   -- Makefile FUZZ_KERNELS: argument validation and kernels under libFuzzer
   fuzz = { pool = "test", features = "all" },
   -- Makefile NEON_CONFIGS: every test config with a NEON variant, under qemu
