@@ -155,6 +155,7 @@ M.OPS = {
   softmax = { isa = true, what = "online softmax of one row, keys along the lanes" },
   softmax_t = { isa = true, what = "online softmax of a vector of rows, key by key" },
   q_row = { what = "address of a query row" },
+  temperature = { what = "the temperature of a query row at a position (its factor on Q)" },
   kv = { what = "where the K and V rows of one batch lie (a struct type)" },
   kv_of = { what = "the K and V rows of one batch" },
   k_row = { what = "address of a key row (every K read goes through it)" },

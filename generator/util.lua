@@ -121,6 +121,20 @@ function M.c_float(x)
   return s .. "f"
 end
 
+--- A C double literal that round-trips the given finite number.
+function M.c_double(x)
+  local s = ("%.17g"):format(x)
+  for digits = 15, 16 do -- the shortest of these that reads back as x
+    local t = ("%." .. digits .. "g"):format(x)
+    if tonumber(t) == x then
+      s = t
+      break
+    end
+  end
+  if not s:find("[%.eEn]") then s = s .. ".0" end
+  return s
+end
+
 --- Stable iteration over a table's keys.
 function M.sorted_keys(t)
   local keys = {}

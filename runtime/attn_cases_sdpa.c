@@ -32,6 +32,7 @@ void attn_qkv_free(void *state)
     attn_guard_free(&cb->mask);
     attn_guard_free(&cb->seqlens);
     attn_guard_free(&cb->p);
+    attn_guard_free(&cb->sinks);
     attn_linear_state_free(cb);
     free(cb->o_described);
     cb->o_described = NULL;
@@ -208,6 +209,14 @@ attn_status attn_qkv_build(void *state, const attn_spec *spec, const attn_case *
         goto nomem;
     if (mask != ATTN_MASK_NONE && qkv_mask(cb, mask, &r))
         goto nomem;
+    if (!linear && spec->sinks) { /* 2 + 2 N(0,1): below, near and above the rows' largest scores */
+        int h;
+        if (attn_guard_floats(&cb->sinks, (size_t)spec->heads_q))
+            goto nomem;
+        for (h = 0; h < spec->heads_q; h++)
+            ((float *)cb->sinks.ptr)[h] = 2.0f + 2.0f * attn_rng_normal(&r);
+        cb->args.sinks = (const float *)cb->sinks.ptr;
+    }
     /* which O and P span elements are elements of O and P */
     cb->o_described = attn_describe(&cb->lo);
     cb->p_described = attn_describe(&cb->lp);

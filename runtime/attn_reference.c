@@ -68,6 +68,18 @@ static int64_t position(const attn_spec *spec, int64_t i, int64_t lk_b, int64_t 
     return i + lk_b - lq;
 }
 
+/* The temperature of a query row at position p (docs/config.md,
+   "temperature"): 1 + scale * ln(floor((p + 1) / floor) + 1), p + 1 taken as
+   0 below 0, in double and rounded to f32 once; 1 without temperature. */
+static double temperature(const attn_spec *spec, int64_t p)
+{
+    double x;
+    if (spec->temperature_scale <= 0.0)
+        return 1.0;
+    x = p + 1 > 0 ? floor((double)(p + 1) / spec->temperature_floor) : 0.0;
+    return (double)(float)(1.0 + spec->temperature_scale * log(x + 1.0));
+}
+
 static int linear_key_visible(const attn_spec *spec, int64_t j, int64_t lk_b, int64_t p);
 
 /* Whether key j is visible to query row i (position p) of batch b, head h. */
@@ -132,14 +144,14 @@ int attn_reference_key_visible(const attn_spec *spec, const attn_args *args, int
 
 /* The score of query row i against key j (both already located). */
 static double score(const attn_spec *spec, const attn_args *args, const float *q,
-                    const float *k, int64_t b, int h, int64_t i, int64_t j, int64_t p)
+                    const float *k, int64_t b, int h, int64_t i, int64_t j, int64_t p, double temp)
 {
     double dot = 0.0, s;
     int d;
 
     for (d = 0; d < spec->head_dim; d++)
         dot += (double)q[d] * (double)k[d];
-    s = (double)spec->scale * dot;
+    s = (double)spec->scale * temp * dot; /* the row's temperature multiplies q */
     if (spec->softcap > 0.0f) {
         const double c = spec->softcap;
         s = c * tanh(s / c);
@@ -480,6 +492,9 @@ attn_status attn_reference(const attn_spec *spec, const attn_args *args)
                                  h * args->q_stride[2];
                 float *o = o_base + b * args->o_stride[0] + i * args->o_stride[1] +
                            h * args->o_stride[2];
+                const double temp = temperature(spec, p);
+                /* the row's sink logit (sinks: no value row, never scaled or masked) */
+                const double sink = spec->sinks ? (double)args->sinks[h] : -INFINITY;
                 double m = -INFINITY, sum = 0.0, lse;
                 int any_nan = 0;
 
@@ -491,7 +506,7 @@ attn_status attn_reference(const attn_spec *spec, const attn_args *args)
                     s[j] = score(spec, args, q,
                                  k_base + b * args->k_stride[0] + j * args->k_stride[1] +
                                      hk * args->k_stride[2],
-                                 b, h, i, j, p);
+                                 b, h, i, j, p, temp);
                     if (isnan(s[j]))
                         any_nan = 1;
                     else if (s[j] > m)
@@ -504,13 +519,18 @@ attn_status attn_reference(const attn_spec *spec, const attn_args *args)
                         o[d] = NAN;
                     lse = NAN;
                 } else if (m == -INFINITY) {
-                    /* no visible key (or all scores -inf): O = 0, LSE = -inf */
+                    /* no visible key (or all scores -inf): O = 0, LSE = -inf,
+                       or the sink's logit */
                     for (d = 0; d < spec->head_dim_v; d++)
                         o[d] = 0.0f;
-                    lse = -INFINITY;
+                    lse = sink;
                 } else {
                     for (d = 0; d < spec->head_dim_v; d++)
                         acc[d] = 0.0;
+                    if (sink > m) /* the sink joins the max and the sum (no value row) */
+                        m = sink;
+                    if (spec->sinks)
+                        sum = exp(sink - m);
                     for (j = 0; j < args->seq_k; j++) {
                         const float *v;
                         double w;

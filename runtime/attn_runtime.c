@@ -780,6 +780,8 @@ attn_status attn_check_args(const attn_spec *spec, const attn_args *args)
         return ATTN_ERR_NULL_ARG;
     if (has_state && (args->state_s == NULL || args->state_z == NULL))
         return ATTN_ERR_NULL_ARG;
+    if (!linear && spec->sinks && args->sinks == NULL)
+        return ATTN_ERR_NULL_ARG;
 
     if (args->batch < 0 || args->seq_q < 0 || args->seq_k < 0)
         return ATTN_ERR_SHAPE;

@@ -197,6 +197,7 @@ typedef struct attn_args {
     float dropout_p;            /* configs with dropout: in [0, 1); 0 drops nothing */
     uint64_t dropout_seed;      /* configs with dropout: the Philox key (low word, high word) */
     uint32_t dropout_offset;    /* configs with dropout: the Philox counter's last word */
+    const float *sinks;         /* configs with sinks (required): a logit per query head [Hq], f32 */
     float *state_s;             /* linear configs with state: S [B][Hkv][D][Dv], f32, contiguous, in/out */
     float *state_z;             /* linear configs with state: z [B][Hkv][D], f32, contiguous, in/out */
     int threads;                /* 0: OpenMP's default */
@@ -382,6 +383,9 @@ typedef struct attn_spec {
     int tile_q, tile_kv;
     int weights;                   /* can write the attention weights (args->weights): weights = true */
     int dropout;                   /* applies dropout to the weights (args->dropout_*): dropout = true */
+    int sinks;                     /* a logit per query head joins each row's softmax (args->sinks): sinks = true */
+    double temperature_scale, temperature_floor; /* query row at position p times 1 + scale * ln(floor((p + 1) /
+                                      floor) + 1), p + 1 taken as 0 below 0: temperature = {scale, floor}; 0: none */
     /* family ATTN_FAMILY_LINEAR (kind = "linear"): phi(x) = elu(x) + 1, no
        scale, no softmax; of the sdpa fields above it uses the heads, head
        dims, causal and padding (mask NONE, no window, weights or dropout) */

@@ -62,6 +62,9 @@ M.FEATURES = {
   -- outputs and draws beyond O: the weights P, the dropout mask
   { "weights", function(c) return c.weights == true end },
   { "dropout", function(c) return c.dropout == true end },
+  -- a learned logit per head in every row's softmax; the query rows scaled by their position
+  { "sinks", function(c) return c.sinks == true end },
+  { "temperature", function(c) return c.temperature ~= nil end },
   { "mask_bool", function(c) return c.mask == "bool" end },
   { "mask_bias", function(c) return c.mask == "bias" end },
   { "padding", function(c) return c.padding == true end },
@@ -132,8 +135,8 @@ M.PURPOSES = {
   -- Makefile SAN_PRESETS: the same, for presets (model-sized shapes)
   ["sanitize-presets"] = { pool = "preset", features = "all" },
   -- Makefile SAN_RUN and VG_RUN: the run tool on .npy inputs, which reads
-  -- seqlens_k and both kinds of mask from files
-  run = { pool = "test", features = { "padding", "mask_bool", "mask_bias" } },
+  -- seqlens_k, both kinds of mask and the sinks from files
+  run = { pool = "test", features = { "padding", "mask_bool", "mask_bias", "sinks" } },
   -- Makefile FUZZ_KERNELS: argument validation and kernels under libFuzzer
   fuzz = { pool = "test", features = "all" },
   -- Makefile NEON_CONFIGS: every test config with a NEON variant, under qemu

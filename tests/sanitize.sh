@@ -68,6 +68,7 @@ run)
   hq=$(spec_value "$name" heads_q); hkv=$(spec_value "$name" heads_kv)
   d=$(spec_value "$name" head_dim); dv=$(spec_value "$name" head_dim_v)
   padding=$(spec_value "$name" padding); mask=$(spec_value "$name" mask)
+  sinks=$(spec_value "$name" sinks) # "true", or empty: the banner echoes it only when set
   [ -n "$hq" ] && [ -n "$hkv" ] && [ -n "$d" ] && [ -n "$dv" ] && [ -n "$padding" ] \
     && [ -n "$mask" ] || die "$name: cannot read the config from its generated header"
   dir=$results/run-$name
@@ -100,6 +101,10 @@ run)
       bool) "$npy" random "$in-m.npy" b1 4 $ms >>"$log" 2>&1; extra="$extra --mask $in-m.npy" ;;
       bias) "$npy" random "$in-m.npy" f32 4 $ms >>"$log" 2>&1; extra="$extra --mask $in-m.npy" ;;
     esac
+    if [ "$sinks" = true ]; then
+      "$npy" random "$in-sk.npy" f32 5 "$hq" >>"$log" 2>&1 || die "$name: npy_tool failed"
+      extra="$extra --sinks $in-sk.npy"
+    fi
     io="--q $in-q.npy --k $in-k.npy --v $in-v.npy $extra"
     [ "$b" -gt 1 ] && extra2=$extra
     # shellcheck disable=SC2086
@@ -159,6 +164,7 @@ valgrind)
     hq=$(spec_value "$name" heads_q); hkv=$(spec_value "$name" heads_kv)
     d=$(spec_value "$name" head_dim); dv=$(spec_value "$name" head_dim_v)
     padding=$(spec_value "$name" padding); mask=$(spec_value "$name" mask)
+    sinks=$(spec_value "$name" sinks)
     [ -n "$hq" ] && [ -n "$hkv" ] && [ -n "$d" ] && [ -n "$dv" ] && [ -n "$padding" ] \
       && [ -n "$mask" ] || die "$name: cannot read the config from its generated header"
     work=$dir/$name
@@ -182,6 +188,10 @@ valgrind)
         bool) "$npy" random "$in-m.npy" b1 4 $lq $lk >>"$log" 2>&1; extra="$extra --mask $in-m.npy" ;;
         bias) "$npy" random "$in-m.npy" f32 4 1 "$hq" $lq $lk >>"$log" 2>&1; extra="$extra --mask $in-m.npy" ;;
       esac
+      if [ "$sinks" = true ]; then
+        "$npy" random "$in-sk.npy" f32 5 "$hq" >>"$log" 2>&1 || die "$name: npy_tool failed"
+        extra="$extra --sinks $in-sk.npy"
+      fi
       io="--q $in-q.npy --k $in-k.npy --v $in-v.npy $extra"
       # the reference, the dispatched kernel (AVX2 under valgrind) with 1
       # and 2 OpenMP threads, and the scalar variant

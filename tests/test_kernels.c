@@ -628,6 +628,90 @@ extern const attn_kernel attn_t_dropout_decode_kernel, attn_t_dropout_causal_gqa
 Test(decode, dropout_weights_window) { run_decode(&attn_t_dropout_decode_kernel); }
 Test(decode, dropout_padding) { run_decode(&attn_t_dropout_causal_gqa_kernel); }
 
+/* Attention sinks on the decode path, added once at the merge of the
+   splits: with the weights, dropout and ragged padding (the blocked kernel),
+   and with the temperature, a window and a bf16 cache (the streaming kernel
+   where this CPU takes it; both kernels: run_decode_stream_rows below). */
+extern const attn_kernel attn_t_sinks_kernel, attn_t_temperature_kernel;
+Test(decode, sinks_weights_padding) { run_decode(&attn_t_sinks_kernel); }
+Test(decode, temperature_sinks_window) { run_decode(&attn_t_temperature_kernel); }
+
+/* A row that sees no key gives O = 0 and LSE = the head's sink, exactly, and
+   weights of 0, on the prefill path (Lq 40) and the decode path (Lq 1, 3):
+   batch 0 has no valid key, and with 5 valid keys in batch 1 the first
+   Lq - 5 rows sit before position 0.  Without sinks the call is refused. */
+static void sinks_rows_without_keys(const attn_kernel *k, const attn_variant *v, int64_t lq)
+{
+    const attn_spec *s = &k->spec;
+    const int64_t lk = 7, nq = 2 * lq * s->heads_q * s->head_dim, nk = 2 * lk * s->heads_kv * s->head_dim;
+    const int64_t no = 2 * lq * s->heads_q * s->head_dim_v, np = 2 * s->heads_q * lq * lk;
+    float *q = malloc(sizeof(float) * (size_t)nq), *kk = malloc(sizeof(float) * (size_t)nk);
+    float *vv = malloc(sizeof(float) * (size_t)nk), *o = malloc(sizeof(float) * (size_t)no);
+    float *lse = malloc(sizeof(float) * (size_t)(2 * s->heads_q * lq)), *p = malloc(sizeof(float) * (size_t)np);
+    float sinks[16];
+    int32_t seqlens[2] = { 0, 5 };
+    attn_args a;
+    int64_t b, h, i, d, j;
+    cr_assert(q && kk && vv && o && lse && p && s->heads_q <= 16);
+    for (i = 0; i < nq; i++) q[i] = (float)((i * 37) % 11) / 11.0f - 0.5f;
+    for (i = 0; i < nk; i++) kk[i] = vv[i] = (float)((i * 13) % 7) / 7.0f - 0.5f;
+    for (h = 0; h < s->heads_q; h++) sinks[h] = 0.75f * (float)h - 1.5f;
+    memset(&a, 0, sizeof a);
+    a.batch = 2;
+    a.seq_q = lq;
+    a.seq_k = lk;
+    attn_args_set_contiguous(&a, s);
+    a.q = q;
+    a.k = kk;
+    a.v = vv;
+    a.o = o;
+    a.lse = lse;
+    a.seqlens_k = seqlens;
+    a.weights = p;
+    a.sinks = NULL;
+    a.threads = 1;
+    cr_assert_eq(v->fwd(&a), ATTN_ERR_NULL_ARG, "%s: sinks NULL", attn_isa_name(v->isa));
+    a.sinks = sinks;
+    cr_assert_eq(v->fwd(&a), ATTN_OK);
+    for (b = 0; b < 2; b++)
+        for (h = 0; h < s->heads_q; h++)
+            for (i = 0; i < (b == 0 ? lq : lq - 5); i++) {
+                const float *orow = o + ((b * lq + i) * s->heads_q + h) * s->head_dim_v;
+                const float *prow = p + ((b * s->heads_q + h) * lq + i) * lk;
+                for (d = 0; d < s->head_dim_v; d++)
+                    cr_expect(orow[d] == 0.0f, "%s Lq %lld: O[b=%lld][i=%lld][h=%lld][d=%lld] = %g, want 0",
+                              attn_isa_name(v->isa), (long long)lq, (long long)b, (long long)i, (long long)h,
+                              (long long)d, (double)orow[d]);
+                cr_expect(lse[(b * s->heads_q + h) * lq + i] == sinks[h], "%s Lq %lld: LSE[b=%lld][h=%lld][i=%lld] = %g, want the sink %g",
+                          attn_isa_name(v->isa), (long long)lq, (long long)b, (long long)h, (long long)i,
+                          (double)lse[(b * s->heads_q + h) * lq + i], (double)sinks[h]);
+                for (j = 0; j < lk; j++)
+                    cr_expect(prow[j] == 0.0f, "%s: P[b=%lld][h=%lld][i=%lld][j=%lld] = %g, want 0", attn_isa_name(v->isa),
+                              (long long)b, (long long)h, (long long)i, (long long)j, (double)prow[j]);
+            }
+    free(q);
+    free(kk);
+    free(vv);
+    free(o);
+    free(lse);
+    free(p);
+}
+
+Test(sinks, a_row_without_keys_gives_zero_and_the_sink)
+{
+    const attn_kernel *k = &attn_t_sinks_kernel;
+    int i, checked = 0;
+    for (i = 0; i < k->n_variants; i++) {
+        const attn_variant *v = &k->variants[i];
+        if (!attn_isa_supported(v->isa)) continue;
+        sinks_rows_without_keys(k, v, 40);
+        sinks_rows_without_keys(k, v, 1);
+        sinks_rows_without_keys(k, v, 8);
+        checked++;
+    }
+    cr_assert_gt(checked, 0);
+}
+
 /* Chunks of 16 keys with global tokens (at 4099 and 32768 keys, most splits
    and blocks lie outside every row's chunk), and top-left positions (every
    row near the start of a long cache). */
@@ -658,11 +742,11 @@ Test(decode, f16_odd) { run_decode(&attn_t_f16_odd_kernel); }
    above run this CPU's choice, these the others: the blocked kernel at every
    row count (0: one row of MHA too) and the streaming kernel at all it holds
    (4), on configs with every score term, the weights, a sparse pattern, MHA
-   (one row at Lq 1) and a 16-bit cache. */
+   (one row at Lq 1), a 16-bit cache, and sinks with the temperature. */
 static void run_decode_stream_rows(const char *rows)
 {
     const attn_kernel *ks[] = { &attn_t_everything_kernel, &attn_t_bool_mask_kernel, &attn_t_weights_decode_kernel,
-                                &attn_t_sparse_strided_kernel, &attn_t_f16_cache_kernel };
+                                &attn_t_sparse_strided_kernel, &attn_t_f16_cache_kernel, &attn_t_temperature_kernel };
     size_t i;
     setenv("ATTNGEN_DECODE_STREAM_ROWS", rows, 1);
     cr_assert_eq(attn_cpu()->decode_stream_rows[0], atoi(rows));

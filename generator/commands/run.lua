@@ -44,6 +44,8 @@ function M.add_to_parser(parser)
     .. "z [B][Hkv][D] f32 (default: zero)."):args(2):argname({ "S.npy", "Z.npy" })
   c:option("--state-out", "Linear configs with state = true: write the state after the call, S and z f32 "
     .. "(may name the --state-in files: updated in place)."):args(2):argname({ "S.npy", "Z.npy" })
+  c:option("--sinks", "Configs with sinks = true (required there): a logit per query head [Hq], f32 or f64.")
+    :argname("S.npy")
   c:flag("--reference", "Compute with the naive float64 reference instead of the kernel (slow; for checking).")
 end
 
@@ -63,6 +65,7 @@ function M.run(args)
   tool.pass(argv, "--dropout-p", args.dropout_p)
   tool.pass(argv, "--dropout-seed", args.dropout_seed)
   tool.pass(argv, "--dropout-offset", args.dropout_offset)
+  tool.pass(argv, "--sinks", args.sinks)
   for _, flag in ipairs({ "state_in", "state_out" }) do
     if args[flag] then
       argv[#argv + 1] = "--" .. flag:gsub("_", "-")

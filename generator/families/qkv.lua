@@ -29,6 +29,10 @@ function M.describe(plan, opts)
   if plan.softcap then f[#f + 1] = ("softcap %.9g"):format(plan.softcap) end
   if plan.alibi then f[#f + 1] = "ALiBi" end
   if plan.state then f[#f + 1] = "running state" end
+  if plan.sinks then f[#f + 1] = "attention sinks" end
+  if plan.temperature then
+    f[#f + 1] = ("temperature (scale %.9g, floor %.9g)"):format(plan.temperature.scale, plan.temperature.floor)
+  end
   if not opts.no_scale then f[#f + 1] = ("scale %.9g"):format(plan.scale) end
 
   local needs = {}
@@ -36,6 +40,7 @@ function M.describe(plan, opts)
   if plan.mask == "bool" then needs[#needs + 1] = "mask (uint8 keep-mask)" end
   if plan.mask == "bias" then needs[#needs + 1] = "mask (f32 bias)" end
   if plan.state then needs[#needs + 1] = "state_s and state_z (the f32 running state)" end
+  if plan.sinks then needs[#needs + 1] = "sinks (the f32 sink logit of each query head)" end
   return {
     Hq = plan.Hq, Hkv = plan.Hkv, D = plan.D, Dv = plan.Dv,
     shape = ("%d query heads, %d key/value heads, head dim %d (V: %d)"):format(plan.Hq, plan.Hkv,
@@ -47,6 +52,7 @@ function M.describe(plan, opts)
     mask = plan.mask,
     linear = opts.linear or false,
     state = plan.state,
+    sinks = plan.sinks or false,
     dtypes = ("Q %s, K/V %s, O %s"):format(plan.dtype.q, plan.dtype.kv, plan.dtype.o),
   }
 end

@@ -19,11 +19,14 @@ local M = {}
 -- (a multimodal model's language model).
 -- kv: "falcon" reads Falcon's multi_query / new_decoder_architecture keys.
 -- alibi: the family always adds ALiBi biases.
+-- sinks: every layer has a learned sink logit per query head (gpt-oss's
+-- self_attn.sinks): the configs get sinks = true.
 -- defaults: the values transformers' config class uses for absent keys.
 -- note: a line for the header of every config of the family.
-local LLAMA4_DEFAULTS = { attention_chunk_size = 8192, no_rope_layer_interval = 4, num_hidden_layers = 48 }
-local LLAMA4_NOTE = "Llama 4 scales the queries of its NoPE layers (attn_temperature_tuning) and normalizes Q and K "
-  .. "(use_qk_norm) before attention, outside the kernel."
+local LLAMA4_DEFAULTS = { attention_chunk_size = 8192, no_rope_layer_interval = 4, num_hidden_layers = 48,
+  attn_temperature_tuning = true, attn_scale = 0.1, floor_scale = 8192 }
+local LLAMA4_NOTE = "Llama 4 normalizes Q and K (use_qk_norm) before attention, outside the kernel; the attention "
+  .. "temperature of its NoPE layers (attn_temperature_tuning) is the kernel's temperature key."
 local FAMILIES = {
   llama = { label = "Llama", role = "decoder" },
   llama4 = { label = "Llama 4", role = "decoder", chunked = "llama4", text_config = true, defaults = LLAMA4_DEFAULTS,
@@ -44,6 +47,7 @@ local FAMILIES = {
   RefinedWeb = { label = "Falcon", role = "decoder", kv = "falcon", defaults = { new_decoder_architecture = true } },
   bloom = { label = "BLOOM", role = "decoder", alibi = true },
   gpt2 = { label = "GPT-2", role = "decoder" },
+  gpt_oss = { label = "gpt-oss", role = "decoder", sinks = true },
   bert = { label = "BERT", role = "text_encoder" },
   roberta = { label = "RoBERTa", role = "text_encoder" },
   ["xlm-roberta"] = { label = "XLM-RoBERTa", role = "text_encoder" },

@@ -612,9 +612,52 @@ local function read_layers(ctx, s)
   return true
 end
 
+--- gpt-oss's attention sinks: s.sinks, every layer.
+local function read_sinks(ctx, s)
+  if not (ctx.family and ctx.family.sinks) then return true end
+  s.sinks = true
+  ctx.r.note("sinks", "", ("%s learns one sink logit per query head and layer (self_attn.sinks), passed to the "
+    .. "kernel at run time"):format(ctx.family.label))
+  return true
+end
+
+--- Llama 4's attention temperature on its NoPE layers (the full-attention
+-- variant beside the chunked one): v.temperature, from
+-- attn_temperature_tuning, attn_scale and floor_scale.
+local function read_temperature(ctx, s)
+  local r = ctx.r
+  if not (ctx.family and ctx.family.chunked == "llama4") then return true end
+  -- transformers tests it for truth: Llama-4-Scout publishes 4
+  local tune = r.get("attn_temperature_tuning", "on when true or a nonzero number (transformers tests its truth)")
+  if tune ~= nil and type(tune) ~= "boolean" and type(tune) ~= "number" then
+    return r.fail("attn_temperature_tuning", ("'attn_temperature_tuning' must be true, false or a number, got %s")
+      :format(show(tune)))
+  end
+  if not tune or tune == 0 then return true end
+  local scale, floor_, err
+  scale, err = r.positive("attn_scale", r.get("attn_scale"))
+  if err then return nil, err end
+  floor_, err = r.positive("floor_scale", r.get("floor_scale"))
+  if err then return nil, err end
+  -- the variant without chunks holds the NoPE layers, unless attention_chunk_size
+  -- is null: then one config holds every layer, RoPE and NoPE alike
+  local nope
+  for _, v in ipairs(s.variants) do
+    if not v.chunk then nope = v end
+  end
+  if not nope then return true end -- every layer is chunked (RoPE)
+  if ctx.j.attention_chunk_size ~= nil and is_null(ctx.j.attention_chunk_size) then
+    r.note("NoPE layers", "", "not apart: 'attention_chunk_size' is null, so one config holds every layer and "
+      .. "the temperature of the NoPE layers is left out; write temperature = {...} in a config of those layers")
+    return true
+  end
+  nope.temperature = { scale = scale, floor = floor_ }
+  return true
+end
+
 local STEPS = {
   read_role, read_heads, check_unknown, read_kv_heads, read_head_dim, read_causal, read_scale, read_softcap,
-  read_alibi, read_layers,
+  read_alibi, read_layers, read_sinks, read_temperature,
 }
 
 -- ---- the configs ------------------------------------------------------------
@@ -635,6 +678,8 @@ local function describe(raw, w, extra, cross)
   if raw.chunk then parts[#parts + 1] = ("chunked attention in chunks of %d keys"):format(raw.chunk) end
   if raw.softcap then parts[#parts + 1] = ("logit softcap %s"):format(num(raw.softcap)) end
   if raw.alibi then parts[#parts + 1] = "ALiBi" end
+  if raw.sinks then parts[#parts + 1] = "attention sinks" end
+  if raw.temperature then parts[#parts + 1] = "attention temperature" end
   if raw.padding then parts[#parts + 1] = "padded batches (per-sequence key lengths)" end
   if extra then parts[#parts + 1] = extra end
   return table.concat(parts, ", ")
@@ -675,6 +720,8 @@ local function raw_config(s, v, isa)
     padding = s.padding or nil,
     softcap = s.softcap,
     alibi = s.alibi or nil,
+    sinks = s.sinks or nil,
+    temperature = v.temperature,
     isa = isa,
   }
   if s.raw_scale then raw.scale = s.raw_scale.value end
@@ -705,6 +752,15 @@ local function config_lines(s, v, raw)
   end
   if s.raw_scale then lines[#lines + 1] = { key = "scale", value = s.raw_scale.expr, note = s.scale_note } end
   if s.alibi then lines[#lines + 1] = { key = "alibi", value = "true" } end
+  if s.sinks then
+    lines[#lines + 1] = { key = "sinks", value = "true",
+      note = "self_attn.sinks: one logit per query head (args->sinks)" }
+  end
+  if v.temperature then
+    lines[#lines + 1] = { key = "temperature",
+      value = ("{ scale = %s, floor = %s }"):format(num(v.temperature.scale, true), num(v.temperature.floor, true)),
+      note = "attn_temperature_tuning: attn_scale, floor_scale" }
+  end
   return lines
 end
 

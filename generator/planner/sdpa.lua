@@ -253,6 +253,11 @@ function M.spec_fields(p)
   }
   if p.weights then f[#f + 1] = { "weights", "1" } end -- only when set: descriptors without it stay as they were
   if p.dropout then f[#f + 1] = { "dropout", "1" } end
+  if p.sinks then f[#f + 1] = { "sinks", "1" } end
+  if p.temperature then
+    f[#f + 1] = { "temperature_scale", p.c.temp_scale }
+    f[#f + 1] = { "temperature_floor", p.c.temp_floor }
+  end
   -- after the field they follow: causal, window_right
   for i = #f, 1, -1 do
     if f[i][1] == "window_right" and p.sparse then
@@ -323,6 +328,14 @@ function M.plan(cfg, opts)
   -- softmax's); O and P are scaled by 1 / (1 - dropout_p) at the end; the
   -- streaming decode path is not generated
   p.dropout = cfg.dropout == true
+  -- sinks: a logit per query head (args->sinks, natural log, not scaled)
+  -- joins each row's softmax with no value row: it is added once, where a
+  -- row is normalized (the prefill epilogue, the decode path's merge)
+  p.sinks = cfg.sinks == true
+  -- temperature {scale, floor}: query row i at position p is multiplied by
+  -- 1 + scale * ln(floor((p + 1) / floor) + 1), computed in double and
+  -- rounded to f32 once a row, inside qpack's scale (the template's temp())
+  p.temperature = cfg.temperature
   p.mask_ctype = ({ bool = "uint8_t", bias = "float" })[cfg.mask]
   -- the prefill path gathers a sparse pattern's keys outside each row's
   -- dense part into panels of their own (fixed: the summary keys, one panel
@@ -351,6 +364,8 @@ function M.plan(cfg, opts)
   p.c.softcap = p.softcap2 and c_float(p.softcap2)
   p.c.inv_softcap = p.softcap2 and c_float(1 / p.softcap2)
   p.c.lazy_max = c_float(M.LAZY_MAX)
+  p.c.temp_scale = p.temperature and util.c_double(p.temperature.scale)
+  p.c.temp_floor = p.temperature and util.c_double(p.temperature.floor)
   p.lazy_max = M.LAZY_MAX
 
   -- decode path: taken when Lq <= max_q; keys split in chunks whose length

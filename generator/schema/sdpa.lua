@@ -16,7 +16,7 @@ local CAUSAL_NAMES = { '"bottom_right"', '"top_left"' }
 M.order = {
   "heads_q", "heads_kv", "head_dim", "head_dim_v", "causal", "window", "sliding_window", "chunk", "sparse",
   "global_tokens", "padding", "mask", "scale", "softcap", "alibi", "decode_max_q", "prefill_chunk", "weights",
-  "dropout",
+  "dropout", "sinks", "temperature",
 }
 
 local function heads(raw, c, u)
@@ -202,6 +202,36 @@ local weights = optional_flag("weights")
 -- dropout_p, dropout_seed, dropout_offset)
 local dropout = optional_flag("dropout")
 
+-- sinks: a learned logit per query head (args->sinks) joins each row's
+-- softmax with no value row (gpt-oss)
+local sinks = optional_flag("sinks")
+
+-- temperature = {scale = s, floor = f}: each query row at position p is
+-- multiplied by 1 + s * ln(floor((p + 1) / f) + 1) (Llama 4's attention
+-- temperature tuning); absent: nil
+local function temperature(raw, c, u)
+  local t = raw.temperature
+  if t == nil then return true end
+  local shape = "{scale = number > 0, floor = number > 0}"
+  if type(t) ~= "table" then
+    return nil, "temperature", ("'temperature' must be a table %s, got %s"):format(shape, u.show(t))
+  end
+  local err = u.check_subkeys("temperature", t, { "scale", "floor" })
+  if err then return nil, "temperature", err end
+  for _, k in ipairs({ "scale", "floor" }) do
+    if t[k] == nil then
+      return nil, "temperature", ("'temperature.%s' is required: a finite number > 0"):format(k)
+    end
+    err = u.finite_positive("temperature." .. k, t[k])
+    if err then return nil, "temperature", err end
+  end
+  if raw.matmul == "bf16" then
+    return nil, "temperature", "'temperature' scales f32 query rows: it does not go with matmul = \"bf16\""
+  end
+  c.temperature = { scale = t.scale, floor = t.floor }
+  return true
+end
+
 --- The checks another family with heads, head dims and a causal rule
 -- shares (schema/linear.lua): each fills c and returns true, or nil, key,
 -- message.
@@ -225,8 +255,8 @@ M.shared = {
 --- Fills the family's keys of raw into c; returns true, or nil, key, message.
 -- u: the shared checks (schema.util).
 function M.normalize(raw, c, u)
-  return u.run_steps({ heads, head_dims, window, sparse, masks, score_terms, decode, prefill_chunk, weights, dropout },
-    raw, c, u)
+  return u.run_steps({ heads, head_dims, window, sparse, masks, score_terms, decode, prefill_chunk, weights, dropout,
+    sinks, temperature }, raw, c, u)
 end
 
 return M

@@ -179,6 +179,7 @@ typedef struct {
     void *qs, *ks, *vs, *o;
     int32_t *seqlens;
     void *mask;
+    float *sinks; /* configs with sinks: a logit per query head */
 } bench_buffers;
 
 /* Parses argv into opt; 0, or 2 after a message on a usage error. */
@@ -285,6 +286,11 @@ static int make_inputs(const bench_options *opt, const attn_spec *spec, attn_arg
                                            (size_t)spec->head_dim_v + 1, sizeof(float));
         buf->state_z = (float *)calloc((size_t)(batch * spec->heads_kv) * (size_t)spec->head_dim + 1, sizeof(float));
     }
+    if (!linear && spec->sinks) { /* the sinks of trained heads are of the scores' size */
+        buf->sinks = (float *)malloc(sizeof(float) * (size_t)spec->heads_q);
+        if (buf->sinks)
+            for (i = 0; i < spec->heads_q; i++) buf->sinks[i] = 0.5f * (float)(i % 4);
+    }
     if (has_mask) {
         const size_t cells = (size_t)(seq_q * seq_k);
         buf->mask = calloc(cells, spec->mask == ATTN_MASK_BOOL ? 1 : sizeof(float));
@@ -295,7 +301,8 @@ static int make_inputs(const bench_options *opt, const attn_spec *spec, attn_arg
     }
     if (!buf->q || !buf->k || !buf->v || !buf->qs || !buf->ks || !buf->vs || !buf->o || !buf->o32 ||
         !buf->lse || (spec->padding && !buf->seqlens) || (has_mask && !buf->mask) ||
-        (has_weights && !buf->weights) || (has_state && (!buf->state_s || !buf->state_z)))
+        (has_weights && !buf->weights) || (has_state && (!buf->state_s || !buf->state_z)) ||
+        (!linear && spec->sinks && !buf->sinks))
         return -1;
     args->q = buf->qs;
     args->k = buf->ks;
@@ -307,6 +314,7 @@ static int make_inputs(const bench_options *opt, const attn_spec *spec, attn_arg
     args->weights = buf->weights; /* weights_stride: contiguous (attn_args_set_contiguous) */
     args->state_s = buf->state_s;
     args->state_z = buf->state_z;
+    args->sinks = buf->sinks;
     if (!linear && spec->dropout) { /* the kernel drops weights: 10% of them, part of what is timed */
         args->dropout_p = 0.1f;
         args->dropout_seed = 42;
@@ -337,6 +345,7 @@ static void free_buffers(bench_buffers *buf)
     free(buf->state_z);
     free(buf->seqlens);
     free(buf->mask);
+    free(buf->sinks);
 }
 
 /* Times every variant this CPU runs (or the one opt->isa names) into rows

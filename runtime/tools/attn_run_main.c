@@ -68,7 +68,7 @@ static const char usage[] =
     "                -o O.npy [--lse L.npy] [--weights W.npy [--average-heads]]\n"
     "                [--threads N] [--isa NAME] [--reference]\n"
     "                [--dropout-p P --dropout-seed S --dropout-offset N]\n"
-    "                [--state-in S.npy Z.npy] [--state-out S.npy Z.npy]\n"
+    "                [--state-in S.npy Z.npy] [--state-out S.npy Z.npy] [--sinks S.npy]\n"
     "  Q, K, V: float16, float32 or float64, converted to the kernel's storage types\n"
     "  --reference   compute O and LSE with the naive float64 reference (attn_reference)\n"
     "                instead of the kernel, on the stored inputs: slow, for checking;\n"
@@ -82,6 +82,8 @@ static const char usage[] =
     "  --state-in    linear configs with state = true: the state before the call,\n"
     "                S [B][Hkv][D][Dv] and z [B][Hkv][D] (default: zero);\n"
     "                --state-out: where to write the state after the call (float32)\n"
+    "  --sinks       configs with sinks = true (required there): a logit per query\n"
+    "                head [Hq], float32 or float64\n"
     "additive and luong configs (one head, no scale):\n"
     "       attn_run --s S.npy --h H.npy [--w-s W.npy] [--w-h W.npy | --u U.npy] [--w W.npy]\n"
     "                [--v-attn V.npy] [--b B.npy] [--seqlens-k S.npy] [--mask M.npy]\n"
@@ -300,6 +302,7 @@ static const attn_variant *pick_isa(const attn_kernel *kernel, const char *name)
 typedef struct {
     const char *q_path, *k_path, *v_path, *s_path, *m_path, *o_path, *lse_path, *isa_name;
     const char *p_path; /* --weights */
+    const char *sinks_path; /* --sinks */
     const char *s_in[2], *s_out[2]; /* --state-in, --state-out: S and z */
     const char *cl[CL_COUNT]; /* additive and luong configs: the inputs by name (CL_*) */
     int threads, use_reference, average_heads;
@@ -335,7 +338,8 @@ static uint64_t parse_uint(const char *opt, const char *s, uint64_t max)
 
 /* The inputs as read, their shapes, and the arrays the kernel gets. */
 typedef struct {
-    attn_npy qa, ka, va, sa, ma;
+    attn_npy qa, ka, va, sa, ma, sinks_a;
+    float *sinks;            /* --sinks: [Hq] */
     bshd qt, kt, vt;
     void *q, *k, *v;         /* in the kernel's storage types */
     float *qw, *kw, *vw;     /* --reference: the stored values widened */
@@ -417,11 +421,12 @@ static void parse_options(int argc, char **argv, run_options *opt)
         else if (strcmp(arg, "-o") == 0) dest = &opt->o_path;
         else if (strcmp(arg, "--lse") == 0) dest = &opt->lse_path;
         else if (strcmp(arg, "--weights") == 0) dest = &opt->p_path;
+        else if (strcmp(arg, "--sinks") == 0) dest = &opt->sinks_path;
         else if (strcmp(arg, "--isa") == 0) dest = &opt->isa_name;
         else if (strcmp(arg, "--threads") != 0 && (dest = classic_dest(opt, arg)) == NULL)
             fail(arg, "unknown option (expected --q, --k, --v, --seqlens-k, --mask, -o, "
                       "--lse, --weights, --average-heads, --threads, --isa, --reference, "
-                      "--dropout-p, --dropout-seed, --dropout-offset, --state-in, --state-out, "
+                      "--dropout-p, --dropout-seed, --dropout-offset, --state-in, --state-out, --sinks, "
                       "--s, --h, --u, --w-s, --w-h, --w, --v-attn, --b)");
         if (i + 1 >= argc)
             fail(arg, "needs a value");
@@ -437,8 +442,8 @@ static void parse_options(int argc, char **argv, run_options *opt)
 static void check_paths(const run_options *opt, const attn_spec *spec)
 {
     /* an output must not replace an input */
-    const char *in_opt[7] = { "--q", "--k", "--v", "--seqlens-k", "--mask", "--state-in", "--state-in" };
-    const char *in_path[7];
+    const char *in_opt[8] = { "--q", "--k", "--v", "--seqlens-k", "--mask", "--state-in", "--state-in", "--sinks" };
+    const char *in_path[8];
     const char *out_opt[5] = { "-o", "--lse", "--weights", "--state-out", "--state-out" };
     const char *out_path[5];
     const int linear = spec->family == ATTN_FAMILY_LINEAR;
@@ -479,6 +484,7 @@ static void check_paths(const run_options *opt, const attn_spec *spec)
     in_path[4] = opt->m_path;
     in_path[5] = opt->s_in[0];
     in_path[6] = opt->s_in[1];
+    in_path[7] = opt->sinks_path;
     out_path[0] = opt->o_path;
     out_path[1] = opt->lse_path;
     out_path[2] = opt->p_path;
@@ -494,7 +500,7 @@ static void check_paths(const run_options *opt, const attn_spec *spec)
                      same_file(out_path[a], out_path[b]))
                 fail(out_opt[b], "must differ from %s", out_opt[a]);
     for (a = 0; a < 5; a++)
-        for (b = 0; b < 7; b++) {
+        for (b = 0; b < 8; b++) {
             /* the state after the call may replace the state before it (S over S, z over z) */
             if (a >= 3 && b >= 5 && a - 3 == b - 5)
                 continue;
@@ -514,6 +520,10 @@ static void check_paths(const run_options *opt, const attn_spec *spec)
              spec->name);
     if (opt->s_path == NULL && spec->padding)
         fail("--seqlens-k", "required: the config '%s' has padding", spec->name);
+    if (opt->sinks_path != NULL && (linear || !spec->sinks))
+        fail(opt->sinks_path, "the config '%s' has no sinks (sinks = true), so --sinks is not accepted", spec->name);
+    if (opt->sinks_path == NULL && !linear && spec->sinks)
+        fail("--sinks", "required: the config '%s' has sinks (a logit per query head)", spec->name);
     if (opt->m_path != NULL && spec->mask == ATTN_MASK_NONE)
         fail(opt->m_path, "the config '%s' has no mask, so --mask is not accepted", spec->name);
     if (opt->m_path == NULL && spec->mask != ATTN_MASK_NONE)
@@ -581,6 +591,19 @@ static int32_t *read_seqlens(const char *path, attn_npy *sa, int64_t batch, int6
             fail(path, "seqlens_k[%d] = %ld is outside 0..%lld (seq_k)", (int)b, (long)seqlens[b],
                  (long long)seq_k);
     return seqlens;
+}
+
+/* --sinks: a logit per query head, shape (Hq,), read as f32. */
+static void load_sinks(const char *path, const attn_spec *spec, run_inputs *in, attn_args *args)
+{
+    char err[256], shp[160];
+    load(path, &in->sinks_a);
+    if (in->sinks_a.ndim != 1 || in->sinks_a.shape[0] != spec->heads_q)
+        fail(path, "expected shape (%d,) (one logit per query head), got %s", spec->heads_q,
+             attn_npy_shape_string(&in->sinks_a, shp, sizeof shp));
+    if (attn_npy_to_f32(&in->sinks_a, &in->sinks, err, sizeof err) != 0)
+        fail(path, "%s", err);
+    args->sinks = in->sinks;
 }
 
 static void load_seqlens(const char *path, run_inputs *in, attn_args *args)
@@ -893,6 +916,9 @@ static void free_all(const run_options *opt, run_inputs *in, run_outputs *out)
     free(in->vw);
     free(in->bias);
     free(in->seqlens);
+    free(in->sinks);
+    if (opt->sinks_path != NULL)
+        attn_npy_free(&in->sinks_a);
     free(out->o);
     free(out->o_wide);
     free(out->lse);
@@ -1013,6 +1039,9 @@ static void check_classic_paths(const run_options *opt, const attn_spec *spec)
     if (opt->dropout_opt != NULL)
         fail(opt->dropout_opt, "the config '%s' has %s, which has no dropout, so %s is not accepted", spec->name,
              kind, opt->dropout_opt);
+    if (opt->sinks_path != NULL)
+        fail(opt->sinks_path, "the config '%s' has %s, which has no sinks, so --sinks is not accepted", spec->name,
+             kind);
     if (opt->average_heads)
         fail("--average-heads", "the config '%s' has %s: one head, so the weights --weights writes are "
                                 "[batch][seq_q][seq_k] already",
@@ -1295,6 +1324,8 @@ static int run_qkv(const attn_kernel *kernel, const run_options *options)
         load_seqlens(opt.s_path, &in, &args);
     if (opt.m_path != NULL)
         load_mask(opt.m_path, spec, &in, &args);
+    if (opt.sinks_path != NULL)
+        load_sinks(opt.sinks_path, spec, &in, &args);
     alloc_outputs(opt.o_path, opt.p_path, spec, opt.use_reference, &args, &out);
     if (spec->family == ATTN_FAMILY_LINEAR && spec->state)
         load_state(&opt, spec, &in, &args, &out);

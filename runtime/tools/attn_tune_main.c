@@ -254,6 +254,7 @@ typedef struct {
     int32_t *seqlens;
     void *mask;
     float *state_s, *state_z; /* linear attention's state (zeroed before each warm-up run) */
+    float *sinks;             /* configs with sinks: a logit per query head */
     size_t no, ns, nz;        /* elements of O and of the state's S and z */
 } tune_inputs;
 
@@ -273,6 +274,7 @@ static void free_inputs(tune_inputs *in)
     free(in->mask);
     free(in->state_s);
     free(in->state_z);
+    free(in->sinks);
 }
 
 /* Fills args and in for shape sh: contiguous random Q, K, V, full key
@@ -316,6 +318,12 @@ static int make_inputs(const shape *sh, const options *opt, const attn_spec *spe
         args->mask_stride[0] = args->mask_stride[1] = 0; /* one [Lq][Lk] mask for every batch and head */
         args->mask_stride[2] = sh->seq_k;
         args->mask_stride[3] = 1;
+    }
+    if (spec->family != ATTN_FAMILY_LINEAR && spec->sinks) {
+        in->sinks = (float *)malloc(sizeof(float) * (size_t)spec->heads_q);
+        if (!in->sinks) return -1;
+        for (i = 0; i < spec->heads_q; i++) in->sinks[i] = 0.5f * (float)(i % 4);
+        args->sinks = in->sinks;
     }
     if (spec->family == ATTN_FAMILY_LINEAR && spec->state) { /* S [B][Hkv][D][Dv], z [B][Hkv][D] */
         in->nz = (size_t)(opt->batch * spec->heads_kv * spec->head_dim);

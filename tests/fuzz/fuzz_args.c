@@ -465,7 +465,8 @@ static void check_status(const attn_spec *spec, const attn_args *a, attn_status 
     const int has_state = linear && spec->state;
     const int null_arg = a->q == NULL || a->k == NULL || a->v == NULL || a->o == NULL ||
                          (spec->padding && a->seqlens_k == NULL) || (has_mask && a->mask == NULL) ||
-                         (has_state && (a->state_s == NULL || a->state_z == NULL));
+                         (has_state && (a->state_s == NULL || a->state_z == NULL)) ||
+                         (!linear && spec->sinks && a->sinks == NULL);
     const int bad_shape = a->batch < 0 || a->seq_q < 0 || a->seq_k < 0;
     const int bad_stride = any_negative(a->q_stride, 3) || any_negative(a->k_stride, 3) ||
                            any_negative(a->v_stride, 3) || any_negative(a->o_stride, 3) ||
@@ -536,6 +537,7 @@ static void run_and_compare(const attn_spec *spec, attn_fwd_fn fwd, attn_args *a
     float *st_s = NULL, *st_z = NULL, *s0 = NULL, *z0 = NULL, *ref_s = NULL, *ref_z = NULL;
     void *qs, *ks, *vs, *o;
     void *mask = NULL;
+    float *sinks = NULL;
     unsigned char *written;
     int o_injective;
     int64_t work, lse_count = 0, bb, i, h, d;
@@ -622,6 +624,12 @@ static void run_and_compare(const attn_spec *spec, attn_fwd_fn fwd, attn_args *a
             st_z[i] = z0[i] = ref_z[i] = 4.0f * fabsf(rng_normal(&seed)) + 1.0f;
         a->state_s = st_s;
         a->state_z = st_z;
+    }
+    if (!linear && spec->sinks) { /* a logit per query head, in a buffer of exactly that size */
+        sinks = (float *)alloc_elems(Hq, sizeof(float));
+        for (h = 0; h < Hq; h++)
+            sinks[h] = 2.0f + 2.0f * rng_normal(&seed);
+        a->sinks = sinks;
     }
 
     st = fwd(a);
@@ -710,6 +718,8 @@ static void run_and_compare(const attn_spec *spec, attn_fwd_fn fwd, attn_args *a
     }
     if (mask != NULL)
         release(mask);
+    if (sinks != NULL)
+        release(sinks);
 }
 
 /* ---- the additive and luong families ------------------------------------- */
@@ -1152,6 +1162,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         a.state_s = (flags & 64) ? NULL : (float *)poisoned();
         a.state_z = (flags & 128) ? NULL : (float *)poisoned();
     }
+    if (spec->family != ATTN_FAMILY_LINEAR && spec->sinks) /* bit 6 too: the sinks' pointer */
+        a.sinks = (flags & 64) ? NULL : (const float *)poisoned();
     if (!(flags & 32)) {
         if (spec->padding && a.batch > 0 && a.batch <= MAX_SEQLENS) {
             const int32_t full = (int32_t)(a.seq_k < 0 ? 0 : a.seq_k > INT32_MAX ? INT32_MAX

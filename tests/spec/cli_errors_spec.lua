@@ -387,6 +387,8 @@ local CASES = {
     msg = "^w%.npy: the config 't_everything' has no weights %(weights = true%), so %-%-weights is not accepted$" },
   { name = "--average-heads without --weights", setup = inputs, argv = run({}, "--average-heads"),
     msg = "^%-%-average%-heads: needs %-%-weights" },
+  { name = "--sinks for a config without sinks", setup = inputs, argv = run({}, "--sinks", "x.npy"),
+    msg = "^x%.npy: the config 't_everything' has no sinks %(sinks = true%), so %-%-sinks is not accepted$" },
   { name = "--dropout-p for a config without dropout", setup = inputs, argv = run({}, "--dropout-p", "0.1"),
     msg = "^%-%-dropout%-p: the config 't_everything' has no dropout %(dropout = true%), "
       .. "so %-%-dropout%-p is not accepted$" },

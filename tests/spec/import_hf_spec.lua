@@ -117,6 +117,10 @@ describe("import-hf", function()
         bert_base_uncased = { heads_q = 12, heads_kv = 12, head_dim = 64, causal = false, window = -1,
           padding = true },
       },
+      gpt_oss_20b = {
+        gpt_oss_20b_local = { heads_q = 64, heads_kv = 8, head_dim = 64, causal = true, window = 127, sinks = true },
+        gpt_oss_20b_global = { heads_q = 64, heads_kv = 8, head_dim = 64, causal = true, window = -1, sinks = true },
+      },
     }
 
     local imported = {}
@@ -142,7 +146,7 @@ describe("import-hf", function()
         assert.truthy(readme:find(stem .. ".json", 1, true), stem)
         assert.is_truthy(helper.read_file(HF_DIR .. "/" .. stem .. ".json"), stem)
       end
-      assert.equal(8, n)
+      assert.equal(9, n)
     end)
 
     for stem, want in pairs(expected) do
@@ -166,6 +170,8 @@ describe("import-hf", function()
           assert.equal(false, cfg.alibi)
           assert.equal(0, cfg.global_tokens)
           assert.equal("none", cfg.mask)
+          assert.equal(e.sinks, cfg.sinks)
+          assert.is_nil(cfg.temperature)
         end
         local count = 0
         for _ in pairs(cfgs) do count = count + 1 end
@@ -186,6 +192,18 @@ describe("import-hf", function()
       for _, p in ipairs(pairs_) do
         local cfgs = load_all(import_file(p[1]))
         assert.same(semantics(preset(p[3])), semantics(cfgs[p[2]]), p[2] .. " vs configs/" .. p[3] .. ".lua")
+      end
+    end)
+
+    it("gpt-oss alternates sliding (even) and full (odd) layers, every one with sinks", function()
+      local res = import_file("gpt_oss_20b")
+      assert.same({ "gpt_oss_20b_local", "gpt_oss_20b_global" }, names_of(res))
+      local _, texts = load_all(res)
+      assert.truthy(texts.gpt_oss_20b_local:find("Sliding-window layers: 12 of 24 (0, 2, ..., 22).", 1, true))
+      assert.truthy(texts.gpt_oss_20b_global:find("Full-attention layers: 12 of 24 (1, 3, ..., 23).", 1, true))
+      for _, t in pairs(texts) do
+        assert.truthy(t:find("  sinks = true, -- self_attn.sinks", 1, true), t)
+        assert.is_nil(t:find("rope", 1, true)) -- RoPE stays outside the kernel
       end
     end)
 
@@ -312,9 +330,32 @@ describe("import-hf", function()
       assert.truthy(texts.l4_local:find("HF attention_chunk_size = 8192: transformers keeps key k for query q when "
         .. "k // 8192 == q // 8192", 1, true), texts.l4_local)
       assert.truthy(texts.l4_local:find("text_config = {...} (the keys below are read from it)", 1, true))
-      assert.truthy(texts.l4_local:find("attn_temperature_tuning", 1, true)) -- the note on what stays outside
+      -- the NoPE (full-attention) layers get the temperature, with transformers' defaults
+      assert.same({ scale = 0.1, floor = 8192 }, cfgs.l4_global.temperature)
+      assert.is_nil(cfgs.l4_local.temperature)
+      assert.truthy(texts.l4_global:find("  temperature = { scale = 0.1, floor = 8192.0 }, -- attn_temperature_tuning",
+        1, true), texts.l4_global)
+      assert.truthy(texts.l4_global:find("attn_scale = absent (Llama 4 default: 0.1)", 1, true), texts.l4_global)
+      assert.truthy(texts.l4_global:find("attn_temperature_tuning = 4", 1, true), texts.l4_global)
       -- the vision tower's heads (16) are not the language model's
       assert.is_nil(texts.l4_local:find("heads_q = 16", 1, true))
+    end)
+
+    it("attn_temperature_tuning: off when false or 0, attn_scale and floor_scale carried, left out without chunks",
+      function()
+      for _, off in ipairs({ false, 0 }) do
+        local cfgs = load_all(assert(import_table(llama4({ attn_temperature_tuning = off }), "off")))
+        assert.is_nil(cfgs.off_global.temperature)
+      end
+      local cfgs = load_all(assert(import_table(llama4({ attn_scale = 0.25, floor_scale = 1024 }), "t")))
+      assert.same({ scale = 0.25, floor = 1024 }, cfgs.t_global.temperature)
+      local res = assert(import_table(llama4({ attention_chunk_size = json.null }), "z"))
+      assert.is_nil(load_all(res).z.temperature)
+      assert.truthy(res.configs[1].text:find("the temperature of the NoPE layers is left out", 1, true))
+      local err = select(2, import_table(llama4({ attn_temperature_tuning = "yes" }), "e"))
+      assert.truthy(err:find("'attn_temperature_tuning' must be true, false or a number", 1, true), err)
+      err = select(2, import_table(llama4({ attn_scale = -1 }), "e"))
+      assert.truthy(err:find("'attn_scale' must be a number > 0", 1, true), err)
     end)
 
     it("gives the mask transformers uses for the same attention_chunk_size", function()

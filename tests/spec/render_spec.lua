@@ -33,7 +33,8 @@ end
 describe("render", function()
   local EVERYTHING = { name = "r_all", heads_q = 4, heads_kv = 2, head_dim = 72, causal = true,
     sliding_window = 40, chunk = 48, global_tokens = 4, padding = true, mask = "bias", softcap = 30.0, alibi = true,
-    weights = true, dropout = true, sparse = { pattern = "strided", stride = 6 }, prefill_chunk = 96 }
+    weights = true, dropout = true, sparse = { pattern = "strided", stride = 6 }, prefill_chunk = 96, sinks = true,
+    temperature = { scale = 0.1, floor = 8192 } }
 
   describe("determinism", function()
     it("rendering the same config twice gives identical text", function()
@@ -137,6 +138,8 @@ describe("render", function()
         assert.truthy(banner:find(' *   sparse = { pattern = "strided", stride = 6 },', 1, true))
         assert.truthy(banner:find(" *   weights = true,", 1, true))
         assert.truthy(banner:find(" *   dropout = true,", 1, true))
+        assert.truthy(banner:find(" *   sinks = true,", 1, true))
+        assert.truthy(banner:find(" *   temperature = { floor = 8192, scale = 0.10000000000000001 },", 1, true))
       end
     end)
 

@@ -41,10 +41,11 @@ describe("schema", function()
   describe("defaults", function()
     local cfg = assert(schema.normalize({ name = "m", heads_q = 8, head_dim = 64 }))
 
-    it("fills every key of docs/config.md but the optional softcap, chunk, prefill_chunk, weights, dropout", function()
+    it("fills every key of docs/config.md but the optional softcap, chunk, prefill_chunk, weights, dropout, sinks, "
+      .. "temperature", function()
       for _, k in ipairs(schema.order) do
         if k ~= "softcap" and k ~= "sliding_window" and k ~= "chunk" and k ~= "weights" and k ~= "sparse"
-          and k ~= "dropout" and k ~= "prefill_chunk" then
+          and k ~= "dropout" and k ~= "prefill_chunk" and k ~= "sinks" and k ~= "temperature" then
           assert.is_not_nil(cfg[k], "missing default for " .. k)
         end
       end
@@ -54,13 +55,16 @@ describe("schema", function()
       assert.is_nil(cfg.prefill_chunk) -- the planner's chunks (absent, so configs echo as before)
       assert.is_nil(cfg.weights) -- no weights output (absent, so configs echo as before)
       assert.is_nil(cfg.dropout) -- no dropout (absent, so configs echo as before)
+      assert.is_nil(cfg.sinks)
+      assert.is_nil(cfg.temperature)
       assert.is_nil(cfg.sliding_window) -- folded into window
     end)
 
     it("knows exactly the keys of the sdpa family, and the decode_max_q and prefill_chunk extensions", function()
       local expected = { "name", "kind", "heads_q", "heads_kv", "head_dim", "head_dim_v", "causal",
         "window", "sliding_window", "chunk", "sparse", "global_tokens", "padding", "mask", "scale", "softcap", "alibi",
-        "decode_max_q", "prefill_chunk", "weights", "dropout", "dtype", "matmul", "isa", "tile" }
+        "decode_max_q", "prefill_chunk", "weights", "dropout", "sinks", "temperature", "dtype", "matmul", "isa",
+        "tile" }
       assert.same(expected, schema.order_of("sdpa"))
       assert.same(expected, schema.order)
       for _, k in ipairs(expected) do assert.is_true(schema.keys[k]) end
@@ -79,6 +83,26 @@ describe("schema", function()
       assert.is_nil(schema.normalize(with({ dropout = false })).dropout)
       assert.is_nil(schema.normalize(with({})).dropout)
       rejects_key(with({ dropout = 0.1 }), "dropout", "true or false")
+    end)
+
+    it("sinks: true kept, false and absent normalize to nil, anything else is an error", function()
+      assert.is_true(schema.normalize(with({ sinks = true })).sinks)
+      assert.is_nil(schema.normalize(with({ sinks = false })).sinks)
+      rejects_key(with({ sinks = 1 }), "sinks", "true or false")
+    end)
+
+    it("temperature: {scale, floor}, both finite numbers > 0; not with matmul = \"bf16\"", function()
+      assert.same({ scale = 0.1, floor = 8192 },
+        schema.normalize(with({ temperature = { scale = 0.1, floor = 8192 } })).temperature)
+      rejects_key(with({ temperature = 0.1 }), "temperature", "must be a table {scale = number > 0")
+      rejects_key(with({ temperature = { scale = 0.1 } }), "temperature", "'temperature.floor' is required")
+      rejects_key(with({ temperature = { scale = 0, floor = 1 } }), "temperature",
+        "'temperature.scale' must be a finite")
+      rejects_key(with({ temperature = { scale = 1, floor = -1 } }), "temperature", "'temperature.floor' must be")
+      rejects_key(with({ temperature = { scale = 1, floor = 1 / 0 } }), "temperature", "'temperature.floor' must be")
+      rejects_key(with({ temperature = { scale = 1, floor = 1, base = 2 } }), "temperature", "unknown field 'base'")
+      rejects_key(with({ temperature = { scale = 1, floor = 1 }, dtype = "bf16", matmul = "bf16" }), "temperature",
+        "does not go with matmul")
     end)
 
     it("decode_max_q: 16 by default, 0 turns the decode path off, at most 64", function()

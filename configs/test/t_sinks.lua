@@ -1,0 +1,4 @@
+-- Attention sinks (gpt-oss): a learned logit per query head in every row's softmax, with a causal
+-- mask, padding, GQA, the weights and dropout (the sink is in neither), small tiles.
+return { name = "t_sinks", heads_q = 6, heads_kv = 2, head_dim = 40, causal = true, padding = true,
+  sinks = true, weights = true, dropout = true, tile = { q = 24, kv = 32 } }
