@@ -32,6 +32,7 @@ void attn_qkv_free(void *state)
     attn_guard_free(&cb->mask);
     attn_guard_free(&cb->seqlens);
     attn_guard_free(&cb->p);
+    attn_guard_free(&cb->rel);
     attn_linear_state_free(cb);
     free(cb->o_described);
     cb->o_described = NULL;
@@ -142,6 +143,20 @@ static int qkv_mask(attn_qkv_case *cb, attn_mask_kind mask, attn_rng *r)
     return 0;
 }
 
+/* the relative position table [rows][Hq] (specs with rel_bias): N(0, 1) times 2,
+   biases of the size a trained T5 holds */
+static int qkv_rel(attn_qkv_case *cb, attn_rng *r)
+{
+    const size_t n = (size_t)attn_rel_rows(cb->spec) * (size_t)cb->spec->heads_q;
+    size_t e;
+    if (attn_guard_alloc(&cb->rel, n * sizeof(float)))
+        return 1;
+    for (e = 0; e < n; e++)
+        ((float *)cb->rel.ptr)[e] = 2.0f * attn_rng_normal(r);
+    cb->args.rel_table = (const float *)cb->rel.ptr;
+    return 0;
+}
+
 /* the kernel's arguments: the case's buffers and layouts */
 static void qkv_args(attn_qkv_case *cb, attn_mask_kind mask, int weights, int32_t *seqlens)
 {
@@ -207,6 +222,8 @@ attn_status attn_qkv_build(void *state, const attn_spec *spec, const attn_case *
     if (linear && spec->state && attn_linear_state_build(cb, &r))
         goto nomem;
     if (mask != ATTN_MASK_NONE && qkv_mask(cb, mask, &r))
+        goto nomem;
+    if (attn_rel_rows(spec) > 0 && qkv_rel(cb, &r))
         goto nomem;
     /* which O and P span elements are elements of O and P */
     cb->o_described = attn_describe(&cb->lo);
