@@ -189,7 +189,9 @@ local function rel_bias(raw, c, u)
   local err = u.check_subkeys("rel_bias", r, REL_KEYS[r.kind])
   if err then return nil, "rel_bias", err end
   if r.kind == "clipped" then
-    if r.max_distance == nil then return nil, "rel_bias", "'rel_bias.max_distance' is required: an integer in 0..65536" end
+    if r.max_distance == nil then
+      return nil, "rel_bias", "'rel_bias.max_distance' is required: an integer in 0..65536"
+    end
     err = u.int_in("rel_bias.max_distance", r.max_distance, 0, 65536)
     if err then return nil, "rel_bias", err end
     c.rel_bias = { kind = "clipped", max_distance = math.floor(r.max_distance) }
@@ -271,8 +273,8 @@ M.shared = {
 --- Fills the family's keys of raw into c; returns true, or nil, key, message.
 -- u: the shared checks (schema.util).
 function M.normalize(raw, c, u)
-  return u.run_steps({ heads, head_dims, window, sparse, masks, score_terms, rel_bias, decode, prefill_chunk, weights, dropout },
-    raw, c, u)
+  return u.run_steps({ heads, head_dims, window, sparse, masks, score_terms, rel_bias, decode, prefill_chunk, weights,
+    dropout }, raw, c, u)
 end
 
 return M

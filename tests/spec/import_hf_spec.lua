@@ -201,7 +201,8 @@ describe("import-hf", function()
       local res = import_file("t5_small")
       assert.same({ "t5_small_encoder", "t5_small_decoder", "t5_small_cross" }, names_of(res))
       local cfgs, texts = load_all(res)
-      assert.same({ kind = "t5", buckets = 32, max_distance = 128, bidirectional = true }, cfgs.t5_small_encoder.rel_bias)
+      assert.same({ kind = "t5", buckets = 32, max_distance = 128, bidirectional = true },
+        cfgs.t5_small_encoder.rel_bias)
       assert.same({ kind = "t5", buckets = 32, max_distance = 128, bidirectional = false },
         cfgs.t5_small_decoder.rel_bias)
       assert.is_nil(cfgs.t5_small_cross.rel_bias)
