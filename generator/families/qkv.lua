@@ -28,6 +28,9 @@ function M.describe(plan, opts)
   if plan.mask == "bias" then f[#f + 1] = "additive bias tensor" end
   if plan.softcap then f[#f + 1] = ("softcap %.9g"):format(plan.softcap) end
   if plan.alibi then f[#f + 1] = "ALiBi" end
+  if plan.rel_bias then
+    f[#f + 1] = plan.rel_bias.kind == "t5" and "T5 relative position bias" or "clipped relative position bias"
+  end
   if plan.state then f[#f + 1] = "running state" end
   if not opts.no_scale then f[#f + 1] = ("scale %.9g"):format(plan.scale) end
 
@@ -36,6 +39,9 @@ function M.describe(plan, opts)
   if plan.mask == "bool" then needs[#needs + 1] = "mask (uint8 keep-mask)" end
   if plan.mask == "bias" then needs[#needs + 1] = "mask (f32 bias)" end
   if plan.state then needs[#needs + 1] = "state_s and state_z (the f32 running state)" end
+  if plan.rel_bias then
+    needs[#needs + 1] = ("rel_table (the f32 relative position table [%d][%d])"):format(plan.rel_rows, plan.Hq)
+  end
   return {
     Hq = plan.Hq, Hkv = plan.Hkv, D = plan.D, Dv = plan.Dv,
     shape = ("%d query heads, %d key/value heads, head dim %d (V: %d)"):format(plan.Hq, plan.Hkv,
@@ -47,6 +53,7 @@ function M.describe(plan, opts)
     mask = plan.mask,
     linear = opts.linear or false,
     state = plan.state,
+    rel_rows = plan.rel_bias and plan.rel_rows or nil,
     dtypes = ("Q %s, K/V %s, O %s"):format(plan.dtype.q, plan.dtype.kv, plan.dtype.o),
   }
 end
