@@ -24,6 +24,7 @@ typedef struct {
        the weights P (f32; specs with weights) */
     attn_guard_buf q, k, v, o, lse, mask, seqlens, p;
     attn_guard_buf sinks; /* specs with sinks: a logit per query head (f32) */
+    attn_guard_buf rel; /* the relative position table (specs with rel_bias) */
     /* the stored Q, K and V widened to f32, with the same layouts (the
        guard buffers themselves for f32 storage): the reference's inputs */
     float *qw, *kw, *vw;

@@ -33,6 +33,7 @@ void attn_qkv_free(void *state)
     attn_guard_free(&cb->seqlens);
     attn_guard_free(&cb->p);
     attn_guard_free(&cb->sinks);
+    attn_guard_free(&cb->rel);
     attn_linear_state_free(cb);
     free(cb->o_described);
     cb->o_described = NULL;
@@ -104,6 +105,18 @@ static void qkv_fill(attn_qkv_case *cb, const int32_t *seqlens, attn_rng *r)
 {
     const attn_spec *spec = cb->spec;
     attn_fill_tensor(cb->qw, &cb->lq, NULL, r);
+    /* a scale above 1/sqrt(D) (T5's 1: its query weights hold the 1/sqrt(D)) gets the
+       queries such a model computes, N(0, 1) times 1/(sqrt(D) scale), so that the scores
+       are as large as at the default scale, where the tolerance is stated (docs/testing.md) */
+    if (spec->family == ATTN_FAMILY_SDPA && (double)spec->scale * sqrt((double)spec->head_dim) > 1.0) {
+        const float f = (float)(1.0 / ((double)spec->scale * sqrt((double)spec->head_dim)));
+        int64_t b, i, h, d;
+        for (b = 0; b < cb->lq.ext[0]; b++)
+            for (i = 0; i < cb->lq.ext[1]; i++)
+                for (h = 0; h < cb->lq.ext[2]; h++)
+                    for (d = 0; d < cb->lq.ext[3]; d++)
+                        cb->qw[attn_offset4(&cb->lq, b, i, h, d)] *= f;
+    }
     attn_fill_tensor(cb->kw, &cb->lk, seqlens, r);
     attn_fill_tensor(cb->vw, &cb->lv, seqlens, r);
     attn_verify_store(spec->dtype_q, cb->qw, cb->q.ptr, cb->lq.span);
@@ -140,6 +153,20 @@ static int qkv_mask(attn_qkv_case *cb, attn_mask_kind mask, attn_rng *r)
                     else
                         ((float *)cb->mask.ptr)[off] = attn_rng_normal(r);
                 }
+    return 0;
+}
+
+/* the relative position table [rows][Hq] (specs with rel_bias): N(0, 1) times 2,
+   biases of the size a trained T5 holds */
+static int qkv_rel(attn_qkv_case *cb, attn_rng *r)
+{
+    const size_t n = (size_t)attn_rel_rows(cb->spec) * (size_t)cb->spec->heads_q;
+    size_t e;
+    if (attn_guard_alloc(&cb->rel, n * sizeof(float)))
+        return 1;
+    for (e = 0; e < n; e++)
+        ((float *)cb->rel.ptr)[e] = 2.0f * attn_rng_normal(r);
+    cb->args.rel_table = (const float *)cb->rel.ptr;
     return 0;
 }
 
@@ -217,6 +244,8 @@ attn_status attn_qkv_build(void *state, const attn_spec *spec, const attn_case *
             ((float *)cb->sinks.ptr)[h] = 2.0f + 2.0f * attn_rng_normal(&r);
         cb->args.sinks = (const float *)cb->sinks.ptr;
     }
+    if (attn_rel_rows(spec) > 0 && qkv_rel(cb, &r))
+        goto nomem;
     /* which O and P span elements are elements of O and P */
     cb->o_described = attn_describe(&cb->lo);
     cb->p_described = attn_describe(&cb->lp);

@@ -142,6 +142,33 @@ int attn_reference_key_visible(const attn_spec *spec, const attn_args *args, int
     return key_visible(spec, args, b, h, i, j, lk_b, p);
 }
 
+int64_t attn_reference_rel_bucket(const attn_spec *spec, int64_t rel)
+{
+    if (spec->rel_bias == ATTN_REL_CLIPPED) {
+        const int64_t k = spec->rel_max_distance;
+        return (rel < -k ? -k : rel > k ? k : rel) + k;
+    } else {
+        /* Hugging Face T5's _relative_position_bucket, its float32 math included */
+        int64_t nb = spec->rel_buckets, bucket = 0, n, me;
+        if (spec->rel_bidirectional) {
+            nb /= 2;
+            bucket = rel > 0 ? nb : 0;
+            n = rel < 0 ? -rel : rel;
+        } else {
+            n = rel < 0 ? -rel : 0;
+        }
+        me = nb / 2; /* max_exact */
+        if (n < me)
+            return bucket + n;
+        {
+            const float x = logf((float)n / (float)me) / (float)log((double)spec->rel_max_distance / (double)me) *
+                            (float)(nb - me);
+            const int64_t large = me + (int64_t)x;
+            return bucket + (large < nb - 1 ? large : nb - 1);
+        }
+    }
+}
+
 /* The score of query row i against key j (both already located). */
 static double score(const attn_spec *spec, const attn_args *args, const float *q,
                     const float *k, int64_t b, int h, int64_t i, int64_t j, int64_t p, double temp)
@@ -160,6 +187,8 @@ static double score(const attn_spec *spec, const attn_args *args, const float *q
         const double dist = (double)(p > j ? p - j : j - p);
         s += -attn_reference_alibi_slope(h, spec->heads_q) * dist;
     }
+    if (spec->rel_bias != ATTN_REL_NONE)
+        s += (double)args->rel_table[attn_reference_rel_bucket(spec, j - p) * spec->heads_q + h];
     if (spec->mask == ATTN_MASK_BIAS) {
         const float *bias = (const float *)args->mask;
         s += (double)bias[mask_offset(args, b, h, i, j)];

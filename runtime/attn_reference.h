@@ -304,6 +304,12 @@ double attn_reference_classic_flops(const attn_spec *spec, const attn_classic_ar
 int attn_reference_classic_key_visible(const attn_spec *spec, const attn_classic_args *args, int64_t b, int64_t i,
                                        int64_t j);
 
+/* The row of the relative position table (rel_bias) at distance rel = j - p
+ * of a spec with rel_bias: T5's bucket (Hugging Face's
+ * _relative_position_bucket, with its float32 log truncated to an integer),
+ * or clamp(rel, -k, k) + k. */
+int64_t attn_reference_rel_bucket(const attn_spec *spec, int64_t rel);
+
 /* The ALiBi paper's slope of head h (0-based) out of n heads. NaN when
    h is outside 0..n-1. */
 double attn_reference_alibi_slope(int h, int n);

@@ -753,9 +753,14 @@ static int any_negative(const int64_t *v, int n)
     return 0;
 }
 
+int attn_rel_rows(const attn_spec *spec)
+{
+    return spec == NULL || spec->family != ATTN_FAMILY_SDPA || spec->rel_bias == ATTN_REL_NONE ? 0 : spec->rel_buckets;
+}
+
 /*
  * Note: when batch or seq_q is 0 the kernel reads nothing, but the pointers
- * must still be non-NULL (and seqlens_k, mask, state_s and state_z when the
+ * must still be non-NULL (and seqlens_k, mask, state_s, state_z and rel_table when the
  * config needs them).
  */
 attn_status attn_check_args(const attn_spec *spec, const attn_args *args)
@@ -781,6 +786,8 @@ attn_status attn_check_args(const attn_spec *spec, const attn_args *args)
     if (has_state && (args->state_s == NULL || args->state_z == NULL))
         return ATTN_ERR_NULL_ARG;
     if (!linear && spec->sinks && args->sinks == NULL)
+        return ATTN_ERR_NULL_ARG;
+    if (!linear && spec->rel_bias != ATTN_REL_NONE && args->rel_table == NULL)
         return ATTN_ERR_NULL_ARG;
 
     if (args->batch < 0 || args->seq_q < 0 || args->seq_k < 0)

@@ -80,6 +80,18 @@ typedef enum attn_sparse_kind {
 } attn_sparse_kind;
 
 /*
+ * The learned relative position bias of a spec (docs/config.md, "rel_bias"):
+ * the score of query row i (position p_i) at key j gains
+ * rel_table[bucket(j - p_i)][h], the table [attn_rel_rows(spec)][heads_q]
+ * given at run time (args->rel_table).
+ */
+typedef enum attn_rel_kind {
+    ATTN_REL_NONE = 0,
+    ATTN_REL_T5,     /* T5's buckets: exact near, logarithmic up to rel_max_distance */
+    ATTN_REL_CLIPPED /* Shaw et al.: clamp(j - p, -k, k) + k, k = rel_max_distance */
+} attn_rel_kind;
+
+/*
  * The storage types of tensors, in the order of the attn_dtype values:
  * X(ID, name, bytes per element).  f32 is IEEE binary32, bf16 the top 16
  * bits of one, f16 IEEE binary16 (both held as uint16_t).
@@ -200,12 +212,16 @@ typedef struct attn_args {
     const float *sinks;         /* configs with sinks (required): a logit per query head [Hq], f32 */
     float *state_s;             /* linear configs with state: S [B][Hkv][D][Dv], f32, contiguous, in/out */
     float *state_z;             /* linear configs with state: z [B][Hkv][D], f32, contiguous, in/out */
+    const float *rel_table;     /* configs with rel_bias: [attn_rel_rows(spec)][heads_q], f32, contiguous */
     int threads;                /* 0: OpenMP's default */
 } attn_args;
 
 /* Fill the strides of a contiguous BSHD layout for a kernel's spec. */
 struct attn_spec;
 void attn_args_set_contiguous(attn_args *args, const struct attn_spec *spec);
+
+/* The rows of a spec's relative position table (args->rel_table): 0 without rel_bias. */
+int attn_rel_rows(const struct attn_spec *spec);
 
 /* ---- what a generated kernel is ---------------------------------------- */
 
@@ -377,6 +393,10 @@ typedef struct attn_spec {
     float scale;
     float softcap;                 /* 0: none */
     int alibi;
+    attn_rel_kind rel_bias;        /* a learned relative position bias (args->rel_table); 0: none */
+    int rel_buckets;               /* the table's rows: T5's buckets, or 2 * rel_max_distance + 1 */
+    int rel_max_distance;          /* t5: the distance where the last bucket starts; clipped: k */
+    int rel_bidirectional;         /* t5: half the buckets a direction (else only j <= p counts) */
     attn_dtype dtype_q, dtype_kv, dtype_o; /* storage of Q; of K and V; of O */
     attn_dtype matmul;             /* the products' operands: F32, or BF16 (matmul = "bf16": Q.K and
                                       P.V may multiply bf16-rounded operands, f32 sums) */

@@ -41,7 +41,8 @@ local function window_side(c, side)
   return -1
 end
 local function sparse_gathered(c)
-  return type(c.sparse) == "table" and not (c.alibi or (c.mask or "none") ~= "none" or c.weights or c.dropout)
+  return type(c.sparse) == "table"
+    and not (c.alibi or c.rel_bias or (c.mask or "none") ~= "none" or c.weights or c.dropout)
 end
 local function dtypes(c)
   if type(c.dtype) == "table" then return { c.dtype.q, c.dtype.kv, c.dtype.o } end
@@ -74,6 +75,9 @@ M.FEATURES = {
   { "window_right", function(c) return window_side(c, "right") > 0 end },
   { "softcap", function(c) return c.softcap ~= nil end },
   { "alibi", function(c) return c.alibi == true end },
+  -- a learned relative position bias, by kind (T5's buckets, Shaw et al.'s clipped distances)
+  { "rel_t5", function(c) return type(c.rel_bias) == "table" and c.rel_bias.kind == "t5" end },
+  { "rel_clipped", function(c) return type(c.rel_bias) == "table" and c.rel_bias.kind == "clipped" end },
   -- a head dim that is no multiple of 4 lanes: vector tails on every ISA
   { "odd_head_dim", function(c)
     local d = dims(c)

@@ -85,7 +85,7 @@ typedef struct {
     const attn_spec *s;
     int64_t nb, lq, lk;
     size_t nq, nk, nv, no;
-    attn_guard_buf g[13];
+    attn_guard_buf g[14];
     /* q, k, v: the f32 values a test wants, then (store_inputs) the stored
        values widened; o: the kernel's O widened */
     float *q, *k, *v, *o, *lse, *ro, *rlse, *bias;
@@ -174,6 +174,12 @@ static void problem_init(problem *p, const attn_spec *s, int64_t lq, int64_t lk,
         for (i = 0; i < nm; i++) p->bias[i] = rng_unit(&seed);
         p->a.mask = p->bias;
     }
+    if (attn_rel_rows(s) > 0) { /* the relative position table (rel_bias) */
+        const size_t nr = (size_t)attn_rel_rows(s) * (size_t)Hq;
+        float *rel = (float *)guarded(&p->g[13], nr, sizeof(float));
+        for (i = 0; i < nr; i++) rel[i] = rng_unit(&seed);
+        p->a.rel_table = rel;
+    }
     p->a.mask_stride[0] = Hq * lq * lk;
     p->a.mask_stride[1] = lq * lk;
     p->a.mask_stride[2] = lk;
@@ -189,7 +195,7 @@ static void problem_init(problem *p, const attn_spec *s, int64_t lq, int64_t lk,
 static void problem_free(problem *p)
 {
     int i;
-    for (i = 0; i < 13; i++) attn_guard_free(&p->g[i]);
+    for (i = 0; i < 14; i++) attn_guard_free(&p->g[i]);
 }
 
 /* The wanted f32 inputs narrowed into the stored tensors, and the stored

@@ -736,17 +736,27 @@ Test(decode, f16_cache) { run_decode(&attn_t_f16_cache_kernel); }
 Test(decode, bf16_all) { run_decode(&attn_t_bf16_all_kernel); }
 Test(decode, f16_odd) { run_decode(&attn_t_f16_odd_kernel); }
 
+/* Learned relative position biases: T5's unidirectional buckets with causal,
+   GQA and ragged padding (the exact, logarithmic and last buckets within 40
+   keys, the last one for every key of a long cache), and Shaw et al.'s
+   clipped distances in a two-sided window behind a bias tensor, over an f16
+   cache. */
+extern const attn_kernel attn_t_rel_t5_kernel, attn_t_rel_clipped_kernel;
+Test(decode, rel_t5) { run_decode(&attn_t_rel_t5_kernel); }
+Test(decode, rel_clipped) { run_decode(&attn_t_rel_clipped_kernel); }
+
 /* The streaming kernel takes up to attn_cpu()->decode_stream_rows query rows a kv
    head (4, or 1 on AMD Zen 4, and on Zen 5 where the blocked kernel has the
    half-width pairs), the blocked kernel the rest; the matrices
    above run this CPU's choice, these the others: the blocked kernel at every
    row count (0: one row of MHA too) and the streaming kernel at all it holds
    (4), on configs with every score term, the weights, a sparse pattern, MHA
-   (one row at Lq 1), a 16-bit cache, and sinks with the temperature. */
+   (one row at Lq 1), a 16-bit cache, sinks with the temperature, and T5's relative position bias. */
 static void run_decode_stream_rows(const char *rows)
 {
     const attn_kernel *ks[] = { &attn_t_everything_kernel, &attn_t_bool_mask_kernel, &attn_t_weights_decode_kernel,
-                                &attn_t_sparse_strided_kernel, &attn_t_f16_cache_kernel, &attn_t_temperature_kernel };
+                                &attn_t_sparse_strided_kernel, &attn_t_f16_cache_kernel, &attn_t_temperature_kernel,
+                                &attn_t_rel_t5_kernel };
     size_t i;
     setenv("ATTNGEN_DECODE_STREAM_ROWS", rows, 1);
     cr_assert_eq(attn_cpu()->decode_stream_rows[0], atoi(rows));
@@ -888,6 +898,72 @@ static void reference_row(const mask_case *m, const sparse_rule *sp, int64_t i, 
    and fixed patterns (Child et al. 2019) keep key j for query i when j <= i and
    (i - j < l or (i - j) % l == 0), resp. (j // l == i // l or j % l >= l - c).  The
    rest follow docs/config.md. */
+/* T5's buckets (Hugging Face's _relative_position_bucket) at distances
+   rel = j - p, worked out from the formula: with n = |rel| (bidirectional,
+   the side rel > 0 offset by half the buckets) or max(-rel, 0), and nb the
+   buckets of a direction, max_exact = nb / 2: n below max_exact is its own
+   bucket, else max_exact + trunc(ln(n / max_exact) / ln(max_distance /
+   max_exact) * (nb - max_exact)), at most nb - 1.  32 buckets, 128
+   (bidirectional: nb = 16, max_exact = 8; ln(n / 8) / ln(16) * 8 reaches 1
+   at n = 12 (8 * 16^(1/8) = 11.3), 2 at 16, 3 at 23, 4 at 32, 5 at 46, 6 at 64,
+   7 at 91); unidirectional: nb = 32, max_exact = 16, ln(n / 16) / ln(8) * 16
+   reaches 1 at 19, 2 at 21, 15 at 113.  Clipped, k = 3: clamp(rel, -3, 3) + 3. */
+Test(reference, rel_bias_buckets)
+{
+    static const struct { int64_t rel; int64_t bi, uni; } t5[] = {
+        { 0, 0, 0 },      { -1, 1, 1 },     { 1, 17, 0 },      { -7, 7, 7 },      { 7, 23, 0 },
+        { -8, 8, 8 },     { 8, 24, 0 },     { -11, 8, 11 },    { -12, 9, 12 },    { 12, 25, 0 },
+        { -15, 9, 15 },   { -16, 10, 16 },  { 16, 26, 0 },     { -18, 10, 16 },   { -19, 10, 17 },
+        { -21, 10, 18 },  { -22, 10, 18 },  { -23, 11, 18 },   { 31, 27, 0 },     { -32, 12, 21 },
+        { -45, 12, 23 },  { -46, 13, 24 },  { 64, 30, 0 },     { -64, 14, 26 },   { -90, 14, 29 },
+        { -91, 15, 29 },  { -112, 15, 30 }, { -113, 15, 31 },  { -127, 15, 31 },  { -128, 15, 31 },
+        { 128, 31, 0 },   { -100000, 15, 31 }, { 100000, 31, 0 },
+    };
+    static const struct { int64_t rel, row; } clipped[] = { { -100, 0 }, { -4, 0 }, { -3, 0 }, { -1, 2 }, { 0, 3 },
+                                                            { 2, 5 },    { 3, 6 },  { 4, 6 },  { 1 << 30, 6 } };
+    attn_spec bi, uni, cl;
+    size_t i;
+    memset(&bi, 0, sizeof bi);
+    bi.rel_bias = ATTN_REL_T5;
+    bi.rel_buckets = 32;
+    bi.rel_max_distance = 128;
+    uni = bi;
+    bi.rel_bidirectional = 1;
+    memset(&cl, 0, sizeof cl);
+    cl.rel_bias = ATTN_REL_CLIPPED;
+    cl.rel_max_distance = 3;
+    cl.rel_buckets = 7;
+    for (i = 0; i < sizeof t5 / sizeof *t5; i++) {
+        cr_expect_eq(attn_reference_rel_bucket(&bi, t5[i].rel), t5[i].bi, "bidirectional, rel %lld: got %lld, want %lld",
+                     (long long)t5[i].rel, (long long)attn_reference_rel_bucket(&bi, t5[i].rel), (long long)t5[i].bi);
+        cr_expect_eq(attn_reference_rel_bucket(&uni, t5[i].rel), t5[i].uni,
+                     "unidirectional, rel %lld: got %lld, want %lld", (long long)t5[i].rel,
+                     (long long)attn_reference_rel_bucket(&uni, t5[i].rel), (long long)t5[i].uni);
+    }
+    for (i = 0; i < sizeof clipped / sizeof *clipped; i++)
+        cr_expect_eq(attn_reference_rel_bucket(&cl, clipped[i].rel), clipped[i].row, "clipped, rel %lld",
+                     (long long)clipped[i].rel);
+}
+
+/* A config with rel_bias needs its table: NULL is ATTN_ERR_NULL_ARG. */
+Test(entry, rel_table_is_required)
+{
+    const attn_kernel *k = &attn_t_rel_t5_kernel;
+    attn_args a;
+    float q[4 * 16] = { 0 }, kv[2 * 16] = { 0 }, o[4 * 16], rel[16 * 4] = { 0 };
+    int32_t len = 1;
+    memset(&a, 0, sizeof a);
+    a.batch = a.seq_q = a.seq_k = 1;
+    attn_args_set_contiguous(&a, &k->spec);
+    a.q = q;
+    a.k = a.v = kv;
+    a.o = o;
+    a.seqlens_k = &len;
+    cr_expect_eq(k->fwd(&a), ATTN_ERR_NULL_ARG);
+    a.rel_table = rel;
+    cr_expect_eq(k->fwd(&a), ATTN_OK);
+}
+
 Test(reference, masks_written_out)
 {
     static const mask_case cases[] = {

@@ -25,6 +25,8 @@ function M.add_to_parser(parser)
   c:option("--seqlens-k", "int32 [B] valid key lengths (configs with padding)."):argname("S.npy")
   c:option("--mask", "bool/uint8 keep-mask or f32 bias, [Lq][Lk] or [B|1][Hq|1][Lq][Lk] "
     .. "(additive, luong: [B|1][Lq][Lk])."):argname("M.npy")
+  c:option("--rel-table", "Configs with rel_bias: the learned relative position table [rows][Hq] f32 "
+    .. "(rows: T5's buckets, or 2 max_distance + 1)."):argname("T.npy")
   c:option("-o --output", "Output O [B][Lq][Hq][Dv] (additive, luong: the context C [B][Lq][key_dim]).")
     :argname("O.npy"):count(1)
   c:option("--lse", "Also write LSE [B][Hq][Lq] f32."):argname("L.npy")
@@ -56,6 +58,7 @@ function M.run(args)
   end
   tool.pass(argv, "--seqlens-k", args.seqlens_k)
   tool.pass(argv, "--mask", args.mask)
+  tool.pass(argv, "--rel-table", args.rel_table)
   tool.pass(argv, "--lse", args.lse)
   tool.pass(argv, "--weights", args.weights)
   tool.pass(argv, "--average-heads", args.average_heads)

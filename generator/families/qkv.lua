@@ -28,6 +28,9 @@ function M.describe(plan, opts)
   if plan.mask == "bias" then f[#f + 1] = "additive bias tensor" end
   if plan.softcap then f[#f + 1] = ("softcap %.9g"):format(plan.softcap) end
   if plan.alibi then f[#f + 1] = "ALiBi" end
+  if plan.rel_bias then
+    f[#f + 1] = plan.rel_bias.kind == "t5" and "T5 relative position bias" or "clipped relative position bias"
+  end
   if plan.state then f[#f + 1] = "running state" end
   if plan.sinks then f[#f + 1] = "attention sinks" end
   if plan.temperature then
@@ -41,6 +44,9 @@ function M.describe(plan, opts)
   if plan.mask == "bias" then needs[#needs + 1] = "mask (f32 bias)" end
   if plan.state then needs[#needs + 1] = "state_s and state_z (the f32 running state)" end
   if plan.sinks then needs[#needs + 1] = "sinks (the f32 sink logit of each query head)" end
+  if plan.rel_bias then
+    needs[#needs + 1] = ("rel_table (the f32 relative position table [%d][%d])"):format(plan.rel_rows, plan.Hq)
+  end
   return {
     Hq = plan.Hq, Hkv = plan.Hkv, D = plan.D, Dv = plan.Dv,
     shape = ("%d query heads, %d key/value heads, head dim %d (V: %d)"):format(plan.Hq, plan.Hkv,
@@ -53,6 +59,7 @@ function M.describe(plan, opts)
     linear = opts.linear or false,
     state = plan.state,
     sinks = plan.sinks or false,
+    rel_rows = plan.rel_bias and plan.rel_rows or nil,
     dtypes = ("Q %s, K/V %s, O %s"):format(plan.dtype.q, plan.dtype.kv, plan.dtype.o),
   }
 end

@@ -8,7 +8,8 @@ local M = {}
 
 -- Families.  role: "decoder" (causal), "text_encoder" (bidirectional,
 -- padded batches), "vision_encoder" (bidirectional, fixed length),
--- "encoder_decoder" (Whisper: three configs).
+-- "encoder_decoder" (Whisper: three configs), "t5" (T5, mT5: three configs with
+-- T5's relative position bias in the self-attention ones).
 -- window: how sliding_window applies when there is no layer_types list:
 -- "all" every layer, "qwen2" layers from max_window_layers on when
 -- use_sliding_window, "alternate" even layers (Gemma-2), nil ignored.
@@ -53,6 +54,10 @@ local FAMILIES = {
   ["xlm-roberta"] = { label = "XLM-RoBERTa", role = "text_encoder" },
   vit = { label = "ViT", role = "vision_encoder" },
   whisper = { label = "Whisper", role = "encoder_decoder" },
+  t5 = { label = "T5", role = "t5", defaults = { relative_attention_num_buckets = 32,
+    relative_attention_max_distance = 128 } },
+  mt5 = { label = "mT5", role = "t5", defaults = { relative_attention_num_buckets = 32,
+    relative_attention_max_distance = 128 } },
 }
 
 --- The keys that hold the number of query heads, and the hidden size, in

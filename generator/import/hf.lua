@@ -821,6 +821,9 @@ function M.import(j, opts)
   if ctx.family and ctx.family.role == "encoder_decoder" then
     return M.import_whisper(j, opts, ctx.r, ctx.result)
   end
+  if ctx.family and ctx.family.role == "t5" then
+    return M.import_t5(j, opts, ctx.r, ctx.result, ctx.family)
+  end
   local s = { origin = {} }
   for _, step in ipairs(STEPS) do
     local ok, serr = step(ctx, s)
@@ -878,6 +881,71 @@ function M.import_whisper(j, opts, r, result)
     result.configs[#result.configs + 1] = {
       suffix = p.suffix, raw = raw, lines = lines, origin = { heads_q = p.hkey, head_dim = key },
       what = p.what, description = describe(raw, nil, nil, p.suffix == "_cross"),
+    }
+  end
+  return M.finish(result, opts, r)
+end
+
+--- The rel_bias line of a T5 self-attention config.
+local function t5_rel_line(nb, md, bidir, nkey, mkey)
+  return { key = "rel_bias", value = ("{ kind = \"t5\", buckets = %d, max_distance = %d, bidirectional = %s }")
+    :format(nb, md, tostring(bidir)), pre = { ("%s and %s; %s"):format(nkey, mkey,
+      bidir and "the encoder's buckets cover both directions" or "the decoder's count only keys before the query") } }
+end
+
+--- T5, Flan-T5 and mT5: encoder self-attention (bidirectional, T5's
+-- relative position bias over both directions), decoder self-attention
+-- (causal, the bias over past keys only) and the decoder's cross-attention
+-- (no bias), all unscaled (T5 folds 1/sqrt(d_kv) into its query weights).
+-- The bias table is each model's first layer's relative_attention_bias
+-- weight [buckets][heads], passed at run time.
+function M.import_t5(j, opts, r, result, family)
+  result.label = family.label
+  local err
+  local function int_key(key, lo)
+    local v = r.get(key)
+    if v == nil then return r.fail(nil, ("no '%s' in this %s config"):format(key, family.label)) end
+    return r.int(key, v, lo)
+  end
+  local heads, dkv, nb, md
+  heads, err = int_key("num_heads", 1)
+  if not heads then return nil, err end
+  dkv, err = int_key("d_kv", 1)
+  if not dkv then return nil, err end
+  nb, err = int_key("relative_attention_num_buckets", 4)
+  if not nb then return nil, err end
+  md, err = int_key("relative_attention_max_distance", 1)
+  if not md then return nil, err end
+  for _, k in ipairs({ "d_model", "num_layers", "num_decoder_layers" }) do
+    if not is_null(j[k]) then r.note(k, show(j[k])) end
+  end
+  local parts = {
+    { suffix = "_encoder", what = "encoder self-attention", padding = true, bidir = true },
+    { suffix = "_decoder", what = "decoder self-attention", causal = true, bidir = false },
+    { suffix = "_cross", what = "decoder cross-attention", padding = true },
+  }
+  for _, p in ipairs(parts) do
+    local raw = { heads_q = heads, head_dim = dkv, causal = p.causal, padding = p.padding, scale = 1, isa = opts.isa }
+    local lines = {
+      { key = "heads_q", value = num(heads), note = "num_heads" },
+      { key = "head_dim", value = num(dkv), note = "d_kv" },
+    }
+    if p.causal then lines[#lines + 1] = { key = "causal", value = "true", note = "the decoder is causal" } end
+    if p.padding then
+      lines[#lines + 1] = { key = "padding", value = "true", note = "per-sequence key lengths (padded batches)" }
+    end
+    lines[#lines + 1] = { key = "scale", value = "1.0", note = "T5 does not scale its scores" }
+    if p.bidir ~= nil then
+      raw.rel_bias = { kind = "t5", buckets = nb, max_distance = md, bidirectional = p.bidir }
+      lines[#lines + 1] = t5_rel_line(nb, md, p.bidir, "relative_attention_num_buckets",
+        "relative_attention_max_distance")
+    end
+    local extra = p.bidir ~= nil and ("T5 relative position bias (%d buckets up to %d%s)")
+      :format(nb, md, p.bidir and ", both directions" or ", past keys") or nil
+    result.configs[#result.configs + 1] = {
+      suffix = p.suffix, raw = raw, lines = lines,
+      origin = { heads_q = "num_heads", head_dim = "d_kv", rel_bias = "relative_attention_num_buckets" },
+      what = p.what, description = describe(raw, nil, extra, p.suffix == "_cross"),
     }
   end
   return M.finish(result, opts, r)

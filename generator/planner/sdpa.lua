@@ -210,7 +210,7 @@ local function stream_plan(plan, v)
       -- several keys a step where the kernel takes its step without score
       -- terms (no ALiBi, no mask tensor) over more than one kv head
       local keys = 1
-      if not (plan.alibi or plan.mask ~= "none") and plan.Hkv > 1 and isa.stream_keys then
+      if not (plan.alibi or plan.rel_bias or plan.mask ~= "none") and plan.Hkv > 1 and isa.stream_keys then
         keys = isa.stream_keys[plan.dtype.kv] or 1
       end
       -- per rows a kv head: keys a step, whether the runtime chooses them (only
@@ -257,6 +257,17 @@ function M.spec_fields(p)
   if p.temperature then
     f[#f + 1] = { "temperature_scale", p.c.temp_scale }
     f[#f + 1] = { "temperature_floor", p.c.temp_floor }
+  end
+  local rb = p.rel_bias
+  if rb then -- after alibi
+    for i = #f, 1, -1 do
+      if f[i][1] == "alibi" then
+        table.insert(f, i + 1, { "rel_bias", rb.kind == "t5" and "ATTN_REL_T5" or "ATTN_REL_CLIPPED" })
+        table.insert(f, i + 2, { "rel_buckets", p.rel_rows })
+        table.insert(f, i + 3, { "rel_max_distance", rb.max_distance })
+        if rb.kind == "t5" then table.insert(f, i + 4, { "rel_bidirectional", flag(rb.bidirectional) }) end
+      end
+    end
   end
   -- after the field they follow: causal, window_right
   for i = #f, 1, -1 do
@@ -345,7 +356,7 @@ function M.plan(cfg, opts)
   -- see only dense spans.  What is indexed by a key's position (ALiBi's
   -- distance, the mask tensors, the weights, dropout's counters) keeps the
   -- key tiles' per-key tests instead.
-  p.sparse_gather = p.sparse ~= nil and not (cfg.alibi or cfg.mask ~= "none" or p.weights or p.dropout)
+  p.sparse_gather = p.sparse ~= nil and not (cfg.alibi or cfg.rel_bias or cfg.mask ~= "none" or p.weights or p.dropout)
   -- keys outside [0, Lk_b) or outside a row's span exist only with these
   p.has_spans = p.causal or p.has_left or p.has_right or p.chunk ~= nil or p.padding
   -- the kernel keeps scores in base 2: everything that adds to a score is
@@ -358,6 +369,21 @@ function M.plan(cfg, opts)
   if cfg.alibi then
     p.alibi_slopes = {}
     for h, s in ipairs(M.alibi_slopes(cfg.heads_q)) do p.alibi_slopes[h] = util.c_float(s * LOG2E) end
+  end
+  -- a learned relative position bias (args->rel_table [rel_rows][Hq]):
+  -- { kind = "t5", buckets, max_distance, bidirectional } or { kind =
+  -- "clipped", max_distance }; rel_rows is the table's rows, and for t5
+  -- rel_dir the buckets of a direction and rel_exact those of exact distances
+  p.rel_bias = cfg.rel_bias
+  if cfg.rel_bias then
+    local rb = cfg.rel_bias
+    if rb.kind == "t5" then
+      p.rel_rows = rb.buckets
+      p.rel_dir = rb.bidirectional and math.floor(rb.buckets / 2) or rb.buckets
+      p.rel_exact = math.floor(p.rel_dir / 2)
+    else
+      p.rel_rows = 2 * rb.max_distance + 1
+    end
   end
   local c_float = util.c_float
   p.c.qscale = c_float(p.qscale)

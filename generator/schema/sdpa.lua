@@ -15,8 +15,8 @@ local CAUSAL_NAMES = { '"bottom_right"', '"top_left"' }
 --- The family's keys, in the order configs are echoed.
 M.order = {
   "heads_q", "heads_kv", "head_dim", "head_dim_v", "causal", "window", "sliding_window", "chunk", "sparse",
-  "global_tokens", "padding", "mask", "scale", "softcap", "alibi", "decode_max_q", "prefill_chunk", "weights",
-  "dropout", "sinks", "temperature",
+  "global_tokens", "padding", "mask", "scale", "softcap", "alibi", "rel_bias", "decode_max_q", "prefill_chunk",
+  "weights", "dropout", "sinks", "temperature",
 }
 
 local function heads(raw, c, u)
@@ -167,6 +167,54 @@ local function score_terms(raw, c, u)
   return true
 end
 
+local REL_KINDS = { '"t5"', '"clipped"' }
+local REL_KEYS = { t5 = { "kind", "buckets", "max_distance", "bidirectional" }, clipped = { "kind", "max_distance" } }
+
+-- rel_bias: a learned relative position bias, {kind = "t5", buckets = n,
+-- max_distance = m, bidirectional = bool} (T5's buckets) or {kind =
+-- "clipped", max_distance = k} (Shaw et al.: distances clamped to
+-- [-k, k]); absent: nil (configs without it echo as before)
+local function rel_bias(raw, c, u)
+  local r = raw.rel_bias
+  if r == nil then return true end
+  local shape = '{kind = "t5", buckets = int, max_distance = int, bidirectional = bool} or '
+    .. '{kind = "clipped", max_distance = int}'
+  if type(r) ~= "table" then
+    return nil, "rel_bias", ("'rel_bias' must be a table %s, got %s"):format(shape, u.show(r))
+  end
+  if r.kind ~= "t5" and r.kind ~= "clipped" then
+    return nil, "rel_bias", ("'rel_bias.kind' must be %s or %s, got %s"):format(REL_KINDS[1], REL_KINDS[2],
+      r.kind == nil and "nothing" or type(r.kind) == "string" and u.quoted(r.kind) or u.show(r.kind))
+  end
+  local err = u.check_subkeys("rel_bias", r, REL_KEYS[r.kind])
+  if err then return nil, "rel_bias", err end
+  if r.kind == "clipped" then
+    if r.max_distance == nil then
+      return nil, "rel_bias", "'rel_bias.max_distance' is required: an integer in 0..65536"
+    end
+    err = u.int_in("rel_bias.max_distance", r.max_distance, 0, 65536)
+    if err then return nil, "rel_bias", err end
+    c.rel_bias = { kind = "clipped", max_distance = math.floor(r.max_distance) }
+    return true
+  end
+  local bidir = u.default(r.bidirectional, true)
+  err = u.bool("rel_bias.bidirectional", bidir)
+  if err then return nil, "rel_bias", err end
+  local nb = u.default(r.buckets, 32)
+  err = u.int_in("rel_bias.buckets", nb, bidir and 4 or 2, 1024)
+  if err then return nil, "rel_bias", err end
+  if bidir and nb % 2 ~= 0 then
+    return nil, "rel_bias", ("'rel_bias.buckets' must be even with bidirectional = true (half a direction), got %d")
+      :format(nb)
+  end
+  local exact = math.floor((bidir and nb / 2 or nb) / 2) -- max_exact: half of a direction's buckets
+  local md = u.default(r.max_distance, 128)
+  err = u.int_in("rel_bias.max_distance", md, exact + 1, 2 ^ 20)
+  if err then return nil, "rel_bias", err end
+  c.rel_bias = { kind = "t5", buckets = math.floor(nb), max_distance = math.floor(md), bidirectional = bidir }
+  return true
+end
+
 -- the decode path's threshold (an attngen key: query rows up to which it runs)
 local function decode(raw, c, u)
   c.decode_max_q = u.default(raw.decode_max_q, M.DEFAULT_DECODE_MAX_Q)
@@ -255,8 +303,8 @@ M.shared = {
 --- Fills the family's keys of raw into c; returns true, or nil, key, message.
 -- u: the shared checks (schema.util).
 function M.normalize(raw, c, u)
-  return u.run_steps({ heads, head_dims, window, sparse, masks, score_terms, decode, prefill_chunk, weights, dropout,
-    sinks, temperature }, raw, c, u)
+  return u.run_steps({ heads, head_dims, window, sparse, masks, score_terms, rel_bias, decode, prefill_chunk, weights,
+    dropout, sinks, temperature }, raw, c, u)
 end
 
 return M

@@ -38,7 +38,7 @@
 int attn_bench_blas_supports(const attn_spec *s)
 {
     return s->family == ATTN_FAMILY_SDPA && s->global_tokens == 0 && s->chunk == 0 && s->sparse == ATTN_SPARSE_NONE && s->mask == ATTN_MASK_NONE &&
-           s->softcap == 0.0f && !s->alibi;
+           s->softcap == 0.0f && !s->alibi && s->rel_bias == ATTN_REL_NONE;
 }
 
 /* exp without branches or libm, so the row loop vectorizes: Cephes' expf

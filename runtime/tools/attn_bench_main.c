@@ -180,6 +180,7 @@ typedef struct {
     int32_t *seqlens;
     void *mask;
     float *sinks; /* configs with sinks: a logit per query head */
+    float *rel; /* the relative position table (rel_bias) */
 } bench_buffers;
 
 /* Parses argv into opt; 0, or 2 after a message on a usage error. */
@@ -299,8 +300,11 @@ static int make_inputs(const bench_options *opt, const attn_spec *spec, attn_arg
         args->mask_stride[2] = seq_k;
         args->mask_stride[3] = 1;
     }
+    if (attn_rel_rows(spec) > 0) /* a random relative position table */
+        buf->rel = attn_tool_random_floats((size_t)attn_rel_rows(spec) * (size_t)spec->heads_q, 4);
     if (!buf->q || !buf->k || !buf->v || !buf->qs || !buf->ks || !buf->vs || !buf->o || !buf->o32 ||
         !buf->lse || (spec->padding && !buf->seqlens) || (has_mask && !buf->mask) ||
+        (attn_rel_rows(spec) > 0 && !buf->rel) ||
         (has_weights && !buf->weights) || (has_state && (!buf->state_s || !buf->state_z)) ||
         (!linear && spec->sinks && !buf->sinks))
         return -1;
@@ -311,6 +315,7 @@ static int make_inputs(const bench_options *opt, const attn_spec *spec, attn_arg
     args->lse = buf->lse;
     args->seqlens_k = buf->seqlens;
     args->mask = buf->mask;
+    args->rel_table = buf->rel;
     args->weights = buf->weights; /* weights_stride: contiguous (attn_args_set_contiguous) */
     args->state_s = buf->state_s;
     args->state_z = buf->state_z;
@@ -346,6 +351,7 @@ static void free_buffers(bench_buffers *buf)
     free(buf->seqlens);
     free(buf->mask);
     free(buf->sinks);
+    free(buf->rel);
 }
 
 /* Times every variant this CPU runs (or the one opt->isa names) into rows

@@ -31,7 +31,7 @@ extern const attn_spec attn_mask_spec;
 static int gathered(const attn_spec *spec, attn_mask_kind mask, int64_t p, int64_t j)
 {
     const int64_t g = spec->global_tokens;
-    if (spec->sparse == ATTN_SPARSE_NONE || spec->alibi || mask != ATTN_MASK_NONE || spec->weights || spec->dropout)
+    if (spec->sparse == ATTN_SPARSE_NONE || spec->alibi || spec->rel_bias != ATTN_REL_NONE || mask != ATTN_MASK_NONE || spec->weights || spec->dropout)
         return 0;
     if ((p >= 0 && p < g) || j < g)
         return 0;

@@ -65,6 +65,7 @@ extern const attn_kernel *const attn_entry_kernel;
 
 static const char usage[] =
     "usage: attn_run --q Q.npy --k K.npy --v V.npy [--seqlens-k S.npy] [--mask M.npy]\n"
+    "                [--rel-table T.npy]\n"
     "                -o O.npy [--lse L.npy] [--weights W.npy [--average-heads]]\n"
     "                [--threads N] [--isa NAME] [--reference]\n"
     "                [--dropout-p P --dropout-seed S --dropout-offset N]\n"
@@ -79,6 +80,8 @@ static const char usage[] =
     "  --dropout-p   configs with dropout = true: the probability of dropping a weight,\n"
     "                in [0, 1) (default 0); --dropout-seed (uint64) and\n"
     "                --dropout-offset (uint32) pick the mask (default 0)\n"
+    "  --rel-table   configs with rel_bias: the learned table [rows][heads_q], float32\n"
+    "                or float64 (rows: T5's buckets, or 2 max_distance + 1)\n"
     "  --state-in    linear configs with state = true: the state before the call,\n"
     "                S [B][Hkv][D][Dv] and z [B][Hkv][D] (default: zero);\n"
     "                --state-out: where to write the state after the call (float32)\n"
@@ -301,6 +304,7 @@ static const attn_variant *pick_isa(const attn_kernel *kernel, const char *name)
 /* The command line. */
 typedef struct {
     const char *q_path, *k_path, *v_path, *s_path, *m_path, *o_path, *lse_path, *isa_name;
+    const char *r_path; /* --rel-table */
     const char *p_path; /* --weights */
     const char *sinks_path; /* --sinks */
     const char *s_in[2], *s_out[2]; /* --state-in, --state-out: S and z */
@@ -344,6 +348,8 @@ typedef struct {
     void *q, *k, *v;         /* in the kernel's storage types */
     float *qw, *kw, *vw;     /* --reference: the stored values widened */
     float *bias;             /* the mask as f32 (mask "bias") */
+    attn_npy ra;             /* --rel-table as read */
+    float *rel;              /* the relative position table as f32 */
     int32_t *seqlens;
     attn_npy state_a[2];     /* --state-in: S and z as read */
 } run_inputs;
@@ -418,13 +424,14 @@ static void parse_options(int argc, char **argv, run_options *opt)
         else if (strcmp(arg, "--v") == 0) dest = &opt->v_path;
         else if (strcmp(arg, "--seqlens-k") == 0) dest = &opt->s_path;
         else if (strcmp(arg, "--mask") == 0) dest = &opt->m_path;
+        else if (strcmp(arg, "--rel-table") == 0) dest = &opt->r_path;
         else if (strcmp(arg, "-o") == 0) dest = &opt->o_path;
         else if (strcmp(arg, "--lse") == 0) dest = &opt->lse_path;
         else if (strcmp(arg, "--weights") == 0) dest = &opt->p_path;
         else if (strcmp(arg, "--sinks") == 0) dest = &opt->sinks_path;
         else if (strcmp(arg, "--isa") == 0) dest = &opt->isa_name;
         else if (strcmp(arg, "--threads") != 0 && (dest = classic_dest(opt, arg)) == NULL)
-            fail(arg, "unknown option (expected --q, --k, --v, --seqlens-k, --mask, -o, "
+            fail(arg, "unknown option (expected --q, --k, --v, --seqlens-k, --mask, --rel-table, -o, "
                       "--lse, --weights, --average-heads, --threads, --isa, --reference, "
                       "--dropout-p, --dropout-seed, --dropout-offset, --state-in, --state-out, --sinks, "
                       "--s, --h, --u, --w-s, --w-h, --w, --v-attn, --b)");
@@ -442,8 +449,10 @@ static void parse_options(int argc, char **argv, run_options *opt)
 static void check_paths(const run_options *opt, const attn_spec *spec)
 {
     /* an output must not replace an input */
-    const char *in_opt[8] = { "--q", "--k", "--v", "--seqlens-k", "--mask", "--state-in", "--state-in", "--sinks" };
-    const char *in_path[8];
+    enum { N_IN = 9 };
+    const char *in_opt[N_IN] = { "--q", "--k", "--v", "--seqlens-k", "--mask", "--state-in", "--state-in", "--sinks",
+                                 "--rel-table" };
+    const char *in_path[N_IN];
     const char *out_opt[5] = { "-o", "--lse", "--weights", "--state-out", "--state-out" };
     const char *out_path[5];
     const int linear = spec->family == ATTN_FAMILY_LINEAR;
@@ -485,6 +494,7 @@ static void check_paths(const run_options *opt, const attn_spec *spec)
     in_path[5] = opt->s_in[0];
     in_path[6] = opt->s_in[1];
     in_path[7] = opt->sinks_path;
+    in_path[8] = opt->r_path;
     out_path[0] = opt->o_path;
     out_path[1] = opt->lse_path;
     out_path[2] = opt->p_path;
@@ -500,7 +510,7 @@ static void check_paths(const run_options *opt, const attn_spec *spec)
                      same_file(out_path[a], out_path[b]))
                 fail(out_opt[b], "must differ from %s", out_opt[a]);
     for (a = 0; a < 5; a++)
-        for (b = 0; b < 8; b++) {
+        for (b = 0; b < N_IN; b++) {
             /* the state after the call may replace the state before it (S over S, z over z) */
             if (a >= 3 && b >= 5 && a - 3 == b - 5)
                 continue;
@@ -529,6 +539,10 @@ static void check_paths(const run_options *opt, const attn_spec *spec)
     if (opt->m_path == NULL && spec->mask != ATTN_MASK_NONE)
         fail("--mask", "required: the config '%s' has mask \"%s\"", spec->name,
              spec->mask == ATTN_MASK_BOOL ? "bool" : "bias");
+    if (opt->r_path != NULL && attn_rel_rows(spec) == 0)
+        fail(opt->r_path, "the config '%s' has no rel_bias, so --rel-table is not accepted", spec->name);
+    if (opt->r_path == NULL && attn_rel_rows(spec) > 0)
+        fail("--rel-table", "required: the config '%s' has rel_bias", spec->name);
 }
 
 /* Q, K, V: shapes first, then the data in the kernel's storage types;
@@ -651,6 +665,23 @@ static void load_mask(const char *path, const attn_spec *spec, run_inputs *in, a
     } else {
         args->mask = ma->data; /* bytes, nonzero = keep */
     }
+}
+
+/* The relative position table of a config with rel_bias: [rows][heads_q],
+   float32 or float64 (read as f32). */
+static void load_rel(const char *path, const attn_spec *spec, run_inputs *in, attn_args *args)
+{
+    attn_npy *ra = &in->ra;
+    char shp[160];
+
+    load(path, ra);
+    if (ra->dtype != ATTN_NPY_F32 && ra->dtype != ATTN_NPY_F64)
+        fail(path, "dtype %s: the relative position table must be float32 or float64", attn_npy_dtype_name(ra->dtype));
+    if (ra->ndim != 2 || ra->shape[0] != attn_rel_rows(spec) || ra->shape[1] != spec->heads_q)
+        fail(path, "shape %s does not match: expected [rows][heads_q] = (%d, %d)",
+             attn_npy_shape_string(ra, shp, sizeof shp), attn_rel_rows(spec), spec->heads_q);
+    in->rel = load_f32(path, ra);
+    args->rel_table = in->rel;
 }
 
 /* The state of a linear config with state = true: S [B][Hkv][D][Dv] and z
@@ -908,6 +939,9 @@ static void free_all(const run_options *opt, run_inputs *in, run_outputs *out)
         attn_npy_free(&in->sa);
     if (opt->m_path != NULL)
         attn_npy_free(&in->ma);
+    if (opt->r_path != NULL)
+        attn_npy_free(&in->ra);
+    free(in->rel);
     free(in->q);
     free(in->k);
     free(in->v);
@@ -1326,6 +1360,8 @@ static int run_qkv(const attn_kernel *kernel, const run_options *options)
         load_mask(opt.m_path, spec, &in, &args);
     if (opt.sinks_path != NULL)
         load_sinks(opt.sinks_path, spec, &in, &args);
+    if (opt.r_path != NULL)
+        load_rel(opt.r_path, spec, &in, &args);
     alloc_outputs(opt.o_path, opt.p_path, spec, opt.use_reference, &args, &out);
     if (spec->family == ATTN_FAMILY_LINEAR && spec->state)
         load_state(&opt, spec, &in, &args, &out);

@@ -253,6 +253,7 @@ typedef struct {
     const attn_spec *spec; /* the candidates' spec: O's storage type, how close their outputs must agree */
     int32_t *seqlens;
     void *mask;
+    float *rel; /* the relative position table (rel_bias) */
     float *state_s, *state_z; /* linear attention's state (zeroed before each warm-up run) */
     float *sinks;             /* configs with sinks: a logit per query head */
     size_t no, ns, nz;        /* elements of O and of the state's S and z */
@@ -272,6 +273,7 @@ static void free_inputs(tune_inputs *in)
     free(in->lse);
     free(in->seqlens);
     free(in->mask);
+    free(in->rel);
     free(in->state_s);
     free(in->state_z);
     free(in->sinks);
@@ -334,9 +336,13 @@ static int make_inputs(const shape *sh, const options *opt, const attn_spec *spe
         args->state_s = in->state_s;
         args->state_z = in->state_z;
     }
+    if (attn_rel_rows(spec) > 0) /* a random relative position table */
+        in->rel = attn_tool_random_floats((size_t)attn_rel_rows(spec) * (size_t)spec->heads_q, 4);
     if (!in->q || !in->k || !in->v || !in->qs || !in->ks || !in->vs || !in->o || !in->o32 || !in->ref ||
-        !in->lse || (spec->padding && !in->seqlens) || (spec->mask != ATTN_MASK_NONE && !in->mask))
+        !in->lse || (spec->padding && !in->seqlens) || (spec->mask != ATTN_MASK_NONE && !in->mask) ||
+        (attn_rel_rows(spec) > 0 && !in->rel))
         return -1;
+    args->rel_table = in->rel;
     args->q = in->qs;
     args->k = in->ks;
     args->v = in->vs;

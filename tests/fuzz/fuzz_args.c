@@ -35,7 +35,8 @@
  *          n_variants, or the entry point when this CPU cannot run it)
  *   flags  (1 byte: bits 0-3 Q, K, V, O NULL; 4 LSE requested; 5 seqlens_k
  *          NULL; 6 mask NULL; 7 sparse bool mask / -inf bias entries;
- *          linear kernels with state: 6 state_s NULL, 7 state_z NULL)
+ *          linear kernels with state: 6 state_s NULL, 7 state_z NULL;
+ *          kernels with rel_bias: 6 rel_table NULL too)
  *   batch, seq_q, seq_k (length fields)
  *   strides Q {h, s, b}, K {h, s, b}, V {h, s, b}, O {h, s, b},
  *           mask {j, i, h, b} (stride fields, innermost first)
@@ -466,7 +467,8 @@ static void check_status(const attn_spec *spec, const attn_args *a, attn_status 
     const int null_arg = a->q == NULL || a->k == NULL || a->v == NULL || a->o == NULL ||
                          (spec->padding && a->seqlens_k == NULL) || (has_mask && a->mask == NULL) ||
                          (has_state && (a->state_s == NULL || a->state_z == NULL)) ||
-                         (!linear && spec->sinks && a->sinks == NULL);
+                         (!linear && spec->sinks && a->sinks == NULL) ||
+                         (attn_rel_rows(spec) > 0 && a->rel_table == NULL);
     const int bad_shape = a->batch < 0 || a->seq_q < 0 || a->seq_k < 0;
     const int bad_stride = any_negative(a->q_stride, 3) || any_negative(a->k_stride, 3) ||
                            any_negative(a->v_stride, 3) || any_negative(a->o_stride, 3) ||
@@ -538,6 +540,7 @@ static void run_and_compare(const attn_spec *spec, attn_fwd_fn fwd, attn_args *a
     void *qs, *ks, *vs, *o;
     void *mask = NULL;
     float *sinks = NULL;
+    float *rel = NULL;
     unsigned char *written;
     int o_injective;
     int64_t work, lse_count = 0, bb, i, h, d;
@@ -599,6 +602,13 @@ static void run_and_compare(const attn_spec *spec, attn_fwd_fn fwd, attn_args *a
             mask = m;
         }
         a->mask = mask;
+    }
+    if (attn_rel_rows(spec) > 0) { /* the relative position table, exactly its size */
+        const int64_t n_rel = (int64_t)attn_rel_rows(spec) * Hq;
+        rel = (float *)alloc_elems(n_rel, sizeof(float));
+        for (i = 0; i < n_rel; i++)
+            rel[i] = 2.0f * rng_normal(&seed);
+        a->rel_table = rel;
     }
     if (a->lse != NULL) {
         lse = (float *)alloc_elems(lse_count, sizeof(float));
@@ -720,6 +730,8 @@ static void run_and_compare(const attn_spec *spec, attn_fwd_fn fwd, attn_args *a
         release(mask);
     if (sinks != NULL)
         release(sinks);
+    if (rel != NULL)
+        release(rel);
 }
 
 /* ---- the additive and luong families ------------------------------------- */
@@ -1158,6 +1170,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     a.o = (flags & 8) ? NULL : poisoned();
     a.lse = (flags & 16) ? (float *)poisoned() : NULL;
     a.mask = (flags & 64) ? NULL : poisoned();
+    if (attn_rel_rows(spec) > 0) /* bit 6 too: the relative position table */
+        a.rel_table = (flags & 64) ? NULL : (const float *)poisoned();
     if (spec->family == ATTN_FAMILY_LINEAR && spec->state) { /* bits 6 and 7: the state's pointers */
         a.state_s = (flags & 64) ? NULL : (float *)poisoned();
         a.state_z = (flags & 128) ? NULL : (float *)poisoned();

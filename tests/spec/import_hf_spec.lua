@@ -121,6 +121,13 @@ describe("import-hf", function()
         gpt_oss_20b_local = { heads_q = 64, heads_kv = 8, head_dim = 64, causal = true, window = 127, sinks = true },
         gpt_oss_20b_global = { heads_q = 64, heads_kv = 8, head_dim = 64, causal = true, window = -1, sinks = true },
       },
+      t5_small = {
+        t5_small_encoder = { heads_q = 8, heads_kv = 8, head_dim = 64, causal = false, window = -1, scale = 1,
+          padding = true },
+        t5_small_decoder = { heads_q = 8, heads_kv = 8, head_dim = 64, causal = true, window = -1, scale = 1 },
+        t5_small_cross = { heads_q = 8, heads_kv = 8, head_dim = 64, causal = false, window = -1, scale = 1,
+          padding = true },
+      },
     }
 
     local imported = {}
@@ -146,7 +153,7 @@ describe("import-hf", function()
         assert.truthy(readme:find(stem .. ".json", 1, true), stem)
         assert.is_truthy(helper.read_file(HF_DIR .. "/" .. stem .. ".json"), stem)
       end
-      assert.equal(9, n)
+      assert.equal(10, n)
     end)
 
     for stem, want in pairs(expected) do
@@ -188,6 +195,7 @@ describe("import-hf", function()
         { "falcon_7b", "falcon_7b", "falcon_7b" },
         { "gpt2", "gpt2", "gpt2" },
         { "bert_base_uncased", "bert_base_uncased", "bert_base" },
+        { "t5_small", "t5_small_encoder", "t5_small_encoder" },
       }
       for _, p in ipairs(pairs_) do
         local cfgs = load_all(import_file(p[1]))
@@ -205,6 +213,21 @@ describe("import-hf", function()
         assert.truthy(t:find("  sinks = true, -- self_attn.sinks", 1, true), t)
         assert.is_nil(t:find("rope", 1, true)) -- RoPE stays outside the kernel
       end
+    end)
+
+    it("T5 gives encoder, decoder and cross-attention configs, the self-attention ones with T5's bias", function()
+      local res = import_file("t5_small")
+      assert.same({ "t5_small_encoder", "t5_small_decoder", "t5_small_cross" }, names_of(res))
+      local cfgs, texts = load_all(res)
+      assert.same({ kind = "t5", buckets = 32, max_distance = 128, bidirectional = true },
+        cfgs.t5_small_encoder.rel_bias)
+      assert.same({ kind = "t5", buckets = 32, max_distance = 128, bidirectional = false },
+        cfgs.t5_small_decoder.rel_bias)
+      assert.is_nil(cfgs.t5_small_cross.rel_bias)
+      -- t5-small's config.json has no relative_attention_max_distance: transformers' default
+      assert.truthy(texts.t5_small_encoder:find("relative_attention_max_distance = absent (T5 default: 128)", 1,
+        true), texts.t5_small_encoder)
+      assert.truthy(texts.t5_small_encoder:find("head_dim = 64, -- d_kv\n", 1, true))
     end)
 
     it("Gemma-2 splits into local (even) and global (odd) layers, each naming the other", function()
@@ -542,6 +565,18 @@ describe("import-hf", function()
       cfgs = load_all(assert(import_table({ model_type = "newbert", architectures = { "NewBertForMaskedLM" },
         num_attention_heads = 8, hidden_size = 512 }, "e")))
       assert.is_false(cfgs.e.causal)
+    end)
+
+    it("mT5 reads T5's keys: d_kv apart from d_model / num_heads, the buckets and max distance", function()
+      local cfgs = load_all(assert(import_table({ model_type = "mt5", d_model = 512, d_kv = 64, num_heads = 6,
+        relative_attention_num_buckets = 16, relative_attention_max_distance = 64 }, "m")))
+      assert.equal(6, cfgs.m_encoder.heads_q)
+      assert.equal(64, cfgs.m_encoder.head_dim)
+      assert.equal(1, cfgs.m_decoder.scale)
+      assert.same({ kind = "t5", buckets = 16, max_distance = 64, bidirectional = false }, cfgs.m_decoder.rel_bias)
+      local res, err = import_table({ model_type = "t5", d_model = 512, num_heads = 8 }, "m")
+      assert.is_nil(res)
+      assert.truthy(err:find("no 'd_kv' in this T5 config", 1, true), err)
     end)
 
     it("BLOOM has ALiBi", function()

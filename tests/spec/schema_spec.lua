@@ -41,17 +41,18 @@ describe("schema", function()
   describe("defaults", function()
     local cfg = assert(schema.normalize({ name = "m", heads_q = 8, head_dim = 64 }))
 
-    it("fills every key of docs/config.md but the optional softcap, chunk, prefill_chunk, weights, dropout, sinks, "
-      .. "temperature", function()
+    it("fills every key of docs/config.md but the optional softcap, chunk, prefill_chunk, weights, dropout, rel_bias, "
+      .. "sinks, temperature", function()
       for _, k in ipairs(schema.order) do
         if k ~= "softcap" and k ~= "sliding_window" and k ~= "chunk" and k ~= "weights" and k ~= "sparse"
-          and k ~= "dropout" and k ~= "prefill_chunk" and k ~= "sinks" and k ~= "temperature" then
+          and k ~= "dropout" and k ~= "prefill_chunk" and k ~= "rel_bias" and k ~= "sinks" and k ~= "temperature" then
           assert.is_not_nil(cfg[k], "missing default for " .. k)
         end
       end
       assert.is_nil(cfg.softcap)
       assert.is_nil(cfg.chunk) -- no chunks
       assert.is_nil(cfg.sparse) -- no sparse pattern
+      assert.is_nil(cfg.rel_bias) -- no relative position bias
       assert.is_nil(cfg.prefill_chunk) -- the planner's chunks (absent, so configs echo as before)
       assert.is_nil(cfg.weights) -- no weights output (absent, so configs echo as before)
       assert.is_nil(cfg.dropout) -- no dropout (absent, so configs echo as before)
@@ -63,8 +64,8 @@ describe("schema", function()
     it("knows exactly the keys of the sdpa family, and the decode_max_q and prefill_chunk extensions", function()
       local expected = { "name", "kind", "heads_q", "heads_kv", "head_dim", "head_dim_v", "causal",
         "window", "sliding_window", "chunk", "sparse", "global_tokens", "padding", "mask", "scale", "softcap", "alibi",
-        "decode_max_q", "prefill_chunk", "weights", "dropout", "sinks", "temperature", "dtype", "matmul", "isa",
-        "tile" }
+        "rel_bias", "decode_max_q", "prefill_chunk", "weights", "dropout", "sinks", "temperature", "dtype", "matmul",
+        "isa", "tile" }
       assert.same(expected, schema.order_of("sdpa"))
       assert.same(expected, schema.order)
       for _, k in ipairs(expected) do assert.is_true(schema.keys[k]) end
@@ -297,6 +298,34 @@ describe("schema", function()
       rejects_key(with({ sparse = { pattern = "strided", stride = 4, summary = 1 } }), "sparse",
         "unknown field 'summary'")
       rejects_key(with({ sparse = { pattern = "fixed", block = 8, sumary = 1 } }), "sparse", "did you mean 'summary'?")
+    end)
+  end)
+
+  describe("rel_bias", function()
+    it("normalizes T5's defaults and keeps clipped distances", function()
+      local c = assert(schema.normalize(with({ rel_bias = { kind = "t5" } })))
+      assert.same({ kind = "t5", buckets = 32, max_distance = 128, bidirectional = true }, c.rel_bias)
+      c = assert(schema.normalize(with({ rel_bias = { kind = "t5", buckets = 7, bidirectional = false,
+        max_distance = 4 } })))
+      assert.same({ kind = "t5", buckets = 7, max_distance = 4, bidirectional = false }, c.rel_bias)
+      assert.same({ kind = "clipped", max_distance = 0 },
+        assert(schema.normalize(with({ rel_bias = { kind = "clipped", max_distance = 0 } }))).rel_bias)
+      assert.is_nil(assert(schema.normalize(with({}))).rel_bias)
+    end)
+
+    it("one-line errors: the shape, the kind, the integers, unknown fields", function()
+      rejects_key(with({ rel_bias = "t5" }), "rel_bias", "must be a table")
+      rejects_key(with({ rel_bias = {} }), "rel_bias", "'rel_bias.kind' must be \"t5\" or \"clipped\", got nothing")
+      rejects_key(with({ rel_bias = { kind = "alibi" } }), "rel_bias", 'got "alibi"')
+      rejects_key(with({ rel_bias = { kind = "clipped" } }), "rel_bias", "'rel_bias.max_distance' is required")
+      rejects_key(with({ rel_bias = { kind = "clipped", max_distance = -1 } }), "rel_bias", "0..65536")
+      rejects_key(with({ rel_bias = { kind = "t5", buckets = 31 } }), "rel_bias", "must be even")
+      rejects_key(with({ rel_bias = { kind = "t5", buckets = 2 } }), "rel_bias", "4..1024")
+      rejects_key(with({ rel_bias = { kind = "t5", max_distance = 8 } }), "rel_bias", "9..1048576")
+      rejects_key(with({ rel_bias = { kind = "t5", bidirectional = 1 } }), "rel_bias", "'rel_bias.bidirectional'")
+      local msg = rejects_key(with({ rel_bias = { kind = "clipped", max_distance = 3, buckets = 4 } }), "rel_bias",
+        "unknown field 'buckets'")
+      assert.is_nil(msg:find("\n", 1, true))
     end)
   end)
 
