@@ -480,7 +480,7 @@ attn_status attn_reference(const attn_spec *spec, const attn_args *args)
                                  h * args->q_stride[2];
                 float *o = o_base + b * args->o_stride[0] + i * args->o_stride[1] +
                            h * args->o_stride[2];
-                double m = -INFINITY, sum = 0.0, lse;
+                double m = -INFINITY, sum = 0.0, lse, ent = 0.0;
                 int any_nan = 0;
 
                 /* scores of the visible keys, and their max */
@@ -502,7 +502,7 @@ attn_status attn_reference(const attn_spec *spec, const attn_args *args)
                     /* a NaN score must not vanish behind the max */
                     for (d = 0; d < spec->head_dim_v; d++)
                         o[d] = NAN;
-                    lse = NAN;
+                    lse = ent = NAN;
                 } else if (m == -INFINITY) {
                     /* no visible key (or all scores -inf): O = 0, LSE = -inf */
                     for (d = 0; d < spec->head_dim_v; d++)
@@ -526,6 +526,10 @@ attn_status attn_reference(const attn_spec *spec, const attn_args *args)
                     for (d = 0; d < spec->head_dim_v; d++)
                         o[d] = (float)(acc[d] / sum);
                     lse = m + log(sum);
+                    /* the entropy -sum_j P_j ln P_j, P_j = exp(s_j - LSE), before dropout */
+                    for (j = 0; j < args->seq_k; j++)
+                        if (vis[j])
+                            ent -= exp(s[j] - lse) * (s[j] - lse);
                     if (spec->dropout) {
                         /* dropout, literally: the softmax's weights, each
                            kept (scaled by 1 / (1 - p)) or dropped by its
@@ -549,6 +553,8 @@ attn_status attn_reference(const attn_spec *spec, const attn_args *args)
                 }
                 if (args->lse != NULL)
                     args->lse[(b * spec->heads_q + h) * args->seq_q + i] = (float)lse;
+                if (spec->entropy && args->entropy != NULL)
+                    args->entropy[(b * spec->heads_q + h) * args->seq_q + i] = (float)ent;
                 if (spec->weights && args->weights != NULL) {
                     /* P_ij = exp(s_ij - LSE_i) for visible keys, 0 for every
                        other j (and for the whole row of a query that sees no key) */

@@ -16,7 +16,7 @@ local CAUSAL_NAMES = { '"bottom_right"', '"top_left"' }
 M.order = {
   "heads_q", "heads_kv", "head_dim", "head_dim_v", "causal", "window", "sliding_window", "chunk", "sparse",
   "global_tokens", "padding", "mask", "scale", "softcap", "alibi", "decode_max_q", "prefill_chunk", "weights",
-  "dropout",
+  "dropout", "entropy",
 }
 
 local function heads(raw, c, u)
@@ -201,6 +201,8 @@ local weights = optional_flag("weights")
 -- dropout: the kernel applies dropout to the attention weights (args
 -- dropout_p, dropout_seed, dropout_offset)
 local dropout = optional_flag("dropout")
+-- entropy: the kernel can also write each row's attention entropy (an output argument)
+local entropy = optional_flag("entropy")
 
 --- The checks another family with heads, head dims and a causal rule
 -- shares (schema/linear.lua): each fills c and returns true, or nil, key,
@@ -225,7 +227,7 @@ M.shared = {
 --- Fills the family's keys of raw into c; returns true, or nil, key, message.
 -- u: the shared checks (schema.util).
 function M.normalize(raw, c, u)
-  return u.run_steps({ heads, head_dims, window, sparse, masks, score_terms, decode, prefill_chunk, weights, dropout },
+  return u.run_steps({ heads, head_dims, window, sparse, masks, score_terms, decode, prefill_chunk, weights, dropout, entropy },
     raw, c, u)
 end
 
