@@ -295,7 +295,8 @@ function M.heatmap(spec)
         local v = p.values[r] and p.values[r][c]
         if v then
           local light = (v - lo) / (hi - lo) > 0.6 -- the palette's light end: dark text
-          labels[#labels + 1] = ("%d %d \"%s\" %d"):format(c - 1, r - 1, (p.format or (v < 100 and "%.1f" or "%.0f")):format(v),
+          local f = p.format or (v < 100 and "%.1f" or "%.0f")
+          labels[#labels + 1] = ("%d %d \"%s\" %d"):format(c - 1, r - 1, f:format(v),
             light and 0 or 16777215)
         end
       end

@@ -227,8 +227,8 @@ M.shared = {
 --- Fills the family's keys of raw into c; returns true, or nil, key, message.
 -- u: the shared checks (schema.util).
 function M.normalize(raw, c, u)
-  return u.run_steps({ heads, head_dims, window, sparse, masks, score_terms, decode, prefill_chunk, weights, dropout, entropy },
-    raw, c, u)
+  return u.run_steps({ heads, head_dims, window, sparse, masks, score_terms, decode, prefill_chunk, weights, dropout,
+    entropy }, raw, c, u)
 end
 
 return M

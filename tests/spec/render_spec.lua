@@ -33,7 +33,7 @@ end
 describe("render", function()
   local EVERYTHING = { name = "r_all", heads_q = 4, heads_kv = 2, head_dim = 72, causal = true,
     sliding_window = 40, chunk = 48, global_tokens = 4, padding = true, mask = "bias", softcap = 30.0, alibi = true,
-    weights = true, dropout = true, sparse = { pattern = "strided", stride = 6 }, prefill_chunk = 96 }
+    weights = true, dropout = true, entropy = true, sparse = { pattern = "strided", stride = 6 }, prefill_chunk = 96 }
 
   describe("determinism", function()
     it("rendering the same config twice gives identical text", function()
