@@ -208,13 +208,13 @@ describe("plot #slow", function()
   it("entropy: a layers x heads heatmap of the means, and one head's rows as a line", function()
     local d = tmp .. "/entropy"
     assert(require("pl.dir").makepath(d))
-    -- two layers [B=2][H=3][Lq=2]: layer 0 head h has mean h + 0.5, layer 1 head h mean 2h
+    -- two layers [B=2][H=3][Lq=2]: layer 0 head h has mean h + 0.5, layer 1 head h mean 2h + 0.25
     local l0, l1 = {}, {}
     for b = 0, 1 do
       for h = 0, 2 do
         for i = 0, 1 do
           l0[#l0 + 1] = h + (i == 0 and 0.25 or 0.75)
-          l1[#l1 + 1] = 2 * h + (b == 0 and -0.5 or 0.5)
+          l1[#l1 + 1] = 2 * h + (b == 0 and 0 or 0.5)
         end
       end
     end
@@ -222,7 +222,7 @@ describe("plot #slow", function()
     write_npy(d .. "/e1.npy", { 2, 3, 2 }, l1)
     ok_run(d, { "plot", "entropy", "e0.npy", "e1.npy", "-o", "h.svg" })
     local svg = helper.read_file(d .. "/h.svg")
-    for _, cell in ipairs({ "0.50", "1.50", "2.50", "0.00", "2.00", "4.00", "0: e0.npy", "1: e1.npy" }) do
+    for _, cell in ipairs({ "0.50", "1.50", "2.50", "0.25", "2.25", "4.25", "0: e0.npy", "1: e1.npy" }) do
       assert.truthy(svg:find(cell, 1, true), cell)
     end
     ok_run(d, { "plot", "entropy", "e1.npy", "--head", "2", "--batch", "1", "-o", "rows.png", "--size", "640x400" })
