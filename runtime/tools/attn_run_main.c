@@ -489,9 +489,10 @@ static void check_paths(const run_options *opt, const attn_spec *spec)
     } else {
         if (opt->seq_q < 1) fail("--seq-q", "required with --random-inputs: the query rows, 1..2^24");
         if (opt->seq_k < 1) fail("--seq-k", "required with --random-inputs: the keys, 1..2^24");
-        if (opt->q_path != NULL && (same_file(opt->q_path, opt->k_path) || same_file(opt->q_path, opt->v_path)))
+        if (opt->q_path != NULL && ((opt->k_path != NULL && same_file(opt->q_path, opt->k_path)) ||
+                                    (opt->v_path != NULL && same_file(opt->q_path, opt->v_path))))
             fail("--q", "must differ from --k and --v");
-        if (opt->k_path != NULL && same_file(opt->k_path, opt->v_path))
+        if (opt->k_path != NULL && opt->v_path != NULL && same_file(opt->k_path, opt->v_path))
             fail("--k", "must differ from --v");
     }
     if (opt->o_path == NULL) fail("-o", "required (where to write the output)");
