@@ -192,7 +192,8 @@ end
 
 M.COLORS = { "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf" }
 
---- spec: { title, xlabel, ylabel, logx, series = { {name, points = {{x, y}, ...}} }, hline = {value, label} }
+--- spec: { title, xlabel, ylabel, logx, series = { {name, points = {{x, y}, ...}} }, hline = {value, label},
+-- auto_xtics (gnuplot's tics instead of one at every x: many points) }
 function M.lines(spec)
   local width, height = spec.width or 720, spec.height or 440
   local s = {
@@ -221,7 +222,7 @@ function M.lines(spec)
   if #xs > 0 then
     local t = {}
     for k, x in ipairs(xs) do t[k] = ("'%g' %.9g"):format(x, x) end
-    s[#s + 1] = "set xtics (" .. table.concat(t, ", ") .. ")"
+    if not spec.auto_xtics then s[#s + 1] = "set xtics (" .. table.concat(t, ", ") .. ")" end
     local lo, hi = xs[1], xs[#xs]
     if lo == hi then lo, hi = lo * 0.5, hi * 2 end
     if spec.logx then lo, hi = lo / 1.1, hi * 1.1 else lo, hi = lo - 0.05 * (hi - lo), hi + 0.05 * (hi - lo) end
@@ -241,7 +242,8 @@ end
 M.MARK_COLOR = "#d62728"
 
 --- spec: { title, subtitle, panels = { { title, xlabel, ylabel, rows = {labels}, cols = {labels},
---   values = { [row] = { [col] = number or nil } }, mark = {row, col} or nil } } }
+--   values = { [row] = { [col] = number or nil } }, mark = {row, col} or nil, format = the cells'
+--   format (default "%.1f", "%.0f" from 100) } } }
 -- Each panel has its own colour scale; cells show their value, cells
 -- without one stay grey, the marked cell is outlined.
 function M.heatmap(spec)
@@ -293,7 +295,8 @@ function M.heatmap(spec)
         local v = p.values[r] and p.values[r][c]
         if v then
           local light = (v - lo) / (hi - lo) > 0.6 -- the palette's light end: dark text
-          labels[#labels + 1] = ("%d %d \"%s\" %d"):format(c - 1, r - 1, (v < 100 and "%.1f" or "%.0f"):format(v),
+          local f = p.format or (v < 100 and "%.1f" or "%.0f")
+          labels[#labels + 1] = ("%d %d \"%s\" %d"):format(c - 1, r - 1, f:format(v),
             light and 0 or 16777215)
         end
       end

@@ -12,7 +12,7 @@
 /* The reference's results for a case: O, LSE, the weights P and the
    state written back (with the sums of |terms| that bound it). */
 typedef struct {
-    float *o, *lse, *p, *s, *z;
+    float *o, *lse, *p, *s, *z, *e;
     double *s_abs, *z_abs;
 } attn_qkv_ref;
 
@@ -25,6 +25,7 @@ typedef struct {
     attn_guard_buf q, k, v, o, lse, mask, seqlens, p;
     attn_guard_buf sinks; /* specs with sinks: a logit per query head (f32) */
     attn_guard_buf rel; /* the relative position table (specs with rel_bias) */
+    attn_guard_buf e; /* each row's entropy E (f32, like LSE; specs with entropy) */
     /* the stored Q, K and V widened to f32, with the same layouts (the
        guard buffers themselves for f32 storage): the reference's inputs */
     float *qw, *kw, *vw;

@@ -2,7 +2,7 @@
  * attn_cases_sdpa.c - the verification cases of the kernels that take
  * attn_args (sdpa, and linear attention, whose state lives in
  * attn_cases_linear.c): Q, K, V and O in their storage types, LSE, the
- * mask, seqlens_k and the weights P against guard pages, and the
+ * mask, seqlens_k, the weights P and the entropy E against guard pages, and the
  * comparison of a run with the reference (attn_reference), for the harness
  * of attn_verify.c (attn_cases.h).
  */
@@ -34,6 +34,7 @@ void attn_qkv_free(void *state)
     attn_guard_free(&cb->p);
     attn_guard_free(&cb->sinks);
     attn_guard_free(&cb->rel);
+    attn_guard_free(&cb->e);
     attn_linear_state_free(cb);
     free(cb->o_described);
     cb->o_described = NULL;
@@ -57,6 +58,8 @@ void attn_qkv_reset(void *state)
         attn_fill_nan((float *)cb->lse.ptr, cb->lse_count);
     attn_linear_state_reset(cb);
     attn_reset_output(ATTN_DTYPE_F32, cb->p.ptr, cb->p_described, cb->lp.span);
+    if (cb->e.ptr != NULL)
+        attn_fill_nan((float *)cb->e.ptr, cb->lse_count);
 }
 
 /* The layouts of Q, K, V, O, the mask and P; ATTN_ERR_TOO_LARGE when a span
@@ -83,7 +86,7 @@ static attn_status qkv_layouts(attn_qkv_case *cb, int weights, attn_rng *r)
     return ATTN_OK;
 }
 
-/* Q, K, V, O, LSE, seqlens_k and P against guard pages: 0 or -1 */
+/* Q, K, V, O, LSE, seqlens_k, P and E against guard pages: 0 or -1 */
 static int qkv_alloc(attn_qkv_case *cb, int weights)
 {
     const attn_spec *spec = cb->spec;
@@ -94,7 +97,8 @@ static int qkv_alloc(attn_qkv_case *cb, int weights)
            attn_guard_alloc(&cb->o, cb->lo.span * attn_dtype_size(spec->dtype_o)) ||
            attn_guard_floats(&cb->lse, cb->lse_count) ||
            attn_guard_alloc(&cb->seqlens, (size_t)cb->c.batch * sizeof(int32_t)) ||
-           (weights && attn_guard_floats(&cb->p, cb->lp.span))
+           (weights && attn_guard_floats(&cb->p, cb->lp.span)) ||
+           (spec->family != ATTN_FAMILY_LINEAR && spec->entropy && attn_guard_floats(&cb->e, cb->lse_count))
                ? -1
                : 0;
 }
@@ -196,6 +200,8 @@ static void qkv_args(attn_qkv_case *cb, attn_mask_kind mask, int weights, int32_
         a->weights = (float *)cb->p.ptr;
         memcpy(a->weights_stride, cb->lp.str, sizeof a->weights_stride);
     }
+    if (cb->e.ptr != NULL)
+        a->entropy = (float *)cb->e.ptr;
     attn_linear_state_args(cb);
     a->dropout_p = c->dropout_p;
     a->dropout_seed = c->dropout_seed;
@@ -280,6 +286,9 @@ int attn_qkv_outputs(const void *state, attn_case_output *out)
     out[n].name = "P"; /* the weights as stored */
     out[n].ptr = cb->p.ptr;
     out[n++].bytes = cb->lp.span * sizeof(float);
+    out[n].name = "E"; /* each row's entropy (none: 0 bytes) */
+    out[n].ptr = cb->e.ptr;
+    out[n++].bytes = cb->e.ptr != NULL ? cb->lse_count * sizeof(float) : 0;
     return n + attn_linear_state_outputs(cb, out + n);
 }
 
@@ -290,6 +299,7 @@ void attn_qkv_ref_free(attn_qkv_ref *ref)
     free(ref->o);
     free(ref->lse);
     free(ref->p);
+    free(ref->e);
     free(ref->s);
     free(ref->z);
     free(ref->s_abs);
@@ -315,7 +325,10 @@ attn_status attn_qkv_reference(void *state)
     if (cb->args.weights != NULL) /* contiguous [B][Hq][Lq][Lk] */
         ref->p = (float *)malloc((size_t)c->batch * (size_t)spec->heads_q * (size_t)c->seq_q * (size_t)c->seq_k *
                                      sizeof *ref->p + 1);
+    if (cb->args.entropy != NULL)
+        ref->e = (float *)malloc(cb->lse_count * sizeof *ref->e + 1);
     if (ref->o == NULL || ref->lse == NULL || (cb->args.weights != NULL && ref->p == NULL) ||
+        (cb->args.entropy != NULL && ref->e == NULL) ||
         attn_linear_state_ref_alloc(cb))
         return ATTN_ERR_NOMEM;
     /* the stored inputs, widened, with the kernel's strides */
@@ -326,6 +339,7 @@ attn_status attn_qkv_reference(void *state)
     ref_args.o = ref->o;
     ref_args.lse = ref->lse;
     ref_args.weights = ref->p;
+    ref_args.entropy = ref->e;
     ref_args.state_s = ref->s;
     ref_args.state_z = ref->z;
     attn_args_set_contiguous(&ref_args, spec);
@@ -386,6 +400,29 @@ static void compare_lse(const attn_qkv_case *cb, attn_verify_result *res)
             }
 }
 
+/* the entropy: within ATTN_REF_TOL_E of the row's LSE */
+static void compare_e(const attn_qkv_case *cb, attn_verify_result *res)
+{
+    const attn_spec *spec = cb->spec;
+    const attn_case *c = &cb->c;
+    const float *e = (const float *)cb->e.ptr;
+    char label[96] = "";
+    int64_t b, h, i;
+
+    for (b = 0; b < c->batch; b++)
+        for (h = 0; h < spec->heads_q; h++)
+            for (i = 0; i < c->seq_q; i++) {
+                const size_t at = (size_t)((b * spec->heads_q + h) * c->seq_q + i);
+                const float r = cb->ref.e[at];
+                double err, ratio;
+                const int ok = attn_values_agree(e[at], r, ATTN_REF_TOL_E(cb->ref.lse[at]), &err, &ratio);
+                if (!ok && res->failures == 0)
+                    snprintf(label, sizeof label, "E[b=%lld][h=%lld][i=%lld]", (long long)b, (long long)h,
+                             (long long)i);
+                attn_verify_note(res, ok, err, ratio, &res->max_err_e, label, e[at], r, c);
+            }
+}
+
 /* the weights: within ATTN_REF_TOL_P, and exactly 0 where the reference's are */
 static void compare_p(const attn_qkv_case *cb, attn_verify_result *res)
 {
@@ -428,6 +465,8 @@ void attn_qkv_compare(const void *state, const char *shape, attn_verify_result *
         compare_lse(cb, res);
     if (cb->args.weights != NULL)
         compare_p(cb, res);
+    if (cb->args.entropy != NULL)
+        compare_e(cb, res);
     attn_verify_gaps(res, "P", ATTN_DTYPE_F32, cb->p.ptr, cb->p_described, cb->lp.span, shape);
     attn_verify_gaps(res, "O", cb->spec->dtype_o, cb->o.ptr, cb->o_described, cb->lo.span, shape);
 }
@@ -505,6 +544,11 @@ static void sdpa_errors(const attn_spec *spec, const attn_verify_result *res, ch
         const size_t n = strlen(buf);
         if (n < len)
             snprintf(buf + n, len - n, " P %.1e", res->max_err_p);
+    }
+    if (spec->entropy) { /* and the entropy E */
+        const size_t n = strlen(buf);
+        if (n < len)
+            snprintf(buf + n, len - n, " E %.1e", res->max_err_e);
     }
 }
 

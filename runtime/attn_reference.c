@@ -524,7 +524,7 @@ attn_status attn_reference(const attn_spec *spec, const attn_args *args)
                 const double temp = temperature(spec, p);
                 /* the row's sink logit (sinks: no value row, never scaled or masked) */
                 const double sink = spec->sinks ? (double)args->sinks[h] : -INFINITY;
-                double m = -INFINITY, sum = 0.0, lse;
+                double m = -INFINITY, sum = 0.0, lse, ent = 0.0;
                 int any_nan = 0;
 
                 /* scores of the visible keys, and their max */
@@ -546,7 +546,7 @@ attn_status attn_reference(const attn_spec *spec, const attn_args *args)
                     /* a NaN score must not vanish behind the max */
                     for (d = 0; d < spec->head_dim_v; d++)
                         o[d] = NAN;
-                    lse = NAN;
+                    lse = ent = NAN;
                 } else if (m == -INFINITY) {
                     /* no visible key (or all scores -inf): O = 0, LSE = -inf,
                        or the sink's logit */
@@ -575,6 +575,10 @@ attn_status attn_reference(const attn_spec *spec, const attn_args *args)
                     for (d = 0; d < spec->head_dim_v; d++)
                         o[d] = (float)(acc[d] / sum);
                     lse = m + log(sum);
+                    /* the entropy -sum_j P_j ln P_j, P_j = exp(s_j - LSE), before dropout */
+                    for (j = 0; j < args->seq_k; j++)
+                        if (vis[j])
+                            ent -= exp(s[j] - lse) * (s[j] - lse);
                     if (spec->dropout) {
                         /* dropout, literally: the softmax's weights, each
                            kept (scaled by 1 / (1 - p)) or dropped by its
@@ -598,6 +602,8 @@ attn_status attn_reference(const attn_spec *spec, const attn_args *args)
                 }
                 if (args->lse != NULL)
                     args->lse[(b * spec->heads_q + h) * args->seq_q + i] = (float)lse;
+                if (spec->entropy && args->entropy != NULL)
+                    args->entropy[(b * spec->heads_q + h) * args->seq_q + i] = (float)ent;
                 if (spec->weights && args->weights != NULL) {
                     /* P_ij = exp(s_ij - LSE_i) for visible keys, 0 for every
                        other j (and for the whole row of a query that sees no key) */

@@ -15,7 +15,7 @@
 #ifndef ATTN_REFERENCE_H
 #define ATTN_REFERENCE_H
 
-#include <math.h> /* fabs, for ATTN_REF_TOL */
+#include <math.h> /* fabs and isfinite, for ATTN_REF_TOL */
 
 #include "attn_runtime.h"
 
@@ -76,6 +76,23 @@ extern "C" {
 #define ATTN_REF_TOL_ABS_P 1e-6
 #define ATTN_REF_TOL_REL_P 2e-5
 #define ATTN_REF_TOL_P(ref) (ATTN_REF_TOL_ABS_P + ATTN_REF_TOL_REL_P * fabs(ref))
+
+/*
+ * Each row's attention entropy E (configs with entropy, always f32):
+ *
+ *     |E - E_ref| <= 2e-5 + 1e-5 * |LSE_ref|
+ *
+ * The kernels keep t = sum_j 2^(s_j - m) s_j beside the row sum l and form
+ * E = LSE - ln 2 * t / l: a difference of two terms of the scores' scale,
+ * so its rounding is that of LSE (ATTN_REF_TOL's 1e-5 relative, a few 1e-7
+ * in practice) plus the f32 sum of t (~1e-6 of the mean score), here
+ * exp(s_j - LSE) (s_j - LSE) summed in double.  A row with no visible key
+ * gives exactly 0 (LSE_ref = -inf: the absolute bound alone).
+ */
+#define ATTN_REF_TOL_ABS_E 2e-5
+#define ATTN_REF_TOL_REL_E 1e-5
+#define ATTN_REF_TOL_E(lse_ref) \
+    (ATTN_REF_TOL_ABS_E + (isfinite(lse_ref) ? ATTN_REF_TOL_REL_E * fabs(lse_ref) : 0.0))
 
 /*
  * With matmul = "bf16" (spec->matmul == ATTN_DTYPE_BF16), O's bound is

@@ -24,6 +24,12 @@
  *                          spec has weights write them, and only when
  *                          args->weights is not NULL: P_ij = exp(s_ij - LSE_i)
  *                          for visible keys, exactly 0 for every other j < Lk.
+ *   E   [B][Hq][Lq]        f32, contiguous, optional: each row's attention
+ *                          entropy in nats, E_i = -sum_j P_ij ln P_ij =
+ *                          LSE_i - sum_j P_ij s_ij over the visible keys
+ *                          (before dropout); 0 in a row with no visible key.
+ *                          Only kernels whose spec has entropy write it, and
+ *                          only when args->entropy is not NULL.
  *
  * Linear attention (spec.family ATTN_FAMILY_LINEAR) takes the same Q, K, V,
  * O and seqlens_k, writes no LSE (args->lse is ignored) and, with
@@ -34,7 +40,7 @@
  *
  * Memory rules: a kernel reads Q, K, V, the mask and seqlens_k only inside
  * the elements the shapes and strides above describe, never past them (no
- * vector over-read of a row), writes O, LSE and P only there, and reads no K/V
+ * vector over-read of a row), writes O, LSE, P and E only there, and reads no K/V
  * row at or past seqlens_k[b].  Keys that are masked inside a partially
  * visible tile may still be read and multiplied by a zero weight.
  */
@@ -206,6 +212,7 @@ typedef struct attn_args {
     int64_t mask_stride[4];
     float *weights;             /* configs with weights: P [B][Hq][Lq][Lk], f32; NULL: not written */
     int64_t weights_stride[4];  /* element strides {b, h, i, j} of weights */
+    float *entropy;             /* configs with entropy: E [B][Hq][Lq], f32, contiguous; NULL: not written */
     float dropout_p;            /* configs with dropout: in [0, 1); 0 drops nothing */
     uint64_t dropout_seed;      /* configs with dropout: the Philox key (low word, high word) */
     uint32_t dropout_offset;    /* configs with dropout: the Philox counter's last word */
@@ -406,6 +413,7 @@ typedef struct attn_spec {
     int sinks;                     /* a logit per query head joins each row's softmax (args->sinks): sinks = true */
     double temperature_scale, temperature_floor; /* query row at position p times 1 + scale * ln(floor((p + 1) /
                                       floor) + 1), p + 1 taken as 0 below 0: temperature = {scale, floor}; 0: none */
+    int entropy;                   /* can write each row's attention entropy (args->entropy): entropy = true */
     /* family ATTN_FAMILY_LINEAR (kind = "linear"): phi(x) = elu(x) + 1, no
        scale, no softmax; of the sdpa fields above it uses the heads, head
        dims, causal and padding (mask NONE, no window, weights or dropout) */

@@ -56,6 +56,7 @@ typedef struct {
 typedef struct {
     double max_err_o, max_err_lse; /* largest |x - ref| over finite pairs */
     double max_err_p;              /* the same for the weights P (specs with weights) */
+    double max_err_e;              /* the same for the entropy E (specs with entropy) */
     double max_err_state;          /* the same for the state S and z (linear specs with state) */
     double worst_ratio;            /* max |x - ref| / ATTN_REF_TOL(type of x, ref) */
     int failures;                  /* elements outside tolerance (plus gap damage) */

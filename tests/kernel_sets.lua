@@ -60,12 +60,13 @@ M.FEATURES = {
   { "sparse_strided", function(c) return sparse_gathered(c) and c.sparse.pattern == "strided" end },
   { "sparse_fixed", function(c) return sparse_gathered(c) and c.sparse.pattern == "fixed" end },
   { "sparse_tiles", function(c) return type(c.sparse) == "table" and not sparse_gathered(c) end },
-  -- outputs and draws beyond O: the weights P, the dropout mask
+  -- outputs and draws beyond O: the weights P, the dropout mask, the entropy E
   { "weights", function(c) return c.weights == true end },
   { "dropout", function(c) return c.dropout == true end },
   -- a learned logit per head in every row's softmax; the query rows scaled by their position
   { "sinks", function(c) return c.sinks == true end },
   { "temperature", function(c) return c.temperature ~= nil end },
+  { "entropy", function(c) return c.entropy == true end },
   { "mask_bool", function(c) return c.mask == "bool" end },
   { "mask_bias", function(c) return c.mask == "bias" end },
   { "padding", function(c) return c.padding == true end },

@@ -721,11 +721,18 @@ Test(decode, top_left) { run_decode(&attn_t_top_left_kernel); }
 
 /* Sparse patterns: strided (stride 8, 3 query heads a kv head: the streaming
    path at Lq = 1, the blocked one above) and fixed (one summary key per block
-   of 16, global tokens, 2 query heads a kv head: streaming at Lq <= 2); every
-   block past the first few holds single visible keys of each row. */
+   of 16, global tokens, 2 query heads a kv head, the entropy written: the
+   blocked path); every block past the first few holds single visible keys of
+   each row. */
 extern const attn_kernel attn_t_sparse_strided_kernel, attn_t_sparse_fixed_kernel;
 Test(decode, sparse_strided) { run_decode(&attn_t_sparse_strided_kernel); }
 Test(decode, sparse_fixed) { run_decode(&attn_t_sparse_fixed_kernel); }
+
+/* Each row's entropy on the decode path: a sliding window of 37 keys (most
+   splits of a long cache hidden: 0 in their mean score's weight), ragged
+   padding, GQA, ALiBi and an f16 cache, the splits' sums merged by LSE. */
+extern const attn_kernel attn_t_entropy_kernel;
+Test(decode, entropy) { run_decode(&attn_t_entropy_kernel); }
 
 /* 16-bit caches on the decode path: the blocked kernel's scores with a vector
    of rows a kv head widen each key's values a vector at a time (Lq 3 of the
@@ -1316,4 +1323,73 @@ Test(dropout, bad_p_is_an_error)
     cr_expect_eq(k->fwd(&d.a), ATTN_OK);
     cr_expect_str_eq(attn_status_string(ATTN_ERR_DROPOUT), "dropout_p is outside [0, 1)");
     dcall_free(&d);
+}
+
+/* ---- the entropy --------------------------------------------------------- */
+
+/* With Q = 0 every score of a row is 0 (no ALiBi or softcap in
+   t_sparse_fixed): its weights are uniform over its n visible keys and
+   E = ln n = LSE, on the decode (Lq 3) and prefill (Lq 70) paths of every
+   variant, and 0 in a row that sees no key (a batch of length 0); O is the
+   same bits whether E is written or not (args->entropy NULL). */
+static void entropy_of_uniform_rows(const attn_kernel *k, const attn_variant *v, int64_t Lq, int64_t Lk)
+{
+    const attn_spec *s = &k->spec;
+    const int64_t B = 2, D = s->head_dim, nq = B * Lq * s->heads_q;
+    const int64_t nk = B * Lk * s->heads_kv * D;
+    float *q = calloc((size_t)(nq * D), sizeof(float)), *kv = malloc((size_t)nk * sizeof(float));
+    float *o = malloc((size_t)(nq * D) * sizeof(float)), *o2 = malloc((size_t)(nq * D) * sizeof(float));
+    float *lse = malloc((size_t)nq * sizeof(float)), *e = malloc((size_t)nq * sizeof(float));
+    int32_t seqlens[2];
+    attn_args a;
+    int64_t i;
+    cr_assert(q && kv && o && o2 && lse && e);
+    for (i = 0; i < nk; i++) kv[i] = (float)((i * 37) % 101) / 50.0f - 1.0f;
+    seqlens[0] = (int32_t)Lk;
+    seqlens[1] = 0;
+    memset(&a, 0, sizeof a);
+    a.batch = B;
+    a.seq_q = Lq;
+    a.seq_k = Lk;
+    a.q = q;
+    a.k = kv;
+    a.v = kv;
+    a.o = o;
+    a.lse = lse;
+    a.entropy = e;
+    a.seqlens_k = seqlens;
+    a.threads = 2;
+    attn_args_set_contiguous(&a, s);
+    cr_assert_eq(v->fwd(&a), ATTN_OK);
+    for (i = 0; i < nq; i++) {
+        if (i >= nq / 2) { /* batch 1: no key */
+            cr_expect_eq(e[i], 0.0f, "%s: E[%lld] = %g, want 0", attn_isa_name(v->isa), (long long)i, (double)e[i]);
+            continue;
+        }
+        cr_expect(fabs((double)e[i] - (double)lse[i]) <= ATTN_REF_TOL_E(lse[i]), "%s Lq %lld: E[%lld] = %.7g, LSE %.7g",
+                  attn_isa_name(v->isa), (long long)Lq, (long long)i, (double)e[i], (double)lse[i]);
+    }
+    a.entropy = NULL;
+    a.o = o2;
+    cr_assert_eq(v->fwd(&a), ATTN_OK);
+    cr_expect(memcmp(o, o2, (size_t)(nq * D) * sizeof(float)) == 0, "%s: O differs without E", attn_isa_name(v->isa));
+    free(q);
+    free(kv);
+    free(o);
+    free(o2);
+    free(lse);
+    free(e);
+}
+
+Test(entropy, uniform_rows_give_ln_n)
+{
+    const attn_kernel *k = &attn_t_sparse_fixed_kernel;
+    int i, ran = 0;
+    for (i = 0; i < k->n_variants; i++) {
+        if (!attn_isa_supported(k->variants[i].isa)) continue;
+        entropy_of_uniform_rows(k, &k->variants[i], 3, 200);
+        entropy_of_uniform_rows(k, &k->variants[i], 70, 90);
+        ran++;
+    }
+    cr_assert_gt(ran, 0);
 }

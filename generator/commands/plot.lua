@@ -5,6 +5,9 @@
 --     the kernel's prefill tiles over it: skipped, full or partial.
 --   plot weights W.npy -o F [--head H | --average-heads] [--batch B] [--labels T]
 --     a heatmap of attention weights ([B][H][Lq][Lk] or [B][Lq][Lk] f32).
+--   plot entropy E1.npy [E2.npy ...] -o F [--head H] [--batch B]
+--     the mean entropy of each file (a layer, [B][Hq][Lq] f32) and head as a
+--     layers x heads heatmap, or one head's entropy per query row (a line).
 local build = require("build")
 local families = require("families")
 local gnuplot = require("gnuplot")
@@ -20,7 +23,8 @@ local M = {}
 M.MAX_CELLS = 4096 * 4096
 
 function M.add_to_parser(parser)
-  local c = parser:command("plot", "Draw pictures with gnuplot: a config's mask and tiles, or attention weights.")
+  local c = parser:command("plot", "Draw pictures with gnuplot: a config's mask and tiles, attention weights "
+    .. "or their entropy.")
   c:command_target("plot_kind")
   c:require_command(true)
   local m = c:command("mask", "The visibility pattern of CONFIG's mask rules at Lq x Lk, with the kernel's "
@@ -46,6 +50,14 @@ function M.add_to_parser(parser)
   w:option("--labels", "Token labels, one per line: their count must be Lk; the query rows take the last Lq "
     .. "labels (bottom-right alignment, as the kernels align positions)."):argname("tokens.txt")
   w:option("--size", "Picture size in pixels (default 900x800; 1000x300 for one query row)."):argname("WxH")
+  local e = c:command("entropy", "Attention entropy from .npy files as 'attngen run --entropy' writes them "
+    .. "(f32 [B][Hq][Lq], nats), one file a layer: a layers x heads heatmap of the mean over batch and rows, or "
+    .. "with --head one head's entropy per query row of one file.")
+  e:argument("entropy", "The entropy, .npy files, one a layer, in order."):argname("E.npy"):args("+")
+  e:option("-o --output", "The picture: .svg or .png."):argname("F"):count(1)
+  e:option("--head", "Draw this head's entropy per query row (one file), 0-based."):argname("H")
+  e:option("--batch", "With --head: the batch entry to draw, 0-based.", "0"):argname("B")
+  e:option("--size", "Picture size in pixels (default: from the cells; 900x450 with --head)."):argname("WxH")
 end
 
 --- An integer option in lo..hi; returns it or nil, err.
@@ -230,8 +242,83 @@ local function plot_weights(args)
   return 0
 end
 
+--- The entropy files: each read, [B][Hq][Lq] with the first one's Hq.
+local function read_entropy(paths)
+  local files = {}
+  for k, p in ipairs(paths) do
+    local a, rerr = npy.read_f32(p)
+    if not a then return nil, rerr end
+    local st = npy.shape_text(a.shape)
+    if #a.shape ~= 3 then
+      return nil, ("%s: shape %s; the entropy must be [B][Hq][Lq] (as 'attngen run --entropy' writes it)")
+        :format(p, st)
+    end
+    if a.shape[1] == 0 or a.shape[2] == 0 or a.shape[3] == 0 then
+      return nil, ("%s: shape %s is empty"):format(p, st)
+    end
+    if k > 1 and a.shape[2] ~= files[1].shape[2] then
+      return nil, ("%s: shape %s has %d heads, %s has %d"):format(p, st, a.shape[2], paths[1], files[1].shape[2])
+    end
+    files[k] = a
+  end
+  return files
+end
+
+local function plot_entropy(args)
+  local fmt, ferr = gnuplot.check_output(args.output)
+  if not fmt then return nil, ferr end
+  local files, rerr = read_entropy(args.entropy)
+  if not files then return nil, rerr end
+  local nh = files[1].shape[2]
+  local job
+  if args.head then
+    if #files > 1 then
+      return nil, ("--head %s: draws one file's rows; %d files given"):format(args.head, #files)
+    end
+    local a, p = files[1], args.entropy[1]
+    local h, herr = int_option("--head", args.head, 0, math.huge)
+    if not h then return nil, herr end
+    if h >= nh then return nil, ("--head %d: %s has %d heads, 0..%d"):format(h, p, nh, nh - 1) end
+    local b, berr = int_option("--batch", args.batch, 0, math.huge)
+    if not b then return nil, berr end
+    if b >= a.shape[1] then
+      return nil, ("--batch %d: %s has batch entries 0..%d"):format(b, p, a.shape[1] - 1)
+    end
+    local width, height = size_option(args.size, 900, 450)
+    if not width then return nil, height end
+    local lq, points = a.shape[3], {}
+    for i = 0, lq - 1 do points[#points + 1] = { i, npy.at(a, (b * nh + h) * lq + i) } end
+    job = plots.lines({ title = ("%s: attention entropy of head %d, batch %d, per query row"):format(p, h, b),
+      xlabel = "query row", ylabel = "entropy (nats)", series = { { name = ("head %d"):format(h), points = points } },
+      auto_xtics = lq > 24, width = width, height = height })
+  else
+    if args.size then return nil, "--size: only with --head (the heatmap's size follows its cells)" end
+    local rows, values, cols = {}, {}, {}
+    for h = 1, nh do cols[h] = tostring(h - 1) end
+    for k, a in ipairs(files) do
+      local nb, lq = a.shape[1], a.shape[3]
+      rows[k], values[k] = ("%d: %s"):format(k - 1, args.entropy[k]:match("[^/\\]*$")), {}
+      for h = 0, nh - 1 do
+        local sum = 0
+        for b = 0, nb - 1 do
+          for i = 0, lq - 1 do sum = sum + npy.at(a, (b * nh + h) * lq + i) end
+        end
+        values[k][h + 1] = sum / (nb * lq)
+      end
+    end
+    job = plots.heatmap({ title = "attention entropy (nats): mean over batch and query rows",
+      panels = { { title = "layer x head", xlabel = "head", ylabel = "layer", rows = rows, cols = cols,
+        values = values, format = "%.2f" } } })
+  end
+  local ok, err = gnuplot.render(args.output, job)
+  if not ok then return nil, err end
+  print("wrote " .. args.output)
+  return 0
+end
+
 function M.run(args)
   if args.plot_kind == "mask" then return plot_mask(args) end
+  if args.plot_kind == "entropy" then return plot_entropy(args) end
   return plot_weights(args)
 end
 

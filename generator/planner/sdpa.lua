@@ -202,7 +202,9 @@ local function stream_plan(plan, v)
   -- head (group * Lq, at most 4) each needs a step kernel for
   -- (not with weights: the blocked path writes them, the streaming one does not)
   -- (nor with dropout: only the blocked path draws the mask)
-  if isa.q4 and plan.decode.max_q > 0 and plan.group <= 4 and not plan.weights and not plan.dropout then
+  -- (nor with entropy: the blocked path carries the rows' sums of p s)
+  if isa.q4 and plan.decode.max_q > 0 and plan.group <= 4 and not plan.weights and not plan.dropout
+      and not plan.entropy then
     local bytes_per_q = plan.Hq * (v.dqs + v.dvp) * 4 -- Q and O of one query row of every head
     local max_q = math.min(math.floor(4 / plan.group), math.floor(M.STREAM_L1 / bytes_per_q), plan.decode.max_q)
     if max_q >= 1 then
@@ -269,6 +271,7 @@ function M.spec_fields(p)
       end
     end
   end
+  if p.entropy then f[#f + 1] = { "entropy", "1" } end
   -- after the field they follow: causal, window_right
   for i = #f, 1, -1 do
     if f[i][1] == "window_right" and p.sparse then
@@ -347,6 +350,13 @@ function M.plan(cfg, opts)
   -- 1 + scale * ln(floor((p + 1) / floor) + 1), computed in double and
   -- rounded to f32 once a row, inside qpack's scale (the template's temp())
   p.temperature = cfg.temperature
+  -- entropy: the kernel can write each row's entropy E = LSE - sum_j P_j s_j
+  -- (args->entropy, nats): the online softmax keeps one more running sum,
+  -- t = sum_j 2^(s_j - m) s_j (base 2), rescaled with m as l is; the
+  -- epilogue (prefill) or the split merge (decode, the splits' mean scores
+  -- combined by LSE) turns it into E; the streaming decode path is not
+  -- generated
+  p.entropy = cfg.entropy == true
   p.mask_ctype = ({ bool = "uint8_t", bias = "float" })[cfg.mask]
   -- the prefill path gathers a sparse pattern's keys outside each row's
   -- dense part into panels of their own (fixed: the summary keys, one panel

@@ -16,7 +16,7 @@ local CAUSAL_NAMES = { '"bottom_right"', '"top_left"' }
 M.order = {
   "heads_q", "heads_kv", "head_dim", "head_dim_v", "causal", "window", "sliding_window", "chunk", "sparse",
   "global_tokens", "padding", "mask", "scale", "softcap", "alibi", "rel_bias", "decode_max_q", "prefill_chunk",
-  "weights", "dropout", "sinks", "temperature",
+  "weights", "dropout", "entropy", "sinks", "temperature",
 }
 
 local function heads(raw, c, u)
@@ -249,10 +249,21 @@ local weights = optional_flag("weights")
 -- dropout: the kernel applies dropout to the attention weights (args
 -- dropout_p, dropout_seed, dropout_offset)
 local dropout = optional_flag("dropout")
+-- entropy: the kernel can also write each row's attention entropy (an output argument)
+local entropy = optional_flag("entropy")
 
 -- sinks: a learned logit per query head (args->sinks) joins each row's
--- softmax with no value row (gpt-oss)
-local sinks = optional_flag("sinks")
+-- softmax with no value row (gpt-oss); not yet with entropy, whose
+-- running sums do not count the sink's share of a row
+local sink_flag = optional_flag("sinks")
+local function sinks(raw, c, u)
+  local ok, key, err = sink_flag(raw, c, u)
+  if not ok then return nil, key, err end
+  if c.sinks and c.entropy then
+    return nil, "sinks", "'sinks' and 'entropy' do not go together yet: the entropy kernels leave out the sink's share"
+  end
+  return true
+end
 
 -- temperature = {scale = s, floor = f}: each query row at position p is
 -- multiplied by 1 + s * ln(floor((p + 1) / f) + 1) (Llama 4's attention
@@ -304,7 +315,7 @@ M.shared = {
 -- u: the shared checks (schema.util).
 function M.normalize(raw, c, u)
   return u.run_steps({ heads, head_dims, window, sparse, masks, score_terms, rel_bias, decode, prefill_chunk, weights,
-    dropout, sinks, temperature }, raw, c, u)
+    dropout, entropy, sinks, temperature }, raw, c, u)
 end
 
 return M

@@ -143,6 +143,8 @@ static void check_variants(const attn_kernel *kernel, const attn_variant *const 
                 r->worst.max_err_lse = res[v].max_err_lse;
             if (res[v].max_err_p > r->worst.max_err_p)
                 r->worst.max_err_p = res[v].max_err_p;
+            if (res[v].max_err_e > r->worst.max_err_e)
+                r->worst.max_err_e = res[v].max_err_e;
             if (res[v].max_err_state > r->worst.max_err_state)
                 r->worst.max_err_state = res[v].max_err_state;
             if (res[v].worst_ratio > r->worst.worst_ratio)

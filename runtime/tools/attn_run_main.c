@@ -55,6 +55,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "attn_cases.h" /* attn_rng */
 #include "attn_npy.h"
 #include "attn_reference.h"
 #include "attn_runtime.h"
@@ -67,6 +68,9 @@ static const char usage[] =
     "usage: attn_run --q Q.npy --k K.npy --v V.npy [--seqlens-k S.npy] [--mask M.npy]\n"
     "                [--rel-table T.npy]\n"
     "                -o O.npy [--lse L.npy] [--weights W.npy [--average-heads]]\n"
+    "                [--entropy E.npy]\n"
+    "       attn_run --random-inputs SEED --seq-q N --seq-k M [--batch B]\n"
+    "                [--q Q.npy --k K.npy --v V.npy] -o O.npy ...\n"
     "                [--threads N] [--isa NAME] [--reference]\n"
     "                [--dropout-p P --dropout-seed S --dropout-offset N]\n"
     "                [--state-in S.npy Z.npy] [--state-out S.npy Z.npy] [--sinks S.npy]\n"
@@ -77,6 +81,11 @@ static const char usage[] =
     "  --weights     also write the attention weights P [B][Hq][Lq][Lk], float32\n"
     "                (configs with weights = true); --average-heads: their mean over\n"
     "                the query heads, [B][Lq][Lk]\n"
+    "  --random-inputs  Q, K and V drawn N(0, 1) (splitmix64, attn_rng_normal: Q, then\n"
+    "                K, then V) instead of read; --q, --k, --v name where to write them\n"
+    "                (float32, as drawn; the kernel gets them in its storage types)\n"
+    "  --entropy     also write each row's attention entropy E [B][Hq][Lq], float32\n"
+    "                (configs with entropy = true)\n"
     "  --dropout-p   configs with dropout = true: the probability of dropping a weight,\n"
     "                in [0, 1) (default 0); --dropout-seed (uint64) and\n"
     "                --dropout-offset (uint32) pick the mask (default 0)\n"
@@ -307,6 +316,10 @@ typedef struct {
     const char *r_path; /* --rel-table */
     const char *p_path; /* --weights */
     const char *sinks_path; /* --sinks */
+    const char *e_path; /* --entropy */
+    int random;         /* --random-inputs: Q, K, V drawn, not read (--q, --k, --v: written) */
+    uint64_t seed;
+    int64_t batch, seq_q, seq_k; /* --batch, --seq-q, --seq-k (with --random-inputs) */
     const char *s_in[2], *s_out[2]; /* --state-in, --state-out: S and z */
     const char *cl[CL_COUNT]; /* additive and luong configs: the inputs by name (CL_*) */
     int threads, use_reference, average_heads;
@@ -361,6 +374,7 @@ typedef struct {
     float *o_wide;           /* a bf16 O widened for the file */
     float *lse;
     float *p;                /* the weights [B][Hq][Lq][Lk] (--weights) */
+    float *e;                /* the entropy [B][Hq][Lq] (--entropy) */
     float *state[2];         /* linear configs with state: S and z, in and out */
     size_t o_count;
     int o_ndim, p_ndim;      /* with the batch dim: 4 (sdpa, linear), 3 (additive, luong) */
@@ -411,6 +425,20 @@ static void parse_options(int argc, char **argv, run_options *opt)
                 opt->dropout_offset = (uint32_t)parse_uint(arg, argv[++i], UINT32_MAX);
             continue;
         }
+        if (strcmp(arg, "--random-inputs") == 0 || strcmp(arg, "--batch") == 0 || strcmp(arg, "--seq-q") == 0 ||
+            strcmp(arg, "--seq-k") == 0) {
+            if (i + 1 >= argc)
+                fail(arg, "needs a value");
+            if (strcmp(arg, "--random-inputs") == 0) {
+                opt->random = 1;
+                opt->seed = parse_uint(arg, argv[++i], UINT64_MAX);
+            } else {
+                int64_t *to = strcmp(arg, "--batch") == 0 ? &opt->batch
+                              : strcmp(arg, "--seq-q") == 0 ? &opt->seq_q : &opt->seq_k;
+                *to = (int64_t)parse_uint(arg, argv[++i], (uint64_t)1 << 24);
+            }
+            continue;
+        }
         if (strcmp(arg, "--state-in") == 0 || strcmp(arg, "--state-out") == 0) {
             const char **pair = strcmp(arg, "--state-in") == 0 ? opt->s_in : opt->s_out;
             if (i + 2 >= argc)
@@ -429,10 +457,12 @@ static void parse_options(int argc, char **argv, run_options *opt)
         else if (strcmp(arg, "--lse") == 0) dest = &opt->lse_path;
         else if (strcmp(arg, "--weights") == 0) dest = &opt->p_path;
         else if (strcmp(arg, "--sinks") == 0) dest = &opt->sinks_path;
+        else if (strcmp(arg, "--entropy") == 0) dest = &opt->e_path;
         else if (strcmp(arg, "--isa") == 0) dest = &opt->isa_name;
         else if (strcmp(arg, "--threads") != 0 && (dest = classic_dest(opt, arg)) == NULL)
             fail(arg, "unknown option (expected --q, --k, --v, --seqlens-k, --mask, --rel-table, -o, "
-                      "--lse, --weights, --average-heads, --threads, --isa, --reference, "
+                      "--lse, --weights, --average-heads, --entropy, --random-inputs, --batch, --seq-q, "
+                      "--seq-k, --threads, --isa, --reference, "
                       "--dropout-p, --dropout-seed, --dropout-offset, --state-in, --state-out, --sinks, "
                       "--s, --h, --u, --w-s, --w-h, --w, --v-attn, --b)");
         if (i + 1 >= argc)
@@ -449,12 +479,12 @@ static void parse_options(int argc, char **argv, run_options *opt)
 static void check_paths(const run_options *opt, const attn_spec *spec)
 {
     /* an output must not replace an input */
-    enum { N_IN = 9 };
+    enum { N_IN = 9, N_OUT = 6 };
     const char *in_opt[N_IN] = { "--q", "--k", "--v", "--seqlens-k", "--mask", "--state-in", "--state-in", "--sinks",
                                  "--rel-table" };
     const char *in_path[N_IN];
-    const char *out_opt[5] = { "-o", "--lse", "--weights", "--state-out", "--state-out" };
-    const char *out_path[5];
+    const char *out_opt[N_OUT] = { "-o", "--lse", "--weights", "--entropy", "--state-out", "--state-out" };
+    const char *out_path[N_OUT];
     const int linear = spec->family == ATTN_FAMILY_LINEAR;
     int a, b;
 
@@ -463,9 +493,22 @@ static void check_paths(const run_options *opt, const attn_spec *spec)
             fail(classic_opt[a], "the config '%s' has kind = \"%s\", which takes --q, --k and --v; %s is "
                                  "for additive and luong configs",
                  spec->name, attn_family_name(spec->family), classic_opt[a]);
-    if (opt->q_path == NULL) fail("--q", "required (the query tensor)");
-    if (opt->k_path == NULL) fail("--k", "required (the key tensor)");
-    if (opt->v_path == NULL) fail("--v", "required (the value tensor)");
+    if (!opt->random) {
+        if (opt->q_path == NULL) fail("--q", "required (the query tensor, or --random-inputs)");
+        if (opt->k_path == NULL) fail("--k", "required (the key tensor, or --random-inputs)");
+        if (opt->v_path == NULL) fail("--v", "required (the value tensor, or --random-inputs)");
+        if (opt->seq_q != 0 || opt->seq_k != 0 || opt->batch != 0)
+            fail(opt->seq_q != 0 ? "--seq-q" : opt->seq_k != 0 ? "--seq-k" : "--batch",
+                 "only with --random-inputs (the shapes come from the files)");
+    } else {
+        if (opt->seq_q < 1) fail("--seq-q", "required with --random-inputs: the query rows, 1..2^24");
+        if (opt->seq_k < 1) fail("--seq-k", "required with --random-inputs: the keys, 1..2^24");
+        if (opt->q_path != NULL && ((opt->k_path != NULL && same_file(opt->q_path, opt->k_path)) ||
+                                    (opt->v_path != NULL && same_file(opt->q_path, opt->v_path))))
+            fail("--q", "must differ from --k and --v");
+        if (opt->k_path != NULL && opt->v_path != NULL && same_file(opt->k_path, opt->v_path))
+            fail("--k", "must differ from --v");
+    }
     if (opt->o_path == NULL) fail("-o", "required (where to write the output)");
     if (opt->lse_path != NULL && linear)
         fail("--lse", "the config '%s' is linear attention, which has no LSE", spec->name);
@@ -477,6 +520,9 @@ static void check_paths(const run_options *opt, const attn_spec *spec)
              spec->name);
     if (opt->p_path != NULL && !spec->weights)
         fail(opt->p_path, "the config '%s' has no weights (weights = true), so --weights is not accepted",
+             spec->name);
+    if (opt->e_path != NULL && (linear || !spec->entropy))
+        fail(opt->e_path, "the config '%s' has no entropy (entropy = true), so --entropy is not accepted",
              spec->name);
     if (opt->dropout_opt != NULL && !spec->dropout)
         fail(opt->dropout_opt, "the config '%s' has no dropout (dropout = true), so %s is not accepted",
@@ -498,26 +544,27 @@ static void check_paths(const run_options *opt, const attn_spec *spec)
     out_path[0] = opt->o_path;
     out_path[1] = opt->lse_path;
     out_path[2] = opt->p_path;
-    out_path[3] = opt->s_out[0];
-    out_path[4] = opt->s_out[1];
+    out_path[3] = opt->e_path;
+    out_path[4] = opt->s_out[0];
+    out_path[5] = opt->s_out[1];
     if (opt->s_in[0] != NULL && same_file(opt->s_in[0], opt->s_in[1]))
         fail("--state-in", "the S and z files must differ");
-    for (a = 0; a < 5; a++)
-        for (b = a + 1; b < 5; b++)
-            if (a >= 3 && out_path[a] != NULL && out_path[b] != NULL && same_file(out_path[a], out_path[b]))
+    for (a = 0; a < 6; a++)
+        for (b = a + 1; b < 6; b++)
+            if (a >= 4 && out_path[a] != NULL && out_path[b] != NULL && same_file(out_path[a], out_path[b]))
                 fail(out_opt[a], "the S and z files must differ");
-            else if (a < 3 && b >= 3 && out_path[a] != NULL && out_path[b] != NULL &&
+            else if (a < 4 && (b >= 4 || b == 3) && out_path[a] != NULL && out_path[b] != NULL &&
                      same_file(out_path[a], out_path[b]))
                 fail(out_opt[b], "must differ from %s", out_opt[a]);
-    for (a = 0; a < 5; a++)
+    for (a = 0; a < N_OUT; a++)
         for (b = 0; b < N_IN; b++) {
             /* the state after the call may replace the state before it (S over S, z over z) */
-            if (a >= 3 && b >= 5 && a - 3 == b - 5)
+            if (a >= 4 && b >= 5 && a - 4 == b - 5)
                 continue;
             if (out_path[a] != NULL && in_path[b] != NULL && same_file(out_path[a], in_path[b]))
                 fail(out_opt[a], "'%s' is the %s input; not replacing an input", out_path[a], in_opt[b]);
         }
-    for (a = 3; a < 5; a++)
+    for (a = 3; a < 6; a++)
         if (out_path[a] != NULL)
             check_output_path(out_path[a]);
     check_output_path(opt->o_path);
@@ -545,11 +592,68 @@ static void check_paths(const run_options *opt, const attn_spec *spec)
         fail("--rel-table", "required: the config '%s' has rel_bias", spec->name);
 }
 
+/* One drawn tensor [B][L][H][D] of n elements: N(0, 1) from r, written as
+   float32 to path (unless NULL), returned in storage type dtype (malloc'ed). */
+static void *random_tensor(const char *opt_name, const char *path, attn_rng *r, const int64_t *shape,
+                           attn_dtype dtype)
+{
+    const size_t n = (size_t)(shape[0] * shape[1]) * (size_t)(shape[2] * shape[3]);
+    float *x = (float *)malloc(n * sizeof(float) + 1);
+    void *out = malloc(n * attn_dtype_size(dtype) + 1);
+    char err[256];
+    size_t i;
+    if (x == NULL || out == NULL)
+        fail(opt_name, "out of memory");
+    for (i = 0; i < n; i++)
+        x[i] = attn_rng_normal(r);
+    if (path != NULL && attn_npy_write(path, ATTN_NPY_F32, 4, shape, x, err, sizeof err) != 0)
+        fail(path, "%s", err);
+    for (i = 0; i < n; i++)
+        (dtype == ATTN_DTYPE_BF16 ? store_bf16 : dtype == ATTN_DTYPE_F16 ? store_f16 : store_f32)(x[i], out, i);
+    free(x);
+    return out;
+}
+
+/* --random-inputs: Q [B][Lq][Hq][D], then K and V [B][Lk][Hkv][D | Dv], drawn
+   from one stream seeded by SEED. */
+static void random_qkv(const run_options *opt, const attn_spec *spec, run_inputs *in)
+{
+    const int64_t B = opt->batch > 0 ? opt->batch : 1;
+    int64_t qs[4], ks[4], vs[4];
+    attn_rng r;
+    if ((uint64_t)B * (uint64_t)(opt->seq_q > opt->seq_k ? opt->seq_q : opt->seq_k) *
+            (uint64_t)(spec->heads_q > spec->heads_kv ? spec->heads_q : spec->heads_kv) *
+            (uint64_t)(spec->head_dim > spec->head_dim_v ? spec->head_dim : spec->head_dim_v) > ((uint64_t)1 << 30))
+        fail("--random-inputs", "the inputs would pass 2^30 elements");
+    qs[0] = ks[0] = vs[0] = B;
+    qs[1] = opt->seq_q;
+    ks[1] = vs[1] = opt->seq_k;
+    qs[2] = spec->heads_q;
+    ks[2] = vs[2] = spec->heads_kv;
+    qs[3] = ks[3] = spec->head_dim;
+    vs[3] = spec->head_dim_v;
+    attn_rng_init(&r, opt->seed);
+    in->q = random_tensor("--q", opt->q_path, &r, qs, spec->dtype_q);
+    in->k = random_tensor("--k", opt->k_path, &r, ks, spec->dtype_kv);
+    in->v = random_tensor("--v", opt->v_path, &r, vs, spec->dtype_kv);
+    in->qt.ndim = in->kt.ndim = in->vt.ndim = 4;
+    in->qt.batch = in->kt.batch = in->vt.batch = B;
+    in->qt.len = opt->seq_q;
+    in->kt.len = in->vt.len = opt->seq_k;
+}
+
+static void fill_qkv_args(const run_options *opt, const attn_spec *spec, const run_inputs *in, attn_args *args);
+
 /* Q, K, V: shapes first, then the data in the kernel's storage types;
    fills the args' shape, strides and tensors. */
 static void load_qkv(const run_options *opt, const attn_spec *spec, run_inputs *in,
                      attn_args *args)
 {
+    if (opt->random) {
+        random_qkv(opt, spec, in);
+        fill_qkv_args(opt, spec, in, args);
+        return;
+    }
     load(opt->q_path, &in->qa);
     in->qt = check_bshd(opt->q_path, &in->qa, "seq_q", "heads_q", spec->heads_q, "head_dim",
                         spec->head_dim);
@@ -571,7 +675,12 @@ static void load_qkv(const run_options *opt, const attn_spec *spec, run_inputs *
     in->q = load_stored(opt->q_path, &in->qa, spec->dtype_q);
     in->k = load_stored(opt->k_path, &in->ka, spec->dtype_kv);
     in->v = load_stored(opt->v_path, &in->va, spec->dtype_kv);
+    fill_qkv_args(opt, spec, in, args);
+}
 
+/* The args' shape, strides and tensors from the inputs. */
+static void fill_qkv_args(const run_options *opt, const attn_spec *spec, const run_inputs *in, attn_args *args)
+{
     memset(args, 0, sizeof *args);
     args->batch = in->qt.batch;
     args->seq_q = in->qt.len;
@@ -738,9 +847,9 @@ static void load_state(const run_options *opt, const attn_spec *spec, run_inputs
 }
 
 /* O [B][Lq][Hq][Dv] in O's storage type (f32 for the reference), LSE
-   [B][Hq][Lq], f32, and with p_path the weights [B][Hq][Lq][Lk], f32,
-   attached to the args. */
-static void alloc_outputs(const char *o_path, const char *p_path, const attn_spec *spec,
+   [B][Hq][Lq], f32, with p_path the weights [B][Hq][Lq][Lk], f32, and with
+   e_path the entropy [B][Hq][Lq], f32, attached to the args. */
+static void alloc_outputs(const char *o_path, const char *p_path, const char *e_path, const attn_spec *spec,
                           int use_reference, attn_args *args, run_outputs *out)
 {
     size_t o_count, lse_count;
@@ -766,6 +875,12 @@ static void alloc_outputs(const char *o_path, const char *p_path, const attn_spe
         fail(o_path, "out of memory");
     args->o = out->o;
     args->lse = out->lse;
+    if (e_path != NULL) {
+        out->e = (float *)malloc(lse_count * sizeof *out->e + 1);
+        if (out->e == NULL)
+            fail(e_path, "out of memory");
+        args->entropy = out->e;
+    }
     if (p_path != NULL) {
         size_t p_count = (size_t)args->batch * (size_t)spec->heads_q;
         out->p_shape[0] = args->batch;
@@ -833,101 +948,72 @@ static void compute(const attn_kernel *kernel, const attn_variant *variant, int 
         fail(spec->name, "%s", attn_status_string(st));
 }
 
-/* Writes O (and LSE) next to their paths, then renames them into place:
-   both outputs complete before either replaces what was there.  A 3-D
-   input (no batch dim) gives outputs without one. */
-static void publish_outputs(const run_options *opt, int drop_batch, run_outputs *out)
+/* Files staged next to their paths and renamed into place together. */
+typedef struct {
+    const char *path[6];
+    char *staged[6];
+    int n;
+} staged_files;
+
+/* Removes the staged files from the from'th on, and fails on path. */
+static void unstage_and_fail(staged_files *sf, int from, const char *path, const char *msg)
+{
+    int t;
+    for (t = from; t < sf->n; t++)
+        if (sf->staged[t] != NULL)
+            remove(sf->staged[t]);
+    fail(path, "%s", msg);
+}
+
+/* Writes one output next to its path (none where path is NULL). */
+static void stage(staged_files *sf, const char *path, int ndim, const int64_t *shape, const void *data,
+                  attn_npy_dtype dtype)
 {
     char err[256];
-    char *o_staged, *lse_staged = NULL, *p_staged = NULL, *s_staged[2] = { NULL, NULL };
+    if (path == NULL)
+        return;
+    sf->path[sf->n] = path;
+    sf->staged[sf->n] = attn_npy_write_staged(path, dtype, ndim, shape, data, err, sizeof err);
+    sf->n++;
+    if (sf->staged[sf->n - 1] == NULL)
+        unstage_and_fail(sf, 0, path, err);
+}
+
+/* Writes O (and LSE, the weights, the entropy, the state) next to their
+   paths, then renames them into place: every output complete before any
+   replaces what was there.  A 3-D input (no batch dim) gives outputs
+   without one. */
+static void publish_outputs(const run_options *opt, int drop_batch, run_outputs *out)
+{
+    staged_files sf;
     const void *o_data = out->o;
     int t;
     attn_npy_dtype o_npy = ATTN_NPY_F32;
 
+    memset(&sf, 0, sizeof sf);
     if (out->o_dtype == ATTN_DTYPE_F16) {
         o_npy = ATTN_NPY_F16;
     } else if (out->o_dtype == ATTN_DTYPE_BF16) { /* .npy has no bf16: f32, exactly */
         out->o_wide = widen_copy(opt->o_path, ATTN_DTYPE_BF16, out->o, out->o_count);
         o_data = out->o_wide;
     }
-    o_staged = attn_npy_write_staged(opt->o_path, o_npy, out->o_ndim - drop_batch, out->o_shape + drop_batch, o_data, err,
-                            sizeof err);
-    if (o_staged == NULL)
-        fail(opt->o_path, "%s", err);
-    if (opt->lse_path != NULL) {
-        lse_staged = attn_npy_write_staged(opt->lse_path, ATTN_NPY_F32, 3 - drop_batch,
-                                  out->lse_shape + drop_batch, out->lse, err, sizeof err);
-        if (lse_staged == NULL) {
-            remove(o_staged);
-            fail(opt->lse_path, "%s", err);
+    stage(&sf, opt->o_path, out->o_ndim - drop_batch, out->o_shape + drop_batch, o_data, o_npy);
+    stage(&sf, opt->lse_path, 3 - drop_batch, out->lse_shape + drop_batch, out->lse, ATTN_NPY_F32);
+    if (opt->p_path != NULL && opt->average_heads)
+        average_heads(out);
+    stage(&sf, opt->p_path, out->p_ndim - drop_batch, out->p_shape + drop_batch, out->p, ATTN_NPY_F32);
+    stage(&sf, opt->e_path, 3 - drop_batch, out->lse_shape + drop_batch, out->e, ATTN_NPY_F32);
+    for (t = 0; t < 2 && opt->s_out[0] != NULL; t++) /* the state after the call: S, z */
+        stage(&sf, opt->s_out[t], 4 - t - drop_batch, out->state_shape[t] + drop_batch, out->state[t],
+              ATTN_NPY_F32);
+    for (t = 0; t < sf.n; t++)
+        if (rename(sf.staged[t], sf.path[t]) != 0) {
+            char msg[256];
+            snprintf(msg, sizeof msg, "cannot rename the finished file over it: %s", strerror(errno));
+            unstage_and_fail(&sf, t, sf.path[t], msg);
         }
-    }
-    if (opt->p_path != NULL) {
-        if (opt->average_heads)
-            average_heads(out);
-        p_staged = attn_npy_write_staged(opt->p_path, ATTN_NPY_F32, out->p_ndim - drop_batch,
-                                out->p_shape + drop_batch, out->p, err, sizeof err);
-        if (p_staged == NULL) {
-            remove(o_staged);
-            if (lse_staged != NULL)
-                remove(lse_staged);
-            fail(opt->p_path, "%s", err);
-        }
-    }
-    for (t = 0; t < 2 && opt->s_out[0] != NULL; t++) { /* the state after the call: S, z */
-        s_staged[t] = attn_npy_write_staged(opt->s_out[t], ATTN_NPY_F32, 4 - t - drop_batch,
-                                   out->state_shape[t] + drop_batch, out->state[t], err, sizeof err);
-        if (s_staged[t] == NULL) {
-            remove(o_staged);
-            if (lse_staged != NULL)
-                remove(lse_staged);
-            if (p_staged != NULL)
-                remove(p_staged);
-            if (t == 1)
-                remove(s_staged[0]);
-            fail(opt->s_out[t], "%s", err);
-        }
-    }
-    if (rename(o_staged, opt->o_path) != 0) {
-        const int e = errno;
-        remove(o_staged);
-        if (lse_staged != NULL)
-            remove(lse_staged);
-        if (p_staged != NULL)
-            remove(p_staged);
-        for (t = 0; t < 2; t++)
-            if (s_staged[t] != NULL)
-                remove(s_staged[t]);
-        fail(opt->o_path, "cannot rename the finished file over it: %s", strerror(e));
-    }
-    if (lse_staged != NULL && rename(lse_staged, opt->lse_path) != 0) {
-        const int e = errno;
-        remove(lse_staged);
-        if (p_staged != NULL)
-            remove(p_staged);
-        fail(opt->lse_path, "cannot rename the finished file over it: %s", strerror(e));
-    }
-    if (p_staged != NULL && rename(p_staged, opt->p_path) != 0) {
-        const int e = errno;
-        remove(p_staged);
-        for (t = 0; t < 2; t++)
-            if (s_staged[t] != NULL)
-                remove(s_staged[t]);
-        fail(opt->p_path, "cannot rename the finished file over it: %s", strerror(e));
-    }
-    for (t = 0; t < 2; t++)
-        if (s_staged[t] != NULL && rename(s_staged[t], opt->s_out[t]) != 0) {
-            const int e = errno;
-            remove(s_staged[t]);
-            if (t == 0)
-                remove(s_staged[1]);
-            fail(opt->s_out[t], "cannot rename the finished file over it: %s", strerror(e));
-        }
-    free(o_staged);
-    free(lse_staged);
-    free(p_staged);
-    free(s_staged[0]);
-    free(s_staged[1]);
+    for (t = 0; t < sf.n; t++)
+        free(sf.staged[t]);
 }
 
 static void free_all(const run_options *opt, run_inputs *in, run_outputs *out)
@@ -957,6 +1043,7 @@ static void free_all(const run_options *opt, run_inputs *in, run_outputs *out)
     free(out->o_wide);
     free(out->lse);
     free(out->p);
+    free(out->e);
     free(out->state[0]);
     free(out->state[1]);
     attn_npy_free(&in->state_a[0]);
@@ -1075,6 +1162,12 @@ static void check_classic_paths(const run_options *opt, const attn_spec *spec)
              kind, opt->dropout_opt);
     if (opt->sinks_path != NULL)
         fail(opt->sinks_path, "the config '%s' has %s, which has no sinks, so --sinks is not accepted", spec->name,
+             kind);
+    if (opt->random || opt->seq_q != 0 || opt->seq_k != 0 || opt->batch != 0)
+        fail(opt->random ? "--random-inputs" : opt->seq_q != 0 ? "--seq-q" : opt->seq_k != 0 ? "--seq-k" : "--batch",
+             "the config '%s' has %s, which reads its inputs from --s and --h", spec->name, kind);
+    if (opt->e_path != NULL)
+        fail(opt->e_path, "the config '%s' has %s, which has no entropy, so --entropy is not accepted", spec->name,
              kind);
     if (opt->average_heads)
         fail("--average-heads", "the config '%s' has %s: one head, so the weights --weights writes are "
@@ -1362,7 +1455,7 @@ static int run_qkv(const attn_kernel *kernel, const run_options *options)
         load_sinks(opt.sinks_path, spec, &in, &args);
     if (opt.r_path != NULL)
         load_rel(opt.r_path, spec, &in, &args);
-    alloc_outputs(opt.o_path, opt.p_path, spec, opt.use_reference, &args, &out);
+    alloc_outputs(opt.o_path, opt.p_path, opt.e_path, spec, opt.use_reference, &args, &out);
     if (spec->family == ATTN_FAMILY_LINEAR && spec->state)
         load_state(&opt, spec, &in, &args, &out);
 

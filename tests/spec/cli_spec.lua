@@ -379,6 +379,44 @@ describe("cli #slow", function()
       compare(d .. "/a.npy", d .. "/a_ref.npy")
     end)
 
+    it("--entropy writes E [B][Hq][Lq] that matches the reference; --random-inputs draws and writes Q, K, V",
+      function()
+      local econfig = "configs/test/t_dropout_weights_bf16.lua"
+      local d = folder("entropy")
+      local function shape(p) return helper.read_file(p):match("'shape': (%b())") end
+      local drawn = { "run", econfig, "--random-inputs", "5", "--batch", "2", "--seq-q", "6", "--seq-k", "40" }
+      local code, _, err = attngen(cat(drawn, { "-o", d .. "/o.npy", "--entropy", d .. "/e.npy",
+        "--q", d .. "/q.npy", "--k", d .. "/k.npy", "--v", d .. "/v.npy" }))
+      assert.equal(0, code, err)
+      assert.equal("(2, 6, 4, 64)", shape(d .. "/q.npy"))
+      assert.equal("(2, 40, 1, 64)", shape(d .. "/k.npy"))
+      assert.equal("(2, 4, 6)", shape(d .. "/e.npy"))
+      -- the same seed draws the same inputs
+      code, _, err = attngen(cat(drawn, { "-o", d .. "/o2.npy", "--q", d .. "/q2.npy" }))
+      assert.equal(0, code, err)
+      assert.equal(helper.read_file(d .. "/q.npy"), helper.read_file(d .. "/q2.npy"))
+      code, _, err = attngen({ "run", econfig, "--q", d .. "/q.npy", "--k", d .. "/k.npy", "--v", d .. "/v.npy",
+        "--reference", "-o", d .. "/ref.npy", "--entropy", d .. "/e_ref.npy" })
+      assert.equal(0, code, err)
+      compare(d .. "/e.npy", d .. "/e_ref.npy")
+      -- one-line errors
+      local function refused(args, pattern)
+        local c, out, e = attngen(args)
+        assert.equal(2, c, e)
+        assert.equal("", out)
+        assert.truthy(e:find(pattern), e)
+      end
+      refused({ "run", "configs/test/t_weights_causal_gqa.lua", "--random-inputs", "1", "--seq-q", "2", "--seq-k",
+        "3", "--seqlens-k", d .. "/none.npy", "-o", d .. "/x.npy", "--entropy", d .. "/x_e.npy" },
+        "has no entropy %(entropy = true%), so %-%-entropy is not accepted")
+      refused({ "run", econfig, "--q", d .. "/q.npy", "--k", d .. "/k.npy", "--v", d .. "/v.npy", "--seq-q", "2",
+        "-o", d .. "/x.npy" }, "%-%-seq%-q: only with %-%-random%-inputs")
+      refused({ "run", econfig, "--random-inputs", "1", "--seq-q", "2", "-o", d .. "/x.npy" },
+        "%-%-seq%-k: required with %-%-random%-inputs")
+      refused({ "run", econfig, "--random-inputs", "x", "--seq-q", "2", "--seq-k", "2", "-o", d .. "/x.npy" },
+        "%-%-random%-inputs: expected an integer")
+    end)
+
     it("--dropout-p/--dropout-seed/--dropout-offset: the kernel and the reference draw the same mask", function()
       local dconfig = "configs/test/t_dropout_weights_bf16.lua"
       local cfg = assert(presets.load(dconfig))

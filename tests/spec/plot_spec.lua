@@ -205,6 +205,30 @@ describe("plot #slow", function()
     assert.same({ 1000, 300 }, { png_size(d .. "/strip.png") })
   end)
 
+  it("entropy: a layers x heads heatmap of the means, and one head's rows as a line", function()
+    local d = tmp .. "/entropy"
+    assert(require("pl.dir").makepath(d))
+    -- two layers [B=2][H=3][Lq=2]: layer 0 head h has mean h + 0.5, layer 1 head h mean 2h + 0.25
+    local l0, l1 = {}, {}
+    for b = 0, 1 do
+      for h = 0, 2 do
+        for i = 0, 1 do
+          l0[#l0 + 1] = h + (i == 0 and 0.25 or 0.75)
+          l1[#l1 + 1] = 2 * h + (b == 0 and 0 or 0.5)
+        end
+      end
+    end
+    write_npy(d .. "/e0.npy", { 2, 3, 2 }, l0)
+    write_npy(d .. "/e1.npy", { 2, 3, 2 }, l1)
+    ok_run(d, { "plot", "entropy", "e0.npy", "e1.npy", "-o", "h.svg" })
+    local svg = helper.read_file(d .. "/h.svg")
+    for _, cell in ipairs({ "0.50", "1.50", "2.50", "0.25", "2.25", "4.25", "0: e0.npy", "1: e1.npy" }) do
+      assert.truthy(svg:find(cell, 1, true), cell)
+    end
+    ok_run(d, { "plot", "entropy", "e1.npy", "--head", "2", "--batch", "1", "-o", "rows.png", "--size", "640x400" })
+    assert.same({ 640, 400 }, { png_size(d .. "/rows.png") })
+  end)
+
   -- errors: exit 2, one line, nothing on stdout, no file left behind
   local function fails(name, setup_fn, args, pattern, extra_env)
     it("error: " .. name, function()
@@ -247,6 +271,20 @@ describe("plot #slow", function()
     "-o", "w.svg" }, "^%-%-batch 1: w%.npy has shape %(1, 2, 3, 4%), batch entries 0%.%.0$")
   fails("not float32", function(d) write_npy(d .. "/w.npy", { 2 }, nil, "<i4", false, ("\0"):rep(8)) end,
     { "plot", "weights", "w.npy", "-o", "w.svg" }, "^w%.npy: holds dtype '<i4'")
+  local function entropy_files(d)
+    write_npy(d .. "/e0.npy", { 1, 2, 3 }, { 0, 1, 2, 3, 4, 5 })
+    write_npy(d .. "/e1.npy", { 1, 3, 2 }, { 0, 1, 2, 3, 4, 5 })
+  end
+  fails("entropy of the wrong rank", weights_file, { "plot", "entropy", "w.npy", "-o", "e.svg" },
+    "^w%.npy: shape %(1, 2, 3, 4%); the entropy must be %[B%]%[Hq%]%[Lq%]")
+  fails("entropy files of different heads", entropy_files, { "plot", "entropy", "e0.npy", "e1.npy", "-o", "e.svg" },
+    "^e1%.npy: shape %(1, 3, 2%) has 3 heads, e0%.npy has 2$")
+  fails("entropy --head with several files", entropy_files, { "plot", "entropy", "e0.npy", "e0.npy", "--head",
+    "0", "-o", "e.svg" }, "^%-%-head 0: draws one file's rows; 2 files given$")
+  fails("entropy --head out of range", entropy_files, { "plot", "entropy", "e0.npy", "--head", "2", "-o", "e.svg" },
+    "^%-%-head 2: e0%.npy has 2 heads, 0%.%.1$")
+  fails("entropy --batch out of range", entropy_files, { "plot", "entropy", "e0.npy", "--head", "0", "--batch",
+    "1", "-o", "e.svg" }, "^%-%-batch 1: e0%.npy has batch entries 0%.%.0$")
   fails("gnuplot missing", weights_file, { "plot", "weights", "w.npy", "--head", "0", "-o", "w.svg" },
     "^gnuplot not found on PATH %(install the Debian package gnuplot%-nox", function(d)
       -- a PATH with the interpreter and what the shim needs, and no gnuplot

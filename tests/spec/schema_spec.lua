@@ -42,10 +42,11 @@ describe("schema", function()
     local cfg = assert(schema.normalize({ name = "m", heads_q = 8, head_dim = 64 }))
 
     it("fills every key of docs/config.md but the optional softcap, chunk, prefill_chunk, weights, dropout, rel_bias, "
-      .. "sinks, temperature", function()
+      .. "entropy, sinks, temperature", function()
       for _, k in ipairs(schema.order) do
         if k ~= "softcap" and k ~= "sliding_window" and k ~= "chunk" and k ~= "weights" and k ~= "sparse"
-          and k ~= "dropout" and k ~= "prefill_chunk" and k ~= "rel_bias" and k ~= "sinks" and k ~= "temperature" then
+          and k ~= "dropout" and k ~= "prefill_chunk" and k ~= "rel_bias" and k ~= "entropy" and k ~= "sinks"
+          and k ~= "temperature" then
           assert.is_not_nil(cfg[k], "missing default for " .. k)
         end
       end
@@ -58,14 +59,15 @@ describe("schema", function()
       assert.is_nil(cfg.dropout) -- no dropout (absent, so configs echo as before)
       assert.is_nil(cfg.sinks)
       assert.is_nil(cfg.temperature)
+      assert.is_nil(cfg.entropy) -- no entropy output (absent, so configs echo as before)
       assert.is_nil(cfg.sliding_window) -- folded into window
     end)
 
     it("knows exactly the keys of the sdpa family, and the decode_max_q and prefill_chunk extensions", function()
       local expected = { "name", "kind", "heads_q", "heads_kv", "head_dim", "head_dim_v", "causal",
         "window", "sliding_window", "chunk", "sparse", "global_tokens", "padding", "mask", "scale", "softcap", "alibi",
-        "rel_bias", "decode_max_q", "prefill_chunk", "weights", "dropout", "sinks", "temperature", "dtype", "matmul",
-        "isa", "tile" }
+        "rel_bias", "decode_max_q", "prefill_chunk", "weights", "dropout", "entropy", "sinks", "temperature", "dtype",
+        "matmul", "isa", "tile" }
       assert.same(expected, schema.order_of("sdpa"))
       assert.same(expected, schema.order)
       for _, k in ipairs(expected) do assert.is_true(schema.keys[k]) end
