@@ -378,11 +378,15 @@ static void compare_o(const attn_qkv_case *cb, attn_verify_result *res)
                 }
 }
 
-static void compare_lse(const attn_qkv_case *cb, attn_verify_result *res)
+/* One value a row, [B][Hq][Lq]: LSE within the f32 bound of the reference's
+   value, or the entropy (entropy = 1) within ATTN_REF_TOL_E of the row's LSE. */
+static void compare_rows(const attn_qkv_case *cb, attn_verify_result *res, int entropy)
 {
     const attn_spec *spec = cb->spec;
     const attn_case *c = &cb->c;
-    const float *lse = (const float *)cb->lse.ptr;
+    const float *got = (const float *)(entropy ? cb->e.ptr : cb->lse.ptr);
+    const float *ref = entropy ? cb->ref.e : cb->ref.lse;
+    double *max_err = entropy ? &res->max_err_e : &res->max_err_lse;
     char label[96] = "";
     int64_t b, h, i;
 
@@ -390,36 +394,14 @@ static void compare_lse(const attn_qkv_case *cb, attn_verify_result *res)
         for (h = 0; h < spec->heads_q; h++)
             for (i = 0; i < c->seq_q; i++) {
                 const size_t at = (size_t)((b * spec->heads_q + h) * c->seq_q + i);
-                const float r = cb->ref.lse[at];
+                const float r = ref[at];
+                const double tol = entropy ? ATTN_REF_TOL_E(cb->ref.lse[at]) : ATTN_REF_TOL(ATTN_DTYPE_F32, r);
                 double err, ratio;
-                const int ok = attn_values_agree(lse[at], r, ATTN_REF_TOL(ATTN_DTYPE_F32, r), &err, &ratio);
+                const int ok = attn_values_agree(got[at], r, tol, &err, &ratio);
                 if (!ok && res->failures == 0)
-                    snprintf(label, sizeof label, "LSE[b=%lld][h=%lld][i=%lld]", (long long)b, (long long)h,
-                             (long long)i);
-                attn_verify_note(res, ok, err, ratio, &res->max_err_lse, label, lse[at], r, c);
-            }
-}
-
-/* the entropy: within ATTN_REF_TOL_E of the row's LSE */
-static void compare_e(const attn_qkv_case *cb, attn_verify_result *res)
-{
-    const attn_spec *spec = cb->spec;
-    const attn_case *c = &cb->c;
-    const float *e = (const float *)cb->e.ptr;
-    char label[96] = "";
-    int64_t b, h, i;
-
-    for (b = 0; b < c->batch; b++)
-        for (h = 0; h < spec->heads_q; h++)
-            for (i = 0; i < c->seq_q; i++) {
-                const size_t at = (size_t)((b * spec->heads_q + h) * c->seq_q + i);
-                const float r = cb->ref.e[at];
-                double err, ratio;
-                const int ok = attn_values_agree(e[at], r, ATTN_REF_TOL_E(cb->ref.lse[at]), &err, &ratio);
-                if (!ok && res->failures == 0)
-                    snprintf(label, sizeof label, "E[b=%lld][h=%lld][i=%lld]", (long long)b, (long long)h,
-                             (long long)i);
-                attn_verify_note(res, ok, err, ratio, &res->max_err_e, label, e[at], r, c);
+                    snprintf(label, sizeof label, "%s[b=%lld][h=%lld][i=%lld]", entropy ? "E" : "LSE",
+                             (long long)b, (long long)h, (long long)i);
+                attn_verify_note(res, ok, err, ratio, max_err, label, got[at], r, c);
             }
 }
 
@@ -462,11 +444,11 @@ void attn_qkv_compare(const void *state, const char *shape, attn_verify_result *
         attn_linear_compare_lse_untouched(cb, shape, res);
     attn_linear_compare_state(cb, res);
     if (!linear)
-        compare_lse(cb, res);
+        compare_rows(cb, res, 0);
     if (cb->args.weights != NULL)
         compare_p(cb, res);
     if (cb->args.entropy != NULL)
-        compare_e(cb, res);
+        compare_rows(cb, res, 1);
     attn_verify_gaps(res, "P", ATTN_DTYPE_F32, cb->p.ptr, cb->p_described, cb->lp.span, shape);
     attn_verify_gaps(res, "O", cb->spec->dtype_o, cb->o.ptr, cb->o_described, cb->lo.span, shape);
 }
