@@ -34,6 +34,10 @@ M.q4 = require("isa.sse_q4")(
 function M.zero() return "_mm256_setzero_ps()" end
 function M.set1(x) return ("_mm256_set1_ps(%s)"):format(x) end
 function M.load(p) return ("_mm256_loadu_ps(%s)"):format(p) end
+--- 8 int8 codes of a q8_0 block at p as f32
+function M.block_codes_i8(p)
+  return ("_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(%s))))"):format(p)
+end
 function M.store(p, v) return ("_mm256_storeu_ps(%s, %s)"):format(p, v) end
 -- a non-temporal store (p aligned to the vector) and the fence that orders such stores
 function M.stream(p, v) return ("_mm256_stream_ps(%s, %s)"):format(p, v) end

@@ -129,6 +129,10 @@ local function build(name, enum, target)
   function M.zero() return "_mm512_setzero_ps()" end
   function M.set1(x) return ("_mm512_set1_ps(%s)"):format(x) end
   function M.load(p) return ("_mm512_loadu_ps(%s)"):format(p) end
+  --- 16 int8 codes of a q8_0 block at p as f32
+  function M.block_codes_i8(p)
+    return ("_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(%s))))"):format(p)
+  end
   function M.store(p, v) return ("_mm512_storeu_ps(%s, %s)"):format(p, v) end
   -- a non-temporal store (p aligned to the vector) and the fence that orders such stores
   function M.stream(p, v) return ("_mm512_stream_ps(%s, %s)"):format(p, v) end

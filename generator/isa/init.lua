@@ -71,6 +71,8 @@
 -- type a module does not spell is a generator bug and raises.
 local M = {}
 
+local function naming() return require("naming") end
+
 --- Known ISAs, best first: the dispatcher tries them in this order.
 M.order = { "avx512bf16", "avx512", "avx2", "neon", "scalar" }
 
@@ -125,6 +127,39 @@ function M.add_storage(isa)
       end
       return t[name](...)
     end
+  end
+  --- llama.cpp's block types (K/V rows of q8_0 or q4_0 blocks): a vector
+  -- of the lanes values from value e (a multiple of the lanes) of the row of
+  -- blocks `row`, dequantized: a call of the variant's helper, whose C text
+  -- block_helper(dtype, attr) gives.  The helper takes the block's codes as
+  -- f32 (isa.block_codes, where the module spells the int8 widening; else a
+  -- plain loop) and multiplies them by the block's scale.
+  function isa.load_block(dtype, row, e)
+    return ("%s(%s, %s)"):format(naming().shared("load_" .. dtype, isa.name), row, e)
+  end
+  function isa.block_helper(dtype, attr)
+    local L, n = isa.lanes, naming()
+    local codes
+    if dtype == "q8_0" and isa.block_codes_i8 then
+      codes = ("    const %s x = %s;\n"):format(isa.vec, isa.block_codes_i8("b->q + o"))
+    else
+      local code = dtype == "q8_0" and "b->q[o + i]"
+        or "(o < 16 ? (b->q[o + i] & 15) : (b->q[o - 16 + i] >> 4)) - 8"
+      codes = ("    float c[%d];\n    int i;\n    %s x;\n    for (i = 0; i < %d; i++) c[i] = (float)(%s);\n"
+        .. "    x = %s;\n"):format(L, isa.vec, L, code, isa.load("c"))
+    end
+    return ([[
+
+/* Values e .. e + %d of a row of %s blocks (llama.cpp's), dequantized: the codes
+ * times the block's f16 scale d, exact in f32 (e a multiple of %d: one block's). */
+%sstatic inline %s %s(const attn_block_%s *row, int64_t e)
+{
+    const attn_block_%s *b = row + e / 32;
+    const int o = (int)(e %% 32);
+%s    return %s;
+}
+]]):format(L - 1, dtype, L, attr, isa.vec, n.shared("load_" .. dtype, isa.name), dtype, dtype, codes,
+      isa.mul("x", isa.set1(n.shared("widen_f16", "scalar") .. "(b->d)")))
   end
   op("load_from", isa.load)
   op("loadn_from", isa.loadn)
