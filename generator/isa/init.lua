@@ -117,7 +117,8 @@ end
 --- The storage-type operations of an ISA module (see above): f32 is the
 -- module's own load/store; other types come from isa.storage[dtype].
 function M.add_storage(isa)
-  local own = isa.storage or {}
+  local own = {} -- a copy: a module built from another (avx512bf16) gets block ops of its own name
+  for dt, t in pairs(isa.storage or {}) do own[dt] = t end
   local function op(name, f32)
     isa[name] = function(dtype, ...)
       if dtype == "f32" then return f32(...) end
@@ -161,6 +162,28 @@ function M.add_storage(isa)
 ]]):format(L - 1, dtype, L, attr, isa.vec, n.shared("load_" .. dtype, isa.name), dtype, dtype, codes,
       isa.mul("x", isa.set1(n.shared("widen_f16", "scalar") .. "(b->d)")))
   end
+  -- a block type's storage ops: p spells "row + e" (value e of the row of
+  -- blocks `row`, e a multiple of the lanes) and x "row[e]"; rows are whole
+  -- blocks (D a multiple of 32), so there are no tails, and K/V are never stored
+  for _, dt in ipairs({ "q8_0", "q4_0" }) do
+    do
+      own[dt] = {
+        load = function(p)
+          local row, e = p:match("^([%w_]+) %+ (.+)$")
+          if not row then row, e = p:match("^([%w_]+)$"), "0" end
+          if not row then error(("ISA module '%s': a %s load from '%s' (not row + e)"):format(isa.name, dt, p), 3) end
+          return isa.load_block(dt, row, e)
+        end,
+        set1 = function(x)
+          local row, e = x:match("^([%w_]+)%[(.+)%]$")
+          if not row then error(("ISA module '%s': a %s broadcast of '%s' (not row[e])"):format(isa.name, dt, x), 3) end
+          return isa.set1(("%s(%s, %s)"):format(naming().shared("widen_" .. dt, "scalar"), row, e))
+        end,
+      }
+      own[dt].load_from, own[dt].set1_from = own[dt].load, own[dt].set1
+    end
+  end
+  isa.storage = own
   op("load_from", isa.load)
   op("loadn_from", isa.loadn)
   op("set1_from", isa.set1)

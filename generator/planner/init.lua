@@ -280,6 +280,10 @@ function M.common(cfg, opts)
   p.unroll_max_vectors = M.UNROLL_MAX_VECTORS
   p.cache_line = M.CACHE_LINE
   p.line_floats = math.floor(M.CACHE_LINE / M.DTYPE_BYTES[p.dtype.kv]) -- elements of a K/V row in a line
+  if p.kv_block then -- values a block type's prefetch steps by: a block's (its 34 or 18 bytes, about a line's)
+    p.line_floats = p.kv_values
+    p.kv_bytes = M.DTYPE_BYTES[p.dtype.kv]
+  end
   return p
 end
 

@@ -355,9 +355,7 @@ function M.plan(cfg, opts)
 
   -- decode path: taken when Lq <= max_q; keys split in chunks whose length
   -- depends on Lk only, never on the thread count
-  -- (K/V in a block type: every query count through the prefill path, whose
-  -- packer dequantizes the blocks; the decode kernels do not read blocks yet)
-  p.decode = { max_q = p.kv_block and 0 or cfg.decode_max_q, chunk = opts.decode_chunk or M.DECODE_CHUNK,
+  p.decode = { max_q = cfg.decode_max_q, chunk = opts.decode_chunk or M.DECODE_CHUNK,
     max_splits = M.DECODE_MAX_SPLITS,
     block = opts.decode_block or M.default_decode_block(cfg),
     reason = (opts.decode_block or opts.decode_chunk) and (opts.decode_reason or "given") or nil }
