@@ -133,8 +133,10 @@ function M.add_storage(isa)
   -- of the lanes values from value e (a multiple of the lanes) of the row of
   -- blocks `row`, dequantized: a call of the variant's helper, whose C text
   -- block_helper(dtype, attr) gives.  The helper takes the block's codes as
-  -- f32 (isa.block_codes, where the module spells the int8 widening; else a
-  -- plain loop) and multiplies them by the block's scale.
+  -- f32 (isa.block_codes_i8, where the module spells the int8 widening; else a
+  -- plain loop) and multiplies them by the block's scale (isa.block_scale: the
+  -- f16 bit pattern widened in every lane, where the module has an instruction
+  -- for it; else the scalar conversion, broadcast).
   function isa.load_block(dtype, row, e)
     return ("%s(%s, %s)"):format(naming().shared("load_" .. dtype, isa.name), row, e)
   end
@@ -160,7 +162,7 @@ function M.add_storage(isa)
 %s    return %s;
 }
 ]]):format(L - 1, dtype, L, attr, isa.vec, n.shared("load_" .. dtype, isa.name), dtype, dtype, codes,
-      isa.mul("x", isa.set1(n.shared("widen_f16", "scalar") .. "(b->d)")))
+      isa.mul("x", isa.block_scale and isa.block_scale("b->d") or isa.set1(n.shared("widen_f16", "scalar") .. "(b->d)")))
   end
   -- a block type's storage ops: p spells "row + e" (value e of the row of
   -- blocks `row`, e a multiple of the lanes) and x "row[e]"; rows are whole
