@@ -36,6 +36,12 @@ function M.set1(x) return ("_mm256_set1_ps(%s)"):format(x) end
 function M.load(p) return ("_mm256_loadu_ps(%s)"):format(p) end
 --- a block's f16 scale (a uint16_t bit pattern) as f32 in every lane: vcvtph2ps (F16C)
 function M.block_scale(x) return ("_mm256_cvtph_ps(_mm_set1_epi16((short)%s))"):format(x) end
+--- 8 q4_0 codes (the nibbles at bit `shift` of the 8 bytes at p) minus 8 as f32
+function M.block_codes_u4(p, shift)
+  return ("_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_and_si256(_mm256_srl_epi32(_mm256_cvtepu8_epi32("
+    .. "_mm_loadl_epi64((const __m128i *)(const void *)(%s))), _mm_cvtsi32_si128(%s)), _mm256_set1_epi32(15)), "
+    .. "_mm256_set1_epi32(8)))"):format(p, shift)
+end
 --- 8 int8 codes of a q8_0 block at p as f32
 function M.block_codes_i8(p)
   return ("_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(%s))))"):format(p)

@@ -131,6 +131,12 @@ local function build(name, enum, target)
   function M.load(p) return ("_mm512_loadu_ps(%s)"):format(p) end
   --- a block's f16 scale (a uint16_t bit pattern) as f32 in every lane: vcvtph2ps
   function M.block_scale(x) return ("_mm512_cvtph_ps(_mm256_set1_epi16((short)%s))"):format(x) end
+  --- 16 q4_0 codes (the nibbles at bit `shift` of the 16 bytes at p) minus 8 as f32
+  function M.block_codes_u4(p, shift)
+    return ("_mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_and_si512(_mm512_srl_epi32(_mm512_cvtepu8_epi32("
+      .. "_mm_loadu_si128((const __m128i *)(const void *)(%s))), _mm_cvtsi32_si128(%s)), _mm512_set1_epi32(15)), "
+      .. "_mm512_set1_epi32(8)))"):format(p, shift)
+  end
   --- 16 int8 codes of a q8_0 block at p as f32
   function M.block_codes_i8(p)
     return ("_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(%s))))"):format(p)

@@ -133,7 +133,7 @@ function M.add_storage(isa)
   -- of the lanes values from value e (a multiple of the lanes) of the row of
   -- blocks `row`, dequantized: a call of the variant's helper, whose C text
   -- block_helper(dtype, attr) gives.  The helper takes the block's codes as
-  -- f32 (isa.block_codes_i8, where the module spells the int8 widening; else a
+  -- f32 (isa.block_codes_i8 and _u4, where the module spells the widening; else a
   -- plain loop) and multiplies them by the block's scale (isa.block_scale: the
   -- f16 bit pattern widened in every lane, where the module has an instruction
   -- for it; else the scalar conversion, broadcast).
@@ -145,6 +145,8 @@ function M.add_storage(isa)
     local codes
     if dtype == "q8_0" and isa.block_codes_i8 then
       codes = ("    const %s x = %s;\n"):format(isa.vec, isa.block_codes_i8("b->q + o"))
+    elseif dtype == "q4_0" and isa.block_codes_u4 then -- values o.. in the low nibbles (o < 16) or the high ones
+      codes = ("    const %s x = %s;\n"):format(isa.vec, isa.block_codes_u4("b->q + o % 16", "(o / 16) * 4"))
     else
       local code = dtype == "q8_0" and "b->q[o + i]"
         or "(o < 16 ? (b->q[o + i] & 15) : (b->q[o - 16 + i] >> 4)) - 8"
