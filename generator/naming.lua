@@ -268,7 +268,10 @@ function M.parse(fname)
     local ok = not ((isa and not spec.isa) or (not isa and spec.isa == true))
     local s, dtype, m, n = rest, nil, nil, nil
     if ok and spec.dtype then
-      local head, d = s:match("^(.*)_(%w+)$")
+      local head, d -- the storage type ending the name (q8_0 and q4_0 hold an underscore)
+      for _, t in ipairs(M.DTYPES) do
+        if s:sub(-#t - 1) == "_" .. t and #s > #t + 1 then head, d = s:sub(1, -#t - 2), t end
+      end
       ok = head ~= nil and is_dtype(d)
       if ok then s, dtype = head, d end
     end

@@ -153,6 +153,7 @@ function M.add_storage(isa)
       codes = ("    float c[%d];\n    int i;\n    %s x;\n    for (i = 0; i < %d; i++) c[i] = (float)(%s);\n"
         .. "    x = %s;\n"):format(L, isa.vec, L, code, isa.load("c"))
     end
+    local scale = isa.block_scale and isa.block_scale("b->d") or isa.set1(n.shared("widen_f16", "scalar") .. "(b->d)")
     return ([[
 
 /* Values e .. e + %d of a row of %s blocks (llama.cpp's), dequantized: the codes
@@ -164,7 +165,7 @@ function M.add_storage(isa)
 %s    return %s;
 }
 ]]):format(L - 1, dtype, L, attr, isa.vec, n.shared("load_" .. dtype, isa.name), dtype, dtype, codes,
-      isa.mul("x", isa.block_scale and isa.block_scale("b->d") or isa.set1(n.shared("widen_f16", "scalar") .. "(b->d)")))
+      isa.mul("x", scale))
   end
   -- a block type's storage ops: p spells "row + e" (value e of the row of
   -- blocks `row`, e a multiple of the lanes) and x "row[e]"; rows are whole
