@@ -184,6 +184,10 @@ static void problem_init(problem *p, const attn_spec *s, int64_t lq, int64_t lk,
     p->ra.v = p->v;
     p->ra.o = p->ro;
     p->ra.lse = p->rlse;
+    for (i = 0; i < 3; i++) { /* K/V in a block type: the kernel's strides count blocks, the reference's values */
+        p->ra.k_stride[i] *= attn_dtype_values(s->dtype_kv);
+        p->ra.v_stride[i] *= attn_dtype_values(s->dtype_kv);
+    }
 }
 
 static void problem_free(problem *p)

@@ -270,6 +270,8 @@ static int call_qk(ukt_fn fn, attn_dtype dt, const void *a, int64_t as, const fl
         fault_armed = 1;
         if (pr) ((ukt_qkpf_fn)fn)((const float *)a, as, b, c, cs, pr);
         else if (dt == ATTN_DTYPE_F32) ((ukt_qk_fn)fn)((const float *)a, as, b, c, cs);
+        else if (dt == ATTN_DTYPE_Q8_0) ((ukt_qkq8_fn)fn)((const attn_block_q8_0 *)a, as, b, c, cs);
+        else if (dt == ATTN_DTYPE_Q4_0) ((ukt_qkq4_fn)fn)((const attn_block_q4_0 *)a, as, b, c, cs);
         else ((ukt_qk16_fn)fn)((const uint16_t *)a, as, b, c, cs);
         fault_armed = 0;
     }
@@ -284,6 +286,10 @@ static int call_pv(ukt_fn fn, attn_dtype dt, const float *p, int64_t ps, int64_t
         fault_armed = 1;
         if (pf) ((ukt_pvpf_fn)fn)(p, ps, pk, (const float *)v, vs, jlo, jhi, o, alpha, pr);
         else if (dt == ATTN_DTYPE_F32) ((ukt_pv_fn)fn)(p, ps, pk, (const float *)v, vs, jlo, jhi, o, alpha);
+        else if (dt == ATTN_DTYPE_Q8_0)
+            ((ukt_pvq8_fn)fn)(p, ps, pk, (const attn_block_q8_0 *)v, vs, jlo, jhi, o, alpha);
+        else if (dt == ATTN_DTYPE_Q4_0)
+            ((ukt_pvq4_fn)fn)(p, ps, pk, (const attn_block_q4_0 *)v, vs, jlo, jhi, o, alpha);
         else ((ukt_pv16_fn)fn)(p, ps, pk, (const uint16_t *)v, vs, jlo, jhi, o, alpha);
         fault_armed = 0;
     }
@@ -297,6 +303,10 @@ static int call_dot(ukt_fn fn, attn_dtype dt, const float *q, int64_t R, const v
     if (sig == 0) {
         fault_armed = 1;
         if (dt == ATTN_DTYPE_F32) ((ukt_dot_fn)fn)(q, R, (const float *)k0, (const float *)k1, s0, s1);
+        else if (dt == ATTN_DTYPE_Q8_0)
+            ((ukt_dotq8_fn)fn)(q, R, (const attn_block_q8_0 *)k0, (const attn_block_q8_0 *)k1, s0, s1);
+        else if (dt == ATTN_DTYPE_Q4_0)
+            ((ukt_dotq4_fn)fn)(q, R, (const attn_block_q4_0 *)k0, (const attn_block_q4_0 *)k1, s0, s1);
         else ((ukt_dot16_fn)fn)(q, R, (const uint16_t *)k0, (const uint16_t *)k1, s0, s1);
         fault_armed = 0;
     }
@@ -311,6 +321,8 @@ static int call_scores(ukt_fn fn, attn_dtype dt, const void *k0, int64_t ks, con
         fault_armed = 1;
         if (pf) ((ukt_scorespf_fn)fn)((const float *)k0, ks, q, s, rp, pr);
         else if (dt == ATTN_DTYPE_F32) ((ukt_scores_fn)fn)((const float *)k0, ks, q, s, rp);
+        else if (dt == ATTN_DTYPE_Q8_0) ((ukt_scoresq8_fn)fn)((const attn_block_q8_0 *)k0, ks, q, s, rp);
+        else if (dt == ATTN_DTYPE_Q4_0) ((ukt_scoresq4_fn)fn)((const attn_block_q4_0 *)k0, ks, q, s, rp);
         else ((ukt_scores16_fn)fn)((const uint16_t *)k0, ks, q, s, rp);
         fault_armed = 0;
     }
