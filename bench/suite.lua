@@ -189,8 +189,8 @@ local function target(what, value, goal, holds, fmt, at)
   rows[at or #rows + 1] = { what = what, value = shown, goal = goal, ok = holds }
 end
 --- A row with no goal: a figure shown next to the targets, not judged.
-local function info(what, value, fmt)
-  rows[#rows + 1] = { what = what, value = (fmt or "%.2f"):format(value), goal = "-", info = true }
+local function info(what, value, fmt, at)
+  rows[at or #rows + 1] = { what = what, value = (fmt or "%.2f"):format(value), goal = "-", info = true }
 end
 --- A target that could not be measured: not held, with a note under the table.
 local notes = {}
@@ -518,10 +518,17 @@ end
 -- (the most demanding denominator).  Every round is printed.
 local ROUNDS = quick and 2 or 3
 local rounds = {}
-local long_slots = wanted("decode") and { reserve(), reserve(), reserve(), reserve() }
 -- the reduced K/V caches of the same shape (Q and O f32), one thread: the
 -- K/V bytes halve, so the time should too
-local CACHES = { { key = "f16", set = 'dtype={kv="f16"}' }, { key = "bf16", set = 'dtype={kv="bf16"}' } }
+-- each cache type's goal: K/V bytes read a second against the read bandwidth
+-- (llama.cpp's q8_0 blocks: the kernel dequantizes in registers, 1.06 bytes a
+-- value; q4_0 reported, its 0.56 bytes a value leave the FMAs the bound)
+local CACHES = { { key = "f16", set = 'dtype={kv="f16"}', goal = 0.80 },
+  { key = "bf16", set = 'dtype={kv="bf16"}', goal = 0.80 },
+  { key = "q8_0", set = 'dtype={kv="q8_0"}', goal = 0.60 }, { key = "q4_0", set = 'dtype={kv="q4_0"}' } }
+-- the rows of the long-cache targets: 1 thread, 2 threads, then each cache type's
+local long_slots = wanted("decode") and { reserve(), reserve() }
+for _ = 1, long_slots and #CACHES or 0 do long_slots[#long_slots + 1] = reserve() end
 local decode_at = #decode_rows + 1 -- where the best rows go in the table
 local function decode_round()
   local n = #rounds + 1
@@ -751,8 +758,12 @@ if #rounds > 0 then
     best_one.ms / best_two.ms >= 1.6, nil, long_slots[2])
   for i, c in ipairs(CACHES) do
     local b = best_of_rounds(c.key)
-    target(("decode Llama-3-8B, %s K/V, Lq=1 Lk=%d, 1 thread: K/V read / read bandwidth"):format(c.key, LONG),
-      b.gbs / b.bw, ">= 0.80", b.gbs / b.bw >= 0.80, nil, long_slots[2 + i])
+    local what = ("decode Llama-3-8B, %s K/V, Lq=1 Lk=%d, 1 thread: K/V read / read bandwidth"):format(c.key, LONG)
+    if c.goal then
+      target(what, b.gbs / b.bw, (">= %.2f"):format(c.goal), b.gbs / b.bw >= c.goal, nil, long_slots[2 + i])
+    else
+      info(what, b.gbs / b.bw, nil, long_slots[2 + i])
+    end
     table.insert(decode_rows, decode_at, b)
   end
   table.insert(decode_rows, decode_at, best_two)

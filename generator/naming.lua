@@ -21,7 +21,7 @@ local isa_registry = require("isa")
 local M = {}
 
 --- Storage types a name can carry.
-M.DTYPES = { "f32", "bf16", "f16" }
+M.DTYPES = { "f32", "bf16", "f16", "q8_0", "q4_0" }
 
 --- op -> how its names are formed:
 --   shape: "MxN" (a register block: rows x columns) or nil (no shape)
@@ -180,6 +180,9 @@ M.SHARED = {
   set2_half = "two floats in every pair of a half-width vector's lanes",
   sum_pairs_half = "two half-width vectors' lane pairs summed, each into its own row of scores",
   widen_bf16 = "a bf16 value as f32", widen_f16 = "an f16 value as f32",
+  widen_q8_0 = "value e of a row of q8_0 blocks as f32", widen_q4_0 = "value e of a row of q4_0 blocks as f32",
+  load_q8_0 = "a vector of a row of q8_0 blocks' values, dequantized",
+  load_q4_0 = "a vector of a row of q4_0 blocks' values, dequantized",
   narrow_bf16 = "f32 to bf16, round to nearest even", narrow_f16 = "f32 to f16, round to nearest even",
   loadn_bf16 = "the first n bf16 values as f32 lanes", loadn_f16 = "the first n f16 values as f32 lanes",
   storen_bf16 = "the first n lanes stored as bf16", storen_f16 = "the first n lanes stored as f16",
@@ -269,7 +272,10 @@ function M.parse(fname)
     local ok = not ((isa and not spec.isa) or (not isa and spec.isa == true))
     local s, dtype, m, n = rest, nil, nil, nil
     if ok and spec.dtype then
-      local head, d = s:match("^(.*)_(%w+)$")
+      local head, d -- the storage type ending the name (q8_0 and q4_0 hold an underscore)
+      for _, t in ipairs(M.DTYPES) do
+        if s:sub(-#t - 1) == "_" .. t and #s > #t + 1 then head, d = s:sub(1, -#t - 2), t end
+      end
       ok = head ~= nil and is_dtype(d)
       if ok then s, dtype = head, d end
     end

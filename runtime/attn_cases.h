@@ -144,7 +144,8 @@ unsigned char *attn_describe(const attn_layout4 *l);
 
 int attn_guard_floats(attn_guard_buf *g, size_t n); /* 0 or -1 */
 /* n elements of dtype against a guard page, and *wide, n floats for the
-   widened values (the same memory for f32).  0 or -1. */
+   widened values (the same memory for f32; n * 32 for a block type's n
+   blocks).  0 or -1. */
 int attn_guard_stored(attn_guard_buf *g, float **wide, attn_dtype dtype, size_t n);
 void attn_free_wide(float **wide, const attn_guard_buf *stored); /* unless it is the stored tensor */
 

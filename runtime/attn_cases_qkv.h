@@ -20,6 +20,9 @@ typedef struct {
     const attn_spec *spec;
     attn_case c;
     attn_layout4 lq, lk, lv, lo, lm, lp;
+    /* the layouts of kw and vw: lk and lv, or for K/V in a block type (whose
+       strides count blocks) their strides times 32 along D values */
+    attn_layout4 lkw, lvw;
     /* Q, K, V and O in their storage types, LSE (f32), mask, seqlens_k, and
        the weights P (f32; specs with weights) */
     attn_guard_buf q, k, v, o, lse, mask, seqlens, p;

@@ -62,19 +62,32 @@ void attn_qkv_reset(void *state)
         attn_fill_nan((float *)cb->e.ptr, cb->lse_count);
 }
 
+/* The layout of a block type's values widened: each block's 32 values in
+   place of the block (strides times 32); l itself where n is 1. */
+static void widen_layout(attn_layout4 *w, const attn_layout4 *l, int64_t n)
+{
+    int d;
+    *w = *l;
+    for (d = 0; d < 3; d++)
+        w->str[d] = l->str[d] * n;
+    w->ext[3] = l->ext[3] * n;
+    w->span = l->span * (size_t)n;
+}
+
 /* The layouts of Q, K, V, O, the mask and P; ATTN_ERR_TOO_LARGE when a span
    is absurd. */
 static attn_status qkv_layouts(attn_qkv_case *cb, int weights, attn_rng *r)
 {
     const attn_spec *spec = cb->spec;
+    const int64_t kv_values = attn_dtype_values(spec->dtype_kv);
     const attn_case *c = &cb->c;
     const int64_t B = c->batch, Lq = c->seq_q, Lk = c->seq_k;
     int style, mstyle;
 
     attn_case_styles(c, r, &style, &mstyle);
     attn_tensor_layout(&cb->lq, B, Lq, spec->heads_q, spec->head_dim, style);
-    attn_tensor_layout(&cb->lk, B, Lk, spec->heads_kv, spec->head_dim, style);
-    attn_tensor_layout(&cb->lv, B, Lk, spec->heads_kv, spec->head_dim_v, style);
+    attn_tensor_layout(&cb->lk, B, Lk, spec->heads_kv, spec->head_dim / kv_values, style);
+    attn_tensor_layout(&cb->lv, B, Lk, spec->heads_kv, spec->head_dim_v / kv_values, style);
     attn_tensor_layout(&cb->lo, B, Lq, spec->heads_q, spec->head_dim_v, style);
     attn_mask_layout(&cb->lm, B, spec->heads_q, Lq, Lk, mstyle);
     if (weights)
@@ -82,6 +95,8 @@ static attn_status qkv_layouts(attn_qkv_case *cb, int weights, attn_rng *r)
     if (attn_layout_span(&cb->lq) || attn_layout_span(&cb->lk) || attn_layout_span(&cb->lv) ||
         attn_layout_span(&cb->lo) || attn_layout_span(&cb->lm) || attn_layout_span(&cb->lp))
         return ATTN_ERR_TOO_LARGE;
+    widen_layout(&cb->lkw, &cb->lk, kv_values);
+    widen_layout(&cb->lvw, &cb->lv, kv_values);
     cb->lse_count = (size_t)B * (size_t)spec->heads_q * (size_t)Lq;
     return ATTN_OK;
 }
@@ -121,11 +136,13 @@ static void qkv_fill(attn_qkv_case *cb, const int32_t *seqlens, attn_rng *r)
                     for (d = 0; d < cb->lq.ext[3]; d++)
                         cb->qw[attn_offset4(&cb->lq, b, i, h, d)] *= f;
     }
-    attn_fill_tensor(cb->kw, &cb->lk, seqlens, r);
-    attn_fill_tensor(cb->vw, &cb->lv, seqlens, r);
+    attn_fill_tensor(cb->kw, &cb->lkw, seqlens, r);
+    attn_fill_tensor(cb->vw, &cb->lvw, seqlens, r);
     attn_verify_store(spec->dtype_q, cb->qw, cb->q.ptr, cb->lq.span);
-    attn_verify_store(spec->dtype_kv, cb->kw, cb->k.ptr, cb->lk.span);
-    attn_verify_store(spec->dtype_kv, cb->vw, cb->v.ptr, cb->lv.span);
+    /* a block type: the values quantized, and the reference's values the
+       dequantized ones (n counts values) */
+    attn_verify_store(spec->dtype_kv, cb->kw, cb->k.ptr, cb->lkw.span);
+    attn_verify_store(spec->dtype_kv, cb->vw, cb->v.ptr, cb->lvw.span);
 }
 
 /* the mask: broadcast dims (stride 0) are filled once; 0 or -1 */
@@ -344,8 +361,8 @@ attn_status attn_qkv_reference(void *state)
     ref_args.state_z = ref->z;
     attn_args_set_contiguous(&ref_args, spec);
     memcpy(ref_args.q_stride, cb->args.q_stride, sizeof ref_args.q_stride);
-    memcpy(ref_args.k_stride, cb->args.k_stride, sizeof ref_args.k_stride);
-    memcpy(ref_args.v_stride, cb->args.v_stride, sizeof ref_args.v_stride);
+    memcpy(ref_args.k_stride, cb->lkw.str, sizeof ref_args.k_stride); /* the widened values' (lk's but for */
+    memcpy(ref_args.v_stride, cb->lvw.str, sizeof ref_args.v_stride); /* a block type) */
     memcpy(ref_args.mask_stride, cb->args.mask_stride, sizeof ref_args.mask_stride);
     st = attn_reference(spec, &ref_args);
     if (st == ATTN_OK)

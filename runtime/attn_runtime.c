@@ -86,6 +86,13 @@ size_t attn_dtype_size(attn_dtype dtype)
     return dtype_sizes[dtype];
 }
 
+int attn_dtype_values(attn_dtype dtype)
+{
+    if ((int)dtype < 0 || (int)dtype >= ATTN_DTYPE_COUNT)
+        return 0;
+    return dtype == ATTN_DTYPE_Q8_0 || dtype == ATTN_DTYPE_Q4_0 ? ATTN_QK : 1;
+}
+
 /* ---- storage-type conversions ------------------------------------------ */
 
 /*
@@ -212,6 +219,8 @@ void attn_f32_to_dtype_array(attn_dtype dtype, const float *src, void *dst, size
     switch (dtype) {
     case ATTN_DTYPE_BF16: attn_f32_to_bf16_array(src, (uint16_t *)dst, n); break;
     case ATTN_DTYPE_F16: attn_f32_to_f16_array(src, (uint16_t *)dst, n); break;
+    case ATTN_DTYPE_Q8_0: (void)attn_quantize_q8_0(src, dst, (int64_t)n); break;
+    case ATTN_DTYPE_Q4_0: (void)attn_quantize_q4_0(src, dst, (int64_t)n); break;
     default:
         if (n > 0 && (const void *)src != dst)
             memmove(dst, src, n * sizeof(float));
@@ -224,6 +233,8 @@ void attn_dtype_to_f32_array(attn_dtype dtype, const void *src, float *dst, size
     switch (dtype) {
     case ATTN_DTYPE_BF16: attn_bf16_to_f32_array((const uint16_t *)src, dst, n); break;
     case ATTN_DTYPE_F16: attn_f16_to_f32_array((const uint16_t *)src, dst, n); break;
+    case ATTN_DTYPE_Q8_0: (void)attn_dequantize_q8_0(src, dst, (int64_t)n); break;
+    case ATTN_DTYPE_Q4_0: (void)attn_dequantize_q4_0(src, dst, (int64_t)n); break;
     default:
         if (n > 0 && src != (const void *)dst)
             memmove(dst, src, n * sizeof(float));
@@ -774,13 +785,16 @@ attn_status attn_check_args(const attn_spec *spec, const attn_args *args)
     const int has_weights = spec != NULL && !linear && spec->weights && args != NULL && args->weights != NULL;
     const int has_lse = !linear && args != NULL && args->lse != NULL;
     int64_t ext[4], str[4];
-    int64_t b;
+    int64_t b, kv_values;
 
     if (spec == NULL || args == NULL || args->q == NULL || args->k == NULL ||
         args->v == NULL || args->o == NULL)
         return ATTN_ERR_NULL_ARG;
     if (spec->padding && args->seqlens_k == NULL)
         return ATTN_ERR_NULL_ARG;
+    kv_values = attn_dtype_values(spec->dtype_kv);
+    if (kv_values == 0)
+        kv_values = 1; /* an unknown type: its size, 0, fails the span checks */
     if (has_mask && args->mask == NULL)
         return ATTN_ERR_NULL_ARG;
     if (has_state && (args->state_s == NULL || args->state_z == NULL))
@@ -827,11 +841,11 @@ attn_status attn_check_args(const attn_spec *spec, const attn_args *args)
         return ATTN_ERR_TOO_LARGE;
     ext[1] = args->seq_k;
     ext[2] = spec->heads_kv;
-    ext[3] = spec->head_dim;
+    ext[3] = spec->head_dim / kv_values; /* a block type's rows: D / 32 blocks */
     memcpy(str, args->k_stride, sizeof args->k_stride);
     if (!span_fits(4, ext, str, attn_dtype_size(spec->dtype_kv)))
         return ATTN_ERR_TOO_LARGE;
-    ext[3] = spec->head_dim_v;
+    ext[3] = spec->head_dim_v / kv_values;
     memcpy(str, args->v_stride, sizeof args->v_stride);
     if (!span_fits(4, ext, str, attn_dtype_size(spec->dtype_kv)))
         return ATTN_ERR_TOO_LARGE;
@@ -908,6 +922,7 @@ void attn_args_set_contiguous(attn_args *args, const attn_spec *spec)
 {
     const int64_t hq = spec ? spec->heads_q : 0, hkv = spec ? spec->heads_kv : 0;
     const int64_t d = spec ? spec->head_dim : 0, dv = spec ? spec->head_dim_v : 0;
+    const int64_t kv_values = spec && attn_dtype_values(spec->dtype_kv) > 0 ? attn_dtype_values(spec->dtype_kv) : 1;
     int64_t lq, lk;
 
     if (args == NULL || spec == NULL)
@@ -919,12 +934,13 @@ void attn_args_set_contiguous(attn_args *args, const attn_spec *spec)
     args->q_stride[1] = mul_sat(hq, d);
     args->q_stride[0] = mul_sat(lq, args->q_stride[1]);
 
-    args->k_stride[2] = d;
-    args->k_stride[1] = mul_sat(hkv, d);
+    /* K and V in a block type: strides count blocks (D / 32 a row) */
+    args->k_stride[2] = d / kv_values;
+    args->k_stride[1] = mul_sat(hkv, d / kv_values);
     args->k_stride[0] = mul_sat(lk, args->k_stride[1]);
 
-    args->v_stride[2] = dv;
-    args->v_stride[1] = mul_sat(hkv, dv);
+    args->v_stride[2] = dv / kv_values;
+    args->v_stride[1] = mul_sat(hkv, dv / kv_values);
     args->v_stride[0] = mul_sat(lk, args->v_stride[1]);
 
     args->o_stride[2] = dv;

@@ -100,12 +100,18 @@ typedef enum attn_rel_kind {
 /*
  * The storage types of tensors, in the order of the attn_dtype values:
  * X(ID, name, bytes per element).  f32 is IEEE binary32, bf16 the top 16
- * bits of one, f16 IEEE binary16 (both held as uint16_t).
+ * bits of one, f16 IEEE binary16 (both held as uint16_t).  q8_0 and q4_0
+ * are llama.cpp's quantized blocks (attn_block_q8_0, attn_block_q4_0
+ * below), K/V only: their element is a block of ATTN_QK values, so the
+ * strides of a tensor in a block type count blocks and a row of D values
+ * is D / 32 of them (attn_dtype_values).
  */
 #define ATTN_DTYPE_LIST(X) \
     X(F32, f32, 4)         \
     X(BF16, bf16, 2)       \
-    X(F16, f16, 2)
+    X(F16, f16, 2)         \
+    X(Q8_0, q8_0, 34)      \
+    X(Q4_0, q4_0, 18)
 
 typedef enum attn_dtype {
 #define ATTN_DTYPE_ENUM_(id, name, bytes) ATTN_DTYPE_##id,
@@ -116,8 +122,12 @@ typedef enum attn_dtype {
 
 /* "f32", "bf16", "f16"; "unknown" for a value outside the list */
 const char *attn_dtype_name(attn_dtype dtype);
-/* Bytes per element: 4, 2, 2; 0 for a value outside the list. */
+/* Bytes per element: 4, 2, 2, and a block's 34 (q8_0) or 18 (q4_0); 0 for
+   a value outside the list. */
 size_t attn_dtype_size(attn_dtype dtype);
+/* Values per element: 1, or ATTN_QK (32) for the block types; 0 for a value
+   outside the list. */
+int attn_dtype_values(attn_dtype dtype);
 
 /*
  * Conversions between f32 and the 16-bit storage types, in portable C (no
@@ -141,7 +151,9 @@ size_t attn_dtype_size(attn_dtype dtype);
  * overlap); n = 0 does nothing.  attn_f32_to_dtype_array and
  * attn_dtype_to_f32_array take the storage type as a value (a kernel's
  * spec.dtype_q, ...): for ATTN_DTYPE_F32 they copy (src and dst may then be
- * the same array).
+ * the same array).  For a block type (q8_0, q4_0) n counts values, a
+ * multiple of ATTN_QK: they quantize n values into n / 32 blocks with
+ * attn_quantize_q8_0 or _q4_0, and dequantize n / 32 blocks into n values.
  */
 uint16_t attn_f32_to_bf16(float x);
 float attn_bf16_to_f32(uint16_t h);
@@ -223,7 +235,8 @@ typedef struct attn_args {
     int threads;                /* 0: OpenMP's default */
 } attn_args;
 
-/* Fill the strides of a contiguous BSHD layout for a kernel's spec. */
+/* Fill the strides of a contiguous BSHD layout for a kernel's spec (K and V
+   in a block type: in blocks). */
 struct attn_spec;
 void attn_args_set_contiguous(attn_args *args, const struct attn_spec *spec);
 

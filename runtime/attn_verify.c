@@ -414,7 +414,10 @@ int attn_guard_stored(attn_guard_buf *g, float **wide, attn_dtype dtype, size_t 
         *wide = (float *)g->ptr;
         return 0;
     }
-    *wide = (float *)malloc(n * sizeof(float) + 1);
+    /* a block type's n blocks widen to n * 32 values */
+    if (n > SIZE_MAX / sizeof(float) / (size_t)attn_dtype_values(dtype))
+        return -1;
+    *wide = (float *)malloc(n * (size_t)attn_dtype_values(dtype) * sizeof(float) + 1);
     return *wide != NULL ? 0 : -1;
 }
 

@@ -191,11 +191,13 @@ local OP_DTYPES = { qkdp = { bf16 = true }, pvdp = { bf16 = true }, qkpf = { f32
 
 -- the storage types the testers take: name -> the attn_dtype constant and
 -- the suffix of the kernel types (tests/ukernel.h: ukt_<op><suffix>_fn;
--- bf16 and f16 operands are uint16_t)
+-- bf16 and f16 operands are uint16_t, q8_0 and q4_0 blocks)
 local DTYPES = {
   f32 = { enum = "ATTN_DTYPE_F32", fn = "" },
   bf16 = { enum = "ATTN_DTYPE_BF16", fn = "16" },
   f16 = { enum = "ATTN_DTYPE_F16", fn = "16" },
+  q8_0 = { enum = "ATTN_DTYPE_Q8_0", fn = "q8" }, -- llama.cpp's blocks: attn_block_q8_0, _q4_0
+  q4_0 = { enum = "ATTN_DTYPE_Q4_0", fn = "q4" },
 }
 
 local config

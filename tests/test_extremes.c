@@ -190,6 +190,10 @@ static void problem_init(problem *p, const attn_spec *s, int64_t lq, int64_t lk,
     p->ra.v = p->v;
     p->ra.o = p->ro;
     p->ra.lse = p->rlse;
+    for (i = 0; i < 3; i++) { /* K/V in a block type: the kernel's strides count blocks, the reference's values */
+        p->ra.k_stride[i] *= attn_dtype_values(s->dtype_kv);
+        p->ra.v_stride[i] *= attn_dtype_values(s->dtype_kv);
+    }
 }
 
 static void problem_free(problem *p)
@@ -650,11 +654,16 @@ static void restore_flush(unsigned saved)
    x is subnormal (or zero) there. */
 static float denormal_scale(attn_dtype dtype)
 {
+    /* llama.cpp's blocks hold no f32 subnormal (a value is a code times an
+       f16 scale, at least 2^-24): theirs is a block whose scale is an f16
+       subnormal, max |x| / 127 (q8_0) or / 8 (q4_0) below 2^-14 */
+    if (attn_dtype_values(dtype) > 1) return 1e-4f;
     return dtype == ATTN_DTYPE_F16 ? 1e-5f : 1e-39f;
 }
 
 static int stored_subnormal(attn_dtype dtype, float x)
 {
+    if (attn_dtype_values(dtype) > 1) return fabsf(x) < 127.0f * ldexpf(1.0f, -14); /* a code times such a scale */
     return fabsf(x) < (dtype == ATTN_DTYPE_F16 ? ldexpf(1.0f, -14) : FLT_MIN);
 }
 

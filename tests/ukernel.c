@@ -97,10 +97,21 @@ static int is_canary(float f)
 
 static int dtype_known(attn_dtype dt)
 {
-    return dt == ATTN_DTYPE_F32 || dt == ATTN_DTYPE_BF16 || dt == ATTN_DTYPE_F16;
+    return dt == ATTN_DTYPE_F32 || dt == ATTN_DTYPE_BF16 || dt == ATTN_DTYPE_F16 || dt == ATTN_DTYPE_Q8_0 ||
+           dt == ATTN_DTYPE_Q4_0;
 }
 
-static size_t elem_size(attn_dtype dt) { return dt == ATTN_DTYPE_F32 ? sizeof(float) : sizeof(uint16_t); }
+/* Values an element of dt holds: 1, or 32 for llama.cpp's blocks (q8_0,
+   q4_0).  The testers index operands by value, with strides in values that
+   are multiples of 32 for a block type; the kernels take strides in elements
+   (blocks), and memory holds units(dt, n) elements for n values. */
+static int64_t vper(attn_dtype dt) { return (int64_t)attn_dtype_values(dt); }
+static size_t units(attn_dtype dt, size_t n) { return n / (size_t)vper(dt); }
+
+static size_t elem_size(attn_dtype dt)
+{
+    return dt == ATTN_DTYPE_F32 ? sizeof(float) : vper(dt) > 1 ? attn_dtype_size(dt) : sizeof(uint16_t);
+}
 
 /* exact widening, written out here rather than taken from the runtime */
 static double widen_bf16(uint16_t h)
@@ -121,6 +132,15 @@ static double widen_f16(uint16_t h)
 /* element i of an operand of type dt, widened */
 static double elem(attn_dtype dt, const void *p, size_t i)
 {
+    if (dt == ATTN_DTYPE_Q8_0) { /* value i: code i % 32 of block i / 32 times its scale */
+        const attn_block_q8_0 *b = (const attn_block_q8_0 *)p + i / 32;
+        return (double)b->q[i % 32] * widen_f16(b->d);
+    }
+    if (dt == ATTN_DTYPE_Q4_0) { /* values 0-15 in the low nibbles, 16-31 in the high ones */
+        const attn_block_q4_0 *b = (const attn_block_q4_0 *)p + i / 32;
+        const int j = (int)(i % 32), code = j < 16 ? (b->q[j] & 15) : (b->q[j - 16] >> 4);
+        return (double)(code - 8) * widen_f16(b->d);
+    }
     if (dt == ATTN_DTYPE_F32) return ((const float *)p)[i];
     if (dt == ATTN_DTYPE_BF16) return widen_bf16(((const uint16_t *)p)[i]);
     return widen_f16(((const uint16_t *)p)[i]);
@@ -130,6 +150,24 @@ static double elem(attn_dtype dt, const void *p, size_t i)
 static void put_rnd(attn_dtype dt, void *p, size_t i)
 {
     const float x = rnd();
+    /* a block type: a random code, and the block's scale a power of two
+       from its index (so every value is exact in f32) */
+    const uint16_t scale = attn_f32_to_f16(ldexpf(1.0f, -3 - (int)(i / 32 % 4)));
+    const int code = (int)(x * 40.0f);
+    if (dt == ATTN_DTYPE_Q8_0) {
+        attn_block_q8_0 *b = (attn_block_q8_0 *)p + i / 32;
+        b->d = scale;
+        b->q[i % 32] = (int8_t)(code < -127 ? -127 : code > 127 ? 127 : code);
+        return;
+    }
+    if (dt == ATTN_DTYPE_Q4_0) {
+        attn_block_q4_0 *b = (attn_block_q4_0 *)p + i / 32;
+        const int j = (int)(i % 32), c = (code % 16 + 16) % 16;
+        b->d = scale;
+        if (j < 16) b->q[j] = (uint8_t)((b->q[j] & 0xF0) | c);
+        else b->q[j - 16] = (uint8_t)((b->q[j - 16] & 0x0F) | (c << 4));
+        return;
+    }
     if (dt == ATTN_DTYPE_F32) ((float *)p)[i] = x;
     else ((uint16_t *)p)[i] = dt == ATTN_DTYPE_BF16 ? attn_f32_to_bf16(x) : attn_f32_to_f16(x);
 }
@@ -137,6 +175,11 @@ static void put_rnd(attn_dtype dt, void *p, size_t i)
 /* element i := padding that poisons a result it reaches: a NaN of dt */
 static void put_nan(attn_dtype dt, void *p, size_t i)
 {
+    if (vper(dt) > 1) { /* a block type: the block's scale NaN (padding is whole blocks) */
+        uint16_t *d = (uint16_t *)(void *)((unsigned char *)p + i / 32 * attn_dtype_size(dt));
+        *d = (uint16_t)F16_NAN;
+        return;
+    }
     if (dt == ATTN_DTYPE_F32) ((float *)p)[i] = canary();
     else ((uint16_t *)p)[i] = (uint16_t)(dt == ATTN_DTYPE_BF16 ? BF16_NAN : F16_NAN);
 }
@@ -227,6 +270,8 @@ static int call_qk(ukt_fn fn, attn_dtype dt, const void *a, int64_t as, const fl
         fault_armed = 1;
         if (pr) ((ukt_qkpf_fn)fn)((const float *)a, as, b, c, cs, pr);
         else if (dt == ATTN_DTYPE_F32) ((ukt_qk_fn)fn)((const float *)a, as, b, c, cs);
+        else if (dt == ATTN_DTYPE_Q8_0) ((ukt_qkq8_fn)fn)((const attn_block_q8_0 *)a, as, b, c, cs);
+        else if (dt == ATTN_DTYPE_Q4_0) ((ukt_qkq4_fn)fn)((const attn_block_q4_0 *)a, as, b, c, cs);
         else ((ukt_qk16_fn)fn)((const uint16_t *)a, as, b, c, cs);
         fault_armed = 0;
     }
@@ -241,6 +286,10 @@ static int call_pv(ukt_fn fn, attn_dtype dt, const float *p, int64_t ps, int64_t
         fault_armed = 1;
         if (pf) ((ukt_pvpf_fn)fn)(p, ps, pk, (const float *)v, vs, jlo, jhi, o, alpha, pr);
         else if (dt == ATTN_DTYPE_F32) ((ukt_pv_fn)fn)(p, ps, pk, (const float *)v, vs, jlo, jhi, o, alpha);
+        else if (dt == ATTN_DTYPE_Q8_0)
+            ((ukt_pvq8_fn)fn)(p, ps, pk, (const attn_block_q8_0 *)v, vs, jlo, jhi, o, alpha);
+        else if (dt == ATTN_DTYPE_Q4_0)
+            ((ukt_pvq4_fn)fn)(p, ps, pk, (const attn_block_q4_0 *)v, vs, jlo, jhi, o, alpha);
         else ((ukt_pv16_fn)fn)(p, ps, pk, (const uint16_t *)v, vs, jlo, jhi, o, alpha);
         fault_armed = 0;
     }
@@ -254,6 +303,10 @@ static int call_dot(ukt_fn fn, attn_dtype dt, const float *q, int64_t R, const v
     if (sig == 0) {
         fault_armed = 1;
         if (dt == ATTN_DTYPE_F32) ((ukt_dot_fn)fn)(q, R, (const float *)k0, (const float *)k1, s0, s1);
+        else if (dt == ATTN_DTYPE_Q8_0)
+            ((ukt_dotq8_fn)fn)(q, R, (const attn_block_q8_0 *)k0, (const attn_block_q8_0 *)k1, s0, s1);
+        else if (dt == ATTN_DTYPE_Q4_0)
+            ((ukt_dotq4_fn)fn)(q, R, (const attn_block_q4_0 *)k0, (const attn_block_q4_0 *)k1, s0, s1);
         else ((ukt_dot16_fn)fn)(q, R, (const uint16_t *)k0, (const uint16_t *)k1, s0, s1);
         fault_armed = 0;
     }
@@ -268,6 +321,8 @@ static int call_scores(ukt_fn fn, attn_dtype dt, const void *k0, int64_t ks, con
         fault_armed = 1;
         if (pf) ((ukt_scorespf_fn)fn)((const float *)k0, ks, q, s, rp, pr);
         else if (dt == ATTN_DTYPE_F32) ((ukt_scores_fn)fn)((const float *)k0, ks, q, s, rp);
+        else if (dt == ATTN_DTYPE_Q8_0) ((ukt_scoresq8_fn)fn)((const attn_block_q8_0 *)k0, ks, q, s, rp);
+        else if (dt == ATTN_DTYPE_Q4_0) ((ukt_scoresq4_fn)fn)((const attn_block_q4_0 *)k0, ks, q, s, rp);
         else ((ukt_scores16_fn)fn)((const uint16_t *)k0, ks, q, s, rp);
         fault_armed = 0;
     }
@@ -385,11 +440,11 @@ int ukt_qk(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int bs, int
     }
     es = elem_size(dt);
     for (k = 0; k < 2; k++) {
-        const int64_t as = d + extra[k][0], cs = n + extra[k][1];
+        const int64_t as = d + extra[k][0] * vper(dt), cs = n + extra[k][1];
         const size_t na = (size_t)((m - 1) * as + d), nb = (size_t)d * bs, nc = (size_t)((m - 1) * cs + n);
         const int bo = k == 0 ? 0 : bs - n; /* the first column the kernel reads */
         guarded ga, gb, gr;
-        void *a = guarded_alloc(&ga, na, es), *a0;
+        void *a = guarded_alloc(&ga, units(dt, na), es), *a0;
         float *b = guarded_alloc(&gb, nb, sizeof(float)), *c = canary_alloc(nc), *b0;
         /* the rows to prefetch: exactly as many as the decode path hands over,
            any readable lines (a prefetch never faults) */
@@ -403,12 +458,12 @@ int ukt_qk(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int bs, int
             else put_nan(dt, a, (size_t)i);
         }
         for (i = 0; i < (long)nb; i++) b[i] = rnd();
-        a0 = copy_of(a, na, es);
+        a0 = copy_of(a, units(dt, na), es);
         b0 = copy_of(b, nb, sizeof(float));
         snprintf(shape, sizeof shape, "M = %d, N = %d of %d from %d, D = %d, A %s, as = %ld, cs = %ld", m, n, bs, bo,
                  d, tn, (long)as, (long)cs);
         mismatches = 0;
-        sig = call_qk(fn, dt, a, as, b + bo, c, cs, npr > 0 ? pr : NULL);
+        sig = call_qk(fn, dt, a, as / vper(dt), b + bo, c, cs, npr > 0 ? pr : NULL);
         if (sig) fault(name, sig);
         else {
             for (r = 0; r < m; r++)
@@ -431,7 +486,7 @@ int ukt_qk(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int bs, int
                 for (col = n; col < cs; col++)
                     if (!is_canary(c[r * cs + col])) canary_hit(name, "c", (long)(r * cs + col), c[r * cs + col]);
             check_pads(name, "c", c, (long)nc);
-            check_input(name, "a", a, a0, na, es);
+            check_input(name, "a", a, a0, units(dt, na), es);
             check_input(name, "b", b, b0, nb, sizeof(float));
         }
         ok &= case_done(name);
@@ -501,7 +556,7 @@ int ukt_pv(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int dv, int
 {
     /* key ranges: all, a middle part, the last key alone, none */
     static const int range[4][2] = { { 0, KEYS }, { 3, KEYS - 2 }, { KEYS - 1, KEYS }, { 5, 5 } };
-    const int64_t vs = dv + 7;
+    const int64_t vs = dv + (vper(dt) > 1 ? vper(dt) : 7);
     const char *tn = attn_dtype_name(dt);
     size_t es;
     int ok = 1, layout, rg;
@@ -531,7 +586,7 @@ int ukt_pv(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int dv, int
             guarded gp, gv, ga, gr;
             float *p = guarded_alloc(&gp, np, sizeof(float)), *alpha = guarded_alloc(&ga, (size_t)m, sizeof(float));
             const float **pr = guarded_alloc(&gr, npr, sizeof(const float *));
-            void *v = guarded_alloc(&gv, nv, es), *v0;
+            void *v = guarded_alloc(&gv, units(dt, nv), es), *v0;
             float *o = canary_alloc(no), *o0, *p0, *alpha0;
             int r, j, sig;
             long i;
@@ -549,20 +604,20 @@ int ukt_pv(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int dv, int
             for (i = 0; i < (long)no; i++) o[i] = rnd(); /* columns dv..dvp too: the kernel scales them */
             o0 = copy_of(o, no, sizeof(float));
             p0 = copy_of(p, np, sizeof(float));
-            v0 = copy_of(v, nv, es);
+            v0 = copy_of(v, units(dt, nv), es);
             alpha0 = copy_of(alpha, (size_t)m, sizeof(float));
             snprintf(shape, sizeof shape,
                      "M = %d, Dv = %d, DVP = %d, V %s, vs = %ld, P %s (ps = %ld, pk = %ld), keys %d..%d", m, dv, dvp,
                      tn, (long)vs, layout == 0 ? "row-major" : "key-major", (long)ps, (long)pk, jlo, jhi);
             mismatches = 0;
-            sig = call_pv(fn, dt, p, ps, pk, v, vs, jlo, jhi, o, alpha, nch > 0, npr > 0 ? pr : NULL);
+            sig = call_pv(fn, dt, p, ps, pk, v, vs / vper(dt), jlo, jhi, o, alpha, nch > 0, npr > 0 ? pr : NULL);
             if (sig) fault(name, sig);
             else {
                 const pv_operands x = { dt, p, ps, pk, v, vs };
                 check_pv(name, m, dv, dvp, jlo, jhi, alpha, o0, o, pv_term, &x);
                 check_pads(name, "o", o, (long)no);
                 check_input(name, "p", p, p0, np, sizeof(float));
-                check_input(name, "v", v, v0, nv, es);
+                check_input(name, "v", v, v0, units(dt, nv), es);
                 check_input(name, "alpha", alpha, alpha0, (size_t)m, sizeof(float));
             }
             ok &= case_done(name);
@@ -600,7 +655,8 @@ int ukt_dot(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int d, int
         const size_t nq = (size_t)R * dqs;
         guarded gq, gk0, gk1;
         float *q = guarded_alloc(&gq, nq, sizeof(float)), *q0;
-        void *k0 = guarded_alloc(&gk0, (size_t)d, es), *k1 = guarded_alloc(&gk1, (size_t)d, es), *k00, *k10;
+        void *k0 = guarded_alloc(&gk0, units(dt, (size_t)d), es), *k1 = guarded_alloc(&gk1, units(dt, (size_t)d), es);
+        void *k00, *k10;
         float *s0 = canary_alloc((size_t)R), *s1 = canary_alloc((size_t)R);
         int r, dd, sig;
         long i;
@@ -609,8 +665,8 @@ int ukt_dot(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int d, int
         for (i = 0; i < d; i++) put_rnd(dt, k0, (size_t)i);
         for (i = 0; i < d; i++) put_rnd(dt, k1, (size_t)i);
         q0 = copy_of(q, nq, sizeof(float));
-        k00 = copy_of(k0, (size_t)d, es);
-        k10 = copy_of(k1, (size_t)d, es);
+        k00 = copy_of(k0, units(dt, (size_t)d), es);
+        k10 = copy_of(k1, units(dt, (size_t)d), es);
         snprintf(shape, sizeof shape, "R = %d, D = %d, DQS = %d, K %s", R, d, dqs, tn);
         mismatches = 0;
         sig = call_dot(fn, dt, q, R, k0, k1, s0, s1);
@@ -640,8 +696,8 @@ int ukt_dot(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int d, int
             check_pads(name, "s0", s0, R);
             check_pads(name, "s1", s1, R);
             check_input(name, "q", q, q0, nq, sizeof(float));
-            check_input(name, "k0", k0, k00, (size_t)d, es);
-            check_input(name, "k1", k1, k10, (size_t)d, es);
+            check_input(name, "k0", k0, k00, units(dt, (size_t)d), es);
+            check_input(name, "k1", k1, k10, units(dt, (size_t)d), es);
         }
         ok &= case_done(name);
         free(q0);
@@ -709,11 +765,11 @@ int ukt_scores(const char *name, ukt_fn fn, attn_dtype dt, int m, int rows, int 
     }
     es = elem_size(dt);
     for (k = 0; k < 2; k++) {
-        const int64_t ks = d + extra[k][0], rp = rows + extra[k][1];
+        const int64_t ks = d + extra[k][0] * vper(dt), rp = rows + extra[k][1];
         const size_t nk = (size_t)((m - 1) * ks + d), ns = (size_t)((m - 1) * rp + rows);
         const int pf = npr > 0, with_rows = pf && k == 0;
         guarded gk, gq, gr;
-        void *kk = guarded_alloc(&gk, nk, es), *k0;
+        void *kk = guarded_alloc(&gk, units(dt, nk), es), *k0;
         float *q = guarded_alloc(&gq, nq, sizeof(float)), *s = canary_alloc(ns), *q0;
         const float **pr = guarded_alloc(&gr, (size_t)(with_rows ? npr : 0), sizeof(const float *));
         int sig;
@@ -725,17 +781,17 @@ int ukt_scores(const char *name, ukt_fn fn, attn_dtype dt, int m, int rows, int 
             else put_nan(dt, kk, (size_t)i);
         }
         for (i = 0; i < (long)nq; i++) q[i] = rnd();
-        k0 = copy_of(kk, nk, es);
+        k0 = copy_of(kk, units(dt, nk), es);
         q0 = copy_of(q, nq, sizeof(float));
         snprintf(shape, sizeof shape, "M = %d keys, %d rows, D = %d, K %s, ks = %ld, rp = %ld, %s%s", m, rows, d, tn,
                  (long)ks, (long)rp, pairs ? "Q in pairs of D" : "Q^T", with_rows ? ", rows to prefetch" : "");
         mismatches = 0;
-        sig = call_scores(fn, dt, kk, ks, q, s, rp, pf, with_rows ? pr : NULL);
+        sig = call_scores(fn, dt, kk, ks / vper(dt), q, s, rp, pf, with_rows ? pr : NULL);
         if (sig) fault(name, sig);
         else {
             scores_check(name, dt, kk, ks, q, s, rp, m, rows, pairs, qs, d);
             check_pads(name, "s", s, (long)ns);
-            check_input(name, "k", kk, k0, nk, es);
+            check_input(name, "k", kk, k0, units(dt, nk), es);
             check_input(name, "q", q, q0, nq, sizeof(float));
         }
         ok &= case_done(name);

@@ -58,6 +58,17 @@ typedef void (*ukt_scores_fn)(const float *k0, int64_t ks, const float *q, float
 typedef void (*ukt_scores16_fn)(const uint16_t *k0, int64_t ks, const float *q, float *s, int64_t rp);
 typedef void (*ukt_scorespf_fn)(const float *k0, int64_t ks, const float *q, float *s, int64_t rp,
                                 const float *const *pr);
+/* The same kernels reading llama.cpp's blocks (q8_0: the *q8 types, q4_0:
+ * *q4; strides in blocks). */
+#define UKT_BLOCK_TYPES_(B, T)                                                                                   \
+    typedef void (*ukt_qk##B##_fn)(const T *a, int64_t as, const float *b, float *c, int64_t cs);              \
+    typedef void (*ukt_pv##B##_fn)(const float *p, int64_t ps, int64_t pk, const T *v, int64_t vs, int64_t jlo, \
+                                   int64_t jhi, float *o, const float *alpha);                                 \
+    typedef void (*ukt_dot##B##_fn)(const float *q, int64_t R, const T *k0, const T *k1, float *s0, float *s1); \
+    typedef void (*ukt_scores##B##_fn)(const T *k0, int64_t ks, const float *q, float *s, int64_t rp);
+UKT_BLOCK_TYPES_(q8, attn_block_q8_0)
+UKT_BLOCK_TYPES_(q4, attn_block_q4_0)
+#undef UKT_BLOCK_TYPES_
 /* The pair dot product kernels (qk.c.tmpl and pv.c.tmpl with dp, matmul =
  * "bf16"): every operand but C, O and alpha is bf16 packed as pairs along
  * the reduction (qkdp: of head dims, pvdp: of keys); bf16 only. */

@@ -44,6 +44,7 @@ M.FIELDS = {
 -- its attn_family enum } (planner/classic.lua plans both).
 M.OPTIONAL_FIELDS = {
   classic = "what planner/classic.lua asks of the kind: score(cfg), spec_family",
+  kv_blocks = "llama.cpp's block types its K/V may be stored in (dtype.kv = \"q8_0\", \"q4_0\")",
 }
 
 --- The commands that may have nothing to do for a family (unsupported.<command>).

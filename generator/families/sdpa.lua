@@ -10,6 +10,7 @@ M.noun = "sdpa attention"
 M.schema = "schema.sdpa"
 M.planner = "planner.sdpa"
 M.matmuls = { "f32", "bf16" }
+M.kv_blocks = { "q8_0", "q4_0" }
 M.tiled = true
 M.memory = "kv_cache"
 M.args = "attn_args"

@@ -17,7 +17,7 @@ local M = {
   classic_block = { mr = 2, nb = 4, ks = 2, ch = 4 },
   -- keys the streaming decode kernel takes a step, by K/V storage type
   -- (planner/sdpa.lua, STREAM_KEYS_BY_CPU; f32: where the runtime picks it)
-  stream_keys = { bf16 = 2, f16 = 2, f32 = 2 },
+  stream_keys = { bf16 = 2, f16 = 2, f32 = 2, q8_0 = 2, q4_0 = 2 },
   vec = "__m256",
   arch_guard = "defined(__x86_64__) || defined(_M_X64)",
   include = "immintrin.h",
@@ -34,6 +34,18 @@ M.q4 = require("isa.sse_q4")(
 function M.zero() return "_mm256_setzero_ps()" end
 function M.set1(x) return ("_mm256_set1_ps(%s)"):format(x) end
 function M.load(p) return ("_mm256_loadu_ps(%s)"):format(p) end
+--- a block's f16 scale (a uint16_t bit pattern) as f32 in every lane: vcvtph2ps (F16C)
+function M.block_scale(x) return ("_mm256_cvtph_ps(_mm_set1_epi16((short)%s))"):format(x) end
+--- 8 q4_0 codes (the nibbles at bit `shift` of the 8 bytes at p) minus 8 as f32
+function M.block_codes_u4(p, shift)
+  return ("_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_and_si256(_mm256_srl_epi32(_mm256_cvtepu8_epi32("
+    .. "_mm_loadl_epi64((const __m128i *)(const void *)(%s))), _mm_cvtsi32_si128(%s)), _mm256_set1_epi32(15)), "
+    .. "_mm256_set1_epi32(8)))"):format(p, shift)
+end
+--- 8 int8 codes of a q8_0 block at p as f32
+function M.block_codes_i8(p)
+  return ("_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(%s))))"):format(p)
+end
 function M.store(p, v) return ("_mm256_storeu_ps(%s, %s)"):format(p, v) end
 -- a non-temporal store (p aligned to the vector) and the fence that orders such stores
 function M.stream(p, v) return ("_mm256_stream_ps(%s, %s)"):format(p, v) end

@@ -112,7 +112,7 @@ local function build(name, enum, target)
     -- keys the streaming decode kernel takes a step, by K/V storage type
     -- (the measurements: planner/sdpa.lua, STREAM_KEYS_BY_CPU; f32: where the
     -- runtime picks it, attn_cpu()->decode_key_pairs)
-    stream_keys = { bf16 = 2, f16 = 2, f32 = 2 },
+    stream_keys = { bf16 = 2, f16 = 2, f32 = 2, q8_0 = 2, q4_0 = 2 },
     vec = "__m512",
     arch_guard = "defined(__x86_64__) || defined(_M_X64)",
     include = "immintrin.h",
@@ -129,6 +129,18 @@ local function build(name, enum, target)
   function M.zero() return "_mm512_setzero_ps()" end
   function M.set1(x) return ("_mm512_set1_ps(%s)"):format(x) end
   function M.load(p) return ("_mm512_loadu_ps(%s)"):format(p) end
+  --- a block's f16 scale (a uint16_t bit pattern) as f32 in every lane: vcvtph2ps
+  function M.block_scale(x) return ("_mm512_cvtph_ps(_mm256_set1_epi16((short)%s))"):format(x) end
+  --- 16 q4_0 codes (the nibbles at bit `shift` of the 16 bytes at p) minus 8 as f32
+  function M.block_codes_u4(p, shift)
+    return ("_mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_and_si512(_mm512_srl_epi32(_mm512_cvtepu8_epi32("
+      .. "_mm_loadu_si128((const __m128i *)(const void *)(%s))), _mm_cvtsi32_si128(%s)), _mm512_set1_epi32(15)), "
+      .. "_mm512_set1_epi32(8)))"):format(p, shift)
+  end
+  --- 16 int8 codes of a q8_0 block at p as f32
+  function M.block_codes_i8(p)
+    return ("_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(%s))))"):format(p)
+  end
   function M.store(p, v) return ("_mm512_storeu_ps(%s, %s)"):format(p, v) end
   -- a non-temporal store (p aligned to the vector) and the fence that orders such stores
   function M.stream(p, v) return ("_mm512_stream_ps(%s, %s)"):format(p, v) end

@@ -71,6 +71,8 @@
 -- type a module does not spell is a generator bug and raises.
 local M = {}
 
+local function naming() return require("naming") end
+
 --- Known ISAs, best first: the dispatcher tries them in this order.
 M.order = { "avx512bf16", "avx512", "avx2", "neon", "scalar" }
 
@@ -115,7 +117,8 @@ end
 --- The storage-type operations of an ISA module (see above): f32 is the
 -- module's own load/store; other types come from isa.storage[dtype].
 function M.add_storage(isa)
-  local own = isa.storage or {}
+  local own = {} -- a copy: a module built from another (avx512bf16) gets block ops of its own name
+  for dt, t in pairs(isa.storage or {}) do own[dt] = t end
   local function op(name, f32)
     isa[name] = function(dtype, ...)
       if dtype == "f32" then return f32(...) end
@@ -126,6 +129,66 @@ function M.add_storage(isa)
       return t[name](...)
     end
   end
+  --- llama.cpp's block types (K/V rows of q8_0 or q4_0 blocks): a vector
+  -- of the lanes values from value e (a multiple of the lanes) of the row of
+  -- blocks `row`, dequantized: a call of the variant's helper, whose C text
+  -- block_helper(dtype, attr) gives.  The helper takes the block's codes as
+  -- f32 (isa.block_codes_i8 and _u4, where the module spells the widening; else a
+  -- plain loop) and multiplies them by the block's scale (isa.block_scale: the
+  -- f16 bit pattern widened in every lane, where the module has an instruction
+  -- for it; else the scalar conversion, broadcast).
+  function isa.load_block(dtype, row, e)
+    return ("%s(%s, %s)"):format(naming().shared("load_" .. dtype, isa.name), row, e)
+  end
+  function isa.block_helper(dtype, attr)
+    local L, n = isa.lanes, naming()
+    local codes
+    if dtype == "q8_0" and isa.block_codes_i8 then
+      codes = ("    const %s x = %s;\n"):format(isa.vec, isa.block_codes_i8("b->q + o"))
+    elseif dtype == "q4_0" and isa.block_codes_u4 then -- values o.. in the low nibbles (o < 16) or the high ones
+      codes = ("    const %s x = %s;\n"):format(isa.vec, isa.block_codes_u4("b->q + o % 16", "(o / 16) * 4"))
+    else
+      local code = dtype == "q8_0" and "b->q[o + i]"
+        or "(o < 16 ? (b->q[o + i] & 15) : (b->q[o - 16 + i] >> 4)) - 8"
+      codes = ("    float c[%d];\n    int i;\n    %s x;\n    for (i = 0; i < %d; i++) c[i] = (float)(%s);\n"
+        .. "    x = %s;\n"):format(L, isa.vec, L, code, isa.load("c"))
+    end
+    local scale = isa.block_scale and isa.block_scale("b->d") or isa.set1(n.shared("widen_f16", "scalar") .. "(b->d)")
+    return ([[
+
+/* Values e .. e + %d of a row of %s blocks (llama.cpp's), dequantized: the codes
+ * times the block's f16 scale d, exact in f32 (e a multiple of %d: one block's). */
+%sstatic inline %s %s(const attn_block_%s *row, int64_t e)
+{
+    const attn_block_%s *b = row + e / 32;
+    const int o = (int)(e %% 32);
+%s    return %s;
+}
+]]):format(L - 1, dtype, L, attr, isa.vec, n.shared("load_" .. dtype, isa.name), dtype, dtype, codes,
+      isa.mul("x", scale))
+  end
+  -- a block type's storage ops: p spells "row + e" (value e of the row of
+  -- blocks `row`, e a multiple of the lanes) and x "row[e]"; rows are whole
+  -- blocks (D a multiple of 32), so there are no tails, and K/V are never stored
+  for _, dt in ipairs({ "q8_0", "q4_0" }) do
+    do
+      own[dt] = {
+        load = function(p)
+          local row, e = p:match("^([%w_]+) %+ (.+)$")
+          if not row then row, e = p:match("^([%w_]+)$"), "0" end
+          if not row then error(("ISA module '%s': a %s load from '%s' (not row + e)"):format(isa.name, dt, p), 3) end
+          return isa.load_block(dt, row, e)
+        end,
+        set1 = function(x)
+          local row, e = x:match("^([%w_]+)%[(.+)%]$")
+          if not row then error(("ISA module '%s': a %s broadcast of '%s' (not row[e])"):format(isa.name, dt, x), 3) end
+          return isa.set1(("%s(%s, %s)"):format(naming().shared("widen_" .. dt, "scalar"), row, e))
+        end,
+      }
+      own[dt].load_from, own[dt].set1_from = own[dt].load, own[dt].set1
+    end
+  end
+  isa.storage = own
   op("load_from", isa.load)
   op("loadn_from", isa.loadn)
   op("set1_from", isa.set1)

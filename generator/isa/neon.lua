@@ -67,6 +67,9 @@ M.q4 = {
 -- (AArch64 base ISA).  Narrowing: f16 by fcvtn (round to nearest even, NaN
 -- quiet, overflow to inf), bf16 in integer ops (attn_narrow_bf16__neon).
 local tails16 = require("isa.tails16")
+--- a block's f16 scale (a uint16_t bit pattern) as f32 in every lane
+function M.block_scale(x) return ("vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(%s)))"):format(x) end
+
 local SPELL = {
   bf16 = {
     load = function(p) return ("vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(%s), 16))"):format(p) end,

@@ -32,9 +32,13 @@ M.UNROLL_MAX_VECTORS = 8
 M.CACHE_LINE = 64
 
 --- Storage types: the C type a tensor is stored as, and its size.
-M.CTYPE = { f32 = "float", bf16 = "uint16_t", f16 = "uint16_t" }
-M.DTYPE_ENUM = { f32 = "ATTN_DTYPE_F32", bf16 = "ATTN_DTYPE_BF16", f16 = "ATTN_DTYPE_F16" }
-M.DTYPE_BYTES = { f32 = 4, bf16 = 2, f16 = 2 }
+-- llama.cpp's block types (K/V only): an element is a block of 32 values
+M.CTYPE = { f32 = "float", bf16 = "uint16_t", f16 = "uint16_t", q8_0 = "attn_block_q8_0", q4_0 = "attn_block_q4_0" }
+M.DTYPE_ENUM = { f32 = "ATTN_DTYPE_F32", bf16 = "ATTN_DTYPE_BF16", f16 = "ATTN_DTYPE_F16", q8_0 = "ATTN_DTYPE_Q8_0",
+  q4_0 = "ATTN_DTYPE_Q4_0" }
+M.DTYPE_BYTES = { f32 = 4, bf16 = 2, f16 = 2, q8_0 = 34, q4_0 = 18 }
+--- Values an element holds: 1, or a block's 32.
+M.DTYPE_VALUES = { f32 = 1, bf16 = 1, f16 = 1, q8_0 = 32, q4_0 = 32 }
 
 --- log2(e): kernels keep scores in base 2, so every exp is an exp2.
 M.LOG2E = 1.4426950408889634
@@ -208,7 +212,10 @@ function M.variant(cfg, plan, isa)
     local L = isa.lanes
     local full = n - n % L
     local s
-    if plan.dtype.kv == "f32" then
+    if plan.kv_block then -- whole blocks (n a multiple of 32): a block's vectors dequantized
+      return ("for (%s = 0; %s < %d; %s += %d)\n%s    %s;"):format(i, i, n, i, L, ind,
+        isa.store(dst .. " + " .. i, isa.load_block(plan.kv_block, src, i)))
+    elseif plan.dtype.kv == "f32" then
       s = ("for (%s = 0; %s < %d; %s += %d) {\n%s    %s x = %s;\n%s    ATTN_IN_REGISTER(x);\n%s    %s;\n%s}"):format(
         i, i, full, i, L, ind, isa.vec, isa.load(src .. " + " .. i), ind, ind, isa.store(dst .. " + " .. i, "x"), ind)
     else
@@ -252,9 +259,20 @@ function M.common(cfg, opts)
   for _, t in pairs(p.dtype) do
     if t ~= "f32" then p.reduced[t] = true end
   end
+  -- K/V in a block type: its elements are blocks of kv_values values (a
+  -- block's scale is f16: the file converts f16 too)
+  p.kv_values = M.DTYPE_VALUES[p.dtype.kv]
+  p.kv_block = p.kv_values > 1 and p.dtype.kv or nil
+  if p.kv_block then p.reduced.f16 = true end
   p.has_reduced = next(p.reduced) ~= nil
   --- C expressions: a stored value of type dt as f32, and an f32 narrowed to dt
   function p.widen(t, x) return t == "f32" and x or ("attn_widen_%s__scalar(%s)"):format(t, x) end
+  --- C expression: value e of a row of K/V elements (row: a pointer to its
+  -- first element); a block type's value e is in block e / 32
+  function p.kv_value(row, e)
+    if p.kv_block then return ("attn_widen_%s__scalar(%s, %s)"):format(p.kv_block, row, e) end
+    return p.widen(p.dtype.kv, ("%s[%s]"):format(row, e))
+  end
   function p.narrow(t, x) return t == "f32" and x or ("attn_narrow_%s__scalar(%s)"):format(t, x) end
   -- every number the templates print, as C literals (a family adds its own)
   local c_float = util.c_float
@@ -262,6 +280,10 @@ function M.common(cfg, opts)
   p.unroll_max_vectors = M.UNROLL_MAX_VECTORS
   p.cache_line = M.CACHE_LINE
   p.line_floats = math.floor(M.CACHE_LINE / M.DTYPE_BYTES[p.dtype.kv]) -- elements of a K/V row in a line
+  if p.kv_block then -- values a block type's prefetch steps by: a block's (its 34 or 18 bytes, about a line's)
+    p.line_floats = p.kv_values
+    p.kv_bytes = M.DTYPE_BYTES[p.dtype.kv]
+  end
   return p
 end
 

@@ -16,6 +16,11 @@ local families = require("families")
 --- Kernel families: the registry's (families/init.lua).
 local KINDS = families.names
 local DTYPES = { "f32", "bf16", "f16" }
+--- llama.cpp's block types (K/V only, sdpa; a block holds BLOCK values)
+local BLOCK_DTYPES = { "q8_0", "q4_0" }
+local BLOCK = 32
+M.BLOCK_DTYPES = BLOCK_DTYPES
+M.BLOCK = BLOCK
 local MATMULS = { "f32", "bf16" }
 local ISAS = require("isa").order -- the one list of ISAs, best first
 
@@ -180,12 +185,24 @@ local function check_keys(raw, order)
 end
 
 -- dtype: one storage type for every tensor, or { q =, kv =, o = } (a
--- missing one is f32); normalized to a string when all three agree
-local function check_dtype(raw)
+-- missing one is f32); normalized to a string when all three agree.  K/V
+-- may also take llama.cpp's blocks (families with kv_blocks), whose rows
+-- are whole blocks: D and Dv multiples of 32.
+local function check_dtype(raw, c)
   local dtype = default(raw.dtype, "f32")
-  local function one(key, v)
-    if not one_of(v, DTYPES) then
-      return nil, ("'%s' must be one of %s, got %s"):format(key, list_str(DTYPES), show(v))
+  local blocks = families.get(c.kind).kv_blocks or {}
+  local function one(key, v, extra)
+    local allowed = DTYPES
+    if extra then
+      allowed = {}
+      for _, d in ipairs(DTYPES) do allowed[#allowed + 1] = d end
+      for _, d in ipairs(extra) do allowed[#allowed + 1] = d end
+    end
+    if not one_of(v, allowed) then
+      local why = one_of(v, BLOCK_DTYPES) and ((key == "dtype.kv" or key == "dtype") and #blocks > 0
+        and ("; %s is a K/V type: dtype = {kv = \"%s\"}"):format(v, v)
+        or (" (%s is a K/V type of the %s family)"):format(v, "sdpa")) or ""
+      return nil, ("'%s' must be one of %s, got %s%s"):format(key, list_str(allowed), show(v), why)
     end
     return v
   end
@@ -198,12 +215,19 @@ local function check_dtype(raw)
   if err then return nil, "dtype", err end
   local t = {}
   for _, k in ipairs({ "q", "kv", "o" }) do
-    t[k], err = one("dtype." .. k, default(dtype[k], "f32"))
+    t[k], err = one("dtype." .. k, default(dtype[k], "f32"), k == "kv" and blocks or nil)
     if not t[k] then return nil, "dtype", err end
+  end
+  if one_of(t.kv, BLOCK_DTYPES) and (c.head_dim % BLOCK ~= 0 or c.head_dim_v % BLOCK ~= 0) then
+    return nil, "dtype", ("dtype.kv = \"%s\" stores rows as blocks of %d values: head_dim and head_dim_v must be "
+      .. "multiples of %d, got %d and %d"):format(t.kv, BLOCK, BLOCK, c.head_dim, c.head_dim_v)
   end
   if t.q == t.kv and t.kv == t.o then return t.q end
   return t
 end
+
+--- Whether a storage type is one of llama.cpp's blocks (q8_0, q4_0).
+function M.is_block(dtype) return one_of(dtype, BLOCK_DTYPES) end
 
 --- The storage type of each tensor of a normalized dtype: { q =, kv =, o = }.
 function M.dtypes(dtype)
@@ -228,6 +252,10 @@ local function check_matmul(raw, c)
   end
   if matmul == "bf16" then
     local t = M.dtypes(c.dtype)
+    if M.is_block(t.kv) then
+      return nil, "matmul", ("matmul = \"bf16\" multiplies bf16 operands; a %s cache is read with matmul = \"f32\" "
+        .. "(dequantized in registers)"):format(t.kv)
+    end
     if t.q ~= "bf16" or t.kv ~= "bf16" then
       return nil, "matmul", ("matmul = \"bf16\" multiplies bf16 operands: it needs Q and K/V stored as bf16, "
         .. "got Q %s and K/V %s"):format(t.q, t.kv)

@@ -261,8 +261,9 @@ static int make_inputs(const bench_options *opt, const attn_spec *spec, attn_arg
     args->threads = (int)opt->threads;
     attn_args_set_contiguous(args, spec);
     if (opt->head_major) { /* K and V as [B][Hkv][Lk][D]: a kv head's keys adjacent */
-        head_major_strides(args->k_stride, spec->heads_kv, seq_k, spec->head_dim);
-        head_major_strides(args->v_stride, spec->heads_kv, seq_k, spec->head_dim_v);
+        const int64_t values = attn_dtype_values(spec->dtype_kv); /* a block type's strides count blocks */
+        head_major_strides(args->k_stride, spec->heads_kv, seq_k, spec->head_dim / values);
+        head_major_strides(args->v_stride, spec->heads_kv, seq_k, spec->head_dim_v / values);
     }
     buf->q = attn_tool_random_floats(nq, 1);
     buf->k = attn_tool_random_floats(nk, 2);
@@ -331,6 +332,10 @@ static int make_inputs(const bench_options *opt, const attn_spec *spec, attn_arg
     base_args->k = buf->k;
     base_args->v = buf->v;
     base_args->o = buf->o32;
+    for (i = 0; i < 3; i++) { /* K/V in a block type: the f32 values' strides (the kernel's count blocks) */
+        base_args->k_stride[i] *= attn_dtype_values(spec->dtype_kv);
+        base_args->v_stride[i] *= attn_dtype_values(spec->dtype_kv);
+    }
     return 0;
 }
 
@@ -934,7 +939,7 @@ static int bench_qkv(const attn_kernel *kern, const bench_options *options)
        implementation must read and measure what the machine can read. */
     if (opt.seq_q <= DECODE_ROWS) {
         t.kv_bytes = (double)attn_reference_keys_read(spec, &args) * (spec->head_dim + spec->head_dim_v) *
-                     (double)attn_dtype_size(spec->dtype_kv);
+                     (double)attn_dtype_size(spec->dtype_kv) / (double)attn_dtype_values(spec->dtype_kv);
         bw_buf = attn_tool_random_floats(READ_BW_FLOATS, 7); /* no buffer: no bandwidth reported */
         if (bw_buf) t.read_bw = attn_bench_read_bandwidth(bw_buf, (int)opt.threads);
     }

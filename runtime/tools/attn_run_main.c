@@ -170,7 +170,8 @@ static void *load_stored(const char *path, const attn_npy *a, attn_dtype dtype)
     return out;
 }
 
-/* n stored elements of dtype widened to f32 (exact); malloc'ed. */
+/* n stored values of dtype widened to f32 (exact; a block type's n / 32
+   blocks dequantized); malloc'ed. */
 static float *widen_copy(const char *path, attn_dtype dtype, const void *src, size_t n)
 {
     float *out;
@@ -180,6 +181,10 @@ static float *widen_copy(const char *path, attn_dtype dtype, const void *src, si
     out = (float *)malloc(n * sizeof(float) + 1);
     if (out == NULL)
         fail(path, "out of memory");
+    if (attn_dtype_values(dtype) > 1) {
+        attn_dtype_to_f32_array(dtype, src, out, n);
+        return out;
+    }
     for (i = 0; i < n; i++)
         out[i] = dtype == ATTN_DTYPE_BF16  ? attn_bf16_to_f32(((const uint16_t *)src)[i])
                  : dtype == ATTN_DTYPE_F16 ? attn_f16_to_f32(((const uint16_t *)src)[i])
@@ -599,7 +604,7 @@ static void *random_tensor(const char *opt_name, const char *path, attn_rng *r, 
 {
     const size_t n = (size_t)(shape[0] * shape[1]) * (size_t)(shape[2] * shape[3]);
     float *x = (float *)malloc(n * sizeof(float) + 1);
-    void *out = malloc(n * attn_dtype_size(dtype) + 1);
+    void *out = malloc(n / (size_t)attn_dtype_values(dtype) * attn_dtype_size(dtype) + 1);
     char err[256];
     size_t i;
     if (x == NULL || out == NULL)
@@ -608,8 +613,11 @@ static void *random_tensor(const char *opt_name, const char *path, attn_rng *r, 
         x[i] = attn_rng_normal(r);
     if (path != NULL && attn_npy_write(path, ATTN_NPY_F32, 4, shape, x, err, sizeof err) != 0)
         fail(path, "%s", err);
-    for (i = 0; i < n; i++)
-        (dtype == ATTN_DTYPE_BF16 ? store_bf16 : dtype == ATTN_DTYPE_F16 ? store_f16 : store_f32)(x[i], out, i);
+    if (attn_dtype_values(dtype) > 1) /* q8_0, q4_0: quantized as a cache stores them (n: whole blocks) */
+        attn_f32_to_dtype_array(dtype, x, out, n);
+    else
+        for (i = 0; i < n; i++)
+            (dtype == ATTN_DTYPE_BF16 ? store_bf16 : dtype == ATTN_DTYPE_F16 ? store_f16 : store_f32)(x[i], out, i);
     free(x);
     return out;
 }
@@ -644,6 +652,48 @@ static void random_qkv(const run_options *opt, const attn_spec *spec, run_inputs
 
 static void fill_qkv_args(const run_options *opt, const attn_spec *spec, const run_inputs *in, attn_args *args);
 
+/* K or V: [B][Lk][Hkv][dim] (or 3-D), and for K/V in a block type (q8_0,
+   q4_0) also raw blocks: uint8 [B][Lk][Hkv][dim / 32 * block bytes], ggml's
+   bytes as they lie in its cache. */
+static bshd check_kv(const char *path, const attn_npy *a, const attn_spec *spec, const char *dim_name,
+                     int64_t dim)
+{
+    const int values = attn_dtype_values(spec->dtype_kv);
+    if (values > 1 && a->dtype == ATTN_NPY_U8) {
+        char name[64];
+        snprintf(name, sizeof name, "%s / 32 * %u (%s blocks' bytes)", dim_name,
+                 (unsigned)attn_dtype_size(spec->dtype_kv), attn_dtype_name(spec->dtype_kv));
+        return check_bshd(path, a, "seq_k", "heads_kv", spec->heads_kv, name,
+                          dim / values * (int64_t)attn_dtype_size(spec->dtype_kv));
+    }
+    return check_bshd(path, a, "seq_k", "heads_kv", spec->heads_kv, dim_name, dim);
+}
+
+/* K or V in the kernel's storage type: a block type's raw blocks copied, or
+   float values quantized with the runtime's quantizers (as a cache that
+   appends them stores them); other types as load_stored.  malloc'ed. */
+static void *load_kv(const char *path, const attn_npy *a, attn_dtype dtype)
+{
+    void *out;
+    float *f;
+    if (attn_dtype_values(dtype) == 1)
+        return load_stored(path, a, dtype);
+    if (a->dtype == ATTN_NPY_U8) {
+        out = malloc(a->count + 1);
+        if (out == NULL)
+            fail(path, "out of memory");
+        memcpy(out, a->data, a->count);
+        return out;
+    }
+    f = (float *)load_stored(path, a, ATTN_DTYPE_F32);
+    out = malloc(a->count / ATTN_QK * attn_dtype_size(dtype) + 1);
+    if (out == NULL)
+        fail(path, "out of memory");
+    attn_f32_to_dtype_array(dtype, f, out, a->count); /* count: a multiple of 32 (dim is) */
+    free(f);
+    return out;
+}
+
 /* Q, K, V: shapes first, then the data in the kernel's storage types;
    fills the args' shape, strides and tensors. */
 static void load_qkv(const run_options *opt, const attn_spec *spec, run_inputs *in,
@@ -658,14 +708,12 @@ static void load_qkv(const run_options *opt, const attn_spec *spec, run_inputs *
     in->qt = check_bshd(opt->q_path, &in->qa, "seq_q", "heads_q", spec->heads_q, "head_dim",
                         spec->head_dim);
     load(opt->k_path, &in->ka);
-    in->kt = check_bshd(opt->k_path, &in->ka, "seq_k", "heads_kv", spec->heads_kv, "head_dim",
-                        spec->head_dim);
+    in->kt = check_kv(opt->k_path, &in->ka, spec, "head_dim", spec->head_dim);
     if (in->kt.batch != in->qt.batch)
         fail(opt->k_path, "batch %lld does not match %s's batch %lld", (long long)in->kt.batch,
              opt->q_path, (long long)in->qt.batch);
     load(opt->v_path, &in->va);
-    in->vt = check_bshd(opt->v_path, &in->va, "seq_k", "heads_kv", spec->heads_kv, "head_dim_v",
-                        spec->head_dim_v);
+    in->vt = check_kv(opt->v_path, &in->va, spec, "head_dim_v", spec->head_dim_v);
     if (in->vt.batch != in->qt.batch)
         fail(opt->v_path, "batch %lld does not match %s's batch %lld", (long long)in->vt.batch,
              opt->q_path, (long long)in->qt.batch);
@@ -673,8 +721,8 @@ static void load_qkv(const run_options *opt, const attn_spec *spec, run_inputs *
         fail(opt->v_path, "seq_k %lld does not match %s's seq_k %lld", (long long)in->vt.len,
              opt->k_path, (long long)in->kt.len);
     in->q = load_stored(opt->q_path, &in->qa, spec->dtype_q);
-    in->k = load_stored(opt->k_path, &in->ka, spec->dtype_kv);
-    in->v = load_stored(opt->v_path, &in->va, spec->dtype_kv);
+    in->k = load_kv(opt->k_path, &in->ka, spec->dtype_kv);
+    in->v = load_kv(opt->v_path, &in->va, spec->dtype_kv);
     fill_qkv_args(opt, spec, in, args);
 }
 
@@ -931,11 +979,17 @@ static void compute(const attn_kernel *kernel, const attn_variant *variant, int 
         const size_t nk = (size_t)(args->batch * args->seq_k) * (size_t)spec->heads_kv * (size_t)spec->head_dim;
         const size_t nv = (size_t)(args->batch * args->seq_k) * (size_t)spec->heads_kv * (size_t)spec->head_dim_v;
         in->qw = widen_copy(spec->name, spec->dtype_q, in->q, nq);
+        const int64_t values = attn_dtype_values(spec->dtype_kv);
+        int d;
         in->kw = widen_copy(spec->name, spec->dtype_kv, in->k, nk);
         in->vw = widen_copy(spec->name, spec->dtype_kv, in->v, nv);
         ra.q = in->qw;
         ra.k = in->kw;
         ra.v = in->vw;
+        for (d = 0; d < 3; d++) { /* a block type's strides count blocks; the widened values' */
+            ra.k_stride[d] *= values;
+            ra.v_stride[d] *= values;
+        }
         st = attn_reference(spec, &ra);
     } else if (variant != NULL) {
         st = attn_check_args(spec, args);

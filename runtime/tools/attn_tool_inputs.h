@@ -55,10 +55,12 @@ static float *attn_tool_random_floats(size_t n, uint64_t seed)
    memory; for f32, src itself (nothing allocated: see attn_tool_free_stored). */
 static void *attn_tool_stored(attn_dtype dtype, float *src, size_t n)
 {
-    uint16_t *p;
+    /* a block type (q8_0, q4_0): n values are n / 32 blocks */
+    const size_t values = (size_t)(attn_dtype_values(dtype) > 0 ? attn_dtype_values(dtype) : 1);
+    void *p;
     if (dtype == ATTN_DTYPE_F32 || !src) return src;
-    if (n > SIZE_MAX / sizeof(uint16_t)) return NULL;
-    p = (uint16_t *)attn_tool_tensor_alloc(n * sizeof(uint16_t));
+    if (n / values > SIZE_MAX / attn_dtype_size(dtype)) return NULL;
+    p = attn_tool_tensor_alloc(n / values * attn_dtype_size(dtype));
     if (!p) return NULL;
     attn_f32_to_dtype_array(dtype, src, p, n);
     return p;

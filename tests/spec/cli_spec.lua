@@ -303,6 +303,10 @@ describe("cli #slow", function()
       { config = "configs/test/t_f16_cache.lua", lq = 2, lk = 40, seqlens = { 40, 17 },
         what = "f32 inputs into an f16 cache, decode path" },
       { config = "configs/test/t_bf16_all.lua", lq = 6, lk = 11, seqlens = { 11, 7 }, what = "bf16 storage" },
+      { config = "configs/test/t_q8_0.lua", lq = 2, lk = 40,
+        what = "f32 inputs quantized into a q8_0 cache, decode path" },
+      { config = "configs/test/t_q4_0.lua", lq = 20, lk = 33, seqlens = { 33, 9 },
+        what = "f32 inputs quantized into a q4_0 cache, prefill path, padding" },
     }
 
     for i, case in ipairs(CASES) do

@@ -201,7 +201,7 @@ describe("the runtime's lists agree with the generator's", function()
   local function xlist(macro)
     local body = header:match("#define " .. macro .. "%(X%)(.-)\n\n")
     local t = {}
-    for id, name in body:gmatch("X%((%w+), (%w+)") do t[#t + 1] = { id = id, name = name } end
+    for id, name in body:gmatch("X%(([%w_]+), ([%w_]+)") do t[#t + 1] = { id = id, name = name } end
     return t
   end
 

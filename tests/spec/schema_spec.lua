@@ -461,6 +461,24 @@ describe("schema", function()
       assert.is_nil(msg:find("not implemented", 1, true))
     end)
 
+    it("dtype: K/V may be llama.cpp's q8_0 or q4_0 blocks, with D and Dv multiples of 32", function()
+      local t = assert(schema.normalize(with({ head_dim = 64, dtype = { kv = "q8_0" } }))).dtype
+      assert.same({ q = "f32", kv = "q8_0", o = "f32" }, t)
+      assert.equal("q4_0", assert(schema.normalize(with({ head_dim = 32, head_dim_v = 96,
+        dtype = { q = "bf16", kv = "q4_0", o = "f16" } }))).dtype.kv)
+      rejects_key(with({ head_dim = 48, dtype = { kv = "q8_0" } }), "dtype", "multiples of 32", "48")
+      rejects_key(with({ head_dim = 64, head_dim_v = 80, dtype = { kv = "q4_0" } }), "dtype", "multiples of 32", "80")
+      rejects_key(with({ head_dim = 64, dtype = "q8_0" }), "dtype", "K/V type", "dtype = {kv = \"q8_0\"}")
+      rejects_key(with({ head_dim = 64, dtype = { q = "q8_0" } }), "dtype", "dtype.q", "q8_0")
+      rejects_key(with({ head_dim = 64, matmul = "bf16", dtype = { q = "bf16", kv = "q8_0" } }), "matmul",
+        "q8_0 cache is read with matmul = \"f32\"")
+      local ok, key, err = schema.normalize({ name = "x", kind = "linear", heads_q = 2, head_dim = 64,
+        dtype = { kv = "q8_0" } })
+      assert.is_nil(ok)
+      assert.equal("dtype", key)
+      assert.truthy(err:find("sdpa", 1, true))
+    end)
+
     it("matmul: f32 by default; bf16 needs bf16 Q and K/V", function()
       assert.equal("f32", assert(schema.normalize(with({}))).matmul)
       rejects_key(with({ matmul = "bf16", dtype = { kv = "f16" } }), "matmul", "needs Q and K/V stored as bf16")
