@@ -287,21 +287,8 @@ function M.spec_fields(p)
   return f
 end
 
---- Turns a normalized sdpa config into the plan.  Besides the common
--- options, `opts.decode_block` and `opts.decode_chunk` override the decode
--- path's constants, and `opts.decode_reason` says why.
-function M.plan(cfg, opts)
-  opts = opts or {}
-  local p = common.common(cfg, opts)
-  local LOG2E = common.LOG2E
-  p.D = cfg.head_dim
-  p.Dv = cfg.head_dim_v
-  p.Hq = cfg.heads_q
-  p.Hkv = cfg.heads_kv
-  p.group = math.floor(cfg.heads_q / cfg.heads_kv) -- exact; floor keeps it an integer on Lua 5.3+
-
-  common.positions(p, cfg) -- p.top_left, p.pos(i, lk, lq)
-
+--- The masks: which code paths exist, and the span fields of a row.
+local function plan_masks(p, cfg)
   -- masks: which code paths exist
   local w = cfg.window
   p.causal = cfg.causal ~= false
@@ -332,6 +319,11 @@ function M.plan(cfg, opts)
   end
   p.padding = cfg.padding
   p.mask = cfg.mask
+end
+
+--- The outputs and per-row terms beyond O and LSE, and what they leave to the
+-- prefill path's sparse gathering and the spans.
+local function plan_outputs(p, cfg)
   -- weights: the kernel can write P = exp(s - LSE) (args->weights): each
   -- prefill tile's final scores go into the caller's P rows, and one pass at
   -- the end of the query tile (prefill) or of the merge (decode) turns them
@@ -369,16 +361,21 @@ function M.plan(cfg, opts)
   p.sparse_gather = p.sparse ~= nil and not (cfg.alibi or cfg.rel_bias or cfg.mask ~= "none" or p.weights or p.dropout)
   -- keys outside [0, Lk_b) or outside a row's span exist only with these
   p.has_spans = p.causal or p.has_left or p.has_right or p.chunk ~= nil or p.padding
+end
+
+--- The score terms in base 2 (scale, softcap, ALiBi, the relative position
+-- bias) and the constants they put in the C.
+local function plan_terms(p, cfg)
   -- the kernel keeps scores in base 2: everything that adds to a score is
   -- scaled by log2(e) once here, and every exp becomes an exp2
   p.scale = cfg.scale
-  p.qscale = cfg.scale * LOG2E
+  p.qscale = cfg.scale * common.LOG2E
   p.softcap = cfg.softcap
-  p.softcap2 = cfg.softcap and cfg.softcap * LOG2E
+  p.softcap2 = cfg.softcap and cfg.softcap * common.LOG2E
   p.alibi = cfg.alibi
   if cfg.alibi then
     p.alibi_slopes = {}
-    for h, s in ipairs(M.alibi_slopes(cfg.heads_q)) do p.alibi_slopes[h] = util.c_float(s * LOG2E) end
+    for h, s in ipairs(M.alibi_slopes(cfg.heads_q)) do p.alibi_slopes[h] = util.c_float(s * common.LOG2E) end
   end
   -- a learned relative position bias (args->rel_table [rel_rows][Hq]):
   -- { kind = "t5", buckets, max_distance, bidirectional } or { kind =
@@ -403,7 +400,11 @@ function M.plan(cfg, opts)
   p.c.temp_scale = p.temperature and util.c_double(p.temperature.scale)
   p.c.temp_floor = p.temperature and util.c_double(p.temperature.floor)
   p.lazy_max = M.LAZY_MAX
+end
 
+--- The decode path's constants (split, blocks, the streaming kernel's
+-- prefetch); opts may override the block and the chunk.
+local function plan_decode(p, cfg, opts)
   -- decode path: taken when Lq <= max_q; keys split in chunks whose length
   -- depends on Lk only, never on the thread count
   p.decode = { max_q = cfg.decode_max_q, chunk = opts.decode_chunk or M.DECODE_CHUNK,
@@ -428,7 +429,11 @@ function M.plan(cfg, opts)
     page_ahead = M.STREAM_PAGE_AHEAD, split_dot = M.STREAM_SPLIT_DOT_DTYPES[p.dtype.kv] == true,
     -- kv heads whose rows start a key's pages (key-major layout): every page_heads-th
     page_heads = math.max(1, math.floor(M.PAGE_BYTES / (math.max(p.D, p.Dv) * common.DTYPE_BYTES[p.dtype.kv]))) }
+end
 
+--- The ISA variants: each one's micro-kernels, prefill chunks and decode
+-- kernels, and the blocked decode schedule of those that render one.
+local function plan_variants(p, cfg)
   -- why the forward function runs chunks where it does, for its comment
   p.prefill_chunk_rule = cfg.prefill_chunk and "the config's prefill_chunk"
     or ("%d MiB of K^T and V packed; %d MiB a chunk"):format(M.PREFILL_CHUNK_FROM / 1048576,
@@ -488,6 +493,26 @@ function M.plan(cfg, opts)
   for _, v in ipairs(p.variants) do
     if p.decode.max_q > 0 and not v.decode_by then v.dsched = decode.schedule(p, v) end
   end
+end
+
+--- Turns a normalized sdpa config into the plan.  Besides the common
+-- options, `opts.decode_block` and `opts.decode_chunk` override the decode
+-- path's constants, and `opts.decode_reason` says why.
+function M.plan(cfg, opts)
+  opts = opts or {}
+  local p = common.common(cfg, opts)
+  p.D = cfg.head_dim
+  p.Dv = cfg.head_dim_v
+  p.Hq = cfg.heads_q
+  p.Hkv = cfg.heads_kv
+  p.group = math.floor(cfg.heads_q / cfg.heads_kv) -- exact; floor keeps it an integer on Lua 5.3+
+
+  common.positions(p, cfg) -- p.top_left, p.pos(i, lk, lq)
+  plan_masks(p, cfg)
+  plan_outputs(p, cfg)
+  plan_terms(p, cfg)
+  plan_decode(p, cfg, opts)
+  plan_variants(p, cfg)
 
   -- FLOPs per full tile, for the cost comment: scores and P*V
   p.tile_flops = 2 * p.tile.q * p.tile.kv * (p.D + p.Dv)
