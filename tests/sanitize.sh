@@ -36,6 +36,14 @@ spec_value() {
   sed -n "s/^ \*   $2 = \"*\([^\",]*\)\"*,\$/\1/p" "$hdr" | head -n 1
 }
 
+# the rows of config $1's relative position table (rel_bias), or nothing:
+# its spec's rel_buckets (T5's buckets, or 2k + 1 clipped distances)
+rel_rows() {
+  src=generated/$1.c
+  [ -f "$src" ] || src=$GEN_TEST/$1.c
+  sed -n 's/^ *\.rel_buckets = \([0-9]*\),$/\1/p' "$src" | head -n 1
+}
+
 # elapsed seconds since $1 (date +%s)
 since() { echo $(( $(date +%s) - $1 )); }
 
@@ -69,6 +77,7 @@ run)
   d=$(spec_value "$name" head_dim); dv=$(spec_value "$name" head_dim_v)
   padding=$(spec_value "$name" padding); mask=$(spec_value "$name" mask)
   sinks=$(spec_value "$name" sinks) # "true", or empty: the banner echoes it only when set
+  rel=$(rel_rows "$name")
   [ -n "$hq" ] && [ -n "$hkv" ] && [ -n "$d" ] && [ -n "$dv" ] && [ -n "$padding" ] \
     && [ -n "$mask" ] || die "$name: cannot read the config from its generated header"
   dir=$results/run-$name
@@ -104,6 +113,10 @@ run)
     if [ "$sinks" = true ]; then
       "$npy" random "$in-sk.npy" f32 5 "$hq" >>"$log" 2>&1 || die "$name: npy_tool failed"
       extra="$extra --sinks $in-sk.npy"
+    fi
+    if [ -n "$rel" ]; then
+      "$npy" random "$in-rt.npy" f32 6 "$rel" "$hq" >>"$log" 2>&1 || die "$name: npy_tool failed"
+      extra="$extra --rel-table $in-rt.npy"
     fi
     io="--q $in-q.npy --k $in-k.npy --v $in-v.npy $extra"
     [ "$b" -gt 1 ] && extra2=$extra
@@ -165,6 +178,7 @@ valgrind)
     d=$(spec_value "$name" head_dim); dv=$(spec_value "$name" head_dim_v)
     padding=$(spec_value "$name" padding); mask=$(spec_value "$name" mask)
     sinks=$(spec_value "$name" sinks)
+    rel=$(rel_rows "$name")
     [ -n "$hq" ] && [ -n "$hkv" ] && [ -n "$d" ] && [ -n "$dv" ] && [ -n "$padding" ] \
       && [ -n "$mask" ] || die "$name: cannot read the config from its generated header"
     work=$dir/$name
@@ -191,6 +205,10 @@ valgrind)
       if [ "$sinks" = true ]; then
         "$npy" random "$in-sk.npy" f32 5 "$hq" >>"$log" 2>&1 || die "$name: npy_tool failed"
         extra="$extra --sinks $in-sk.npy"
+      fi
+      if [ -n "$rel" ]; then
+        "$npy" random "$in-rt.npy" f32 6 "$rel" "$hq" >>"$log" 2>&1 || die "$name: npy_tool failed"
+        extra="$extra --rel-table $in-rt.npy"
       fi
       io="--q $in-q.npy --k $in-k.npy --v $in-v.npy $extra"
       # the reference, the dispatched kernel (AVX2 under valgrind) with 1

@@ -85,7 +85,7 @@ typedef struct {
     const attn_spec *s;
     int64_t nb, lq, lk;
     size_t nq, nk, nv, no;
-    attn_guard_buf g[14];
+    attn_guard_buf g[15];
     /* q, k, v: the f32 values a test wants, then (store_inputs) the stored
        values widened; o: the kernel's O widened */
     float *q, *k, *v, *o, *lse, *ro, *rlse, *bias;
@@ -180,6 +180,11 @@ static void problem_init(problem *p, const attn_spec *s, int64_t lq, int64_t lk,
         for (i = 0; i < nr; i++) rel[i] = rng_unit(&seed);
         p->a.rel_table = rel;
     }
+    if (s->sinks) { /* a sink logit per query head (sinks = true) */
+        float *sinks = (float *)guarded(&p->g[14], (size_t)Hq, sizeof(float));
+        for (i = 0; i < (size_t)Hq; i++) sinks[i] = rng_unit(&seed);
+        p->a.sinks = sinks;
+    }
     p->a.mask_stride[0] = Hq * lq * lk;
     p->a.mask_stride[1] = lq * lk;
     p->a.mask_stride[2] = lk;
@@ -199,7 +204,7 @@ static void problem_init(problem *p, const attn_spec *s, int64_t lq, int64_t lk,
 static void problem_free(problem *p)
 {
     int i;
-    for (i = 0; i < 14; i++) attn_guard_free(&p->g[i]);
+    for (i = 0; i < 15; i++) attn_guard_free(&p->g[i]);
 }
 
 /* The wanted f32 inputs narrowed into the stored tensors, and the stored
@@ -332,7 +337,8 @@ static void compare_with_reference(const problem *p, tally *t)
  * 1e4, delta is ~10..1000 and that bound says nothing, but O must still be
  * finite and a convex combination of the V rows: within [min_j V_j, max_j
  * V_j] for each dim, over the row's valid keys (a superset of its visible
- * ones).  A row with no visible key is O = 0, LSE = -inf.
+ * ones) and, with sinks, 0.  A row with no visible key is O = 0, LSE = -inf
+ * (the sink with sinks).
  */
 static void compare_large(const problem *p, tally *t)
 {
@@ -370,7 +376,8 @@ static void compare_large(const problem *p, tally *t)
                     miss(t, "LSE[b=%lld h=%lld i=%lld] = %.9g, reference %.9g, allowed error %g", (long long)b,
                          (long long)h, (long long)i, lse, rlse, ATTN_REF_TOL(ATTN_DTYPE_F32, rlse) + delta);
                 for (d = 0; d < s->head_dim_v; d++) {
-                    double lo = INFINITY, hi = -INFINITY, vmax = 0.0, err32, slack;
+                    /* with sinks, a sink is one more term with a zero value row */
+                    double lo = s->sinks ? 0.0 : INFINITY, hi = s->sinks ? 0.0 : -INFINITY, vmax = 0.0, err32, slack;
                     for (j = 0; j < lkb; j++) {
                         const double x = v_at(p, b, j, hk)[d];
                         if (x < lo) lo = x;
