@@ -769,7 +769,8 @@ static void empty_rows(const attn_kernel *k, const attn_variant *const *vs, int 
                 if (s->mask == ATTN_MASK_BIAS) p.bias[m] = -INFINITY;
             }
     run_each(&p, vs, nv, t, compare_with_reference);
-    for (r = 0; r < p.nb * s->heads_q * lq; r++) empty += isinf(p.rlse[r]) && p.rlse[r] < 0;
+    for (r = 0; r < p.nb * s->heads_q * lq; r++) /* LSE [B][Hq][Lq]: -inf, or the head's sink with sinks */
+        empty += s->sinks ? p.rlse[r] == p.a.sinks[(r / lq) % s->heads_q] : isinf(p.rlse[r]) && p.rlse[r] < 0;
     cr_assert_gt(empty, 0, "%s: no empty row in the case", s->name);
     problem_free(&p);
 }
