@@ -56,6 +56,25 @@ function M.params(s, d_model)
   return p
 end
 
+--- The learned tables a config's kernel takes besides the projections, as a
+-- list of { name, count, note }: T5's or Shaw's relative position table
+-- (rows x query heads; T5 keeps one per stack, in its first layer) and
+-- gpt-oss's sinks (one logit per query head).  Empty when there are none.
+function M.tables(cfg, s)
+  local out = {}
+  local rb = cfg.rel_bias
+  if rb then
+    local rows = rb.kind == "t5" and (rb.buckets or 32) or 2 * rb.max_distance + 1
+    out[#out + 1] = { name = "rel_table", count = rows * s.hq,
+      note = rb.kind == "t5" and ("%d buckets x %d heads; T5 keeps one per stack, in its first layer"):format(rows, s.hq)
+        or ("%d distances x %d heads"):format(rows, s.hq) }
+  end
+  if cfg.sinks then
+    out[#out + 1] = { name = "sinks", count = s.hq, note = "one logit per query head" }
+  end
+  return out
+end
+
 --- KV-cache bytes per token and layer for each storage type, in the order
 -- of M.STORAGE: { name, per_token }, per_token nil where the type cannot
 -- hold these head dims.
@@ -107,6 +126,7 @@ function M.describe(cfg, d_model, n)
     heads_q = s.hq, heads_kv = s.hkv, head_dim = s.d, head_dim_v = s.dv,
     d_model = d_model,
     params = p,
+    tables = M.tables(cfg, s),
     kv_cache = not linear and M.cache_bytes(s) or nil,
     state_bytes = linear and M.state_bytes(s) or nil,
     seq = n,

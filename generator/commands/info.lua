@@ -35,6 +35,9 @@ local function print_table(r, display)
     print(("  %s  %15s weights  %9s bias"):format(name:upper(), g(p.weights), g(p.bias)))
   end
   print(("  parameters  %s with biases, %s without"):format(g(r.params.with_bias), g(r.params.without_bias)))
+  for _, t in ipairs(r.tables) do
+    print(("  %s  %s learned values (%s), besides the projections"):format(t.name, g(t.count), t.note))
+  end
   if r.kv_cache then
     print("KV cache per token and layer (K and V)")
     for _, c in ipairs(r.kv_cache) do
@@ -57,7 +60,7 @@ local function json_text(r)
     if c.per_token == nil then c.per_token = json.null end
   end
   return json.encode(r, { keyorder = { "name", "kind", "heads_q", "heads_kv", "head_dim", "head_dim_v",
-    "d_model", "params", "q", "k", "v", "o", "weights", "bias", "with_bias", "without_bias", "kv_cache",
+    "d_model", "params", "q", "k", "v", "o", "weights", "bias", "with_bias", "without_bias", "tables", "count", "note", "kv_cache",
     "per_token", "state_bytes", "seq", "flops_per_token", "attention", "projections", "total" } })
 end
 
