@@ -66,7 +66,8 @@ function M.tables(cfg, s)
   if rb then
     local rows = rb.kind == "t5" and (rb.buckets or 32) or 2 * rb.max_distance + 1
     out[#out + 1] = { name = "rel_table", count = rows * s.hq,
-      note = rb.kind == "t5" and ("%d buckets x %d heads; T5 keeps one per stack, in its first layer"):format(rows, s.hq)
+      note = rb.kind == "t5"
+        and ("%d buckets x %d heads; T5 keeps one per stack, in its first layer"):format(rows, s.hq)
         or ("%d distances x %d heads"):format(rows, s.hq) }
   end
   if cfg.sinks then

@@ -60,7 +60,8 @@ local function json_text(r)
     if c.per_token == nil then c.per_token = json.null end
   end
   return json.encode(r, { keyorder = { "name", "kind", "heads_q", "heads_kv", "head_dim", "head_dim_v",
-    "d_model", "params", "q", "k", "v", "o", "weights", "bias", "with_bias", "without_bias", "tables", "count", "note", "kv_cache",
+    "d_model", "params", "q", "k", "v", "o", "weights", "bias", "with_bias", "without_bias",
+    "tables", "count", "note", "kv_cache",
     "per_token", "state_bytes", "seq", "flops_per_token", "attention", "projections", "total" } })
 end
 
