@@ -12,7 +12,7 @@
 -- The plot is drawn by gnuplot (generator/plots.lua); --replot redraws it
 -- from DIR/results.json without running anything.
 --
--- Usage: bin/attngen-lua bench/suite.lua [--quick] [--out DIR] [--only S,S,...] [--replot]
+-- Usage: luajit bench/suite.lua [--quick] [--out DIR] [--only S,S,...] [--replot]
 --
 -- --only runs the named sections alone (their names: SECTIONS below), for a
 -- machine with little time or a target to re-measure; the tables of the
@@ -28,7 +28,7 @@ local plots = require("plots")
 --- The suite's sections, in the order they run.
 local SECTIONS = { "prefill", "causal", "weights", "dropout", "window", "sparse", "threads", "odd", "avx2",
   "compile", "storage", "bf16", "linear", "classic", "decode", "threshold", "chunked", "short", "multi",
-  "sweep" }
+  "options", "sweep" }
 
 local USAGE = "usage: bench/suite.lua [--quick] [--out DIR] [--only SECTION,...] [--replot]\n"
 local quick, out, replot, only = false, nil, false, nil
@@ -678,6 +678,59 @@ short_multi_round()
 if ROUNDS >= 2 and wanted("decode") then decode_round() end
 if ROUNDS >= 2 then short_multi_round() end
 
+--- The best and the median of a row's rounds, by key (the smallest first).
+local function best_median(xs, key)
+  local sorted = {}
+  for i, x in ipairs(xs) do sorted[i] = x end
+  table.sort(sorted, function(a, b) return a[key] < b[key] end)
+  local n = #sorted
+  local median = n % 2 == 1 and sorted[(n + 1) / 2][key] or (sorted[n / 2][key] + sorted[n / 2 + 1][key]) / 2
+  return sorted[1], median
+end
+
+-- 9b. options that should cost next to nothing, each timed against the same
+-- call without it: in alternating rounds (a slow phase of this machine would
+-- otherwise land on one side only), each side counting with its best time,
+-- the median of the rounds' ratios shown beside it
+local OPTION_ROUNDS = quick and 2 or 3
+local OPTIONS = {
+  { what = "entropy, causal prefill H=8 D=128 L=%d", on = "entropy=true", goal = 1.05, prefill = true },
+  { what = "entropy, decode Llama-3-8B Lq=1 Lk=%d", on = "entropy=true", goal = 1.05 },
+  { what = "rel_bias t5, causal prefill H=8 D=64 L=%d", on = 'rel_bias={kind="t5"}', goal = 1.15, prefill = true,
+    base = { "head_dim=64" } },
+  { what = "sinks, causal prefill H=8 D=128 L=%d", on = "sinks=true", goal = 1.03, prefill = true },
+  { what = "sinks, decode Llama-3-8B Lq=1 Lk=%d", on = "sinks=true", goal = 1.03 },
+  { what = "temperature, causal prefill H=8 D=128 L=%d", on = "temperature={scale=0.1,floor=8192}", goal = 1.03,
+    prefill = true },
+}
+if wanted("options") then
+  local LO, LKO = quick and 1024 or 4096, quick and 4096 or 16384
+  for _, o in ipairs(OPTIONS) do
+    local base = {}
+    if o.prefill then
+      base = with(H8, "causal=true")
+      for _, b in ipairs(o.base or {}) do base[#base + 1] = b end
+    end
+    local opts = o.prefill and { ["seq-q"] = LO, threads = 1, isa = ISA, ["no-reference"] = true, ["no-blas"] = true }
+      or { ["seq-q"] = 1, ["seq-k"] = LKO, threads = 1, isa = ISA, ["no-reference"] = true, ["no-blas"] = true }
+    local what = o.what:format(o.prefill and LO or LKO)
+    local off_best, on_best, ratios = math.huge, math.huge, {}
+    for n = 1, OPTION_ROUNDS do
+      progress(("%s, round %d"):format(what, n))
+      local off = result(bench("llama3_8b", base, opts), ISA).seconds
+      local r = bench("llama3_8b", with(base, o.on), opts)
+      record(("%s round=%d"):format(what, n), r)
+      local on = result(r, ISA).seconds
+      off_best, on_best = math.min(off_best, off), math.min(on_best, on)
+      ratios[n] = { ratio = on / off }
+    end
+    local _, median = best_median(ratios, "ratio")
+    local ratio = on_best / off_best
+    target(("%s: time / without (med. %.2f)"):format(what, median), ratio, ("<= %.2f"):format(o.goal),
+      ratio <= o.goal)
+  end
+end
+
 -- 10. the sweep for the plot: GFLOP/s against L per implementation
 local series, peak = {}, 0
 local lengths = not wanted("sweep") and {} or quick and { 256, 512, 1024 } or { 256, 512, 1024, 2048, 4096 }
@@ -704,15 +757,6 @@ for _, run in ipairs(runs) do
       if x.impl == ISA and x.peak_gflops > suite_peak then suite_peak = x.peak_gflops end
     end
   end
-end
---- The best and the median of a row's rounds, by key (the smallest first).
-local function best_median(xs, key)
-  local sorted = {}
-  for i, x in ipairs(xs) do sorted[i] = x end
-  table.sort(sorted, function(a, b) return a[key] < b[key] end)
-  local n = #sorted
-  local median = n % 2 == 1 and sorted[(n + 1) / 2][key] or (sorted[n / 2][key] + sorted[n / 2 + 1][key]) / 2
-  return sorted[1], median
 end
 for _, x in ipairs(short_prompts) do
   local best, median_ms = best_median(x.rounds, "ms")
