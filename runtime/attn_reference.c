@@ -579,6 +579,8 @@ attn_status attn_reference(const attn_spec *spec, const attn_args *args)
                     for (j = 0; j < args->seq_k; j++)
                         if (vis[j])
                             ent -= exp(s[j] - lse) * (s[j] - lse);
+                    if (spec->sinks) /* the sink is one more outcome of the row's distribution */
+                        ent -= exp(sink - lse) * (sink - lse);
                     if (spec->dropout) {
                         /* dropout, literally: the softmax's weights, each
                            kept (scaled by 1 / (1 - p)) or dropped by its

@@ -253,17 +253,8 @@ local dropout = optional_flag("dropout")
 local entropy = optional_flag("entropy")
 
 -- sinks: a learned logit per query head (args->sinks) joins each row's
--- softmax with no value row (gpt-oss); not yet with entropy, whose
--- running sums do not count the sink's share of a row
-local sink_flag = optional_flag("sinks")
-local function sinks(raw, c, u)
-  local ok, key, err = sink_flag(raw, c, u)
-  if not ok then return nil, key, err end
-  if c.sinks and c.entropy then
-    return nil, "sinks", "'sinks' and 'entropy' do not go together yet: the entropy kernels leave out the sink's share"
-  end
-  return true
-end
+-- softmax with no value row (gpt-oss)
+local sinks = optional_flag("sinks")
 
 -- temperature = {scale = s, floor = f}: each query row at position p is
 -- multiplied by 1 + s * ln(floor((p + 1) / f) + 1) (Llama 4's attention
