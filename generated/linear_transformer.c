@@ -12,7 +12,7 @@
  *   causal = true,
  *   padding = false,
  *   feature_map = "elu1",
- *   eps = 9.9999999999999995e-07,
+ *   eps = 1e-06,
  *   state = true,
  *   dtype = "f32",
  *   matmul = "f32",

@@ -14,7 +14,7 @@
  *   global_tokens = 0,
  *   padding = false,
  *   mask = "none",
- *   scale = 0.088388347648318433,
+ *   scale = 0.08838834764831843,
  *   alibi = false,
  *   decode_max_q = 16,
  *   dtype = { kv = "q8_0", o = "f32", q = "f32" },

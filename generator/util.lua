@@ -151,6 +151,10 @@ function M.serialize(v, indent)
   if t == "string" then return ("%q"):format(v)
   elseif t == "number" then
     if v == math.floor(v) and math.abs(v) < 2 ^ 53 then return ("%d"):format(v) end
+    for digits = 15, 16 do -- the shortest text that reads back as the same double (0.1, not 0.10000000000000001)
+      local text = ("%." .. digits .. "g"):format(v)
+      if tonumber(text) == v then return text end
+    end
     return ("%.17g"):format(v)
   elseif t == "boolean" or t == "nil" then return tostring(v)
   elseif t == "table" then

@@ -14,7 +14,7 @@
  *   global_tokens = 0,
  *   padding = false,
  *   mask = "none",
- *   scale = 0.57735026918962584,
+ *   scale = 0.5773502691896258,
  *   alibi = false,
  *   decode_max_q = 16,
  *   dtype = "f32",

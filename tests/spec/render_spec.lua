@@ -141,7 +141,7 @@ describe("render", function()
         assert.truthy(banner:find(" *   weights = true,", 1, true))
         assert.truthy(banner:find(" *   dropout = true,", 1, true))
         assert.truthy(banner:find(" *   entropy = true,", 1, true))
-        assert.truthy(banner:find(" *   temperature = { floor = 8192, scale = 0.10000000000000001 },", 1, true))
+        assert.truthy(banner:find(" *   temperature = { floor = 8192, scale = 0.1 },", 1, true))
         assert.truthy(banner:find(" *   sinks = true,", 1, true))
       end
     end)
