@@ -723,25 +723,27 @@ static int rnd_int(int lo, int hi)
     return x > hi ? hi : x;
 }
 
-/* Packs row r of R q8_0 query rows as the kernel's qpacki does (ukernel.h):
-   codes in [-127, 127] (the first block of row 0 all at the extremes), block
-   scales in [2^-10, 2^-4) of either sign, their code sums, and the flag dp. */
-static void idot_row(float *row, int d, int r, int32_t dp)
+/* Packs row r of R q8_0 query rows as the kernel's qpacki does (ukernel.h)
+   for K codes offset by off (the unsigned form of vpdpbusd): codes in
+   [-127, 127] (the first block of row 0 all at the extremes), block scales in
+   [2^-10, 2^-4) of either sign, the corrections, and the flag dp. */
+static void idot_row(float *row, int d, int r, int off, int32_t dp)
 {
     const int nb = d / 32;
     int8_t *codes = (int8_t *)(void *)row;
     int b, i;
     for (b = 0; b < nb; b++) {
-        int32_t sum = 0;
-        for (i = 0; i < 32; i++) {
-            const int c = r == 0 && b == 0 ? (i % 2 ? -127 : 127) : rnd_int(-127, 127);
-            codes[32 * b + i] = (int8_t)c;
-            sum += c;
+        const float f = ldexpf(rnd(), -4 - rnd_int(0, 5));
+        for (i = 0; i < 32; i++)
+            codes[32 * b + i] = (int8_t)(r == 0 && b == 0 ? (i % 2 ? -127 : 127) : rnd_int(-127, 127));
+        for (i = 0; i < 8; i++) {
+            const int8_t *c = codes + 32 * b + 4 * i;
+            const int32_t n = -off * (c[0] + c[1] + c[2] + c[3]);
+            memcpy(row + 8 * nb + 8 * b + i, &n, sizeof n);
+            row[16 * nb + 8 * b + i] = f;
         }
-        row[8 * nb + b] = ldexpf(rnd(), -4 - rnd_int(0, 5));
-        memcpy(row + 9 * nb + b, &sum, sizeof sum);
     }
-    memcpy(row + 10 * nb, &dp, sizeof dp);
+    memcpy(row + 24 * nb, &dp, sizeof dp);
 }
 
 /* A K row of d values in blocks of dt: random f16 scales, every code value
@@ -787,7 +789,8 @@ int ukt_idot(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int d, in
             int r, dd, sig;
             reseed((unsigned)(40 + 2 * k + dp));
             memset(q, 0, nq * sizeof(float));
-            for (r = 0; r < R; r++) idot_row(q + (size_t)r * dqs, d, r, dp ? dp_bit : 0);
+            for (r = 0; r < R; r++)
+                idot_row(q + (size_t)r * dqs, d, r, dt == ATTN_DTYPE_Q8_0 ? 128 : 8, dp ? dp_bit : 0);
             idot_krow(dt, k0, d);
             idot_krow(dt, k1, d);
             q0 = copy_of(q, nq, sizeof(float));
@@ -804,7 +807,7 @@ int ukt_idot(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int d, in
                     const int8_t *codes = (const int8_t *)(const void *)row;
                     double w0 = 0.0, w1 = 0.0, b0 = 0.0, b1 = 0.0;
                     for (dd = 0; dd < d; dd++) { /* code times block scale times the K value (code times d_k) */
-                        const double qv = (double)codes[dd] * (double)row[8 * (d / 32) + dd / 32];
+                        const double qv = (double)codes[dd] * (double)row[16 * (d / 32) + 8 * (dd / 32)];
                         const double t0 = qv * elem(dt, k0, (size_t)dd), t1 = qv * elem(dt, k1, (size_t)dd);
                         w0 += t0;
                         w1 += t1;

@@ -114,7 +114,7 @@ function M.get(name)
   -- blocks of type kv, where the module states `int8`
   if isa.int8 then
     function isa.int8_helpers(kv, attr) return require("isa.int8").helpers(isa, kv, attr) end
-    function isa.idot(R, kv) return require("isa.int8").name(isa, R, kv) end
+    function isa.idot(R, kv, nk) return require("isa.int8").name(isa, R, kv, nk) end
   end
   cache[name] = isa
   return isa
