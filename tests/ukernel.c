@@ -638,6 +638,47 @@ int ukt_pv(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int dv, int
 
 /* ---- dot: s0[r] = q_r . k0, s1[r] = q_r . k1, k0 and k1 in dt ----------- */
 
+/* the widest head dim the dot testers take (the schema's) */
+#define UKT_MAX_D 512
+
+/* A dot kernel's row r: s0 and s1 against q . k0 and q . k1 in double, q the
+   row's d values as the kernel multiplies them (a mismatch line where they
+   differ). */
+static void dot_row_agrees(const char *name, attn_dtype dt, int r, float s0, float s1, const double *q, const void *k0,
+                           const void *k1, int d)
+{
+    double w0 = 0.0, w1 = 0.0, b0 = 0.0, b1 = 0.0;
+    char what[64];
+    int dd;
+    for (dd = 0; dd < d; dd++) {
+        const double t0 = q[dd] * elem(dt, k0, (size_t)dd), t1 = q[dd] * elem(dt, k1, (size_t)dd);
+        w0 += t0;
+        w1 += t1;
+        b0 += fabs(t0);
+        b1 += fabs(t1);
+    }
+    if (!within(s0, w0, b0)) {
+        snprintf(what, sizeof what, "s0[%d]", r);
+        mismatch(name, what, s0, w0, b0);
+    }
+    if (!within(s1, w1, b1)) {
+        snprintf(what, sizeof what, "s1[%d]", r);
+        mismatch(name, what, s1, w1, b1);
+    }
+}
+
+/* A dot kernel's case after the call: the outputs' pads and the inputs unchanged. */
+static void dot_io_unchanged(const char *name, const float *s0, const float *s1, long R, const float *q, const float *q0,
+                             size_t nq, const void *k0, const void *k00, const void *k1, const void *k10, size_t nk,
+                             size_t es)
+{
+    check_pads(name, "s0", s0, R);
+    check_pads(name, "s1", s1, R);
+    check_input(name, "q", q, q0, nq, sizeof(float));
+    check_input(name, "k0", k0, k00, nk, es);
+    check_input(name, "k1", k1, k10, nk, es);
+}
+
 int ukt_dot(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int d, int dqs)
 {
     const char *tn = attn_dtype_name(dt);
@@ -646,8 +687,8 @@ int ukt_dot(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int d, int
     cases_run = 0;
     if (!dtype_known(dt)) return unknown_dtype(name, dt);
     es = elem_size(dt);
-    if (n != 2) {
-        printf("FAIL %s: no tester for %d keys (the dot kernels take k0, k1)\n", name, n);
+    if (n != 2 || d > UKT_MAX_D) {
+        printf("FAIL %s: no tester for %d keys (the dot kernels take k0, k1) or D = %d\n", name, n, d);
         return UKT_FAIL;
     }
     for (k = 1; k <= 2; k++) {
@@ -658,6 +699,7 @@ int ukt_dot(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int d, int
         void *k0 = guarded_alloc(&gk0, units(dt, (size_t)d), es), *k1 = guarded_alloc(&gk1, units(dt, (size_t)d), es);
         void *k00, *k10;
         float *s0 = canary_alloc((size_t)R), *s1 = canary_alloc((size_t)R);
+        double qrow[UKT_MAX_D];
         int r, dd, sig;
         long i;
         reseed((unsigned)(20 + k));
@@ -673,31 +715,10 @@ int ukt_dot(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int d, int
         if (sig) fault(name, sig);
         else {
             for (r = 0; r < R; r++) {
-                double w0 = 0.0, w1 = 0.0, b0 = 0.0, b1 = 0.0;
-                for (dd = 0; dd < d; dd++) {
-                    const double t0 = (double)q[r * dqs + dd] * elem(dt, k0, (size_t)dd);
-                    const double t1 = (double)q[r * dqs + dd] * elem(dt, k1, (size_t)dd);
-                    w0 += t0;
-                    w1 += t1;
-                    b0 += fabs(t0);
-                    b1 += fabs(t1);
-                }
-                if (!within(s0[r], w0, b0)) {
-                    char what[64];
-                    snprintf(what, sizeof what, "s0[%d]", r);
-                    mismatch(name, what, s0[r], w0, b0);
-                }
-                if (!within(s1[r], w1, b1)) {
-                    char what[64];
-                    snprintf(what, sizeof what, "s1[%d]", r);
-                    mismatch(name, what, s1[r], w1, b1);
-                }
+                for (dd = 0; dd < d; dd++) qrow[dd] = (double)q[r * dqs + dd];
+                dot_row_agrees(name, dt, r, s0[r], s1[r], qrow, k0, k1, d);
             }
-            check_pads(name, "s0", s0, R);
-            check_pads(name, "s1", s1, R);
-            check_input(name, "q", q, q0, nq, sizeof(float));
-            check_input(name, "k0", k0, k00, units(dt, (size_t)d), es);
-            check_input(name, "k1", k1, k10, units(dt, (size_t)d), es);
+            dot_io_unchanged(name, s0, s1, R, q, q0, nq, k0, k00, k1, k10, units(dt, (size_t)d), es);
         }
         ok &= case_done(name);
         free(q0);
@@ -773,7 +794,7 @@ int ukt_idot(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int d, in
     int ok = 1, k, dp;
     cases_run = 0;
     if (dt != ATTN_DTYPE_Q8_0 && dt != ATTN_DTYPE_Q4_0) return unknown_dtype(name, dt);
-    if (n != 2 || m != 4 || d % 32 != 0 || dqs < d) {
+    if (n != 2 || m != 4 || d % 32 != 0 || dqs < d || d > UKT_MAX_D) {
         printf("FAIL %s: no int8 tester for %dx%d, D = %d, DQS = %d\n", name, m, n, d, dqs);
         return UKT_FAIL;
     }
@@ -786,6 +807,7 @@ int ukt_idot(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int d, in
             void *k0 = guarded_alloc(&gk0, nk, es), *k1 = guarded_alloc(&gk1, nk, es);
             void *k00, *k10;
             float *s0 = canary_alloc((size_t)R), *s1 = canary_alloc((size_t)R);
+            double qrow[UKT_MAX_D];
             int r, dd, sig;
             reseed((unsigned)(40 + 2 * k + dp));
             memset(q, 0, nq * sizeof(float));
@@ -805,31 +827,11 @@ int ukt_idot(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int d, in
                 for (r = 0; r < R; r++) {
                     const float *row = q + (size_t)r * dqs;
                     const int8_t *codes = (const int8_t *)(const void *)row;
-                    double w0 = 0.0, w1 = 0.0, b0 = 0.0, b1 = 0.0;
-                    for (dd = 0; dd < d; dd++) { /* code times block scale times the K value (code times d_k) */
-                        const double qv = (double)codes[dd] * (double)row[16 * (d / 32) + 8 * (dd / 32)];
-                        const double t0 = qv * elem(dt, k0, (size_t)dd), t1 = qv * elem(dt, k1, (size_t)dd);
-                        w0 += t0;
-                        w1 += t1;
-                        b0 += fabs(t0);
-                        b1 += fabs(t1);
-                    }
-                    if (!within(s0[r], w0, b0)) {
-                        char what[64];
-                        snprintf(what, sizeof what, "s0[%d]", r);
-                        mismatch(name, what, s0[r], w0, b0);
-                    }
-                    if (!within(s1[r], w1, b1)) {
-                        char what[64];
-                        snprintf(what, sizeof what, "s1[%d]", r);
-                        mismatch(name, what, s1[r], w1, b1);
-                    }
+                    for (dd = 0; dd < d; dd++) /* a code times its block's scale */
+                        qrow[dd] = (double)codes[dd] * (double)row[16 * (d / 32) + 8 * (dd / 32)];
+                    dot_row_agrees(name, dt, r, s0[r], s1[r], qrow, k0, k1, d);
                 }
-                check_pads(name, "s0", s0, R);
-                check_pads(name, "s1", s1, R);
-                check_input(name, "q", q, q0, nq, sizeof(float));
-                check_input(name, "k0", k0, k00, nk, es);
-                check_input(name, "k1", k1, k10, nk, es);
+                dot_io_unchanged(name, s0, s1, R, q, q0, nq, k0, k00, k1, k10, nk, es);
             }
             ok &= case_done(name);
             free(q0);
