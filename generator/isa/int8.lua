@@ -112,21 +112,23 @@ local function x86_body(I, isa, R, NK, kv, mode, name, attr)
     return ("_mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(%s, low)), "
       .. "_mm_and_si128(_mm_srli_epi16(%s, 4), low), 1)"):format(ld, ld)
   end
-  local widen = n().shared("widen_f16", "scalar")
   -- the body of one step of `blocks` blocks (1 or 2) in vectors of w bits
   local function step(w, ind)
     local two = w == 512
     for kk = 0, NK - 1 do
       if two then
-        add(("%sconst __m512 d%d = _mm512_mask_blend_ps((__mmask16)0xFF00, _mm512_set1_ps(%s(k%d[b].d)), "
-          .. "_mm512_set1_ps(%s(k%d[b + 1].d)));"):format(ind, kk, widen, kk, widen, kk))
+        add(("%sconst __m512 d%d = _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256("
+          .. "_mm_set1_epi16((short)k%d[b].d)), _mm_set1_epi16((short)k%d[b + 1].d), 1)); /* d_k, 8 lanes a block */")
+          :format(ind, kk, kk, kk))
         local x = ("_mm512_inserti64x4(_mm512_castsi256_si512(%s), %s, 1)"):format(kcodes(kk, "b"), kcodes(kk, "b + 1"))
         if kv == "q8_0" then
           x = ("_mm512_xor_si512(%s, _mm512_broadcast_i64x4(flip))"):format(x)
         end
         add(("%sconst __m512i x%d = %s;"):format(ind, kk, x))
       else
-        add(("%sconst __m256 d%d = _mm256_set1_ps(%s(k%d[b].d));"):format(ind, kk, widen, kk))
+        add(("%sconst __m256 d%d = %s;"):format(ind, kk, isa.lanes == 8
+          and ("_mm256_cvtph_ps(_mm_set1_epi16((short)k%d[b].d))"):format(kk) -- F16C (AVX2 variants)
+          or ("_mm512_castps512_ps256(_mm512_cvtph_ps(_mm256_set1_epi16((short)k%d[b].d)))"):format(kk)))
         local x = kcodes(kk, "b")
         if mode == "dp" then
           if kv == "q8_0" then x = ("_mm256_xor_si256(%s, flip)"):format(x) end
