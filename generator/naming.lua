@@ -65,6 +65,8 @@ M.OPS = {
   srescale = { shape = "MxN", isa = true, what = "streaming decode: M rows of O times their rescale factors" },
   sterms = { shape = "MxN", isa = true, what = "streaming decode: score terms and hiding of M rows at one key" },
   qpack = { dtype = "q", isa = true, what = "one query row, scaled into a packed row" },
+  qpacki = { dtype = "q", isa = true,
+    what = "decode (matmul int8): one query row quantized to q8_0: its codes, scaled block scales and code sums" },
   qpackdp = { dtype = "q", isa = true,
     what = "one query row packed as pairs of head dims (prefill, pair dot products)" },
   kvpack = { dtype = "kv", isa = true,
@@ -187,8 +189,25 @@ M.SHARED = {
   loadn_bf16 = "the first n bf16 values as f32 lanes", loadn_f16 = "the first n f16 values as f32 lanes",
   storen_bf16 = "the first n lanes stored as bf16", storen_f16 = "the first n lanes stored as f16",
   vmath_exp2 = "exp2 over an array (the vector math's accuracy test)",
+  hadd8 = "the sum of an 8-float vector's lanes",
+  sdot = "sdot (NEON dotprod): dot products of signed bytes, 4 a lane",
   vmath_tanh = "tanh over an array (the vector math's accuracy test)",
 }
+
+-- matmul = "int8": the scores of 1 to 4 packed q8_0 query rows against one
+-- or two K rows of blocks, in integer block dots (the _dp form: the ISA's
+-- dot-product extension, AVX512-VNNI, AVX-VNNI or NEON's dotprod, under its
+-- own target)
+for r = 1, 4 do
+  for _, kv in ipairs({ "q8_0", "q4_0" }) do
+    for _, keys in ipairs({ "", "x2" }) do
+      local what = ("the scores of %d q8_0 query row%s against %s row%s of %s blocks, integer block dots")
+        :format(r, r > 1 and "s" or "", keys == "x2" and "two" or "a", keys == "x2" and "s" or "", kv)
+      M.SHARED[("idot%d%s_%s"):format(r, keys, kv)] = what
+      M.SHARED[("idot%d%s_%s_dp"):format(r, keys, kv)] = what .. ", with the ISA's dot-product extension"
+    end
+  end
+end
 
 local function is_dtype(s)
   for _, d in ipairs(M.DTYPES) do

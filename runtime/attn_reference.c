@@ -476,8 +476,22 @@ int64_t attn_reference_keys_read(const attn_spec *spec, const attn_args *args)
     return n;
 }
 
+/* matmul = "int8" (spec->matmul ATTN_DTYPE_Q8_0): the query row the kernel
+   multiplies, quantized to q8_0 as given (before any scale) and dequantized,
+   into buf (head_dim <= 512); else the row itself. */
+static const float *int8_query(const attn_spec *spec, const float *q, float *buf)
+{
+    attn_block_q8_0 blk[512 / ATTN_QK];
+    if (spec->matmul != ATTN_DTYPE_Q8_0)
+        return q;
+    attn_quantize_q8_0(q, blk, spec->head_dim);
+    attn_dequantize_q8_0(blk, buf, spec->head_dim);
+    return buf;
+}
+
 attn_status attn_reference(const attn_spec *spec, const attn_args *args)
 {
+    float qq[512];
     /* the args are checked as the kernel's own (its storage sizes), so both
        accept the same args; the caller's f32 copies exist with the same
        element strides, and only offsets of their elements are formed */
@@ -517,8 +531,8 @@ attn_status attn_reference(const attn_spec *spec, const attn_args *args)
             const int hk = h / (spec->heads_q / spec->heads_kv); /* GQA */
             for (i = 0; i < args->seq_q; i++) {
                 const int64_t p = position(spec, i, lk_b, args->seq_q);
-                const float *q = q_base + b * args->q_stride[0] + i * args->q_stride[1] +
-                                 h * args->q_stride[2];
+                const float *q = int8_query(spec, q_base + b * args->q_stride[0] + i * args->q_stride[1] +
+                                                          h * args->q_stride[2], qq);
                 float *o = o_base + b * args->o_stride[0] + i * args->o_stride[1] +
                            h * args->o_stride[2];
                 const double temp = temperature(spec, p);

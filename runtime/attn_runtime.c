@@ -22,6 +22,10 @@
 #include <unistd.h>
 #endif
 
+#if defined(__aarch64__) && defined(__linux__) /* dotprod (attn_cpu_profile's int8_dot) */
+#include <sys/auxv.h>
+#endif
+
 /* ---- status strings ----------------------------------------------------- */
 
 const char *attn_status_string(attn_status status)
@@ -424,6 +428,28 @@ static unsigned detect_x86(void)
 }
 #endif
 
+/* The integer dot-product extensions (attn_cpu_profile's int8_dot): AVX512-VNNI
+   with AVX512VL and BW (vpdpbusd on 256-bit vectors) in a usable AVX-512 state,
+   AVX-VNNI in a usable AVX state, AArch64 Linux's dotprod (sdot). */
+static int detect_int8_dot(void)
+{
+    int found = 0;
+#if defined(ATTN_X86_CPUID)
+    unsigned int a, b, c, d;
+    unsigned isas = detect_x86();
+    if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
+        const int vl_bw = (b >> 31) & 1 && (b >> 30) & 1, vnni512 = (c >> 11) & 1;
+        if (vl_bw && vnni512 && (isas & (1u << ATTN_ISA_AVX512))) found |= ATTN_INT8_DOT_AVX512VNNI;
+        /* leaf 7, sub-leaf 1, EAX bit 4: AVX-VNNI */
+        if (a >= 1 && __get_cpuid_count(7, 1, &a, &b, &c, &d) && ((a >> 4) & 1) && (isas & (1u << ATTN_ISA_AVX2)))
+            found |= ATTN_INT8_DOT_AVXVNNI;
+    }
+#elif defined(__aarch64__) && defined(__linux__)
+    found |= (getauxval(AT_HWCAP) & (1ul << 20)) ? ATTN_INT8_DOT_DOTPROD : 0; /* HWCAP_ASIMDDP */
+#endif
+    return found;
+}
+
 static unsigned detect_isas(void)
 {
     unsigned found = 1u << ATTN_ISA_SCALAR;
@@ -616,6 +642,7 @@ static void fill_profile(attn_cpu_profile *p)
     p->decode_stream_rows[1] = rows >= 0 ? rows
                                : p->decode_half_pairs ? e->decode_stream_rows_half_pairs : e->decode_stream_rows;
     p->bf16_dot = env_digit("ATTNGEN_BF16_DOT", 1, e->bf16_dot);
+    p->int8_dot = env_digit("ATTNGEN_INT8_DOT", 0, -1) == 0 ? 0 : detect_int8_dot();
     p->l1d_bytes = os_cache_bytes(1, (size_t)e->l1d_bytes);
     p->l2_bytes = os_cache_bytes(2, (size_t)e->l2_bytes);
 }

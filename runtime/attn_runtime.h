@@ -344,7 +344,18 @@ typedef struct attn_cpu_profile {
      * ATTNGEN_ISA still forces any variant.
      */
     int bf16_dot;
+    /*
+     * The integer dot-product extensions this CPU and OS run, bits
+     * ATTN_INT8_DOT_*: the kernels of matmul = "int8" configs score with
+     * them where the variant has a form for one (vpdpbusd of AVX512-VNNI in
+     * AVX-512 variants, of AVX-VNNI in AVX2 ones, NEON's sdot), else with
+     * vpmaddubsw or vmull pairs.  Detected, not a CPU's profile choice;
+     * ATTNGEN_INT8_DOT=0 turns them all off.
+     */
+    int int8_dot;
 } attn_cpu_profile;
+
+enum { ATTN_INT8_DOT_AVX512VNNI = 1, ATTN_INT8_DOT_AVXVNNI = 2, ATTN_INT8_DOT_DOTPROD = 4 };
 
 /* This CPU's profile (above); never NULL, the same pointer on every call. */
 const attn_cpu_profile *attn_cpu(void);

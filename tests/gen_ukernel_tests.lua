@@ -167,6 +167,10 @@ local TESTERS = {
       ceil_to(k.n, k.isa.lanes), k.pf_n, k.pf_lpr)
   end,
   dot = function(k)
+    if k.int8 then -- matmul = "int8": packed q8_0 rows, the plain form and the ISA's extension
+      return ("ukt_idot(%s, (ukt_fn)fn, %s, %d, %d, D, (D + %d) / %d * %d, %s)"):format(cstr(k.name), k.dt, k.m, k.n,
+        k.isa.lanes - 1, k.isa.lanes, k.isa.lanes, k.isa.int8 and k.isa.int8.dp_bit or "0")
+    end
     return ("ukt_dot(%s, (ukt_fn)fn, %s, %d, %d, D, (D + %d) / %d * %d)"):format(cstr(k.name), k.dt, k.m, k.n,
       k.isa.lanes - 1, k.isa.lanes, k.isa.lanes)
   end,
@@ -220,6 +224,7 @@ for _, name in ipairs(names) do
     local isa, err = isas.get(p.isa)
     if not isa then fail("%s: %s", name, err) end
     p.name, p.isa, p.isa_name, p.def = name, isa, p.isa, defs[name]
+    p.int8 = text:find('\n %*   matmul = "int8",\n') ~= nil -- integer block dots (the config's echo)
     p.dt, p.fn_type = dt.enum, ("ukt_%s%s_fn"):format(p.op, dt.fn)
     local count = PREFETCH_COUNT[p.op]
     if count then -- the rows to prefetch it takes (pf_n > 0), if any

@@ -638,6 +638,47 @@ int ukt_pv(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int dv, int
 
 /* ---- dot: s0[r] = q_r . k0, s1[r] = q_r . k1, k0 and k1 in dt ----------- */
 
+/* the widest head dim the dot testers take (the schema's) */
+#define UKT_MAX_D 512
+
+/* A dot kernel's row r: s0 and s1 against q . k0 and q . k1 in double, q the
+   row's d values as the kernel multiplies them (a mismatch line where they
+   differ). */
+static void dot_row_agrees(const char *name, attn_dtype dt, int r, float s0, float s1, const double *q, const void *k0,
+                           const void *k1, int d)
+{
+    double w0 = 0.0, w1 = 0.0, b0 = 0.0, b1 = 0.0;
+    char what[64];
+    int dd;
+    for (dd = 0; dd < d; dd++) {
+        const double t0 = q[dd] * elem(dt, k0, (size_t)dd), t1 = q[dd] * elem(dt, k1, (size_t)dd);
+        w0 += t0;
+        w1 += t1;
+        b0 += fabs(t0);
+        b1 += fabs(t1);
+    }
+    if (!within(s0, w0, b0)) {
+        snprintf(what, sizeof what, "s0[%d]", r);
+        mismatch(name, what, s0, w0, b0);
+    }
+    if (!within(s1, w1, b1)) {
+        snprintf(what, sizeof what, "s1[%d]", r);
+        mismatch(name, what, s1, w1, b1);
+    }
+}
+
+/* A dot kernel's case after the call: the outputs' pads and the inputs unchanged. */
+static void dot_io_unchanged(const char *name, const float *s0, const float *s1, long R, const float *q, const float *q0,
+                             size_t nq, const void *k0, const void *k00, const void *k1, const void *k10, size_t nk,
+                             size_t es)
+{
+    check_pads(name, "s0", s0, R);
+    check_pads(name, "s1", s1, R);
+    check_input(name, "q", q, q0, nq, sizeof(float));
+    check_input(name, "k0", k0, k00, nk, es);
+    check_input(name, "k1", k1, k10, nk, es);
+}
+
 int ukt_dot(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int d, int dqs)
 {
     const char *tn = attn_dtype_name(dt);
@@ -646,8 +687,8 @@ int ukt_dot(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int d, int
     cases_run = 0;
     if (!dtype_known(dt)) return unknown_dtype(name, dt);
     es = elem_size(dt);
-    if (n != 2) {
-        printf("FAIL %s: no tester for %d keys (the dot kernels take k0, k1)\n", name, n);
+    if (n != 2 || d > UKT_MAX_D) {
+        printf("FAIL %s: no tester for %d keys (the dot kernels take k0, k1) or D = %d\n", name, n, d);
         return UKT_FAIL;
     }
     for (k = 1; k <= 2; k++) {
@@ -658,6 +699,7 @@ int ukt_dot(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int d, int
         void *k0 = guarded_alloc(&gk0, units(dt, (size_t)d), es), *k1 = guarded_alloc(&gk1, units(dt, (size_t)d), es);
         void *k00, *k10;
         float *s0 = canary_alloc((size_t)R), *s1 = canary_alloc((size_t)R);
+        double qrow[UKT_MAX_D];
         int r, dd, sig;
         long i;
         reseed((unsigned)(20 + k));
@@ -673,31 +715,10 @@ int ukt_dot(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int d, int
         if (sig) fault(name, sig);
         else {
             for (r = 0; r < R; r++) {
-                double w0 = 0.0, w1 = 0.0, b0 = 0.0, b1 = 0.0;
-                for (dd = 0; dd < d; dd++) {
-                    const double t0 = (double)q[r * dqs + dd] * elem(dt, k0, (size_t)dd);
-                    const double t1 = (double)q[r * dqs + dd] * elem(dt, k1, (size_t)dd);
-                    w0 += t0;
-                    w1 += t1;
-                    b0 += fabs(t0);
-                    b1 += fabs(t1);
-                }
-                if (!within(s0[r], w0, b0)) {
-                    char what[64];
-                    snprintf(what, sizeof what, "s0[%d]", r);
-                    mismatch(name, what, s0[r], w0, b0);
-                }
-                if (!within(s1[r], w1, b1)) {
-                    char what[64];
-                    snprintf(what, sizeof what, "s1[%d]", r);
-                    mismatch(name, what, s1[r], w1, b1);
-                }
+                for (dd = 0; dd < d; dd++) qrow[dd] = (double)q[r * dqs + dd];
+                dot_row_agrees(name, dt, r, s0[r], s1[r], qrow, k0, k1, d);
             }
-            check_pads(name, "s0", s0, R);
-            check_pads(name, "s1", s1, R);
-            check_input(name, "q", q, q0, nq, sizeof(float));
-            check_input(name, "k0", k0, k00, units(dt, (size_t)d), es);
-            check_input(name, "k1", k1, k10, units(dt, (size_t)d), es);
+            dot_io_unchanged(name, s0, s1, R, q, q0, nq, k0, k00, k1, k10, units(dt, (size_t)d), es);
         }
         ok &= case_done(name);
         free(q0);
@@ -710,6 +731,120 @@ int ukt_dot(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int d, int
         canary_free(s1);
     }
     snprintf(shape, sizeof shape, "%dx%d, K %s, D = %d, DQS = %d: %d cases", m, n, tn, d, dqs, cases_run);
+    return ok ? UKT_PASS : UKT_FAIL;
+}
+
+/* ---- idot: the dot kernel of matmul = "int8" (integer block dots) ------ */
+
+/* a random integer in [lo, hi] */
+static int rnd_int(int lo, int hi)
+{
+    const double u = ((double)rnd() + 1.0) / 2.0; /* [0, 1) */
+    int x = lo + (int)(u * (double)(hi - lo + 1));
+    return x > hi ? hi : x;
+}
+
+/* Packs row r of R q8_0 query rows as the kernel's qpacki does (ukernel.h)
+   for K codes offset by off (the unsigned form of vpdpbusd): codes in
+   [-127, 127] (the first block of row 0 all at the extremes), block scales in
+   [2^-10, 2^-4) of either sign, the corrections, and the flag dp. */
+static void idot_row(float *row, int d, int r, int off, int32_t dp)
+{
+    const int nb = d / 32;
+    int8_t *codes = (int8_t *)(void *)row;
+    int b, i;
+    for (b = 0; b < nb; b++) {
+        const float f = ldexpf(rnd(), -4 - rnd_int(0, 5));
+        for (i = 0; i < 32; i++)
+            codes[32 * b + i] = (int8_t)(r == 0 && b == 0 ? (i % 2 ? -127 : 127) : rnd_int(-127, 127));
+        for (i = 0; i < 8; i++) {
+            const int8_t *c = codes + 32 * b + 4 * i;
+            const int32_t n = -off * (c[0] + c[1] + c[2] + c[3]);
+            memcpy(row + 8 * nb + 8 * b + i, &n, sizeof n);
+            row[16 * nb + 8 * b + i] = f;
+        }
+    }
+    memcpy(row + 24 * nb, &dp, sizeof dp);
+}
+
+/* A K row of d values in blocks of dt: random f16 scales, every code value
+   (q8_0: -127..127, the first block at the extremes; q4_0: any byte). */
+static void idot_krow(attn_dtype dt, void *k, int d)
+{
+    int b, i;
+    for (b = 0; b < d / 32; b++) {
+        const uint16_t scale = attn_f32_to_f16(ldexpf(rnd(), -2 - rnd_int(0, 6)));
+        if (dt == ATTN_DTYPE_Q8_0) {
+            attn_block_q8_0 *x = (attn_block_q8_0 *)k + b;
+            x->d = scale;
+            for (i = 0; i < 32; i++) x->q[i] = (int8_t)(b == 0 ? (i % 3 ? 127 : -127) : rnd_int(-127, 127));
+        } else {
+            attn_block_q4_0 *x = (attn_block_q4_0 *)k + b;
+            x->d = scale;
+            for (i = 0; i < 16; i++) x->q[i] = (uint8_t)(b == 0 ? (i % 2 ? 0x0F : 0xF0) : rnd_int(0, 255));
+        }
+    }
+}
+
+int ukt_idot(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int d, int dqs, int dp_bit)
+{
+    const char *tn = attn_dtype_name(dt);
+    const int dp_have = dp_bit != 0 && (attn_cpu()->int8_dot & dp_bit) != 0;
+    const size_t es = elem_size(dt);
+    int ok = 1, k, dp;
+    cases_run = 0;
+    if (dt != ATTN_DTYPE_Q8_0 && dt != ATTN_DTYPE_Q4_0) return unknown_dtype(name, dt);
+    if (n != 2 || m != 4 || d % 32 != 0 || dqs < d || d > UKT_MAX_D) {
+        printf("FAIL %s: no int8 tester for %dx%d, D = %d, DQS = %d\n", name, m, n, d, dqs);
+        return UKT_FAIL;
+    }
+    for (dp = 0; dp <= dp_have; dp++) /* the plain form, then the extension's where the CPU has it */
+        for (k = 1; k <= 2; k++) {
+            const int R = k * m;
+            const size_t nq = (size_t)R * dqs, nk = units(dt, (size_t)d);
+            guarded gq, gk0, gk1;
+            float *q = guarded_alloc(&gq, nq, sizeof(float)), *q0;
+            void *k0 = guarded_alloc(&gk0, nk, es), *k1 = guarded_alloc(&gk1, nk, es);
+            void *k00, *k10;
+            float *s0 = canary_alloc((size_t)R), *s1 = canary_alloc((size_t)R);
+            double qrow[UKT_MAX_D];
+            int r, dd, sig;
+            reseed((unsigned)(40 + 2 * k + dp));
+            memset(q, 0, nq * sizeof(float));
+            for (r = 0; r < R; r++)
+                idot_row(q + (size_t)r * dqs, d, r, dt == ATTN_DTYPE_Q8_0 ? 128 : 8, dp ? dp_bit : 0);
+            idot_krow(dt, k0, d);
+            idot_krow(dt, k1, d);
+            q0 = copy_of(q, nq, sizeof(float));
+            k00 = copy_of(k0, nk, es);
+            k10 = copy_of(k1, nk, es);
+            snprintf(shape, sizeof shape, "R = %d, D = %d, DQS = %d, K %s, %s", R, d, dqs, tn,
+                     dp ? "the dot-product extension" : "the plain form");
+            mismatches = 0;
+            sig = call_dot(fn, dt, q, R, k0, k1, s0, s1);
+            if (sig) fault(name, sig);
+            else {
+                for (r = 0; r < R; r++) {
+                    const float *row = q + (size_t)r * dqs;
+                    const int8_t *codes = (const int8_t *)(const void *)row;
+                    for (dd = 0; dd < d; dd++) /* a code times its block's scale */
+                        qrow[dd] = (double)codes[dd] * (double)row[16 * (d / 32) + 8 * (dd / 32)];
+                    dot_row_agrees(name, dt, r, s0[r], s1[r], qrow, k0, k1, d);
+                }
+                dot_io_unchanged(name, s0, s1, R, q, q0, nq, k0, k00, k1, k10, nk, es);
+            }
+            ok &= case_done(name);
+            free(q0);
+            free(k00);
+            free(k10);
+            guarded_free(&gq);
+            guarded_free(&gk0);
+            guarded_free(&gk1);
+            canary_free(s0);
+            canary_free(s1);
+        }
+    snprintf(shape, sizeof shape, "%dx%d int8, K %s, D = %d, DQS = %d: %d cases%s", m, n, tn, d, dqs, cases_run,
+             dp_bit == 0 ? "" : dp_have ? " (both forms)" : " (this CPU lacks the extension: the plain form)");
     return ok ? UKT_PASS : UKT_FAIL;
 }
 

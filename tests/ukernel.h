@@ -115,6 +115,14 @@ typedef void (*ukt_fn)(void);
 int ukt_qk(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int bs, int d, int npr, int lpr);
 int ukt_pv(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int dv, int dvp, int nch, int lpr);
 int ukt_dot(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int d, int dqs);
+/* idot: the dot kernel of a matmul = "int8" config (the dot tester's shapes):
+ * q rows packed q8_0 (qpacki, nb = d / 32: codes in bytes [0, d); at float
+ * 8 nb + l minus the K codes' offset (128 q8_0, 8 q4_0) times the sum of
+ * codes 4 l .. 4 l + 3, int32; at 16 nb + 8 b + i block b's scale; the flag
+ * at 24 nb), s[r] = sum over blocks of scale times the codes' dot with the K
+ * values; run with the flag 0, and with dp_bit where attn_cpu()->int8_dot
+ * has it */
+int ukt_idot(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int d, int dqs, int dp_bit);
 int ukt_scores(const char *name, ukt_fn fn, attn_dtype dt, int m, int rows, int pairs, int qs, int d, int npr,
                int lpr);
 int ukt_qkdp(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int bs, int d, float qscale);

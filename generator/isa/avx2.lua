@@ -19,6 +19,10 @@ local M = {
   -- (planner/sdpa.lua, STREAM_KEYS_BY_CPU; f32: where the runtime picks it)
   stream_keys = { bf16 = 2, f16 = 2, f32 = 2, q8_0 = 2, q4_0 = 2 },
   vec = "__m256",
+  -- matmul = "int8" (isa/int8.lua): integer block dots, vpmaddubsw, or
+  -- AVX-VNNI's vpdpbusd (VEX) where the CPU has it
+  int8 = { style = "x86", dp_target = "avx2,fma,f16c,avxvnni", dp_bit = "ATTN_INT8_DOT_AVXVNNI",
+    dp_dot = "_mm256_dpbusd_avx_epi32", dp_width = 256 },
   arch_guard = "defined(__x86_64__) || defined(_M_X64)",
   include = "immintrin.h",
   target = 'avx2,fma,f16c', -- F16C: f16 storage (every AVX2 CPU has it; the dispatcher checks)

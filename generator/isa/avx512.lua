@@ -113,6 +113,12 @@ local function build(name, enum, target)
     -- (the measurements: planner/sdpa.lua, STREAM_KEYS_BY_CPU; f32: where the
     -- runtime picks it, attn_cpu()->decode_key_pairs)
     stream_keys = { bf16 = 2, f16 = 2, f32 = 2, q8_0 = 2, q4_0 = 2 },
+    -- matmul = "int8" (isa/int8.lua): integer block dots, AVX512-VNNI's
+    -- vpdpbusd on 512-bit vectors (two blocks a vector) where the CPU has it
+    -- (with VL and BW), else vpmaddubsw on 256-bit ones (AVX2's, which every
+    -- AVX-512 CPU runs)
+    int8 = { style = "x86", dp_target = "avx512f,avx512bw,avx512vl,avx512vnni,fma", dp_bit = "ATTN_INT8_DOT_AVX512VNNI",
+      dp_dot = "_mm256_dpbusd_epi32", dp_width = 512 },
     vec = "__m512",
     arch_guard = "defined(__x86_64__) || defined(_M_X64)",
     include = "immintrin.h",

@@ -110,6 +110,12 @@ function M.get(name)
     end
   end
   M.add_storage(isa)
+  --- matmul = "int8": the C of the integer block dots (isa/int8.lua) of K
+  -- blocks of type kv, where the module states `int8`
+  if isa.int8 then
+    function isa.int8_helpers(kv, attr) return require("isa.int8").helpers(isa, kv, attr) end
+    function isa.idot(R, kv, nk) return require("isa.int8").name(isa, R, kv, nk) end
+  end
   cache[name] = isa
   return isa
 end

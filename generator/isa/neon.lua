@@ -14,6 +14,9 @@ local M = {
   -- (planner/sdpa.lua, STREAM_KEYS_BY_CPU; unmeasured: the x86 choice for 16-bit caches)
   stream_keys = { bf16 = 2, f16 = 2 },
   vec = "float32x4_t",
+  -- matmul = "int8" (isa/int8.lua): integer block dots, vmull pairs, or
+  -- sdot where the CPU has the dotprod extension
+  int8 = { style = "neon", dp_target = "", dp_bit = "ATTN_INT8_DOT_DOTPROD" },
   arch_guard = "defined(__aarch64__)",
   include = "arm_neon.h",
   target = nil, -- NEON is part of the AArch64 baseline

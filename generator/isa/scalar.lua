@@ -11,6 +11,7 @@ local M = {
   -- the classic families' loops (planner/classic.lua): the compiler keeps the registers
   classic_block = { mr = 4, nb = 4, ks = 4, ch = 8 },
   vec = "float",
+  int8 = { style = "scalar" }, -- matmul = "int8" (isa/int8.lua): integer block dots in plain C
   arch_guard = nil, -- every target
   include = nil,
   target = nil,

@@ -116,6 +116,10 @@ function M.variant(cfg, plan, isa)
   v.dv_tail = plan.Dv % isa.lanes -- lanes used by the last vector, 0 = full
   v.dvp = pv.nv * isa.lanes -- O and packed V rows: Dv in whole vectors
   v.dqs = math.ceil(plan.D / isa.lanes) * isa.lanes -- packed Q rows: D in whole vectors
+  -- matmul = "int8": the decode path scores q8_0-quantized query rows by
+  -- integer block dots (isa/int8.lua), its packed rows holding codes,
+  -- corrections and block scales in the same DQS floats (lib/pack's qpacki)
+  v.i8 = plan.matmul == "int8"
   -- O in f32 whole vectors can be stored non-temporally where the ISA
   -- spells it (the runtime decides per call: attn_stream_output)
   v.stream_o = isa.stream ~= nil and plan.dtype.o == "f32" and plan.Dv % isa.lanes == 0

@@ -250,7 +250,9 @@ function M.spec_fields(p)
     { "scale", util.c_float(p.scale) }, { "softcap", p.softcap and util.c_float(p.softcap) or "0.0f" },
     { "alibi", flag(p.alibi) }, { "dtype_q", common.DTYPE_ENUM[p.dtype.q] },
     { "dtype_kv", common.DTYPE_ENUM[p.dtype.kv] },
-    { "dtype_o", common.DTYPE_ENUM[p.dtype.o] }, { "matmul", common.DTYPE_ENUM[p.matmul] },
+    { "dtype_o", common.DTYPE_ENUM[p.dtype.o] },
+    -- matmul = "int8": Q.K's operands are q8_0 blocks (the spec's product type)
+    { "matmul", p.matmul == "int8" and "ATTN_DTYPE_Q8_0" or common.DTYPE_ENUM[p.matmul] },
     { "tile_q", p.tile.q }, { "tile_kv", p.tile.kv },
   }
   if p.weights then f[#f + 1] = { "weights", "1" } end -- only when set: descriptors without it stay as they were

@@ -83,11 +83,13 @@ local function classes(s)
   t[#t + 1] = { name = "pairs", cond = pairs_cond, pad = "ROWS_HALF", scores = "dpairs", pv = "pv, widest first",
     block_l2 = "DECODE_BLOCK_FEW", scores_pf = s.row_lines ~= nil and s.pairs, pv_pf = false,
     key_starts = s.row_lines and s.pairs and "spread" or "burst" }
-  t[#t + 1] = { name = "dots", cond = "!lanes && !pairs && gl < ROWS_PANEL",
+  -- matmul = "int8": every kv head's rows are scored by the integer block
+  -- dots of the dot kernel (lib/dot), whatever their number
+  t[#t + 1] = { name = "dots", cond = s.i8 and "!lanes && !pairs" or "!lanes && !pairs && gl < ROWS_PANEL",
     pad = "(gl + (ROWS_DOT - 1)) / ROWS_DOT * ROWS_DOT",
     scores = "dot 4x2", pv = "pv, widest first", block_l2 = "DECODE_BLOCK_FEW", scores_pf = false, pv_pf = false,
     key_starts = "burst" }
-  t[#t + 1] = { name = "panel", cond = "!lanes && !pairs && !dots",
+  t[#t + 1] = { name = "panel", cond = s.i8 and "0" or "!lanes && !pairs && !dots",
     pad = "(gl + (ROWS_PANEL - 1)) / ROWS_PANEL * ROWS_PANEL",
     scores = s.panel_pf and "qkpf (prefetching panels)" or "qk panels", pv = "pv, widest first",
     block_l2 = "DECODE_BLOCK_ONE (one panel), DECODE_BLOCK_MANY", scores_pf = s.panel_pf, pv_pf = s.panel_pf,
@@ -124,7 +126,8 @@ function M.schedule(p, v)
     score_keys = M.SCORE_KEYS }
   -- one vector of rows a kv head (more than half) has its own class where
   -- a vector holds at least 4 lanes and fewer rows than a panel
-  s.lanes = L >= 4 and L < s.panel
+  s.lanes = L >= 4 and L < s.panel and not v.i8
+  s.i8 = v.i8
   s.pairs, s.hpairs = v.dpairs, v.hpairs
   s.wpairs = s.lanes and v.wpairs
   -- one vector of rows takes DECODE_BLOCK_ONE in pairs of D, DECODE_BLOCK in the lanes kernel

@@ -21,7 +21,7 @@ local BLOCK_DTYPES = { "q8_0", "q4_0" }
 local BLOCK = 32
 M.BLOCK_DTYPES = BLOCK_DTYPES
 M.BLOCK = BLOCK
-local MATMULS = { "f32", "bf16" }
+local MATMULS = { "f32", "bf16", "int8" }
 local ISAS = require("isa").order -- the one list of ISAs, best first
 
 --- Keys of every family, in the order configs are echoed: name and kind
@@ -260,6 +260,10 @@ local function check_matmul(raw, c)
       return nil, "matmul", ("matmul = \"bf16\" multiplies bf16 operands: it needs Q and K/V stored as bf16, "
         .. "got Q %s and K/V %s"):format(t.q, t.kv)
     end
+  end
+  if matmul == "int8" and not M.is_block(M.dtypes(c.dtype).kv) then
+    return nil, "matmul", ("matmul = \"int8\" multiplies q8_0-quantized Q by the codes of a block cache: it needs "
+      .. "dtype.kv = %s, got %s"):format(list_str(BLOCK_DTYPES), M.dtypes(c.dtype).kv)
   end
   return matmul
 end

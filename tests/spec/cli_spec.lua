@@ -307,6 +307,8 @@ describe("cli #slow", function()
         what = "f32 inputs quantized into a q8_0 cache, decode path" },
       { config = "configs/test/t_q4_0.lua", lq = 20, lk = 33, seqlens = { 33, 9 },
         what = "f32 inputs quantized into a q4_0 cache, prefill path, padding" },
+      { config = "configs/test/t_q8_0_int8.lua", lq = 3, lk = 40,
+        what = "matmul int8: Q quantized by the kernel and by the reference, decode path" },
     }
 
     for i, case in ipairs(CASES) do

@@ -486,7 +486,21 @@ describe("schema", function()
       assert.equal("bf16", assert(schema.normalize(with({ matmul = "bf16", dtype = "bf16" }))).matmul)
       local mixed = with({ matmul = "bf16", dtype = { q = "bf16", kv = "bf16" } })
       assert.equal("bf16", assert(schema.normalize(mixed)).matmul)
-      rejects_key(with({ matmul = "f16" }), "matmul", "f32", "bf16")
+      rejects_key(with({ matmul = "f16" }), "matmul", "f32", "bf16", "int8")
+    end)
+
+    it("matmul: int8 needs a block cache (q8_0 or q4_0) and the sdpa family", function()
+      assert.equal("int8", assert(schema.normalize(with({ head_dim = 64, matmul = "int8",
+        dtype = { kv = "q8_0" } }))).matmul)
+      assert.equal("int8", assert(schema.normalize(with({ head_dim = 32, matmul = "int8",
+        dtype = { q = "bf16", kv = "q4_0" } }))).matmul)
+      rejects_key(with({ matmul = "int8" }), "matmul", "dtype.kv = q8_0, q4_0", "got f32")
+      rejects_key(with({ head_dim = 64, matmul = "int8", dtype = { kv = "f16" } }), "matmul", "got f16")
+      local ok, key, err = schema.normalize({ name = "x", kind = "linear", heads_q = 2, head_dim = 64,
+        matmul = "int8" })
+      assert.is_nil(ok)
+      assert.equal("matmul", key)
+      assert.truthy(err:find("sdpa", 1, true))
     end)
 
     it("isa: the avx512bf16 variant only for matmul = \"bf16\", first by default", function()

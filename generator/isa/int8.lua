@@ -1,0 +1,355 @@
+--- Integer block dots for matmul = "int8" (q8_0 and q4_0 K/V caches): the C
+-- of the helpers that score 1 to 4 packed query rows against one or two K
+-- rows of llama.cpp's blocks, for an ISA module that states `int8` (a table):
+--   style       "x86" (AVX2, and AVX-512 CPUs), "neon" or "scalar"
+--   dp_target   the target of the dot-product extension's helpers (x86:
+--               AVX512-VNNI's vpdpbusd on 512-bit vectors, two blocks a
+--               vector, or AVX-VNNI's on 256-bit ones; NEON: "", dotprod's
+--               sdot spelled as its encoding), or nil where there is none
+--   dp_bit      its bit in attn_cpu()->int8_dot (attn_runtime.h)
+--   dp_dot      (x86) the vpdpbusd intrinsic: acc + u8 x s8 products, 4 a lane
+--   dp_width    (x86) its vectors' bits, 256 or 512
+--
+-- A packed query row (qpacki, lib/pack) holds, for nb = D / 32 blocks, in
+-- the floats of the row: the q8_0 codes (bytes 0 .. 32 nb); at float 8 nb,
+-- one int32 per 4 codes, minus the K codes' offset (128 for q8_0, 8 for
+-- q4_0) times the 4 codes' sum (the start of vpdpbusd's sums, below); at
+-- float 16 nb each block's scale times the score scale, in 8 floats; at
+-- float 24 nb whether the CPU has the extension (int32: the helpers'
+-- dispatch, read once a call).
+--
+-- A block's score is d_q d_k sum_i q_i k_i, the integer sum exact in int32
+-- (ggml's vec_dot_q8_0_q8_0 and vec_dot_q4_0_q8_0).  vpdpbusd multiplies
+-- unsigned by signed bytes: K's codes offset to unsigned (q8_0: k + 128, a
+-- xor; q4_0: its nibbles, k + 8), the sums starting from the row's
+-- correction, so one instruction a row and vector.  vpmaddubsw (the form
+-- without the extension) takes the sign trick instead: |k| times q with k's
+-- sign (q8_0 codes are in -127..127, so two products fit its int16 lanes).
+-- NEON multiplies signed bytes (sdot, or vmull pairs widened into int16).
+local M = {}
+
+local function n() return require("naming") end
+
+--- The signature's head and comment (NK keys: k0 into s0, k1 into s1).
+local function head(name, kv, R, NK, attr)
+  local keys = NK == 2 and (", const attn_block_%s *k1"):format(kv) or ""
+  return ([[
+
+/* s%s[0..4) = the base-2 scores of %d packed q8_0 quer%s (qpacki, qs floats apart)
+ * against the K row%s of nb %s blocks (0 past %d): per block d_q d_k (times the
+ * score scale) times the integer dot of the codes. */
+%sstatic inline void %s(const float *q, int64_t qs, const attn_block_%s *k0%s, int nb, float *s0%s)
+{]]):format(NK == 2 and ", s1" or "0", R, R > 1 and "y rows" or "y row", NK == 2 and "s k0, k1" or " k0", kv, R,
+    attr, name, kv, keys, NK == 2 and ", float *s1" or "")
+end
+
+--- The row pointers, scales and accumulators of R rows and NK keys (C lines):
+-- c<r> the codes, f<r> the block scales (8 floats a block).
+local function rows_head(R, NK, acc_t, zero)
+  local t = {}
+  for r = 0, R - 1 do
+    local row = r == 0 and "q" or ("q + %d * qs"):format(r)
+    t[#t + 1] = ("    const int8_t *c%d = (const int8_t *)(const void *)(%s);"):format(r, row)
+    t[#t + 1] = ("    const float *f%d = %s + 16 * nb;"):format(r, row)
+  end
+  for kk = 0, NK - 1 do
+    for r = 0, R - 1 do t[#t + 1] = ("    %s a%d_%d = %s;"):format(acc_t, kk, r, zero) end
+  end
+  return table.concat(t, "\n")
+end
+
+--- The dispatch to the extension's form (C lines), where the ISA has one.
+local function dispatch(I, mode, name, NK)
+  if mode ~= "mad" or not I.dp_target then return nil end
+  return ("    {\n        int32_t dp;\n        memcpy(&dp, q + 24 * nb, sizeof dp);\n"
+    .. "        if (dp) { /* the extension (attn_cpu()->int8_dot) */\n            %s(q, qs, %s, nb, %s);\n"
+    .. "            return;\n        }\n    }"):format(name .. "_dp", NK == 2 and "k0, k1" or "k0",
+      NK == 2 and "s0, s1" or "s0")
+end
+
+--- The stores of the sums (scalar expressions sum(kk, r)), 0 past R.
+local function stores(R, NK, sum)
+  local t = {}
+  for kk = 0, NK - 1 do
+    for r = 0, 3 do t[#t + 1] = ("    s%d[%d] = %s;"):format(kk, r, r < R and sum(kk, r) or "0.0f") end
+  end
+  return table.concat(t, "\n")
+end
+
+--- x86: R rows against NK keys (k0, k1), vectors of W bits (512: two
+-- blocks a vector, the odd last block in 256 bits); mode "dp" (vpdpbusd from
+-- the rows' corrections) or "mad" (vpmaddubsw, the sign trick).  The sums go
+-- through the ISA's hsum4 where its vectors are the accumulators' (hsum4
+-- true), else hadd8.
+local function x86_body(I, isa, R, NK, kv, mode, name, attr)
+  local W = mode == "dp" and I.dp_width or 256
+  local L = { head(name, kv, R, NK, attr) }
+  local function add(s) L[#L + 1] = s end
+  local vf = "__m256"
+  if kv == "q4_0" then add("    const __m128i low = _mm_set1_epi8(15);") end
+  if mode == "mad" then add("    const __m256i ones = _mm256_set1_epi16(1);") end
+  if mode == "dp" and kv == "q8_0" then add("    const __m256i flip = _mm256_set1_epi8((char)0x80);") end
+  for r = 0, R - 1 do
+    local row = r == 0 and "q" or ("q + %d * qs"):format(r)
+    add(("    const int8_t *c%d = (const int8_t *)(const void *)(%s);"):format(r, row))
+    add(("    const float *f%d = %s + 16 * nb, *n%d = %s + 8 * nb;"):format(r, row, r, row))
+  end
+  local zero = W == 512 and "_mm512_setzero_ps()" or "_mm256_setzero_ps()"
+  for kk = 0, NK - 1 do
+    for r = 0, R - 1 do add(("    %s a%d_%d = %s;"):format(W == 512 and "__m512" or vf, kk, r, zero)) end
+  end
+  add("    int b = 0;")
+  if R == 1 then add("    (void)qs;") end
+  for r = 0, R - 1 do add(("    (void)n%d;"):format(r)) end
+  local d = dispatch(I, mode, name, NK)
+  if d then add(d) end
+  -- one block's K codes of key kk at block index bi, as vpdpbusd (u8) or the sign trick takes them (256 bits)
+  local function kcodes(kk, bi)
+    if kv == "q8_0" then
+      return ("_mm256_loadu_si256((const __m256i *)(const void *)k%d[%s].q)"):format(kk, bi)
+    end
+    local ld = ("_mm_loadu_si128((const __m128i *)(const void *)k%d[%s].q)"):format(kk, bi)
+    return ("_mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(%s, low)), "
+      .. "_mm_and_si128(_mm_srli_epi16(%s, 4), low), 1)"):format(ld, ld)
+  end
+  -- the body of one step of `blocks` blocks (1 or 2) in vectors of w bits
+  local function step(w, ind)
+    local two = w == 512
+    for kk = 0, NK - 1 do
+      if two then
+        add(("%sconst __m512 d%d = _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256("
+          .. "_mm_set1_epi16((short)k%d[b].d)), _mm_set1_epi16((short)k%d[b + 1].d), 1)); /* d_k, 8 lanes a block */")
+          :format(ind, kk, kk, kk))
+        local x = ("_mm512_inserti64x4(_mm512_castsi256_si512(%s), %s, 1)"):format(kcodes(kk, "b"), kcodes(kk, "b + 1"))
+        if kv == "q8_0" then
+          x = ("_mm512_xor_si512(%s, _mm512_broadcast_i64x4(flip))"):format(x)
+        end
+        add(("%sconst __m512i x%d = %s;"):format(ind, kk, x))
+      else
+        add(("%sconst __m256 d%d = %s;"):format(ind, kk, isa.lanes == 8
+          and ("_mm256_cvtph_ps(_mm_set1_epi16((short)k%d[b].d))"):format(kk) -- F16C (AVX2 variants)
+          or ("_mm512_castps512_ps256(_mm512_cvtph_ps(_mm256_set1_epi16((short)k%d[b].d)))"):format(kk)))
+        local x = kcodes(kk, "b")
+        if mode == "dp" then
+          if kv == "q8_0" then x = ("_mm256_xor_si256(%s, flip)"):format(x) end
+          add(("%sconst __m256i x%d = %s;"):format(ind, kk, x))
+        else
+          if kv == "q4_0" then x = ("_mm256_sub_epi8(%s, _mm256_set1_epi8(8))"):format(x) end
+          add(("%sconst __m256i x%d = %s, u%d = _mm256_sign_epi8(x%d, x%d); /* k, |k| */")
+            :format(ind, kk, x, kk, kk, kk))
+        end
+      end
+    end
+    for r = 0, R - 1 do
+      add(ind .. "{")
+      local i2 = ind .. "    "
+      if two then
+        add(("%sconst __m512i qv = _mm512_loadu_si512((const void *)(c%d + 32 * b));"):format(i2, r))
+        add(("%sconst __m512i nv = _mm512_loadu_si512((const void *)(n%d + 8 * b));"):format(i2, r))
+        add(("%sconst __m512 fv = _mm512_loadu_ps(f%d + 8 * b);"):format(i2, r))
+      else
+        add(("%sconst __m256i qv = _mm256_loadu_si256((const __m256i *)(const void *)(c%d + 32 * b));"):format(i2, r))
+        if mode == "dp" then
+          add(("%sconst __m256i nv = _mm256_loadu_si256((const __m256i *)(const void *)(n%d + 8 * b));"):format(i2, r))
+        end
+        add(("%sconst __m256 fv = _mm256_loadu_ps(f%d + 8 * b);"):format(i2, r))
+      end
+      for kk = 0, NK - 1 do
+        local t
+        if two then
+          t = ("_mm512_dpbusd_epi32(nv, x%d, qv)"):format(kk)
+        elseif mode == "dp" then
+          t = ("%s(nv, x%d, qv)"):format(W == 512 and "_mm256_dpbusd_epi32" or I.dp_dot, kk)
+        else
+          t = ("_mm256_madd_epi16(_mm256_maddubs_epi16(u%d, _mm256_sign_epi8(qv, x%d)), ones)"):format(kk, kk)
+        end
+        local acc = ("a%d_%d"):format(kk, r)
+        if two then
+          add(("%s%s = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(%s), fv), d%d, %s);")
+            :format(i2, acc, t, kk, acc))
+        elseif W == 512 then -- the odd last block of a 512-bit loop, into the low half
+          add(("%s%s = _mm512_add_ps(%s, _mm512_zextps256_ps512(_mm256_mul_ps(_mm256_mul_ps("
+            .. "_mm256_cvtepi32_ps(%s), fv), d%d)));")
+            :format(i2, acc, acc, t, kk))
+        else
+          add(("%s%s = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(%s), fv), d%d, %s);")
+            :format(i2, acc, t, kk, acc))
+        end
+      end
+      add(ind .. "}")
+    end
+  end
+  if W == 512 then
+    add("    for (; b + 1 < nb; b += 2) {")
+    step(512, "        ")
+    add("    }")
+    add("    if (b < nb) { /* an odd last block */")
+    step(256, "        ")
+    add("    }")
+  else
+    add("    for (; b < nb; b++) {")
+    step(256, "        ")
+    add("    }")
+  end
+  for kk = 0, NK - 1 do
+    local out = "s" .. kk
+    if W == 512 or isa.lanes == 8 then
+      local a = {}
+      local none = W == 512 and "_mm512_setzero_ps()" or "_mm256_setzero_ps()"
+      for r = 0, 3 do a[#a + 1] = r < R and ("a%d_%d"):format(kk, r) or none end
+      add(("    %s;"):format(isa.hsum4(a[1], a[2], a[3], a[4], out)))
+    else
+      for r = 0, 3 do
+        add(("    %s[%d] = %s;"):format(out, r, r < R and ("%s(a%d_%d)"):format(I.hadd8, kk, r) or "0.0f"))
+      end
+    end
+  end
+  add("}")
+  return table.concat(L, "\n")
+end
+
+--- NEON: sdot (mode "dp") or vmull pairs ("mad").
+local function neon_body(I, R, NK, kv, mode, name, attr)
+  local L = { head(name, kv, R, NK, attr) }
+  local function add(s) L[#L + 1] = s end
+  add(rows_head(R, NK, "float32x4_t", "vdupq_n_f32(0.0f)"))
+  add("    int b;")
+  if R == 1 then add("    (void)qs;") end
+  local d = dispatch(I, mode, name, NK)
+  if d then add(d) end
+  add("    for (b = 0; b < nb; b++) {")
+  for kk = 0, NK - 1 do
+    add(("        const float dk%d = %s(k%d[b].d);"):format(kk, n().shared("widen_f16", "scalar"), kk))
+    if kv == "q8_0" then
+      add(("        const int8x16_t x%d = vld1q_s8(k%d[b].q), y%d = vld1q_s8(k%d[b].q + 16);"):format(kk, kk, kk, kk))
+    else
+      add(("        const uint8x16_t u%d = vld1q_u8(k%d[b].q);"):format(kk, kk))
+      add(("        const int8x16_t x%d = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(u%d, vdupq_n_u8(15))), vdupq_n_s8(8));")
+        :format(kk, kk))
+      add(("        const int8x16_t y%d = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(u%d, 4)), vdupq_n_s8(8));")
+        :format(kk, kk))
+    end
+  end
+  for r = 0, R - 1 do
+    add("        {")
+    add(("            const int8x16_t q0 = vld1q_s8(c%d + 32 * b), q1 = vld1q_s8(c%d + 32 * b + 16);"):format(r, r))
+    for kk = 0, NK - 1 do
+      if mode == "dp" then
+        add(("            const int32x4_t t%d = %s(%s(vdupq_n_s32(0), x%d, q0), y%d, q1);")
+          :format(kk, I.sdot, I.sdot, kk, kk))
+      else
+        add(("            const int16x8_t p%d = vmlal_high_s8(vmull_s8(vget_low_s8(x%d), vget_low_s8(q0)), x%d, q0);")
+          :format(kk, kk, kk))
+        add(("            const int16x8_t r%d = vmlal_high_s8(vmull_s8(vget_low_s8(y%d), vget_low_s8(q1)), y%d, q1);")
+          :format(kk, kk, kk))
+        add(("            const int32x4_t t%d = vpadalq_s16(vpaddlq_s16(p%d), r%d);"):format(kk, kk, kk))
+      end
+      add(("            a%d_%d = vfmaq_f32(a%d_%d, vcvtq_f32_s32(t%d), vdupq_n_f32(f%d[8 * b] * dk%d));")
+        :format(kk, r, kk, r, kk, r, kk))
+    end
+    add("        }")
+  end
+  add("    }")
+  add(stores(R, NK, function(kk, r) return ("vaddvq_f32(a%d_%d)"):format(kk, r) end))
+  add("}")
+  return table.concat(L, "\n")
+end
+
+--- Scalar: plain integer loops.
+local function scalar_body(R, NK, kv, name, attr)
+  local L = { head(name, kv, R, NK, attr) }
+  local function add(s) L[#L + 1] = s end
+  add(rows_head(R, NK, "float", "0.0f"))
+  add("    int b, i;")
+  if R == 1 then add("    (void)qs;") end
+  add("    for (b = 0; b < nb; b++) {")
+  local ts = {}
+  for kk = 0, NK - 1 do
+    for r = 0, R - 1 do ts[#ts + 1] = ("t%d_%d = 0"):format(kk, r) end
+  end
+  add(("        int32_t %s;"):format(table.concat(ts, ", ")))
+  add("        for (i = 0; i < 32; i++) {")
+  for kk = 0, NK - 1 do
+    if kv == "q8_0" then
+      add(("            const int32_t x%d = k%d[b].q[i];"):format(kk, kk))
+    else
+      add(("            const int32_t x%d = (i < 16 ? (k%d[b].q[i] & 15) : (k%d[b].q[i - 16] >> 4)) - 8;")
+        :format(kk, kk, kk))
+    end
+    for r = 0, R - 1 do add(("            t%d_%d += x%d * c%d[32 * b + i];"):format(kk, r, kk, r)) end
+  end
+  add("        }")
+  for kk = 0, NK - 1 do
+    for r = 0, R - 1 do
+      add(("        a%d_%d += (float)t%d_%d * (f%d[8 * b] * %s(k%d[b].d));"):format(kk, r, kk, r, r,
+        n().shared("widen_f16", "scalar"), kk))
+    end
+  end
+  add("    }")
+  add(stores(R, NK, function(kk, r) return ("a%d_%d"):format(kk, r) end))
+  add("}")
+  return table.concat(L, "\n")
+end
+
+--- The name of the helper scoring R rows against NK (1 or 2) rows of kv blocks.
+function M.name(isa, R, kv, NK)
+  return n().shared(("idot%d%s_%s"):format(R, NK == 2 and "x2" or "", kv), isa.name)
+end
+
+--- C text of the helpers of a variant (attr: what precedes its functions)
+-- for K blocks of type kv: the extension's forms first, under their target.
+function M.helpers(isa, kv, attr)
+  local I = isa.int8
+  if not I then error(("ISA module '%s' spells no integer block dots (int8)"):format(isa.name), 2) end
+  local out = {}
+  if I.style == "x86" then
+    I.hadd8 = n().shared("hadd8", isa.name)
+    out[#out + 1] = ([[
+
+/* The sum of the 8 floats of v. */
+%sstatic inline float %s(__m256 v)
+{
+    __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+    x = _mm_add_ss(x, _mm_movehdup_ps(x));
+    return _mm_cvtss_f32(x);
+}]]):format(attr, I.hadd8)
+  end
+  if I.style == "neon" then
+    -- sdot as its encoding on pinned registers: gcc's and clang's arm_neon.h
+    -- offer vdotq_s32 only to a whole file built for dotprod, and clang's
+    -- assembler takes no .arch directive for it in a function
+    I.sdot = n().shared("sdot", isa.name)
+    out[#out + 1] = ([[
+
+/* acc + the dot products of a and b's signed bytes, 4 a lane (sdot; only on CPUs
+ * with the dotprod extension: attn_cpu()->int8_dot). */
+%sstatic inline int32x4_t %s(int32x4_t acc, int8x16_t a, int8x16_t b)
+{
+    register int32x4_t r0 __asm__("v0") = acc;
+    register int8x16_t r1 __asm__("v1") = a;
+    register int8x16_t r2 __asm__("v2") = b;
+    __asm__(".inst 0x4e829420 /* sdot v0.4s, v1.16b, v2.16b */" : "+w"(r0) : "w"(r1), "w"(r2));
+    return r0;
+}]]):format(attr, I.sdot)
+  end
+  local dp_attr = I.dp_target and (I.dp_target == "" and attr
+    or ("ATTN_MAYBE_UNUSED __attribute__((target(\"%s\"))) "):format(I.dp_target))
+  for R = 1, 4 do
+    for NK = 1, 2 do
+      local name = M.name(isa, R, kv, NK)
+      if I.style == "x86" then
+        if I.dp_target then out[#out + 1] = x86_body(I, isa, R, NK, kv, "dp", name .. "_dp", dp_attr) end
+        out[#out + 1] = x86_body(I, isa, R, NK, kv, "mad", name, attr)
+      elseif I.style == "neon" then
+        if I.dp_target then out[#out + 1] = neon_body(I, R, NK, kv, "dp", name .. "_dp", dp_attr) end
+        out[#out + 1] = neon_body(I, R, NK, kv, "mad", name, attr)
+      else
+        out[#out + 1] = scalar_body(R, NK, kv, name, attr)
+      end
+    end
+  end
+  return table.concat(out, "\n")
+end
+
+return M
