@@ -165,6 +165,7 @@ M.OPS = {
   v_row = { what = "address of a value row (every V read goes through it)" },
   o_row = { what = "address of an output row" },
   p_row = { what = "address of a row of the attention weights" },
+  kv_zero = { what = "a row of zeros: the K and V rows of an evicted page (paged)" },
 }
 
 --- Shared (not config-scoped) helpers: attn_<op>[_q4]__<isa>.
