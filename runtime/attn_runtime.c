@@ -985,6 +985,31 @@ attn_status attn_check_args(const attn_spec *spec, const attn_args *args)
     return ATTN_OK;
 }
 
+int attn_args_set_contiguous_pages(attn_args *args, const attn_spec *spec, int32_t *table)
+{
+    int64_t pg, per, b, e, kv_values;
+    if (args == NULL || spec == NULL || table == NULL || spec->family != ATTN_FAMILY_SDPA || spec->page <= 0)
+        return ATTN_ERR_NULL_ARG;
+    if (args->batch < 0 || args->seq_k < 0)
+        return ATTN_ERR_SHAPE;
+    pg = spec->page;
+    per = (args->seq_k + pg - 1) / pg;
+    if (args->batch > 0 && args->seq_k > 0 && (args->batch - 1) * args->seq_k + (per - 1) * pg > INT32_MAX)
+        return ATTN_ERR_TOO_LARGE;
+    kv_values = attn_dtype_values(spec->dtype_kv) > 0 ? attn_dtype_values(spec->dtype_kv) : 1;
+    for (b = 0; b < args->batch; b++)
+        for (e = 0; e < per; e++)
+            table[b * per + e] = (int32_t)(b * args->seq_k + e * pg);
+    args->k_stride[2] = spec->head_dim / kv_values;
+    args->k_stride[1] = args->k_stride[0] = (int64_t)spec->heads_kv * (spec->head_dim / kv_values);
+    args->v_stride[2] = spec->head_dim_v / kv_values;
+    args->v_stride[1] = args->v_stride[0] = (int64_t)spec->heads_kv * (spec->head_dim_v / kv_values);
+    args->block_table = table;
+    args->block_table_stride = per;
+    args->num_pages = args->batch * args->seq_k;
+    return ATTN_OK;
+}
+
 /* a * b, saturating at INT64_MAX (inputs >= 0); attn_check_args then
    reports ATTN_ERR_TOO_LARGE for a saturated stride. */
 static int64_t mul_sat(int64_t a, int64_t b)

@@ -250,6 +250,17 @@ typedef struct attn_args {
 struct attn_spec;
 void attn_args_set_contiguous(attn_args *args, const struct attn_spec *spec);
 
+/* For a paged spec: K and V laid out contiguously ([B][Lk][Hkv][D], as
+   attn_args_set_contiguous lays them out for a spec without pages) read
+   through a block table: key j of batch b becomes slot j % P of "page"
+   b * Lk + j - j % P, pages one key row apart.  Fills table (batch *
+   ceil(seq_k / P) entries), points args->block_table at it and sets the
+   K/V strides, block_table_stride and num_pages.  ATTN_ERR_TOO_LARGE where
+   an entry would not fit in int32, ATTN_ERR_NULL_ARG for a NULL pointer or
+   a spec without pages.  For tests and benchmarks that compare a paged
+   kernel with the contiguous layout. */
+int attn_args_set_contiguous_pages(attn_args *args, const struct attn_spec *spec, int32_t *table);
+
 /* The rows of a spec's relative position table (args->rel_table): 0 without rel_bias. */
 int attn_rel_rows(const struct attn_spec *spec);
 
