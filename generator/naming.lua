@@ -166,6 +166,8 @@ M.OPS = {
   o_row = { what = "address of an output row" },
   p_row = { what = "address of a row of the attention weights" },
   kv_zero = { what = "a row of zeros: the K and V rows of an evicted page (paged)" },
+  k_tile_row = { what = "address of a key row a prefill tile reads (paged: zeros on an evicted page)" },
+  v_tile_row = { what = "address of a value row a prefill tile reads (paged: zeros on an evicted page)" },
 }
 
 --- Shared (not config-scoped) helpers: attn_<op>[_q4]__<isa>.

@@ -51,6 +51,28 @@ static void pool_layout(attn_layout4 *l, attn_layout4 *w, const attn_spec *spec,
     w->ext[3] = dim * values;
 }
 
+/* A pool of n elements of dtype against guard pages, and *wide its values
+   widened (the same memory for f32): like attn_guard_stored, but with front
+   set the pool starts at the leading guard page (its size rounded up to
+   64 KiB, a whole number of pages), so that a read before the pool's first
+   page (an evicted page's -1 taken for a page) faults; else it ends at the
+   trailing one.  0 or -1. */
+static int pool_alloc(attn_guard_buf *g, float **wide, attn_dtype dtype, size_t n, int front)
+{
+    const size_t es = attn_dtype_size(dtype), values = (size_t)attn_dtype_values(dtype);
+    size_t bytes;
+    if (!front)
+        return attn_guard_stored(g, wide, dtype, n);
+    *wide = NULL;
+    if (es == 0 || n > (SIZE_MAX - 65536) / es / values / sizeof(float))
+        return -1;
+    bytes = (n * es + 65535) / 65536 * 65536;
+    if (attn_guard_alloc(g, bytes) != 0)
+        return -1;
+    *wide = dtype == ATTN_DTYPE_F32 ? (float *)g->ptr : (float *)malloc(n * values * sizeof(float) + 1);
+    return *wide == NULL ? -1 : 0;
+}
+
 /* A random permutation of 0..n-1 into perm. */
 static void shuffle(int32_t *perm, int64_t n, attn_rng *r)
 {
@@ -121,8 +143,9 @@ int attn_paged_build(attn_qkv_case *cb, attn_rng *r)
         attn_layout_span(&cb->lvpw))
         return -1;
     perm = (int32_t *)malloc((size_t)n * sizeof *perm);
-    if (perm == NULL || attn_guard_stored(&cb->kpool, &cb->kpoolw, spec->dtype_kv, cb->lkp.span) ||
-        attn_guard_stored(&cb->vpool, &cb->vpoolw, spec->dtype_kv, cb->lvp.span) ||
+    /* odd seeds: the pools start at a guard page; even: they end at one */
+    if (perm == NULL || pool_alloc(&cb->kpool, &cb->kpoolw, spec->dtype_kv, cb->lkp.span, (int)(c->seed & 1)) ||
+        pool_alloc(&cb->vpool, &cb->vpoolw, spec->dtype_kv, cb->lvp.span, (int)(c->seed & 1)) ||
         attn_guard_alloc(&cb->table, (size_t)(c->batch * cb->table_stride + 1) * sizeof(int32_t))) {
         free(perm);
         return -1;
