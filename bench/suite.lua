@@ -27,7 +27,7 @@ local plots = require("plots")
 
 --- The suite's sections, in the order they run.
 local SECTIONS = { "prefill", "causal", "weights", "dropout", "window", "sparse", "threads", "odd", "avx2",
-  "compile", "storage", "bf16", "linear", "classic", "decode", "threshold", "chunked", "short", "multi",
+  "compile", "storage", "bf16", "linear", "classic", "decode", "threshold", "chunked", "paged", "short", "multi",
   "options", "sweep" }
 
 local USAGE = "usage: bench/suite.lua [--quick] [--out DIR] [--only SECTION,...] [--replot]\n"
@@ -624,6 +624,32 @@ for _, lq in ipairs(wanted("chunked") and { 32, 256 } or {}) do
   chunked[#chunked + 1] = x
   target(("chunked prefill Llama-3-8B Lq=%d: FLOP rate Lk=%d / Lk=4096"):format(lq, CHUNKED_LK),
     x.ratio, (">= %.2f"):format(CHUNKED_GOAL), x.ratio >= CHUNKED_GOAL)
+end
+
+-- 9a. paged K/V (paged = {page = P}): Llama-3-8B's f16 cache of LONG keys in pools of pages read
+-- through a shuffled block table (bench --paged), decode and a chunked prefill of 512 rows, 1
+-- thread; each paged run against the contiguous cache (head-major for the HND pools) timed just
+-- before it, the better of two rounds of the pair
+local PAGED = { { 16, "bshd", 1, 1.05 }, { 16, "bhsd", 1, 1.05 }, { 1, "bshd", 1, 1.25 }, { 16, "bshd", 4, 1.10 },
+  { 16, "bshd", 8, 1.10 }, { 16, "bshd", 512, 1.05 } }
+for _, c in ipairs(wanted("paged") and PAGED or {}) do
+  local page, layout, lq, goal = c[1], c[2], c[3], c[4]
+  local order = layout == "bhsd" and "HND" or "NHD"
+  local best
+  for round = 1, 2 do
+    progress(("paged f16 cache, page %d %s, Lq=%d Lk=%d, round %d"):format(page, order, lq, LONG, round))
+    local opts = { ["seq-q"] = lq, ["seq-k"] = LONG, threads = 1, isa = ISA, ["no-reference"] = true,
+      ["no-blas"] = true, ["kv-layout"] = layout }
+    local base = bench("llama3_8b_f16kv", {}, opts)
+    opts.paged = page
+    local r = bench("llama3_8b_f16kv", {}, opts)
+    record(("paged page=%d %s Lq=%d Lk=%d round=%d: contiguous"):format(page, order, lq, LONG, round), base)
+    record(("paged page=%d %s Lq=%d Lk=%d round=%d"):format(page, order, lq, LONG, round), r)
+    local ratio = result(r, ISA).seconds / result(base, ISA).seconds
+    if not best or ratio < best then best = ratio end
+  end
+  target(("paged f16 cache (Llama-3-8B), page %d %s, Lq=%d Lk=%d: time / contiguous"):format(page, order, lq, LONG),
+    best, ("<= %.2f"):format(goal), best <= goal)
 end
 
 -- 9b. short prompts: causal prefill, H 8, D 128, 1 thread (the targets at

@@ -167,6 +167,11 @@ M.OPS = {
   v_row = { what = "address of a value row (every V read goes through it)" },
   o_row = { what = "address of an output row" },
   p_row = { what = "address of a row of the attention weights" },
+  kv_zero = { what = "a row of zeros: the K and V rows of an evicted page (paged)" },
+  k_tile_row = { what = "address of a key row a prefill tile reads (paged: zeros on an evicted page)" },
+  v_tile_row = { what = "address of a value row a prefill tile reads (paged: zeros on an evicted page)" },
+  k_step = { what = "the stride from a key row to the next on its page (paged: 0 on an evicted page)" },
+  v_step = { what = "the stride from a value row to the next on its page (paged: 0 on an evicted page)" },
 }
 
 --- Shared (not config-scoped) helpers: attn_<op>[_q4]__<isa>.

@@ -43,6 +43,15 @@ typedef struct {
     size_t s_count, z_count;
     attn_args args;
     attn_qkv_ref ref;
+    /* paged specs (attn_cases_paged.c): the K and V pools, stored (against
+       guard pages) and widened, their layouts [N][P][Hkv][dim] with the
+       strides {page, slot, head, 1}, the block table (its row stride), the
+       pools' pages, and whether a bad table changed an output or ran */
+    attn_guard_buf kpool, vpool, table;
+    float *kpoolw, *vpoolw;
+    attn_layout4 lkp, lvp, lkpw, lvpw;
+    int64_t pages, table_stride;
+    int bad_table_failed;
 } attn_qkv_case;
 
 /* the attn_case_ops of both families (attn_cases_sdpa.c) */
@@ -69,5 +78,16 @@ attn_status attn_linear_state_ref_bound(attn_qkv_case *cb, const attn_args *ref_
 void attn_linear_compare_state(const attn_qkv_case *cb, attn_verify_result *res);
 /* a linear kernel writes no LSE: the buffer must still hold the sentinel */
 void attn_linear_compare_lse_untouched(const attn_qkv_case *cb, const char *shape, attn_verify_result *res);
+
+/* paged sdpa specs (attn_cases_paged.c): whether a spec is one; the pools
+   and table built from a built case's contiguous K and V (0, or -1 when out
+   of memory); the reference's K and V (the widened pools); the bad tables
+   tried before a run, and their result in a comparison */
+int attn_paged_spec(const attn_spec *spec);
+int attn_paged_build(attn_qkv_case *cb, attn_rng *r);
+void attn_paged_ref_args(const attn_qkv_case *cb, attn_args *ref_args);
+void attn_paged_bad_tables(attn_qkv_case *cb, const attn_kernel *kernel, const attn_variant *variant);
+void attn_paged_compare(const attn_qkv_case *cb, const char *shape, attn_verify_result *res);
+void attn_paged_free(attn_qkv_case *cb);
 
 #endif /* ATTN_CASES_QKV_H */

@@ -36,6 +36,7 @@ void attn_qkv_free(void *state)
     attn_guard_free(&cb->rel);
     attn_guard_free(&cb->e);
     attn_linear_state_free(cb);
+    attn_paged_free(cb);
     free(cb->o_described);
     cb->o_described = NULL;
     free(cb->p_described);
@@ -276,6 +277,8 @@ attn_status attn_qkv_build(void *state, const attn_spec *spec, const attn_case *
         goto nomem;
     attn_qkv_reset(cb);
     qkv_args(cb, mask, weights, seqlens);
+    if (attn_paged_spec(spec) && attn_paged_build(cb, &r)) /* last: the other inputs keep their random stream */
+        goto nomem;
     return ATTN_OK;
 nomem:
     attn_qkv_free(cb);
@@ -286,6 +289,8 @@ attn_status attn_qkv_run(void *state, const attn_kernel *kernel, const attn_vari
 {
     attn_qkv_case *cb = (attn_qkv_case *)state;
     cb->args.threads = threads;
+    if (attn_paged_spec(cb->spec))
+        attn_paged_bad_tables(cb, kernel, variant);
     return variant != NULL ? variant->fwd(&cb->args) : kernel->fwd(&cb->args);
 }
 
@@ -364,6 +369,8 @@ attn_status attn_qkv_reference(void *state)
     memcpy(ref_args.k_stride, cb->lkw.str, sizeof ref_args.k_stride); /* the widened values' (lk's but for */
     memcpy(ref_args.v_stride, cb->lvw.str, sizeof ref_args.v_stride); /* a block type) */
     memcpy(ref_args.mask_stride, cb->args.mask_stride, sizeof ref_args.mask_stride);
+    if (attn_paged_spec(spec))
+        attn_paged_ref_args(cb, &ref_args);
     st = attn_reference(spec, &ref_args);
     if (st == ATTN_OK)
         st = attn_linear_state_ref_bound(cb, &ref_args);
@@ -468,6 +475,7 @@ void attn_qkv_compare(const void *state, const char *shape, attn_verify_result *
         compare_rows(cb, res, 1);
     attn_verify_gaps(res, "P", ATTN_DTYPE_F32, cb->p.ptr, cb->p_described, cb->lp.span, shape);
     attn_verify_gaps(res, "O", cb->spec->dtype_o, cb->o.ptr, cb->o_described, cb->lo.span, shape);
+    attn_paged_compare(cb, shape, res);
 }
 
 /* ---- the shape matrix --------------------------------------------------- */

@@ -68,6 +68,19 @@ static int64_t position(const attn_spec *spec, int64_t i, int64_t lk_b, int64_t 
     return i + lk_b - lq;
 }
 
+/* The element offset of key j of kv head hk of batch b in K or V (its
+   strides): {b, s, h}, or for a paged config {page, slot, head}, key j
+   being slot j % P of page block_table[b][j / P]. */
+static int64_t kv_offset(const attn_spec *spec, const attn_args *args, const int64_t *stride, int64_t b, int64_t j,
+                         int hk)
+{
+    if (spec->family == ATTN_FAMILY_SDPA && spec->page > 0) {
+        const int64_t page = args->block_table[b * args->block_table_stride + j / spec->page];
+        return page * stride[0] + (j % spec->page) * stride[1] + hk * stride[2];
+    }
+    return b * stride[0] + j * stride[1] + hk * stride[2];
+}
+
 /* The temperature of a query row at position p (docs/config.md,
    "temperature"): 1 + scale * ln(floor((p + 1) / floor) + 1), p + 1 taken as
    0 below 0, in double and rounded to f32 once; 1 without temperature. */
@@ -546,9 +559,7 @@ attn_status attn_reference(const attn_spec *spec, const attn_args *args)
                     vis[j] = (unsigned char)key_visible(spec, args, b, h, i, j, lk_b, p);
                     if (!vis[j])
                         continue;
-                    s[j] = score(spec, args, q,
-                                 k_base + b * args->k_stride[0] + j * args->k_stride[1] +
-                                     hk * args->k_stride[2],
+                    s[j] = score(spec, args, q, k_base + kv_offset(spec, args, args->k_stride, b, j, hk),
                                  b, h, i, j, p, temp);
                     if (isnan(s[j]))
                         any_nan = 1;
@@ -579,8 +590,7 @@ attn_status attn_reference(const attn_spec *spec, const attn_args *args)
                         double w;
                         if (!vis[j])
                             continue;
-                        v = v_base + b * args->v_stride[0] + j * args->v_stride[1] +
-                            hk * args->v_stride[2];
+                        v = v_base + kv_offset(spec, args, args->v_stride, b, j, hk);
                         w = exp(s[j] - m);
                         sum += w;
                         for (d = 0; d < spec->head_dim_v; d++)
@@ -607,8 +617,7 @@ attn_status attn_reference(const attn_spec *spec, const attn_args *args)
                             if (!vis[j])
                                 continue;
                             w = dropout_weight(spec, args, b, h, i, j, exp(s[j] - m) / sum);
-                            v = v_base + b * args->v_stride[0] + j * args->v_stride[1] +
-                                hk * args->v_stride[2];
+                            v = v_base + kv_offset(spec, args, args->v_stride, b, j, hk);
                             for (d = 0; d < spec->head_dim_v; d++)
                                 acc[d] += w * (double)v[d];
                         }

@@ -43,6 +43,7 @@ const char *attn_status_string(attn_status status)
     case ATTN_ERR_NOMEM: return "out of memory";
     case ATTN_ERR_TOO_LARGE: return "a tensor is too large for 64-bit element offsets";
     case ATTN_ERR_DROPOUT: return "dropout_p is outside [0, 1)";
+    case ATTN_ERR_PAGE: return "a block-table entry names no page of the K/V pools, or -1 where a row sees the page";
     }
     return "unknown status";
 }
@@ -797,6 +798,69 @@ int attn_rel_rows(const attn_spec *spec)
 }
 
 /*
+ * The first key any of Lq query rows can see when Lk keys are valid, the
+ * global keys (j < G) aside, by the rules the kernels classify blocks of
+ * keys with: a row at position p sees no key before p - window_left (with a
+ * window) or before its chunk's first key (with chunks); a global query row
+ * (0 <= p < G) is exempt from both, and a row that sees no key (p < 0 under
+ * the causal rule, or outside every chunk) counts for nothing.  Lk when no
+ * row sees a key.  A sparse pattern's rows see keys far back: 0.
+ */
+static int64_t first_key_seen(const attn_spec *spec, int64_t lq, int64_t lk)
+{
+    int64_t first = lk, i;
+    for (i = 0; i < lq; i++) {
+        const int64_t p = spec->top_left ? i : i + lk - lq;
+        int64_t lo = 0;
+        if ((spec->causal || spec->sparse != ATTN_SPARSE_NONE) && p < 0)
+            continue;
+        if (!(p >= 0 && p < spec->global_tokens) && spec->sparse == ATTN_SPARSE_NONE) {
+            if (spec->chunk > 0 && p < 0)
+                continue;
+            if (spec->window_left >= 0 && p - spec->window_left > lo)
+                lo = p - spec->window_left;
+            if (spec->chunk > 0 && p / spec->chunk * spec->chunk > lo)
+                lo = p / spec->chunk * spec->chunk;
+        }
+        if (lo < first)
+            first = lo;
+        if (first == 0)
+            break;
+    }
+    return first;
+}
+
+/*
+ * A paged config's block table: every page that holds a key j < Lk_b is in
+ * 0..num_pages-1, or -1 (evicted) where each of its keys lies before the
+ * first key any row sees and is no global key.  Entries past a sequence's
+ * last page are not read.
+ */
+static attn_status check_block_table(const attn_spec *spec, const attn_args *args)
+{
+    const int64_t pg = spec->page;
+    int64_t b, e;
+    for (b = 0; b < args->batch; b++) {
+        const int64_t lk = args->seqlens_k[b];
+        const int32_t *row = args->block_table + b * args->block_table_stride;
+        int64_t first = -1; /* computed at the first -1 entry */
+        for (e = 0; e * pg < lk; e++) {
+            const int64_t page = row[e];
+            const int64_t j1 = (e + 1) * pg < lk ? (e + 1) * pg : lk; /* the page's keys: [e * pg, j1) */
+            if (page >= 0 && page < args->num_pages)
+                continue;
+            if (page != -1)
+                return ATTN_ERR_PAGE;
+            if (first < 0)
+                first = first_key_seen(spec, args->seq_q, lk);
+            if (e * pg < spec->global_tokens || j1 > first)
+                return ATTN_ERR_PAGE;
+        }
+    }
+    return ATTN_OK;
+}
+
+/*
  * Note: when batch or seq_q is 0 the kernel reads nothing, but the pointers
  * must still be non-NULL (and seqlens_k, mask, state_s, state_z and rel_table when the
  * config needs them).
@@ -811,6 +875,8 @@ attn_status attn_check_args(const attn_spec *spec, const attn_args *args)
     /* P is written only by kernels with weights, and only when asked for */
     const int has_weights = spec != NULL && !linear && spec->weights && args != NULL && args->weights != NULL;
     const int has_lse = !linear && args != NULL && args->lse != NULL;
+    /* paged K/V (sdpa): the pools and the block table */
+    const int paged = spec != NULL && spec->family == ATTN_FAMILY_SDPA && spec->page > 0;
     int64_t ext[4], str[4];
     int64_t b, kv_values;
 
@@ -818,6 +884,8 @@ attn_status attn_check_args(const attn_spec *spec, const attn_args *args)
         args->v == NULL || args->o == NULL)
         return ATTN_ERR_NULL_ARG;
     if (spec->padding && args->seqlens_k == NULL)
+        return ATTN_ERR_NULL_ARG;
+    if (paged && (args->seqlens_k == NULL || args->block_table == NULL))
         return ATTN_ERR_NULL_ARG;
     kv_values = attn_dtype_values(spec->dtype_kv);
     if (kv_values == 0)
@@ -833,6 +901,10 @@ attn_status attn_check_args(const attn_spec *spec, const attn_args *args)
 
     if (args->batch < 0 || args->seq_q < 0 || args->seq_k < 0)
         return ATTN_ERR_SHAPE;
+    if (paged && args->num_pages < 0)
+        return ATTN_ERR_SHAPE;
+    if (paged && args->block_table_stride < 0)
+        return ATTN_ERR_STRIDE;
 
     if (any_negative(args->q_stride, 3) || any_negative(args->k_stride, 3) ||
         any_negative(args->v_stride, 3) || any_negative(args->o_stride, 3))
@@ -867,6 +939,10 @@ attn_status attn_check_args(const attn_spec *spec, const attn_args *args)
     if (!span_fits(4, ext, str, attn_dtype_size(spec->dtype_o)))
         return ATTN_ERR_TOO_LARGE;
     ext[1] = args->seq_k;
+    if (paged) { /* paged: the pools [N][P][Hkv][D] (strides {page, slot, head}) */
+        ext[0] = args->num_pages;
+        ext[1] = spec->page;
+    }
     ext[2] = spec->heads_kv;
     ext[3] = spec->head_dim / kv_values; /* a block type's rows: D / 32 blocks */
     memcpy(str, args->k_stride, sizeof args->k_stride);
@@ -927,10 +1003,37 @@ attn_status attn_check_args(const attn_spec *spec, const attn_args *args)
             return ATTN_ERR_TOO_LARGE;
     }
 
-    if (spec->padding)
+    if (spec->padding || paged)
         for (b = 0; b < args->batch; b++)
             if (args->seqlens_k[b] < 0 || args->seqlens_k[b] > args->seq_k)
                 return ATTN_ERR_SEQLENS;
+    if (paged)
+        return check_block_table(spec, args);
+    return ATTN_OK;
+}
+
+int attn_args_set_contiguous_pages(attn_args *args, const attn_spec *spec, int32_t *table)
+{
+    int64_t pg, per, b, e, kv_values;
+    if (args == NULL || spec == NULL || table == NULL || spec->family != ATTN_FAMILY_SDPA || spec->page <= 0)
+        return ATTN_ERR_NULL_ARG;
+    if (args->batch < 0 || args->seq_k < 0)
+        return ATTN_ERR_SHAPE;
+    pg = spec->page;
+    per = (args->seq_k + pg - 1) / pg;
+    if (args->batch > 0 && args->seq_k > 0 && (args->batch - 1) * args->seq_k + (per - 1) * pg > INT32_MAX)
+        return ATTN_ERR_TOO_LARGE;
+    kv_values = attn_dtype_values(spec->dtype_kv) > 0 ? attn_dtype_values(spec->dtype_kv) : 1;
+    for (b = 0; b < args->batch; b++)
+        for (e = 0; e < per; e++)
+            table[b * per + e] = (int32_t)(b * args->seq_k + e * pg);
+    args->k_stride[2] = spec->head_dim / kv_values;
+    args->k_stride[1] = args->k_stride[0] = (int64_t)spec->heads_kv * (spec->head_dim / kv_values);
+    args->v_stride[2] = spec->head_dim_v / kv_values;
+    args->v_stride[1] = args->v_stride[0] = (int64_t)spec->heads_kv * (spec->head_dim_v / kv_values);
+    args->block_table = table;
+    args->block_table_stride = per;
+    args->num_pages = args->batch * args->seq_k;
     return ATTN_OK;
 }
 
@@ -969,6 +1072,18 @@ void attn_args_set_contiguous(attn_args *args, const attn_spec *spec)
     args->v_stride[2] = dv / kv_values;
     args->v_stride[1] = mul_sat(hkv, dv / kv_values);
     args->v_stride[0] = mul_sat(lk, args->v_stride[1]);
+
+    /* paged: K and V pools of pages, strides {page, slot, head} */
+    if (spec->family == ATTN_FAMILY_SDPA && spec->page > 0) {
+        const int64_t pg = spec->page;
+        const int hnd = spec->page_order == ATTN_PAGE_HND;
+        args->k_stride[1] = hnd ? d / kv_values : mul_sat(hkv, d / kv_values);
+        args->k_stride[2] = hnd ? mul_sat(pg, d / kv_values) : d / kv_values;
+        args->k_stride[0] = mul_sat(mul_sat(pg, hkv), d / kv_values);
+        args->v_stride[1] = hnd ? dv / kv_values : mul_sat(hkv, dv / kv_values);
+        args->v_stride[2] = hnd ? mul_sat(pg, dv / kv_values) : dv / kv_values;
+        args->v_stride[0] = mul_sat(mul_sat(pg, hkv), dv / kv_values);
+    }
 
     args->o_stride[2] = dv;
     args->o_stride[1] = mul_sat(hq, dv);

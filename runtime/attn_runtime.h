@@ -66,7 +66,8 @@ typedef enum attn_status {
     ATTN_ERR_ISA,         /* ATTNGEN_ISA names no variant this CPU can run */
     ATTN_ERR_NOMEM,       /* the allocation hook returned NULL */
     ATTN_ERR_TOO_LARGE,   /* a size overflows the kernel's index type */
-    ATTN_ERR_DROPOUT      /* dropout_p outside [0, 1) (NaN included) */
+    ATTN_ERR_DROPOUT,     /* dropout_p outside [0, 1) (NaN included) */
+    ATTN_ERR_PAGE         /* paged K/V: a block-table entry names no page of the pools (or -1 where a row sees the page) */
 } attn_status;
 
 /* A short English sentence for a status; never NULL. */
@@ -233,12 +234,32 @@ typedef struct attn_args {
     float *state_z;             /* linear configs with state: z [B][Hkv][D], f32, contiguous, in/out */
     const float *rel_table;     /* configs with rel_bias: [attn_rel_rows(spec)][heads_q], f32, contiguous */
     int threads;                /* 0: OpenMP's default */
+    /* paged configs (spec.page > 0): K and V are pools of num_pages pages of
+       spec.page keys, [N][P][Hkv][D] (ATTN_PAGE_NHD) or [N][Hkv][P][D]
+       (ATTN_PAGE_HND), and k_stride / v_stride are the element strides
+       {page, slot, head}; key j of batch b is slot j % P of page
+       block_table[b * block_table_stride + j / P] (-1: evicted, allowed
+       only where no row of the call can see a key of the page) */
+    const int32_t *block_table;
+    int64_t block_table_stride;
+    int64_t num_pages;
 } attn_args;
 
 /* Fill the strides of a contiguous BSHD layout for a kernel's spec (K and V
    in a block type: in blocks). */
 struct attn_spec;
 void attn_args_set_contiguous(attn_args *args, const struct attn_spec *spec);
+
+/* For a paged spec: K and V laid out contiguously ([B][Lk][Hkv][D], as
+   attn_args_set_contiguous lays them out for a spec without pages) read
+   through a block table: key j of batch b becomes slot j % P of "page"
+   b * Lk + j - j % P, pages one key row apart.  Fills table (batch *
+   ceil(seq_k / P) entries), points args->block_table at it and sets the
+   K/V strides, block_table_stride and num_pages.  ATTN_ERR_TOO_LARGE where
+   an entry would not fit in int32, ATTN_ERR_NULL_ARG for a NULL pointer or
+   a spec without pages.  For tests and benchmarks that compare a paged
+   kernel with the contiguous layout. */
+int attn_args_set_contiguous_pages(attn_args *args, const struct attn_spec *spec, int32_t *table);
 
 /* The rows of a spec's relative position table (args->rel_table): 0 without rel_bias. */
 int attn_rel_rows(const struct attn_spec *spec);
@@ -406,6 +427,12 @@ typedef enum attn_score {
  * builds one by hand should too (or zero it first: 0 is ATTN_FAMILY_SDPA,
  * ATTN_MASK_NONE and ATTN_DTYPE_F32).
  */
+/* The layout of a paged config's K and V pools (attn_args.block_table). */
+typedef enum attn_page_order {
+    ATTN_PAGE_NHD = 0, /* [N][P][Hkv][D]: a page's slots, each with every kv head (vLLM, FlashAttention) */
+    ATTN_PAGE_HND = 1  /* [N][Hkv][P][D]: a page's kv heads, each with every slot (FlashInfer's HND) */
+} attn_page_order;
+
 typedef struct attn_spec {
     attn_family family;
     const char *name;
@@ -452,6 +479,9 @@ typedef struct attn_spec {
     int key_dim;                   /* Dh: the encoder states h (keys and values) */
     int attn_dim;                  /* Da: the additive and concat scores; 0 for dot and general */
     int bias;                      /* adds b [Da] inside the tanh (args->b_attn) */
+    /* paged K/V (sdpa, paged = {page, order}): keys a page, 0: the contiguous layout */
+    int page;
+    attn_page_order page_order;    /* the pools' layout: [N][P][Hkv][D] or [N][Hkv][P][D] */
 } attn_spec;
 
 /*

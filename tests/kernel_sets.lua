@@ -90,6 +90,9 @@ M.FEATURES = {
   { "small_tiles", function(c) return type(c.tile) == "table" end },
   -- the prefill path's keys packed and run a chunk at a time, the rows' sums carried across
   { "prefill_chunks", function(c) return (c.prefill_chunk or 0) > 0 end },
+  -- K/V in pools of pages through a block table, key-major and head-major
+  { "paged", function(c) return type(c.paged) == "table" end },
+  { "paged_hnd", function(c) return type(c.paged) == "table" and c.paged.order == "HND" end },
 }
 
 local function generic_features(c)
@@ -149,8 +152,8 @@ M.PURPOSES = {
   run = { pool = "test", features = { "padding", "mask_bool", "mask_bias", "sinks" } },
   -- Makefile FUZZ_KERNELS: argument validation and kernels under libFuzzer;
   -- not yet K/V in a block type (q8_0, q4_0): the harness lays its inputs out
-  -- in values of 16 or 32 bits (tests/fuzz/fuzz_args.c)
-  fuzz = { pool = "test", features = "all", filter = function(c) return not block_kv(c) end },
+  -- in values of 16 or 32 bits (tests/fuzz/fuzz_args.c), nor paged K/V, whose block table it does not build either
+  fuzz = { pool = "test", features = "all", filter = function(c) return not block_kv(c) and c.paged == nil end },
   -- Makefile NEON_CONFIGS: every test config with a NEON variant, under qemu
   neon = { pool = "test", every = true, filter = function(c) return has_isa(c, "neon") end },
   -- Makefile NEON_SCALAR: of those, the ones whose scalar variant runs under

@@ -8,6 +8,8 @@
  *       b1, u1:   a keep-mask, each element 1 with probability 0.8
  *       i32:      integers in -100..100
  *   npy_tool ints OUT.npy V1 V2 ...              a 1-D int32 array of the values
+ *   npy_tool table OUT.npy ROWS V1 V2 ...        a 2-D int32 array of the values, ROWS rows
+ *                                                (a paged config's block table)
  *   npy_tool compare A.npy B.npy [TYPE]          A against the reference B
  *
  * compare: same shape, float16/float32/float64 data; element i passes when
@@ -42,6 +44,7 @@ static int usage(void)
 {
     fputs("usage: npy_tool random OUT.npy f16|f32|f64|b1|u1|i32 SEED DIM...\n"
           "       npy_tool ints OUT.npy V1 V2 ...\n"
+          "       npy_tool table OUT.npy ROWS V1 V2 ...\n"
           "       npy_tool compare A.npy REF.npy [f32|bf16|f16]\n",
           stderr);
     return 2;
@@ -189,6 +192,33 @@ static int cmd_ints(int argc, char **argv)
     return rc;
 }
 
+/* table OUT ROWS V...: the values as int32 [ROWS][count / ROWS] */
+static int cmd_table(int argc, char **argv)
+{
+    int64_t shape[2];
+    int32_t *data;
+    long long v, rows;
+    int i, rc;
+
+    if (parse_i64(argv[3], &rows) != 0 || rows < 1 || (argc - 4) % rows != 0)
+        return usage();
+    shape[0] = rows;
+    shape[1] = (argc - 4) / rows;
+    data = (int32_t *)malloc((size_t)(argc - 4) * sizeof *data + 1);
+    if (data == NULL)
+        return 2;
+    for (i = 4; i < argc; i++) {
+        if (parse_i64(argv[i], &v) != 0 || v < INT32_MIN || v > INT32_MAX) {
+            free(data);
+            return usage();
+        }
+        data[i - 4] = (int32_t)v;
+    }
+    rc = write_array(argv[2], ATTN_NPY_I32, 2, shape, data);
+    free(data);
+    return rc;
+}
+
 static double element(const attn_npy *a, size_t i)
 {
     if (a->dtype == ATTN_NPY_F16)
@@ -297,6 +327,8 @@ int main(int argc, char **argv)
         return cmd_random(argc, argv);
     if (argc >= 3 && strcmp(argv[1], "ints") == 0)
         return cmd_ints(argc, argv);
+    if (argc >= 5 && strcmp(argv[1], "table") == 0)
+        return cmd_table(argc, argv);
     if ((argc == 4 || argc == 5) && strcmp(argv[1], "compare") == 0) {
         const char *type = argc == 5 ? argv[4] : NULL;
         if (type != NULL && strcmp(type, "f32") && strcmp(type, "bf16") && strcmp(type, "f16"))

@@ -85,7 +85,7 @@ typedef struct {
     const attn_spec *s;
     int64_t nb, lq, lk;
     size_t nq, nk, nv, no;
-    attn_guard_buf g[15];
+    attn_guard_buf g[16];
     /* q, k, v: the f32 values a test wants, then (store_inputs) the stored
        values widened; o: the kernel's O widened */
     float *q, *k, *v, *o, *lse, *ro, *rlse, *bias;
@@ -165,6 +165,11 @@ static void problem_init(problem *p, const attn_spec *s, int64_t lq, int64_t lk,
     p->a.threads = 1;
     if (s->padding)
         p->a.seqlens_k = p->seqlens;
+    if (s->page > 0) { /* paged: the same K and V, through a block table of their rows */
+        const size_t entries = (size_t)(B * ((lk + s->page - 1) / s->page)) + 1;
+        int32_t *table = (int32_t *)guarded(&p->g[15], entries, sizeof(int32_t));
+        cr_assert_eq(attn_args_set_contiguous_pages(&p->a, s, table), ATTN_OK, "%s: the block table", s->name);
+    }
     if (s->mask == ATTN_MASK_BOOL) {
         p->keep = (unsigned char *)guarded(&p->g[8], nm, 1);
         for (i = 0; i < nm; i++) p->keep[i] = (rng_next(&seed) % 10) < 8;
@@ -204,7 +209,7 @@ static void problem_init(problem *p, const attn_spec *s, int64_t lq, int64_t lk,
 static void problem_free(problem *p)
 {
     int i;
-    for (i = 0; i < 15; i++) attn_guard_free(&p->g[i]);
+    for (i = 0; i < 16; i++) attn_guard_free(&p->g[i]);
 }
 
 /* The wanted f32 inputs narrowed into the stored tensors, and the stored

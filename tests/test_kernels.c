@@ -1393,3 +1393,74 @@ Test(entropy, uniform_rows_give_ln_n)
     }
     cr_assert_gt(ran, 0);
 }
+
+/* Paged K/V: the block table's entries are checked before anything is
+   written.  t_paged_p3: pages of 3 keys, causal, a window of 40 keys (left
+   39) and 4 global keys; one query row (at position Lk_b - 1) a sequence. */
+extern const attn_kernel attn_t_paged_p3_kernel;
+Test(paged, block_table_entries_are_checked)
+{
+    const attn_kernel *P = &attn_t_paged_p3_kernel;
+    const attn_spec *s = &P->spec;
+    const int64_t lk = 100, per = (lk + 2) / 3;
+    const size_t nq = (size_t)(2 * s->heads_q * s->head_dim), nk = (size_t)(2 * lk * s->heads_kv * s->head_dim);
+    float *q = calloc(nq, sizeof(float)), *k = calloc(nk, sizeof(float)), *v = calloc(nk, sizeof(float));
+    float *o = calloc(nq, sizeof(float)), *o_full = calloc(nq, sizeof(float)), *o_before = calloc(nq, sizeof(float));
+    int32_t *table = calloc((size_t)(2 * per), sizeof(int32_t)), seqlens[2] = { 100, 50 };
+    attn_args a, b;
+    size_t i;
+    int64_t e;
+    cr_assert(q && k && v && o && o_full && o_before && table);
+    for (i = 0; i < nq; i++) q[i] = (float)((i * 7) % 13) / 13.0f - 0.5f;
+    for (i = 0; i < nk; i++) k[i] = (float)((i * 5) % 11) / 11.0f - 0.5f;
+    for (i = 0; i < nk; i++) v[i] = (float)((i * 3) % 17) / 17.0f - 0.5f;
+    memset(&a, 0, sizeof a);
+    a.batch = 2;
+    a.seq_q = 1;
+    a.seq_k = lk;
+    attn_args_set_contiguous(&a, s);
+    cr_assert_eq(attn_args_set_contiguous_pages(&a, s, table), ATTN_OK);
+    a.q = q;
+    a.k = k;
+    a.v = v;
+    a.o = o_full;
+    a.seqlens_k = seqlens;
+    cr_assert_eq(P->fwd(&a), ATTN_OK);
+    a.o = o;
+    for (i = 0; i < nq; i++) o[i] = 1234.5f;
+    memcpy(o_before, o, nq * sizeof(float));
+
+    b = a; b.block_table = NULL;          cr_expect_eq(P->fwd(&b), ATTN_ERR_NULL_ARG);
+    b = a; b.seqlens_k = NULL;            cr_expect_eq(P->fwd(&b), ATTN_ERR_NULL_ARG);
+    b = a; b.num_pages = -1;              cr_expect_eq(P->fwd(&b), ATTN_ERR_SHAPE);
+    b = a; b.block_table_stride = -1;     cr_expect_eq(P->fwd(&b), ATTN_ERR_STRIDE);
+    /* entries outside the pools, or -1 where a row sees a key of the page */
+    table[4] = (int32_t)a.num_pages;      cr_expect_eq(P->fwd(&a), ATTN_ERR_PAGE, "an entry past the pools");
+    table[4] = -2;                        cr_expect_eq(P->fwd(&a), ATTN_ERR_PAGE, "-2");
+    table[4] = 12;
+    table[per - 1] = -1;                  cr_expect_eq(P->fwd(&a), ATTN_ERR_PAGE, "-1 on the last page (seen)");
+    table[per - 1] = 99;
+    table[0] = -1;                        cr_expect_eq(P->fwd(&a), ATTN_ERR_PAGE, "-1 on the global keys' page");
+    table[0] = 0;
+    table[20] = -1;                       cr_expect_eq(P->fwd(&a), ATTN_ERR_PAGE, "-1 on keys 60..62 (in the window)");
+    table[20] = 60;
+    table[per + 16] = -1;                 cr_expect_eq(P->fwd(&a), ATTN_ERR_PAGE, "-1 on batch 1's last page");
+    table[per + 16] = (int32_t)(lk + 48);
+    cr_expect(memcmp(o, o_before, nq * sizeof(float)) == 0, "O written by a call with a bad table");
+    cr_expect_str_eq(attn_status_string(ATTN_ERR_PAGE),
+                     "a block-table entry names no page of the K/V pools, or -1 where a row sees the page");
+
+    /* -1 on pages before every row's window (keys 6..59 of batch 0), and no
+       entry read past a sequence's last page (batch 1's pages from key 51) */
+    for (e = 2; e < 20; e++) table[e] = -1;
+    for (e = 17; e < per; e++) table[per + e] = INT32_MAX;
+    cr_expect_eq(P->fwd(&a), ATTN_OK);
+    cr_expect(memcmp(o, o_full, nq * sizeof(float)) == 0, "O differs with evicted pages no row sees");
+    free(q);
+    free(k);
+    free(v);
+    free(o);
+    free(o_full);
+    free(o_before);
+    free(table);
+}

@@ -15,6 +15,9 @@ function M.add_to_parser(parser)
   c:option("--isa", "Time only this ISA variant.")
   c:option("--kv-layout", "K and V as bshd ([B][L][H][D], the default) or bhsd ([B][H][L][D], head-major).")
     :choices({ "bshd", "bhsd" })
+  c:option("--paged", "Sdpa configs: K and V in pools of pages of P keys through a shuffled block table "
+    .. "(the config with paged = {page = P}; order HND with --kv-layout bhsd, else NHD).")
+    :argname("P")
   c:flag("--json", "Print JSON instead of a table.")
   c:flag("--no-reference", "Do not time the naive reference.")
   c:flag("--no-blas", "Do not time the unfused OpenBLAS baseline.")
@@ -25,6 +28,16 @@ function M.add_to_parser(parser)
 end
 
 function M.run(args)
+  if args.paged then -- the config with paged = {page = P, order}
+    local p = tonumber(args.paged)
+    if not p or p ~= math.floor(p) or p < 1 or p > 2 ^ 20 then
+      return nil, ("--paged: expected an integer in 1..1048576 (keys a page), got '%s'"):format(args.paged)
+    end
+    local set = {}
+    for _, kv in ipairs(args.set or {}) do set[#set + 1] = kv end
+    set[#set + 1] = ('paged={page=%d,order="%s"}'):format(p, args.kv_layout == "bhsd" and "HND" or "NHD")
+    args.set = set
+  end
   local argv = { "--batch", tostring(args.batch), "--seq-q", tostring(args.seq_q),
     "--seq-k", tostring(args.seq_k or args.seq_q), "--threads", tostring(args.threads) }
   tool.pass(argv, "--isa", args.isa)

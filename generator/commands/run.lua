@@ -57,6 +57,9 @@ function M.add_to_parser(parser)
     .. "(may name the --state-in files: updated in place)."):args(2):argname({ "S.npy", "Z.npy" })
   c:option("--sinks", "Configs with sinks = true (required there): a logit per query head [Hq], f32 or f64.")
     :argname("S.npy")
+  c:option("--block-table", "Paged configs (required there, but with --random-inputs): int32 [B][M], key j of "
+    .. "batch b in slot j % P of page BT[b][j / P]; --k and --v are then pools [N][P][Hkv][D] (order NHD) or "
+    .. "[N][Hkv][P][D] (HND)."):argname("BT.npy")
   c:flag("--reference", "Compute with the naive float64 reference instead of the kernel (slow; for checking).")
 end
 
@@ -83,6 +86,7 @@ function M.run(args)
   tool.pass(argv, "--dropout-seed", args.dropout_seed)
   tool.pass(argv, "--dropout-offset", args.dropout_offset)
   tool.pass(argv, "--sinks", args.sinks)
+  tool.pass(argv, "--block-table", args.block_table)
   for _, flag in ipairs({ "state_in", "state_out" }) do
     if args[flag] then
       argv[#argv + 1] = "--" .. flag:gsub("_", "-")

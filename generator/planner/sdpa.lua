@@ -274,6 +274,10 @@ function M.spec_fields(p)
     end
   end
   if p.entropy then f[#f + 1] = { "entropy", "1" } end
+  if p.paged then
+    f[#f + 1] = { "page", p.paged.page }
+    f[#f + 1] = { "page_order", p.paged.order == "HND" and "ATTN_PAGE_HND" or "ATTN_PAGE_NHD" }
+  end
   -- after the field they follow: causal, window_right
   for i = #f, 1, -1 do
     if f[i][1] == "window_right" and p.sparse then
@@ -321,6 +325,12 @@ local function plan_masks(p, cfg)
   end
   p.padding = cfg.padding
   p.mask = cfg.mask
+  -- paged K/V: {page = P, order = "NHD" | "HND"}, or nil.  Key j of batch b is
+  -- slot j % PAGE of page block_table[b][j / PAGE]; every read of a K or V row
+  -- goes through lib/rows' k_row / v_row, and every read of a block of keys a
+  -- fixed stride apart stops at a page end (the blocked decode unit's blocks,
+  -- the prefill's packs of K^T row by row)
+  p.paged = cfg.paged and { page = cfg.paged.page, order = cfg.paged.order }
 end
 
 --- The outputs and per-row terms beyond O and LSE, and what they leave to the

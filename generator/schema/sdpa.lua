@@ -16,7 +16,7 @@ local CAUSAL_NAMES = { '"bottom_right"', '"top_left"' }
 M.order = {
   "heads_q", "heads_kv", "head_dim", "head_dim_v", "causal", "window", "sliding_window", "chunk", "sparse",
   "global_tokens", "padding", "mask", "scale", "softcap", "alibi", "rel_bias", "decode_max_q", "prefill_chunk",
-  "weights", "dropout", "entropy", "sinks", "temperature",
+  "weights", "dropout", "entropy", "sinks", "temperature", "paged",
 }
 
 local function heads(raw, c, u)
@@ -282,6 +282,40 @@ local function temperature(raw, c, u)
   return true
 end
 
+--- The largest page size (keys a page).
+M.MAX_PAGE = 2 ^ 20
+local ORDERS = { "NHD", "HND" }
+
+-- paged = {page = P, order = "NHD" | "HND"}: K and V are pools of pages of P
+-- keys, found through a block table at run time; it needs the key lengths
+-- (seqlens_k), so it implies padding; absent: nil (the contiguous layout)
+local function paged(raw, c, u)
+  local t = raw.paged
+  if t == nil then return true end
+  local shape = '{page = integer in 1..1048576, order = "NHD" or "HND"}'
+  if type(t) ~= "table" then
+    return nil, "paged", ("'paged' must be a table %s, got %s"):format(shape, u.show(t))
+  end
+  local err = u.check_subkeys("paged", t, { "page", "order" })
+  if err then return nil, "paged", err end
+  if t.page == nil then return nil, "paged", "'paged.page' is required: an integer in 1..1048576" end
+  err = u.int_in("paged.page", t.page, 1, M.MAX_PAGE)
+  if err then return nil, "paged", err end
+  local order = u.default(t.order, "NHD")
+  if not u.one_of(order, ORDERS) then
+    return nil, "paged", ("'paged.order' must be one of %s, got %s"):format(u.list_str(ORDERS), u.show(order))
+  end
+  if raw.padding == false then
+    return nil, "paged", "'paged' reads each sequence's key length (seqlens_k): it needs padding = true or none"
+  end
+  if c.sparse then
+    return nil, "paged", "'paged' and 'sparse' do not go together yet: sparse kernels read keys a fixed stride apart"
+  end
+  c.padding = true
+  c.paged = { page = math.floor(t.page), order = order }
+  return true
+end
+
 --- The checks another family with heads, head dims and a causal rule
 -- shares (schema/linear.lua): each fills c and returns true, or nil, key,
 -- message.
@@ -306,7 +340,7 @@ M.shared = {
 -- u: the shared checks (schema.util).
 function M.normalize(raw, c, u)
   return u.run_steps({ heads, head_dims, window, sparse, masks, score_terms, rel_bias, decode, prefill_chunk, weights,
-    dropout, entropy, sinks, temperature }, raw, c, u)
+    dropout, entropy, sinks, temperature, paged }, raw, c, u)
 end
 
 return M

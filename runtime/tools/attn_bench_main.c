@@ -181,6 +181,10 @@ typedef struct {
     void *mask;
     float *sinks; /* configs with sinks: a logit per query head */
     float *rel; /* the relative position table (rel_bias) */
+    /* paged configs: the kernel's K and V pools, its shuffled block table, and the
+       baselines' table (their contiguous f32 K and V through a table of their rows) */
+    void *kpool, *vpool;
+    int32_t *table, *base_table;
 } bench_buffers;
 
 /* Parses argv into opt; 0, or 2 after a message on a usage error. */
@@ -236,6 +240,49 @@ static int parse_options(int argc, char **argv, bench_options *opt)
     return 0;
 }
 
+/* Paged configs: the kernel's K and V in pools of batch * ceil(Lk / P)
+   pages (random values, the layout of the config's order: the pool strides
+   of attn_args_set_contiguous), each sequence's pages in a shuffled order
+   (a cache whose pages were handed out as sequences grew); the baselines
+   read their contiguous f32 K and V through a table of their rows.  0, or
+   -1 when out of memory. */
+static int make_pages(const bench_options *opt, const attn_spec *spec, attn_args *args, attn_args *base,
+                      bench_buffers *buf)
+{
+    const int64_t pg = spec->page, per = (opt->seq_k + pg - 1) / pg, n = opt->batch * per;
+    const size_t nk = (size_t)(n * pg * spec->heads_kv * spec->head_dim);
+    const size_t nv = (size_t)(n * pg * spec->heads_kv * spec->head_dim_v);
+    float *k = attn_tool_random_floats(nk, 5), *v = attn_tool_random_floats(nv, 6);
+    uint64_t state = 0x2545F4914F6CDD1Dull;
+    int64_t i;
+    buf->kpool = attn_tool_stored(spec->dtype_kv, k, nk);
+    buf->vpool = attn_tool_stored(spec->dtype_kv, v, nv);
+    attn_tool_free_stored(k, buf->kpool); /* the f32 values, unless they are the pool */
+    attn_tool_free_stored(v, buf->vpool);
+    buf->table = (int32_t *)malloc(sizeof(int32_t) * (size_t)n + 1);
+    buf->base_table = (int32_t *)malloc(sizeof(int32_t) * (size_t)n + 1);
+    if (!buf->kpool || !buf->vpool || !buf->table || !buf->base_table || n > INT32_MAX)
+        return -1;
+    for (i = 0; i < n; i++) buf->table[i] = (int32_t)i;
+    for (i = n - 1; i > 0; i--) { /* Fisher-Yates on xorshift64 */
+        int64_t j;
+        int32_t t;
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        j = (int64_t)(state % (uint64_t)(i + 1));
+        t = buf->table[i];
+        buf->table[i] = buf->table[j];
+        buf->table[j] = t;
+    }
+    args->k = buf->kpool;
+    args->v = buf->vpool;
+    args->block_table = buf->table;
+    args->block_table_stride = per;
+    args->num_pages = n;
+    return attn_args_set_contiguous_pages(base, spec, buf->base_table) == ATTN_OK ? 0 : -1;
+}
+
 /* Fills args (shape, strides, threads) and its tensors: random Q, K, V in
    the kernel's storage types, an all-visible mask shared by every batch and
    head, full key lengths; base_args the same on f32 tensors, for the
@@ -260,7 +307,7 @@ static int make_inputs(const bench_options *opt, const attn_spec *spec, attn_arg
     args->seq_k = seq_k;
     args->threads = (int)opt->threads;
     attn_args_set_contiguous(args, spec);
-    if (opt->head_major) { /* K and V as [B][Hkv][Lk][D]: a kv head's keys adjacent */
+    if (opt->head_major && spec->page == 0) { /* K and V as [B][Hkv][Lk][D]: a kv head's keys adjacent */
         const int64_t values = attn_dtype_values(spec->dtype_kv); /* a block type's strides count blocks */
         head_major_strides(args->k_stride, spec->heads_kv, seq_k, spec->head_dim / values);
         head_major_strides(args->v_stride, spec->heads_kv, seq_k, spec->head_dim_v / values);
@@ -332,6 +379,8 @@ static int make_inputs(const bench_options *opt, const attn_spec *spec, attn_arg
     base_args->k = buf->k;
     base_args->v = buf->v;
     base_args->o = buf->o32;
+    if (spec->page > 0 && make_pages(opt, spec, args, base_args, buf) != 0)
+        return -1;
     for (i = 0; i < 3; i++) { /* K/V in a block type: the f32 values' strides (the kernel's count blocks) */
         base_args->k_stride[i] *= attn_dtype_values(spec->dtype_kv);
         base_args->v_stride[i] *= attn_dtype_values(spec->dtype_kv);
@@ -357,6 +406,10 @@ static void free_buffers(bench_buffers *buf)
     free(buf->mask);
     free(buf->sinks);
     free(buf->rel);
+    free(buf->kpool);
+    free(buf->vpool);
+    free(buf->table);
+    free(buf->base_table);
 }
 
 /* Times every variant this CPU runs (or the one opt->isa names) into rows
@@ -422,7 +475,7 @@ static void time_baselines(const attn_spec *spec, const bench_options *opt, cons
 #ifdef ATTN_HAVE_OPENBLAS
     t->sbgemm = attn_bench_find_sbgemm();
     /* one group's scores below 2 GB */
-    if (!opt->no_blas && attn_bench_blas_supports(spec) &&
+    if (!opt->no_blas && attn_bench_blas_supports(spec) && spec->page == 0 && /* (paged: no baseline) */
         (double)opt->seq_q * (spec->heads_q / spec->heads_kv) * (double)opt->seq_k * 4.0 < 2e9) {
         openblas_set_num_threads((int)opt->threads);
         t->blas_core = openblas_get_corename();

@@ -96,6 +96,9 @@ static const char usage[] =
     "                --state-out: where to write the state after the call (float32)\n"
     "  --sinks       configs with sinks = true (required there): a logit per query\n"
     "                head [Hq], float32 or float64\n"
+    "  --block-table paged configs (required there, but with --random-inputs): int32\n"
+    "                [B][M], key j of batch b in slot j %% P of page BT[b][j / P]; K and\n"
+    "                V are then pools [N][P][Hkv][D] (order NHD) or [N][Hkv][P][D] (HND)\n"
     "additive and luong configs (one head, no scale):\n"
     "       attn_run --s S.npy --h H.npy [--w-s W.npy] [--w-h W.npy | --u U.npy] [--w W.npy]\n"
     "                [--v-attn V.npy] [--b B.npy] [--seqlens-k S.npy] [--mask M.npy]\n"
@@ -332,6 +335,7 @@ typedef struct {
     float dropout_p;
     uint64_t dropout_seed;
     uint32_t dropout_offset;
+    const char *bt_path; /* --block-table (paged configs) */
 } run_options;
 
 /* --dropout-p: a number in [0, 1). */
@@ -370,6 +374,10 @@ typedef struct {
     float *rel;              /* the relative position table as f32 */
     int32_t *seqlens;
     attn_npy state_a[2];     /* --state-in: S and z as read */
+    attn_npy bta;            /* --block-table as read */
+    int32_t *table;          /* the block table (paged configs) */
+    int64_t pages;           /* paged configs: the pools' pages */
+    int pooled;              /* K and V read as pools (paged configs without --random-inputs) */
 } run_inputs;
 
 /* The outputs, written by the kernel and then published. */
@@ -463,11 +471,12 @@ static void parse_options(int argc, char **argv, run_options *opt)
         else if (strcmp(arg, "--weights") == 0) dest = &opt->p_path;
         else if (strcmp(arg, "--sinks") == 0) dest = &opt->sinks_path;
         else if (strcmp(arg, "--entropy") == 0) dest = &opt->e_path;
+        else if (strcmp(arg, "--block-table") == 0) dest = &opt->bt_path;
         else if (strcmp(arg, "--isa") == 0) dest = &opt->isa_name;
         else if (strcmp(arg, "--threads") != 0 && (dest = classic_dest(opt, arg)) == NULL)
             fail(arg, "unknown option (expected --q, --k, --v, --seqlens-k, --mask, --rel-table, -o, "
                       "--lse, --weights, --average-heads, --entropy, --random-inputs, --batch, --seq-q, "
-                      "--seq-k, --threads, --isa, --reference, "
+                      "--seq-k, --threads, --isa, --reference, --block-table, "
                       "--dropout-p, --dropout-seed, --dropout-offset, --state-in, --state-out, --sinks, "
                       "--s, --h, --u, --w-s, --w-h, --w, --v-attn, --b)");
         if (i + 1 >= argc)
@@ -484,9 +493,9 @@ static void parse_options(int argc, char **argv, run_options *opt)
 static void check_paths(const run_options *opt, const attn_spec *spec)
 {
     /* an output must not replace an input */
-    enum { N_IN = 9, N_OUT = 6 };
+    enum { N_IN = 10, N_OUT = 6 };
     const char *in_opt[N_IN] = { "--q", "--k", "--v", "--seqlens-k", "--mask", "--state-in", "--state-in", "--sinks",
-                                 "--rel-table" };
+                                 "--rel-table", "--block-table" };
     const char *in_path[N_IN];
     const char *out_opt[N_OUT] = { "-o", "--lse", "--weights", "--entropy", "--state-out", "--state-out" };
     const char *out_path[N_OUT];
@@ -546,6 +555,7 @@ static void check_paths(const run_options *opt, const attn_spec *spec)
     in_path[6] = opt->s_in[1];
     in_path[7] = opt->sinks_path;
     in_path[8] = opt->r_path;
+    in_path[9] = opt->bt_path;
     out_path[0] = opt->o_path;
     out_path[1] = opt->lse_path;
     out_path[2] = opt->p_path;
@@ -595,6 +605,15 @@ static void check_paths(const run_options *opt, const attn_spec *spec)
         fail(opt->r_path, "the config '%s' has no rel_bias, so --rel-table is not accepted", spec->name);
     if (opt->r_path == NULL && attn_rel_rows(spec) > 0)
         fail("--rel-table", "required: the config '%s' has rel_bias", spec->name);
+    if (opt->bt_path != NULL && (linear || spec->page == 0))
+        fail(opt->bt_path, "the config '%s' is not paged (paged = {page, order}), so --block-table is not accepted",
+             spec->name);
+    if (opt->bt_path != NULL && opt->random)
+        fail("--block-table", "not with --random-inputs, which draws K and V in the contiguous layout (read "
+                              "through a table of their rows)");
+    if (opt->bt_path == NULL && !linear && spec->page > 0 && !opt->random)
+        fail("--block-table", "required: the config '%s' is paged (K and V are pools of %d keys a page)", spec->name,
+             spec->page);
 }
 
 /* One drawn tensor [B][L][H][D] of n elements: N(0, 1) from r, written as
@@ -694,6 +713,63 @@ static void *load_kv(const char *path, const attn_npy *a, attn_dtype dtype)
     return out;
 }
 
+/* A paged config's K or V pool: 4-D, [N][P][Hkv][dim] (NHD) or
+   [N][Hkv][P][dim] (HND), dim as check_kv takes it (or a block type's raw
+   bytes); returns N. */
+static int64_t check_pool(const char *path, const attn_npy *a, const attn_spec *spec, const char *dim_name,
+                          int64_t dim)
+{
+    const int hnd = spec->page_order == ATTN_PAGE_HND;
+    const int values = attn_dtype_values(spec->dtype_kv);
+    const int raw = values > 1 && a->dtype == ATTN_NPY_U8;
+    const int64_t d = raw ? dim / values * (int64_t)attn_dtype_size(spec->dtype_kv) : dim;
+    char shp[160];
+    if (a->ndim != 4 || a->shape[1] != (hnd ? spec->heads_kv : spec->page) ||
+        a->shape[2] != (hnd ? spec->page : spec->heads_kv) || a->shape[3] != d)
+        fail(path, "expected a pool of pages %s with %s %d, page %d and %s %lld%s, got shape %s",
+             hnd ? "[pages][heads_kv][page][dim] (order HND)" : "[pages][page][heads_kv][dim] (order NHD)",
+             "heads_kv", spec->heads_kv, spec->page, dim_name, (long long)d, raw ? " (the blocks' bytes)" : "",
+             attn_npy_shape_string(a, shp, sizeof shp));
+    return a->shape[0];
+}
+
+/* --block-table: int32 [B][M] (B: Q's batch); the keys' capacity is M * P. */
+static void load_table(const char *path, const attn_spec *spec, int64_t batch, run_inputs *in)
+{
+    char err[256], shp[160];
+    load(path, &in->bta);
+    if (in->bta.ndim != 2 || in->bta.shape[0] != batch || in->bta.shape[1] < 1)
+        fail(path, "expected a block table [batch][pages a sequence] with batch %lld, got shape %s",
+             (long long)batch, attn_npy_shape_string(&in->bta, shp, sizeof shp));
+    if (in->bta.shape[1] > ((int64_t)1 << 62) / spec->page)
+        fail(path, "%lld pages of %d keys are too many keys", (long long)in->bta.shape[1], spec->page);
+    if (attn_npy_to_i32(&in->bta, &in->table, err, sizeof err) != 0)
+        fail(path, "%s", err);
+}
+
+/* Paged configs: K and V pools and the block table, read (or, with
+   --random-inputs, the contiguous K and V drawn, read through a table of
+   their rows); the args' pool strides, table and pages. */
+static void load_paged(const run_options *opt, const attn_spec *spec, run_inputs *in, attn_args *args)
+{
+    int64_t nv;
+    if (opt->random) {
+        in->table = (int32_t *)malloc((size_t)(args->batch * ((args->seq_k + spec->page - 1) / spec->page)) *
+                                          sizeof(int32_t) + 1);
+        if (in->table == NULL)
+            fail("--random-inputs", "out of memory");
+        if (attn_args_set_contiguous_pages(args, spec, in->table) != ATTN_OK)
+            fail("--random-inputs", "the keys do not fit a block table of int32 entries");
+        return;
+    }
+    args->block_table = in->table;
+    args->block_table_stride = in->bta.shape[1];
+    args->num_pages = in->pages;
+    nv = check_pool(opt->v_path, &in->va, spec, "head_dim_v", spec->head_dim_v);
+    if (nv != in->pages)
+        fail(opt->v_path, "%lld pages do not match %s's %lld", (long long)nv, opt->k_path, (long long)in->pages);
+}
+
 /* Q, K, V: shapes first, then the data in the kernel's storage types;
    fills the args' shape, strides and tensors. */
 static void load_qkv(const run_options *opt, const attn_spec *spec, run_inputs *in,
@@ -702,12 +778,29 @@ static void load_qkv(const run_options *opt, const attn_spec *spec, run_inputs *
     if (opt->random) {
         random_qkv(opt, spec, in);
         fill_qkv_args(opt, spec, in, args);
+        if (spec->page > 0)
+            load_paged(opt, spec, in, args);
         return;
     }
     load(opt->q_path, &in->qa);
     in->qt = check_bshd(opt->q_path, &in->qa, "seq_q", "heads_q", spec->heads_q, "head_dim",
                         spec->head_dim);
     load(opt->k_path, &in->ka);
+    if (spec->page > 0) { /* pools of pages, and the table that gives the batch's keys */
+        load(opt->v_path, &in->va);
+        in->pages = check_pool(opt->k_path, &in->ka, spec, "head_dim", spec->head_dim);
+        in->pooled = 1;
+        load_table(opt->bt_path, spec, in->qt.batch, in);
+        in->kt.ndim = in->vt.ndim = 4;
+        in->kt.batch = in->vt.batch = in->qt.batch;
+        in->kt.len = in->vt.len = in->bta.shape[1] * spec->page;
+        in->q = load_stored(opt->q_path, &in->qa, spec->dtype_q);
+        in->k = load_kv(opt->k_path, &in->ka, spec->dtype_kv);
+        in->v = load_kv(opt->v_path, &in->va, spec->dtype_kv);
+        fill_qkv_args(opt, spec, in, args);
+        load_paged(opt, spec, in, args);
+        return;
+    }
     in->kt = check_kv(opt->k_path, &in->ka, spec, "head_dim", spec->head_dim);
     if (in->kt.batch != in->qt.batch)
         fail(opt->k_path, "batch %lld does not match %s's batch %lld", (long long)in->kt.batch,
@@ -976,8 +1069,10 @@ static void compute(const attn_kernel *kernel, const attn_variant *variant, int 
     if (use_reference) {
         attn_args ra = *args;
         const size_t nq = (size_t)(args->batch * args->seq_q) * (size_t)spec->heads_q * (size_t)spec->head_dim;
-        const size_t nk = (size_t)(args->batch * args->seq_k) * (size_t)spec->heads_kv * (size_t)spec->head_dim;
-        const size_t nv = (size_t)(args->batch * args->seq_k) * (size_t)spec->heads_kv * (size_t)spec->head_dim_v;
+        /* K and V rows: B * Lk, or a paged config's pools' N * P */
+        const int64_t rows = in->pooled ? in->pages * spec->page : args->batch * args->seq_k;
+        const size_t nk = (size_t)rows * (size_t)spec->heads_kv * (size_t)spec->head_dim;
+        const size_t nv = (size_t)rows * (size_t)spec->heads_kv * (size_t)spec->head_dim_v;
         in->qw = widen_copy(spec->name, spec->dtype_q, in->q, nq);
         const int64_t values = attn_dtype_values(spec->dtype_kv);
         int d;
@@ -1091,6 +1186,9 @@ static void free_all(const run_options *opt, run_inputs *in, run_outputs *out)
     free(in->bias);
     free(in->seqlens);
     free(in->sinks);
+    free(in->table);
+    if (opt->bt_path != NULL)
+        attn_npy_free(&in->bta);
     if (opt->sinks_path != NULL)
         attn_npy_free(&in->sinks_a);
     free(out->o);

@@ -257,6 +257,7 @@ typedef struct {
     float *state_s, *state_z; /* linear attention's state (zeroed before each warm-up run) */
     float *sinks;             /* configs with sinks: a logit per query head */
     size_t no, ns, nz;        /* elements of O and of the state's S and z */
+    int32_t *table;           /* paged configs: the block table of the contiguous K and V's rows */
 } tune_inputs;
 
 static void free_inputs(tune_inputs *in)
@@ -277,6 +278,7 @@ static void free_inputs(tune_inputs *in)
     free(in->state_s);
     free(in->state_z);
     free(in->sinks);
+    free(in->table);
 }
 
 /* Fills args and in for shape sh: contiguous random Q, K, V, full key
@@ -350,6 +352,12 @@ static int make_inputs(const shape *sh, const options *opt, const attn_spec *spe
     args->lse = in->lse;
     args->seqlens_k = in->seqlens;
     args->mask = in->mask;
+    if (spec->page > 0) { /* paged: the contiguous K and V read through a table of their rows */
+        in->table = (int32_t *)malloc(sizeof(int32_t) * (size_t)(opt->batch * ((sh->seq_k + spec->page - 1) /
+                                                                                 spec->page)) + 1);
+        if (!in->table || attn_args_set_contiguous_pages(args, spec, in->table) != ATTN_OK)
+            return -1;
+    }
     return 0;
 }
 

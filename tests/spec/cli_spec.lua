@@ -340,6 +340,60 @@ describe("cli #slow", function()
       end)
     end
 
+    it("--block-table: K and V pools of shuffled pages match the reference (NHD, pages of 3; HND, pages of 1)",
+      function()
+      for n, case in ipairs({ { config = "configs/test/t_paged_p3.lua", pages = 20, page = 3, order = "NHD" },
+        { config = "configs/test/t_paged_p1.lua", pages = 40, page = 1, order = "HND" } }) do
+        local cfg = assert(presets.load(case.config))
+        local d = folder("paged" .. n)
+        local function rnd(name, seed, dim)
+          local p = d .. "/" .. name .. ".npy"
+          local shape = case.order == "HND" and { case.pages, cfg.heads_kv, case.page, dim }
+            or { case.pages, case.page, cfg.heads_kv, dim }
+          assert.equal(0, (npy("random", p, "f32", tostring(seed), shape[1], shape[2], shape[3], shape[4])))
+          return p
+        end
+        -- two sequences of up to 12 pages each (36 keys of pages of 3), in a shuffled order; keys
+        -- past a sequence's length on entries no page (never read)
+        local per = 36 / case.page
+        local bt = { "table", d .. "/bt.npy", "2" }
+        for b = 0, 1 do
+          for e = 0, per - 1 do bt[#bt + 1] = tostring((7 * (b * per + e) + 3) % case.pages) end
+        end
+        for e = 0, per - 1 do
+          if e * case.page >= 20 then bt[3 + per + e + 1] = "2147483647" end
+        end
+        assert.equal(0, (npy(bt)))
+        local base = { "run", case.config, "--q", d .. "/q.npy", "--k", rnd("k", 22, cfg.head_dim),
+          "--v", rnd("v", 23, cfg.head_dim_v), "--block-table", d .. "/bt.npy", "--seqlens-k", d .. "/s.npy" }
+        assert.equal(0, (npy("random", d .. "/q.npy", "f32", "21", "2", "3", cfg.heads_q, cfg.head_dim)))
+        assert.equal(0, (npy("ints", d .. "/s.npy", "36", "20")))
+        local ref = d .. "/ref.npy"
+        local code, _, err = attngen(cat(base, { "--reference", "-o", ref }))
+        assert.equal(0, code, err)
+        for _, isa in ipairs(ISAS) do
+          local o = d .. "/o_" .. isa .. ".npy"
+          code, _, err = attngen(cat(base, { "--isa", isa, "-o", o }))
+          assert.equal(0, code, isa .. ": " .. err)
+          compare(o, ref)
+        end
+        if n == 1 then
+          fails({ "run", case.config, "--q", d .. "/q.npy", "--k", d .. "/k.npy", "--v", d .. "/v.npy",
+            "--seqlens-k", d .. "/s.npy", "-o", d .. "/x.npy" }, "--block-table: required")
+          -- the first sequence's first page is no page of the 20
+          local bad = { "table", d .. "/bad.npy", "2", "20" }
+          for e = 1, 23 do bad[#bad + 1] = tostring(e % 20) end
+          assert.equal(0, (npy(bad)))
+          fails({ "run", case.config, "--q", d .. "/q.npy", "--k", d .. "/k.npy", "--v", d .. "/v.npy",
+            "--seqlens-k", d .. "/s.npy", "--block-table", d .. "/bad.npy", "-o", d .. "/x.npy" },
+            "a block-table entry names no page")
+          fails({ "run", case.config, "--q", d .. "/q.npy", "--k", d .. "/q.npy", "--v", d .. "/v.npy",
+            "--seqlens-k", d .. "/s.npy", "--block-table", d .. "/bt.npy", "-o", d .. "/x.npy" },
+            "expected a pool of pages [pages][page][heads_kv][dim] (order NHD)")
+        end
+      end
+    end)
+
     it("runs a long cache in chunks (prefill_chunk) to the same bits of O, the LSE and the weights", function()
       local wconfig = "configs/test/t_weights_causal_gqa.lua" -- chunks of 32 keys
       local cfg = assert(presets.load(wconfig))

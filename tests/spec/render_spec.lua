@@ -130,8 +130,9 @@ describe("render", function()
           local line = (" *   %s = %s,\n"):format(k, util.serialize(v))
           assert.truthy(banner:find(line, 1, true), "banner lacks " .. line)
         end
-        -- all but sliding_window, folded into window
-        assert.equal(#schema.order - 1, n)
+        -- all but sliding_window, folded into window, and paged, which does not go with sparse (its banner:
+        -- below)
+        assert.equal(#schema.order - 2, n)
         assert.truthy(banner:find(" *   window = { left = 39, right = 0 },", 1, true))
         assert.truthy(banner:find(' *   isa = { "avx512", "avx2", "neon", "scalar" },', 1, true))
         assert.truthy(banner:find(" *   softcap = 30,", 1, true))
@@ -144,6 +145,9 @@ describe("render", function()
         assert.truthy(banner:find(" *   temperature = { floor = 8192, scale = 0.1 },", 1, true))
         assert.truthy(banner:find(" *   sinks = true,", 1, true))
       end
+      local pg = files_for(helper.with(EVERYTHING, { sparse = helper.NIL, paged = { page = 16, order = "HND" } }))
+      assert.truthy(banner_of(pg):find(' *   paged = { order = "HND", page = 16 },', 1, true))
+      assert.truthy(banner_of(pg):find(" *   padding = true,", 1, true))
     end)
 
     it("names the alignment and the chunks in the mask line and the spec, only when set", function()

@@ -42,11 +42,11 @@ describe("schema", function()
     local cfg = assert(schema.normalize({ name = "m", heads_q = 8, head_dim = 64 }))
 
     it("fills every key of docs/config.md but the optional softcap, chunk, prefill_chunk, weights, dropout, rel_bias, "
-      .. "entropy, sinks, temperature", function()
+      .. "entropy, sinks, temperature, paged", function()
       for _, k in ipairs(schema.order) do
         if k ~= "softcap" and k ~= "sliding_window" and k ~= "chunk" and k ~= "weights" and k ~= "sparse"
           and k ~= "dropout" and k ~= "prefill_chunk" and k ~= "rel_bias" and k ~= "entropy" and k ~= "sinks"
-          and k ~= "temperature" then
+          and k ~= "temperature" and k ~= "paged" then
           assert.is_not_nil(cfg[k], "missing default for " .. k)
         end
       end
@@ -59,6 +59,7 @@ describe("schema", function()
       assert.is_nil(cfg.dropout) -- no dropout (absent, so configs echo as before)
       assert.is_nil(cfg.sinks)
       assert.is_nil(cfg.temperature)
+      assert.is_nil(cfg.paged) -- the contiguous layout
       assert.is_nil(cfg.entropy) -- no entropy output (absent, so configs echo as before)
       assert.is_nil(cfg.sliding_window) -- folded into window
     end)
@@ -66,8 +67,8 @@ describe("schema", function()
     it("knows exactly the keys of the sdpa family, and the decode_max_q and prefill_chunk extensions", function()
       local expected = { "name", "kind", "heads_q", "heads_kv", "head_dim", "head_dim_v", "causal",
         "window", "sliding_window", "chunk", "sparse", "global_tokens", "padding", "mask", "scale", "softcap", "alibi",
-        "rel_bias", "decode_max_q", "prefill_chunk", "weights", "dropout", "entropy", "sinks", "temperature", "dtype",
-        "matmul", "isa", "tile" }
+        "rel_bias", "decode_max_q", "prefill_chunk", "weights", "dropout", "entropy", "sinks", "temperature", "paged",
+        "dtype", "matmul", "isa", "tile" }
       assert.same(expected, schema.order_of("sdpa"))
       assert.same(expected, schema.order)
       for _, k in ipairs(expected) do assert.is_true(schema.keys[k]) end
@@ -92,6 +93,24 @@ describe("schema", function()
       assert.is_true(schema.normalize(with({ sinks = true })).sinks)
       assert.is_nil(schema.normalize(with({ sinks = false })).sinks)
       rejects_key(with({ sinks = 1 }), "sinks", "true or false")
+    end)
+
+    it("paged: {page = 1..2^20, order NHD (default) or HND}; implies padding; not with sparse", function()
+      local c = assert(schema.normalize(with({ paged = { page = 16 } })))
+      assert.same({ page = 16, order = "NHD" }, c.paged)
+      assert.is_true(c.padding)
+      assert.same({ page = 1, order = "HND" }, schema.normalize(with({ paged = { page = 1, order = "HND" } })).paged)
+      assert.same({ page = 2 ^ 20, order = "NHD" }, schema.normalize(with({ paged = { page = 2 ^ 20 } })).paged)
+      rejects_key(with({ paged = 16 }), "paged", "'paged' must be a table {page = integer in 1..1048576")
+      rejects_key(with({ paged = {} }), "paged", "'paged.page' is required")
+      rejects_key(with({ paged = { page = 0 } }), "paged", "'paged.page' must be in 1..1048576")
+      rejects_key(with({ paged = { page = 2 ^ 20 + 1 } }), "paged", "'paged.page' must be in 1..1048576")
+      rejects_key(with({ paged = { page = 2.5 } }), "paged", "'paged.page' must be an integer")
+      rejects_key(with({ paged = { page = 4, order = "NDH" } }), "paged", "'paged.order' must be one of NHD, HND")
+      rejects_key(with({ paged = { page = 4, size = 2 } }), "paged", "unknown field 'size'")
+      rejects_key(with({ paged = { page = 4 }, padding = false }), "paged", "it needs padding = true or none")
+      rejects_key(with({ paged = { page = 4 }, sparse = { pattern = "strided", stride = 4 } }), "paged",
+        "'paged' and 'sparse' do not go together yet")
     end)
 
     it("temperature: {scale, floor}, both finite numbers > 0; not with matmul = \"bf16\"", function()
