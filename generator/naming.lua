@@ -86,6 +86,18 @@ M.OPS = {
     what = "decode: a streaming unit's steps of N keys (M rows a kv head), where the CPU takes them" },
   dscratch = { isa = true, what = "decode: per-thread scratch type" },
   dmerge = { isa = true, what = "decode: combines one row's splits" },
+  -- the backward pass of sdpa (templates/families/sdpa_backward*)
+  bwd = { isa = "optional", what = "backward pass: entry point (no ISA) or one ISA variant" },
+  bwd_kernel = { what = "the attn_bwd_kernel descriptor of the backward pass" },
+  bwd_variants = { what = "the table of the backward pass's ISA variants compiled in" },
+  bwd_visible = { what = "backward: whether a query position sees a key (the spans, the sparse pattern)" },
+  bwd_scratch = { isa = true, what = "backward: per-thread scratch type" },
+  bwd_load = { isa = true, what = "backward: a tile's rows of a tensor widened to f32, zero past the rows" },
+  bwd_keys = { isa = true, what = "backward: a key tile's K, K^T and V^T rows widened to f32, zero past the valid keys" },
+  bwd_tile = { isa = true, what = "backward: P, its dropped-out weights and dS of one query tile against one key tile" },
+  bwd_dkdv = { isa = true, what = "backward: one (batch, kv head, key tile) unit, dK and dV of its keys" },
+  bwd_dq = { isa = true, what = "backward: one (batch, query head, query tile) unit, dQ of its rows" },
+  bwd_drow = { isa = true, what = "backward: D_i = dO_i . O_i of every query row" },
   -- the linear family's loops (templates/families/linear)
   phiq = { dtype = "q", isa = true, what = "linear: phi(q) of one query row into a packed row" },
   phik = { isa = true, what = "linear: phi in place on a packed K^T panel, and the sums of its rows" },
