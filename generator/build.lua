@@ -23,7 +23,7 @@ M.TOOLS = { "run", "check", "bench" }
 -- family's cases: docs/architecture.md, "Runtime and tools"), and the
 -- headers they include besides attn_runtime.h and attn_reference.h
 local RUNTIME_SOURCES = { "attn_runtime.c", "attn_reference.c", "attn_npy.c", "attn_verify.c",
-  "attn_cases_sdpa.c", "attn_cases_linear.c", "attn_cases_classic.c" }
+  "attn_cases_sdpa.c", "attn_cases_linear.c", "attn_cases_classic.c", "attn_cases_sdpa_bwd.c" }
 local RUNTIME_HEADERS = { "attn_cases.h", "attn_cases_qkv.h", "attn_cpu_profiles.h" }
 -- a tool's unit besides its main (runtime/tools/), linked into it alone;
 -- the bench's OpenBLAS baselines are compiled and linked where OpenBLAS is
