@@ -356,7 +356,9 @@ function build_tools(cfg, files, plan, cid, cache, entry)
     -- the kernel in its build parts (0 the dispatch, 1..n the ISA
     -- variants: lib/dispatch), all compiled at once, and the entry unit
     local eobj = tmp .. "/entry.o"
-    local jobs = { { cmd = ("%s -DATTN_ENTRY_KERNEL=%s -c %s -o %s"):format(common, q(plan.kernel),
+    -- (and a backward pass's, -DATTN_ENTRY_BWD_KERNEL, for kernels with one)
+    local bwd_def = plan.backward and (" -DATTN_ENTRY_BWD_KERNEL=" .. q(plan.bwd_kernel)) or ""
+    local jobs = { { cmd = ("%s -DATTN_ENTRY_KERNEL=%s%s -c %s -o %s"):format(common, q(plan.kernel), bwd_def,
       q(rt .. "/tools/attn_entry.c"), q(eobj)), obj = eobj } }
     local objs = { q(eobj) }
     for k = 0, plan.build_parts do
