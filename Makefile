@@ -32,7 +32,10 @@ kernel_set = $(or $(shell $(or $(LUA),$(error no Lua interpreter (luajit, lua5.4
 # runtime/tools/attn_entry.c defines from -DATTN_ENTRY_KERNEL (in a rule
 # whose stem $* is the config's name).
 ENTRY_SRC    := runtime/tools/attn_entry.c
-ENTRY_DEFINE  = -DATTN_ENTRY_KERNEL=attn_$*_kernel
+# (and, for a config with backward = true, its backward pass's descriptor)
+BWD_CONFIGS  ?= $(call kernel_set,backward)
+ENTRY_DEFINE  = -DATTN_ENTRY_KERNEL=attn_$*_kernel \
+  $(if $(filter $*,$(BWD_CONFIGS)),-DATTN_ENTRY_BWD_KERNEL=attn_$*_bwd_kernel)
 
 .PHONY: all bootstrap generate cpu-profiles demo test lint check-generated clean neon-check bench bench-quick vendor-test
 .SECONDARY:
