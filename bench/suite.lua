@@ -26,7 +26,7 @@ local gnuplot = require("gnuplot")
 local plots = require("plots")
 
 --- The suite's sections, in the order they run.
-local SECTIONS = { "prefill", "causal", "weights", "dropout", "window", "sparse", "threads", "odd", "avx2",
+local SECTIONS = { "prefill", "causal", "weights", "dropout", "backward", "window", "sparse", "threads", "odd", "avx2",
   "compile", "storage", "bf16", "linear", "classic", "decode", "threshold", "chunked", "paged", "short", "multi",
   "options", "sweep" }
 
@@ -283,6 +283,34 @@ if wanted("dropout") then
   local dcost = result(dr, ISA).seconds / result(nodr, ISA).seconds
   target(("dropout = true with dropout_p = 0.1, causal L=%d: time / the time without dropout"):format(LD), dcost,
     "<= 1.15", dcost <= 1.15)
+end
+
+-- 2d. the backward pass (backward = true): GFLOP/s counting 2.5 times the forward's FLOPs,
+-- against the FMA peak the same run measures; the bench prints its backward rows as lines of
+-- their own after the forward's JSON
+local LB = quick and 1024 or 4096
+if wanted("backward") then
+  local function backward_run(sets, l)
+    local cmd = { util.shell_quote(root .. "/bin/attngen"), "bench", "llama3_8b", "--json", "--set backward=true",
+      "--seq-q", tostring(l), "--threads 1", "--isa", ISA, "--no-reference", "--no-blas" }
+    for _, x in ipairs(sets) do cmd[#cmd + 1] = "--set " .. util.shell_quote(x) end
+    local ok, text = util.run_capture(table.concat(cmd, " "))
+    for line in (ok and text or ""):gmatch("[^\n]+") do
+      local r = line:match("^{") and json.decode(line)
+      if type(r) == "table" and r.direction == "backward" and r.impl == ISA then return r end
+    end
+    io.stderr:write("\nattngen: bench failed: ", table.concat(cmd, " "), "\n", text, "\n")
+    os.exit(1)
+  end
+  for _, c in ipairs({ { what = ("H 8, D 128, L=%d, causal"):format(LB), sets = with(H8, "causal=true"), l = LB,
+    goal = 0.60 }, { what = ("H 8, D 128, L=%d, non-causal"):format(LB), sets = H8, l = LB, goal = 0.65 },
+    { what = "H 8, D 64, L=1024, causal", sets = with(H8, "causal=true", "head_dim=64"), l = 1024, goal = 0.50 } }) do
+    progress("backward " .. c.what)
+    local r = backward_run(c.sets, c.l)
+    record("backward " .. c.what, r)
+    target(("backward pass, %s: GFLOP/s / FMA peak"):format(c.what), r.gflops / r.peak_gflops,
+      (">= %.2f"):format(c.goal), r.gflops / r.peak_gflops >= c.goal)
+  end
 end
 
 -- 3. sliding window W = 512 at LW against the window's share of non-causal time

@@ -24,7 +24,7 @@ M.TOOLS = { "run", "check", "bench" }
 -- headers they include besides attn_runtime.h and attn_reference.h
 local RUNTIME_SOURCES = { "attn_runtime.c", "attn_reference.c", "attn_npy.c", "attn_verify.c",
   "attn_cases_sdpa.c", "attn_cases_linear.c", "attn_cases_classic.c",
-  "attn_cases_paged.c" }
+  "attn_cases_paged.c", "attn_cases_sdpa_bwd.c" }
 local RUNTIME_HEADERS = { "attn_cases.h", "attn_cases_qkv.h", "attn_cpu_profiles.h" }
 -- a tool's unit besides its main (runtime/tools/), linked into it alone;
 -- the bench's OpenBLAS baselines are compiled and linked where OpenBLAS is
@@ -357,7 +357,9 @@ function build_tools(cfg, files, plan, cid, cache, entry)
     -- the kernel in its build parts (0 the dispatch, 1..n the ISA
     -- variants: lib/dispatch), all compiled at once, and the entry unit
     local eobj = tmp .. "/entry.o"
-    local jobs = { { cmd = ("%s -DATTN_ENTRY_KERNEL=%s -c %s -o %s"):format(common, q(plan.kernel),
+    -- (and a backward pass's, -DATTN_ENTRY_BWD_KERNEL, for kernels with one)
+    local bwd_def = plan.backward and (" -DATTN_ENTRY_BWD_KERNEL=" .. q(plan.bwd_kernel)) or ""
+    local jobs = { { cmd = ("%s -DATTN_ENTRY_KERNEL=%s%s -c %s -o %s"):format(common, q(plan.kernel), bwd_def,
       q(rt .. "/tools/attn_entry.c"), q(eobj)), obj = eobj } }
     local objs = { q(eobj) }
     for k = 0, plan.build_parts do

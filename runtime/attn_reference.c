@@ -1094,3 +1094,110 @@ double attn_reference_classic_flops(const attn_spec *spec, const attn_classic_ar
     }
     return flops;
 }
+
+/* ---- the backward pass of sdpa -------------------------------------------- */
+
+/* x rounded to f32 when f32 is set (the plain float32 implementation), else x. */
+static double bwd_round(double x, int f32)
+{
+    return f32 ? (double)(float)x : x;
+}
+
+/* The gradients of one query row i of head h in batch b (attn_reference_backward). */
+static void bwd_row(const attn_spec *spec, const attn_bwd_args *args, int64_t b, int h, int64_t i, double *dk,
+                    double *dv, int f32)
+{
+    const attn_args *fa = &args->fwd;
+    const int hk = h / (spec->heads_q / spec->heads_kv);
+    const int64_t lk_b = spec->padding ? fa->seqlens_k[b] : fa->seq_k;
+    const int64_t p = position(spec, i, lk_b, fa->seq_q);
+    const double temp = temperature(spec, p);
+    const double lse = (double)fa->lse[(b * spec->heads_q + h) * fa->seq_q + i];
+    const float *q = (const float *)fa->q + b * fa->q_stride[0] + i * fa->q_stride[1] + h * fa->q_stride[2];
+    const float *o = (const float *)fa->o + b * fa->o_stride[0] + i * fa->o_stride[1] + h * fa->o_stride[2];
+    const float *g = (const float *)args->d_o + b * args->do_stride[0] + i * args->do_stride[1] + h * args->do_stride[2];
+    float *dq = (float *)args->dq + b * args->dq_stride[0] + i * args->dq_stride[1] + h * args->dq_stride[2];
+    double drow = 0.0, acc_q[512];
+    int64_t j;
+    int d;
+
+    for (d = 0; d < spec->head_dim; d++)
+        acc_q[d] = 0.0;
+    /* D_i = dO_i . O_i */
+    for (d = 0; d < spec->head_dim_v; d++)
+        drow = bwd_round(drow + bwd_round((double)g[d] * (double)o[d], f32), f32);
+    for (j = 0; j < fa->seq_k && lse != -INFINITY; j++) {
+        const float *k = (const float *)fa->k + b * fa->k_stride[0] + j * fa->k_stride[1] + hk * fa->k_stride[2];
+        const float *v = (const float *)fa->v + b * fa->v_stride[0] + j * fa->v_stride[1] + hk * fa->v_stride[2];
+        double s, pw, z, dpd = 0.0, ds;
+        if (!key_visible(spec, fa, b, h, i, j, lk_b, p))
+            continue;
+        s = bwd_round(score(spec, fa, q, k, b, h, i, j, p, temp), f32);
+        pw = bwd_round(exp(bwd_round(s - lse, f32)), f32); /* P_ij = exp(s_ij - LSE_i) */
+        z = spec->dropout ? dropout_weight(spec, fa, b, h, i, j, 1.0) : 1.0; /* Z_ij / (1 - p), or 1 */
+        for (d = 0; d < spec->head_dim_v; d++) {
+            dpd = bwd_round(dpd + bwd_round((double)g[d] * (double)v[d], f32), f32); /* dPd_ij = dO_i . V_j */
+            dv[j * spec->head_dim_v + d] =
+                bwd_round(dv[j * spec->head_dim_v + d] + bwd_round(bwd_round(pw * z, f32) * (double)g[d], f32), f32);
+        }
+        ds = bwd_round(pw * bwd_round(bwd_round(dpd * z, f32) - drow, f32), f32); /* dS = P (dP - D_i) */
+        if (spec->softcap > 0.0f) { /* the raw score's gradient: dS (1 - tanh^2(t)), t = scale q.k / c */
+            double dot = 0.0, t;
+            for (d = 0; d < spec->head_dim; d++)
+                dot += (double)q[d] * (double)k[d];
+            t = bwd_round(tanh((double)spec->scale * temp * dot / (double)spec->softcap), f32);
+            ds = bwd_round(ds * bwd_round(1.0 - t * t, f32), f32);
+        }
+        ds = bwd_round(ds * bwd_round((double)spec->scale * temp, f32), f32);
+        for (d = 0; d < spec->head_dim; d++) {
+            acc_q[d] = bwd_round(acc_q[d] + bwd_round(ds * (double)k[d], f32), f32); /* dQ_i += scale dS K_j */
+            dk[j * spec->head_dim + d] =
+                bwd_round(dk[j * spec->head_dim + d] + bwd_round(ds * (double)q[d], f32), f32); /* dK_j += scale dS Q_i */
+        }
+    }
+    for (d = 0; d < spec->head_dim; d++)
+        dq[d * 1] = (float)acc_q[d];
+}
+
+attn_status attn_reference_backward(const attn_spec *spec, const attn_bwd_args *args, int f32)
+{
+    const attn_args *fa;
+    double *dk, *dv;
+    int64_t b, i, j;
+    int h, hk, d;
+    attn_status st = attn_check_bwd_args(spec, args);
+
+    if (st != ATTN_OK)
+        return st;
+    if (spec->head_dim > 512)
+        return ATTN_ERR_TOO_LARGE;
+    fa = &args->fwd;
+    dk = (double *)malloc(((size_t)fa->seq_k * (size_t)spec->head_dim + 1) * sizeof *dk);
+    dv = (double *)malloc(((size_t)fa->seq_k * (size_t)spec->head_dim_v + 1) * sizeof *dv);
+    if (dk == NULL || dv == NULL) {
+        free(dk);
+        free(dv);
+        return ATTN_ERR_NOMEM;
+    }
+    for (b = 0; b < fa->batch; b++)
+        for (hk = 0; hk < spec->heads_kv; hk++) {
+            const int group = spec->heads_q / spec->heads_kv;
+            memset(dk, 0, ((size_t)fa->seq_k * (size_t)spec->head_dim + 1) * sizeof *dk);
+            memset(dv, 0, ((size_t)fa->seq_k * (size_t)spec->head_dim_v + 1) * sizeof *dv);
+            /* a kv head's dK and dV sum over its query heads, in order */
+            for (h = hk * group; h < (hk + 1) * group; h++)
+                for (i = 0; i < fa->seq_q; i++)
+                    bwd_row(spec, args, b, h, i, dk, dv, f32);
+            for (j = 0; j < fa->seq_k; j++) {
+                float *dkr = (float *)args->dk + b * args->dk_stride[0] + j * args->dk_stride[1] + hk * args->dk_stride[2];
+                float *dvr = (float *)args->dv + b * args->dv_stride[0] + j * args->dv_stride[1] + hk * args->dv_stride[2];
+                for (d = 0; d < spec->head_dim; d++)
+                    dkr[d] = (float)dk[j * spec->head_dim + d];
+                for (d = 0; d < spec->head_dim_v; d++)
+                    dvr[d] = (float)dv[j * spec->head_dim_v + d];
+            }
+        }
+    free(dk);
+    free(dv);
+    return ATTN_OK;
+}

@@ -301,6 +301,23 @@ int attn_reference_key_visible(const attn_spec *spec, const attn_args *args, int
 attn_status attn_reference_classic(const attn_spec *spec, const attn_classic_args *args);
 
 /*
+ * The backward pass of an sdpa spec with backward, literally from the
+ * formulas of docs/config.md ("backward"), with plain loops: for each kv
+ * head, its query heads and rows in order, P_ij = exp(s_ij - LSE_i) with the
+ * given LSE (args->fwd.lse), D_i = dO_i . O_i, dV_j += P_ij Z_ij dO_i,
+ * dS_ij = P_ij (Z_ij dO_i . V_j - D_i) (times the softcap's 1 - tanh^2),
+ * dQ_i += scale dS_ij K_j, dK_j += scale dS_ij Q_i (Z the dropout factor).
+ * f32 = 0: in double (the reference); f32 = 1: every sum and product
+ * rounded to f32 as it is made (a plain float32 implementation of the same
+ * formulas, the yardstick of the kernels' tolerance).  Every tensor is f32
+ * (Q, K, V, O, dO widened; dQ, dK, dV written as f32 with args' strides,
+ * keys past seqlens_k and rows that see no key 0).  Statuses as
+ * attn_check_bwd_args, ATTN_ERR_NOMEM, or ATTN_ERR_TOO_LARGE for head_dim
+ * past 512.
+ */
+attn_status attn_reference_backward(const attn_spec *spec, const attn_bwd_args *args, int f32);
+
+/*
  * The bounds of ATTN_REF_TOL_SCORE for every element: c_tol [B][Lq][Dh]
  * (contiguous; the whole bound, ATTN_REF_TOL of spec->dtype_o included) and
  * w_rel [B][Lq], the 2 delta_i that A's bound adds times the reference

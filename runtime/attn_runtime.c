@@ -1312,3 +1312,55 @@ void attn_free(void *ptr)
     if (ptr != NULL)
         free_hook(ptr, hook_user);
 }
+
+/* ---- the backward pass -------------------------------------------------- */
+
+attn_status attn_check_bwd_args(const attn_spec *spec, const attn_bwd_args *args)
+{
+    attn_status st;
+    if (spec == NULL || args == NULL || !spec->backward || spec->family != ATTN_FAMILY_SDPA)
+        return ATTN_ERR_NULL_ARG;
+    st = attn_check_args(spec, &args->fwd);
+    if (st != ATTN_OK)
+        return st;
+    if (args->fwd.lse == NULL || args->d_o == NULL || args->dq == NULL || args->dk == NULL || args->dv == NULL)
+        return ATTN_ERR_NULL_ARG;
+    if (any_negative(args->do_stride, 3) || any_negative(args->dq_stride, 3) || any_negative(args->dk_stride, 3) ||
+        any_negative(args->dv_stride, 3))
+        return ATTN_ERR_STRIDE;
+    return ATTN_OK;
+}
+
+const attn_bwd_variant *attn_pick_bwd_variant(const attn_bwd_variant *variants, int n)
+{
+    const char *forced = getenv("ATTNGEN_ISA");
+    int i;
+
+    if (variants == NULL || n <= 0)
+        return NULL;
+    for (i = 0; i < n; i++) {
+        if (forced != NULL && forced[0] != '\0') {
+            if (attn_isa_from_name(forced) == (int)variants[i].isa && attn_isa_supported(variants[i].isa))
+                return &variants[i];
+        } else if (attn_isa_supported(variants[i].isa)) {
+            return &variants[i];
+        }
+    }
+    return NULL;
+}
+
+void attn_bwd_args_set_contiguous(attn_bwd_args *args, const attn_spec *spec)
+{
+    if (args == NULL || spec == NULL)
+        return;
+    attn_args_set_contiguous(&args->fwd, spec);
+    memcpy(args->do_stride, args->fwd.o_stride, sizeof args->do_stride);
+    memcpy(args->dq_stride, args->fwd.q_stride, sizeof args->dq_stride);
+    /* dK and dV: element strides of their own types, never blocks */
+    args->dk_stride[2] = spec->head_dim;
+    args->dk_stride[1] = mul_sat(spec->heads_kv, spec->head_dim);
+    args->dk_stride[0] = mul_sat(args->fwd.seq_k, args->dk_stride[1]);
+    args->dv_stride[2] = spec->head_dim_v;
+    args->dv_stride[1] = mul_sat(spec->heads_kv, spec->head_dim_v);
+    args->dv_stride[0] = mul_sat(args->fwd.seq_k, args->dv_stride[1]);
+}

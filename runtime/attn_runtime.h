@@ -482,6 +482,9 @@ typedef struct attn_spec {
     /* paged K/V (sdpa, paged = {page, order}): keys a page, 0: the contiguous layout */
     int page;
     attn_page_order page_order;    /* the pools' layout: [N][P][Hkv][D] or [N][Hkv][P][D] */
+    /* sdpa with backward = true: the kernel has a backward pass (attn_bwd_kernel) */
+    int backward;
+    attn_dtype dtype_grad_q, dtype_grad_kv; /* storage of dQ; of dK and dV (grad_dtype) */
 } attn_spec;
 
 /*
@@ -545,6 +548,47 @@ typedef struct attn_kernel {
     attn_classic_fwd_fn classic_fwd; /* the same for additive and luong kernels (NULL otherwise) */
 } attn_kernel;
 
+/*
+ * The backward pass of an sdpa kernel (spec.backward): the gradients of a
+ * loss with respect to Q, K and V, given dO, the gradient with respect to
+ * the forward's O.  fwd holds the forward's arguments as they were: Q, K, V,
+ * O (read), LSE (required, read: the forward's [B][Hq][Lq] f32), seqlens_k,
+ * the mask or bias tensor, dropout_p/seed/offset, sinks, rel_table and
+ * threads; its weights and entropy are ignored.
+ *   dO  [B][Lq][Hq][Dv]   O's type (dtype_o), element strides do_stride
+ *   dQ  [B][Lq][Hq][D]    dtype_grad_q, element strides dq_stride
+ *   dK  [B][Lk][Hkv][D]   dtype_grad_kv, element strides dk_stride
+ *   dV  [B][Lk][Hkv][Dv]  dtype_grad_kv, element strides dv_stride
+ * Every element of dQ, dK and dV is written: 0 for a row that sees no key
+ * and for keys at or past seqlens_k[b].  f32 accumulation throughout; the
+ * result is bitwise identical for every thread count.
+ */
+typedef struct attn_bwd_args {
+    attn_args fwd;              /* the forward's arguments (above) */
+    const void *d_o;            /* dO: dtype_o */
+    void *dq, *dk, *dv;         /* dQ: dtype_grad_q; dK, dV: dtype_grad_kv */
+    int64_t do_stride[3], dq_stride[3], dk_stride[3], dv_stride[3];
+} attn_bwd_args;
+
+/* Fill the strides of contiguous BSHD dO, dQ, dK, dV and of the forward's
+   tensors (attn_args_set_contiguous). */
+void attn_bwd_args_set_contiguous(attn_bwd_args *args, const struct attn_spec *spec);
+
+typedef attn_status (*attn_bwd_fn)(const attn_bwd_args *args);
+
+typedef struct attn_bwd_variant {
+    attn_isa isa;
+    attn_bwd_fn bwd;               /* runs this ISA, no dispatch */
+} attn_bwd_variant;
+
+/* The backward pass of a kernel: attn_<name>_bwd_kernel, beside attn_<name>_kernel. */
+typedef struct attn_bwd_kernel {
+    const attn_kernel *fwd;        /* the forward's descriptor (its spec) */
+    attn_bwd_fn bwd;               /* validates, dispatches once, runs */
+    int n_variants;
+    const attn_bwd_variant *variants; /* best first; only those compiled in */
+} attn_bwd_kernel;
+
 /* ---- services the generated code uses --------------------------------- */
 
 /*
@@ -589,6 +633,14 @@ attn_status attn_check_args(const attn_spec *spec, const attn_args *args);
 
 /* The same for additive and luong kernels. */
 attn_status attn_check_classic_args(const attn_spec *spec, const attn_classic_args *args);
+
+/* The same for a backward pass: the forward's checks on args->fwd, LSE,
+   dO, dQ, dK and dV not NULL, their strides not negative; ATTN_ERR_NULL_ARG
+   for a spec without backward. */
+attn_status attn_check_bwd_args(const attn_spec *spec, const attn_bwd_args *args);
+
+/* attn_pick_variant for the backward pass's variants. */
+const attn_bwd_variant *attn_pick_bwd_variant(const attn_bwd_variant *variants, int n);
 
 /*
  * Picks the variant to run: the one ATTNGEN_ISA names when set (NULL if it

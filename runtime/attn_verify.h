@@ -61,6 +61,7 @@ typedef struct {
     double worst_ratio;            /* max |x - ref| / ATTN_REF_TOL(type of x, ref) */
     int failures;                  /* elements outside tolerance (plus gap damage) */
     char first_failure[256];       /* "" when failures == 0 */
+    double max_err_dq, max_err_dk, max_err_dv; /* the backward pass's gradients (attn_verify_bwd_case) */
 } attn_verify_result;
 
 /*
@@ -95,6 +96,23 @@ attn_status attn_verify_case_variants(const attn_kernel *kernel, const attn_vari
  */
 int attn_verify_bitwise_threads(const attn_kernel *kernel, const attn_variant *variant,
                                 const attn_case *c, int threads_a, int threads_b);
+
+/*
+ * The backward pass of a spec with backward (attn_cases_sdpa_bwd.c): builds
+ * the case's forward inputs, O and LSE from the forward's reference (stored
+ * as the kernel stores them), a random dO in O's layout, runs variant->bwd
+ * (kernel->bwd when variant is NULL) with c->threads, and compares dQ, dK
+ * and dV with attn_reference_backward: each gradient's error at most twice
+ * the plain float32 implementation's plus 1e-5 of its largest magnitude
+ * (plus ATTN_REF_TOL_REL of a bf16 or f16 gradient's type), into
+ * res->max_err_dq, _dk, _dv.  Statuses as attn_verify_case.
+ */
+attn_status attn_verify_bwd_case(const attn_bwd_kernel *kernel, const attn_bwd_variant *variant,
+                                 const attn_case *c, attn_verify_result *res);
+
+/* attn_verify_bitwise_threads for the backward pass: the bytes of dQ, dK and dV. */
+int attn_verify_bwd_bitwise_threads(const attn_bwd_kernel *kernel, const attn_bwd_variant *variant,
+                                    const attn_case *c, int threads_a, int threads_b);
 
 /*
  * Writes up to max cases covering the test matrix of docs/testing.md for

@@ -67,6 +67,8 @@ M.FEATURES = {
   { "sinks", function(c) return c.sinks == true end },
   { "temperature", function(c) return c.temperature ~= nil end },
   { "entropy", function(c) return c.entropy == true end },
+  -- the backward pass: dQ, dK and dV beside the forward
+  { "backward", function(c) return c.backward == true end },
   { "mask_bool", function(c) return c.mask == "bool" end },
   { "mask_bias", function(c) return c.mask == "bias" end },
   { "padding", function(c) return c.padding == true end },
@@ -162,6 +164,8 @@ M.PURPOSES = {
   neon_scalar = { pool = "test", features = "all", filter = function(c) return has_isa(c, "neon") end },
   -- Makefile kernel_list.h: the configs with bf16 products (their avx512bf16 variant's tests)
   matmul_bf16 = { pool = "any", every = true, filter = function(c) return c.matmul == "bf16" end },
+  -- Makefile kernel_list.h: the configs with a backward pass (their backward tests)
+  backward = { pool = "any", every = true, filter = function(c) return c.backward == true end },
 }
 
 --- Loads a config file in an empty environment; returns its table or nil, err.

@@ -61,6 +61,11 @@ function M.add_to_parser(parser)
     .. "batch b in slot j % P of page BT[b][j / P]; --k and --v are then pools [N][P][Hkv][D] (order NHD) or "
     .. "[N][Hkv][P][D] (HND)."):argname("BT.npy")
   c:flag("--reference", "Compute with the naive float64 reference instead of the kernel (slow; for checking).")
+  c:option("--do", "Configs with backward = true: dO [B][Lq][Hq][Dv], the gradient of the output; runs the "
+    .. "backward pass after the forward, with its O and LSE (needs --dq, --dk, --dv)."):argname("dO.npy")
+  c:option("--dq", "With --do: where to write dQ [B][Lq][Hq][D]."):argname("dQ.npy")
+  c:option("--dk", "With --do: where to write dK [B][Lk][Hkv][D]."):argname("dK.npy")
+  c:option("--dv", "With --do: where to write dV [B][Lk][Hkv][Dv]."):argname("dV.npy")
 end
 
 function M.run(args)
@@ -87,6 +92,7 @@ function M.run(args)
   tool.pass(argv, "--dropout-offset", args.dropout_offset)
   tool.pass(argv, "--sinks", args.sinks)
   tool.pass(argv, "--block-table", args.block_table)
+  for _, flag in ipairs({ "do", "dq", "dk", "dv" }) do tool.pass(argv, "--" .. flag, args[flag]) end
   for _, flag in ipairs({ "state_in", "state_out" }) do
     if args[flag] then
       argv[#argv + 1] = "--" .. flag:gsub("_", "-")

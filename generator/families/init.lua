@@ -30,7 +30,7 @@ M.FIELDS = {
   matmuls = "the product types (config key matmul) it computes in",
   tiled = "whether its kernels are blocked by a tile {q, kv}",
   args = "the C struct its entry points take (attn_args, attn_classic_args)",
-  directions = "per direction (forward now; backward later): its templates",
+  directions = "per direction (forward; sdpa's backward): its templates",
   vendor = "describe(plan): what a vendored folder says of a kernel",
   check = "the test sets' view of a raw config: required keys, shape, features",
   tune = "buckets tuned and, optionally, the family's own grid and a note",
@@ -53,6 +53,12 @@ M.COMMANDS = { "tune", "plot_mask" }
 --- The fields of a direction (directions.<name>).
 M.DIRECTION_FIELDS = {
   templates = "{ h = header template, c = source template } under templates/",
+}
+
+--- Fields a direction may add: `parts`, the fragments under templates/ that
+-- its templates render (sdpa's backward pass, rendered into the forward's files).
+M.OPTIONAL_DIRECTION_FIELDS = {
+  parts = "the fragments under templates/ its templates render",
 }
 
 local by_name = {}

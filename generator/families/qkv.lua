@@ -37,6 +37,10 @@ function M.describe(plan, opts)
     f[#f + 1] = ("temperature (scale %.9g, floor %.9g)"):format(plan.temperature.scale, plan.temperature.floor)
   end
   if not opts.no_scale then f[#f + 1] = ("scale %.9g"):format(plan.scale) end
+  if plan.backward then
+    f[#f + 1] = ("backward pass %s (gradients in %s)"):format(plan.bwd_entry,
+      plan.grad_same and plan.grad.q or (plan.grad.q .. " (dQ) and " .. plan.grad.kv .. " (dK, dV)"))
+  end
 
   local needs = {}
   if plan.padding then needs[#needs + 1] = "seqlens_k" end

@@ -19,6 +19,14 @@ M.directions = {
   forward = {
     templates = { h = "families/sdpa.h.tmpl", c = "families/sdpa.c.tmpl" },
   },
+  -- backward = true: rendered into the forward's files (their c template
+  -- includes these per ISA variant, and the header the declarations), so a
+  -- kernel and its gradients build, vendor and link as one
+  backward = {
+    templates = { h = "families/sdpa.h.tmpl", c = "families/sdpa.c.tmpl" },
+    parts = { "families/sdpa_backward.c.tmpl", "families/sdpa_backward_tile.c.tmpl",
+      "families/sdpa_backward_parts.c.tmpl" },
+  },
 }
 
 M.vendor = { describe = function(plan) return qkv.describe(plan) end }

@@ -6,6 +6,7 @@ local common = require("planner")
 local schema = require("schema")
 local util = require("util")
 local decode = require("planner.sdpa_decode")
+local naming = require("naming")
 
 local M = {}
 
@@ -507,6 +508,30 @@ local function plan_variants(p, cfg)
   end
 end
 
+--- The backward pass (backward = true): its names, the storage of its
+-- gradients, its tiles and its spec fields.  Without it, p.backward is
+-- false and nothing else is planned.
+local function plan_backward(p, cfg)
+  p.backward = cfg.backward == true
+  if not p.backward then return end
+  -- gradients: f32, or (grad_dtype = "storage") dQ in Q's type, dK and dV in K/V's
+  local storage = cfg.grad_dtype == "storage"
+  p.grad = { q = storage and p.dtype.q or "f32", kv = storage and p.dtype.kv or "f32" }
+  p.grad_ctype = { q = common.CTYPE[p.grad.q], kv = common.CTYPE[p.grad.kv] }
+  p.grad_same = p.grad.q == p.grad.kv
+  p.bwd_entry = naming.build(p.name, "bwd")
+  p.bwd_kernel = naming.build(p.name, "bwd_kernel")
+  -- the backward's tiles: the forward's, so that it skips the key tiles the
+  -- forward skips (the same classification of the same blocks of rows)
+  p.bwd_tile = { q = p.tile.q, kv = p.tile.kv }
+  p.c.bwd_log2e = util.c_float(common.LOG2E)
+  p.c.bwd_scale = util.c_float(p.scale)
+  for _, v in ipairs(p.variants) do v.bwd_fn = v.N("bwd") end
+  p.spec_fields[#p.spec_fields + 1] = { "backward", "1" }
+  p.spec_fields[#p.spec_fields + 1] = { "dtype_grad_q", common.DTYPE_ENUM[p.grad.q] }
+  p.spec_fields[#p.spec_fields + 1] = { "dtype_grad_kv", common.DTYPE_ENUM[p.grad.kv] }
+end
+
 --- Turns a normalized sdpa config into the plan.  Besides the common
 -- options, `opts.decode_block` and `opts.decode_chunk` override the decode
 -- path's constants, and `opts.decode_reason` says why.
@@ -529,6 +554,7 @@ function M.plan(cfg, opts)
   -- FLOPs per full tile, for the cost comment: scores and P*V
   p.tile_flops = 2 * p.tile.q * p.tile.kv * (p.D + p.Dv)
   p.spec_fields = M.spec_fields(p)
+  plan_backward(p, cfg)
   return p
 end
 

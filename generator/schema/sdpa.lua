@@ -16,7 +16,7 @@ local CAUSAL_NAMES = { '"bottom_right"', '"top_left"' }
 M.order = {
   "heads_q", "heads_kv", "head_dim", "head_dim_v", "causal", "window", "sliding_window", "chunk", "sparse",
   "global_tokens", "padding", "mask", "scale", "softcap", "alibi", "rel_bias", "decode_max_q", "prefill_chunk",
-  "weights", "dropout", "entropy", "sinks", "temperature", "paged",
+  "weights", "dropout", "entropy", "sinks", "temperature", "paged", "backward", "grad_dtype",
 }
 
 local function heads(raw, c, u)
@@ -316,6 +316,39 @@ local function paged(raw, c, u)
   return true
 end
 
+local GRAD_DTYPES = { "f32", "storage" }
+
+-- backward: the kernel also has a backward pass (attn_<name>_bwd), whose
+-- gradients are f32 (grad_dtype = "f32") or stored in the types of Q and of
+-- K and V (grad_dtype = "storage"); absent: nil.  The options the backward
+-- pass does not cover yet are refused here, one line each.
+local function backward(raw, c, u)
+  local err = u.bool("backward", u.default(raw.backward, false))
+  if err then return nil, "backward", err end
+  if raw.grad_dtype ~= nil and not raw.backward then
+    return nil, "grad_dtype", "'grad_dtype' is the type of the backward pass's gradients: it needs backward = true"
+  end
+  if not raw.backward then return true end
+  local g = u.default(raw.grad_dtype, "f32")
+  if not u.one_of(g, GRAD_DTYPES) then
+    return nil, "grad_dtype", ("'grad_dtype' must be one of %s, got %s"):format(u.list_str(GRAD_DTYPES), u.show(g))
+  end
+  local kv = type(raw.dtype) == "table" and raw.dtype.kv or raw.dtype
+  if kv == "q8_0" or kv == "q4_0" then
+    return nil, "backward", ("backward with dtype.kv = \"%s\" is not supported yet: the gradients of a quantized cache"
+      .. " have no storage"):format(kv)
+  end
+  if raw.matmul == "bf16" then
+    return nil, "backward", "backward with matmul = \"bf16\" is not supported yet: the backward pass multiplies in f32"
+  end
+  if raw.paged ~= nil then
+    return nil, "backward", "backward with paged K/V is not supported yet: training keeps K and V contiguous"
+  end
+  c.backward = true
+  c.grad_dtype = raw.grad_dtype
+  return true
+end
+
 --- The checks another family with heads, head dims and a causal rule
 -- shares (schema/linear.lua): each fills c and returns true, or nil, key,
 -- message.
@@ -340,7 +373,7 @@ M.shared = {
 -- u: the shared checks (schema.util).
 function M.normalize(raw, c, u)
   return u.run_steps({ heads, head_dims, window, sparse, masks, score_terms, rel_bias, decode, prefill_chunk, weights,
-    dropout, entropy, sinks, temperature, paged }, raw, c, u)
+    dropout, entropy, sinks, temperature, paged, backward }, raw, c, u)
 end
 
 return M

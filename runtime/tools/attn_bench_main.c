@@ -59,6 +59,7 @@
 #include "attn_tool_inputs.h"
 
 extern const attn_kernel *const attn_entry_kernel;
+extern const attn_bwd_kernel *const attn_entry_bwd_kernel; /* NULL: the config has no backward pass */
 
 static const char usage[] =
     "usage: attn_bench [--batch B] [--seq-q N] [--seq-k N] [--threads N] [--isa NAME] [--json]\n"
@@ -962,6 +963,8 @@ static int bench_classic(const attn_kernel *kern, const bench_options *opt)
 
 /* The bench of the kernels that take attn_args (sdpa, linear attention);
    the exit code. */
+static int bench_backward(const attn_kernel *kern, const bench_options *opt, const attn_args *args, double fwd_flops);
+
 static int bench_qkv(const attn_kernel *kern, const bench_options *options)
 {
     const attn_spec *spec = &kern->spec;
@@ -1020,8 +1023,95 @@ static int bench_qkv(const attn_kernel *kern, const bench_options *options)
         report_json(spec, &opt, &t, rows, n);
     else
         report_table(spec, &opt, &t, rows, n);
+    if (attn_entry_bwd_kernel != NULL && spec->backward && bench_backward(kern, &opt, &args, t.flops) != 0)
+        failed = 1;
     free_buffers(&buf);
     return failed ? 1 : 0;
+}
+
+/* ---- the backward pass (configs with backward = true) -------------------- */
+
+static attn_bwd_fn current_bwd;
+static const attn_bwd_args *current_bwd_args;
+static attn_status call_bwd(const void *ctx)
+{
+    (void)ctx;
+    return current_bwd(current_bwd_args);
+}
+
+/* Times each backward variant this CPU runs (or the one opt->isa names) on
+   the forward's args after one forward call (its O and LSE), with a random
+   dO; prints its table (or a JSON line), counting 2.5 times the forward's
+   FLOPs (five products of the visible scores' size against two).  1 when
+   one failed, else 0. */
+static int bench_backward(const attn_kernel *kern, const bench_options *opt, const attn_args *args, double fwd_flops)
+{
+    const attn_bwd_kernel *bk = attn_entry_bwd_kernel;
+    const attn_spec *spec = &kern->spec;
+    const double flops = 2.5 * fwd_flops;
+    const size_t no = (size_t)(opt->batch * opt->seq_q) * (size_t)spec->heads_q * (size_t)spec->head_dim_v;
+    const size_t nq = (size_t)(opt->batch * opt->seq_q) * (size_t)spec->heads_q * (size_t)spec->head_dim;
+    const size_t nk = (size_t)(opt->batch * opt->seq_k) * (size_t)spec->heads_kv * (size_t)spec->head_dim;
+    const size_t nv = (size_t)(opt->batch * opt->seq_k) * (size_t)spec->heads_kv * (size_t)spec->head_dim_v;
+    float *d32 = attn_tool_random_floats(no, 9);
+    void *d_o = malloc(no * attn_dtype_size(spec->dtype_o) + 1);
+    void *dq = malloc(nq * attn_dtype_size(spec->dtype_grad_q) + 1);
+    void *dk = malloc(nk * attn_dtype_size(spec->dtype_grad_kv) + 1);
+    void *dv = malloc(nv * attn_dtype_size(spec->dtype_grad_kv) + 1);
+    attn_bwd_args ba;
+    int i, failed = 0, n = 0;
+
+    if (!d32 || !d_o || !dq || !dk || !dv || kern->fwd(args) != ATTN_OK) {
+        fprintf(stderr, "attngen: bench: backward: out of memory, or the forward failed\n");
+        failed = 1;
+        goto done;
+    }
+    attn_f32_to_dtype_array(spec->dtype_o, d32, d_o, no);
+    memset(&ba, 0, sizeof ba);
+    ba.fwd = *args;
+    attn_bwd_args_set_contiguous(&ba, spec);
+    ba.fwd = *args;
+    ba.fwd.weights = NULL;
+    ba.fwd.entropy = NULL;
+    memcpy(ba.do_stride, args->o_stride, sizeof ba.do_stride);
+    ba.d_o = d_o;
+    ba.dq = dq;
+    ba.dk = dk;
+    ba.dv = dv;
+    current_bwd_args = &ba;
+    if (!opt->json)
+        printf("  backward (%.4g FLOPs: 2.5 times the forward's)\n", flops);
+    for (i = 0; i < bk->n_variants; i++) {
+        const attn_bwd_variant *var = &bk->variants[i];
+        timing row;
+        double gf, peak;
+        if (opt->isa && strcmp(opt->isa, attn_isa_name(var->isa))) continue;
+        if (!attn_isa_supported(var->isa)) continue;
+        current_bwd = var->bwd;
+        if (best_time(call_bwd, NULL, &row) != ATTN_OK) {
+            fprintf(stderr, "attngen: bench: backward %s failed\n", attn_isa_name(var->isa));
+            failed = 1;
+            continue;
+        }
+        gf = flops / row.seconds * 1e-9;
+        peak = attn_bench_fma_peak(var->isa, (int)opt->threads);
+        if (opt->json)
+            printf("{\"config\": \"%s\", \"direction\": \"backward\", \"impl\": \"%s\", \"seconds\": %.6g, "
+                   "\"flops\": %.0f, \"gflops\": %.5g, \"peak_gflops\": %.5g, \"runs\": %d}\n",
+                   spec->name, attn_isa_name(var->isa), row.seconds, flops, gf, peak, row.runs);
+        else
+            printf("  %-13s %12.3f %10.2f %6.1f%% of %4.0f\n", attn_isa_name(var->isa), row.seconds * 1e3, gf,
+                   peak > 0 ? 100.0 * gf / peak : 0.0, peak);
+        n++;
+    }
+    (void)n;
+done:
+    free(d32);
+    free(d_o);
+    free(dq);
+    free(dk);
+    free(dv);
+    return failed;
 }
 
 /* The bench of each family, by attn_family (a new direction, or a family

@@ -30,6 +30,7 @@
 #include "attn_verify.h"
 
 extern const attn_kernel *const attn_entry_kernel;
+extern const attn_bwd_kernel *const attn_entry_bwd_kernel; /* NULL: no backward pass */
 
 #define MAX_CASES 256
 #define MAX_VARIANTS ATTN_ISA_COUNT /* a kernel has one variant an ISA at most */
@@ -198,6 +199,74 @@ static void print_report(const attn_kernel *kernel, const char *isa, const varia
         printf("  first failure: %s\n", rep->first);
 }
 
+/* The backward pass of the variant of isa (kernels with backward = true):
+   every case against the reference, then 1 and 2 threads on a larger one;
+   prints its line and returns its failures. */
+static int check_backward(const attn_bwd_kernel *bk, attn_isa isa, const attn_case *cases, int n_cases)
+{
+    const attn_bwd_variant *v = NULL;
+    variant_report rep;
+    attn_case big;
+    char what[128];
+    int i, same;
+
+    for (i = 0; i < bk->n_variants; i++)
+        if (bk->variants[i].isa == isa)
+            v = &bk->variants[i];
+    if (v == NULL)
+        return 0;
+    memset(&rep, 0, sizeof rep);
+    for (i = 0; i < n_cases; i++) {
+        attn_verify_result res;
+        attn_status st;
+        if (show_progress)
+            fprintf(stderr, "\rbackward case %d/%d ", i + 1, n_cases);
+        attn_verify_case_string(&cases[i], what, sizeof what);
+        set_crash_msg(attn_isa_name(isa), what);
+        st = attn_verify_bwd_case(bk, v, &cases[i], &res);
+        if (res.max_err_dq > rep.worst.max_err_dq)
+            rep.worst.max_err_dq = res.max_err_dq;
+        if (res.max_err_dk > rep.worst.max_err_dk)
+            rep.worst.max_err_dk = res.max_err_dk;
+        if (res.max_err_dv > rep.worst.max_err_dv)
+            rep.worst.max_err_dv = res.max_err_dv;
+        if (res.worst_ratio > rep.worst.worst_ratio)
+            rep.worst.worst_ratio = res.worst_ratio;
+        if (st != ATTN_OK || res.failures > 0)
+            report_failure(&rep, res.first_failure);
+    }
+    memset(&big, 0, sizeof big);
+    big.batch = 2;
+    big.seq_q = 129;
+    big.seq_k = 257;
+    big.strided = 1;
+    big.ragged = bk->fwd->spec.padding;
+    big.seed = 0xb16b00b5u;
+    if (bk->fwd->spec.dropout) {
+        big.dropout_p = 0.2f;
+        big.dropout_seed = 0x0123456789abcdefu;
+        big.dropout_offset = 5;
+    }
+    attn_verify_case_string(&big, what, sizeof what);
+    set_crash_msg(attn_isa_name(isa), what);
+    same = attn_verify_bwd_bitwise_threads(bk, v, &big, 1, 2);
+    if (same != 1) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "backward threads 1 vs 2 %s (shape %s)",
+                 same == 0 ? "are not bitwise identical" : "could not run", what);
+        report_failure(&rep, msg);
+    }
+    crash_len = 0;
+    if (show_progress)
+        fprintf(stderr, "\r%*s\r", 40, "");
+    printf("%s backward: %d cases, worst |err| dQ %.1e dK %.1e dV %.1e (%.2g of tolerance), %d failure%s\n",
+           attn_isa_name(isa), n_cases, rep.worst.max_err_dq, rep.worst.max_err_dk, rep.worst.max_err_dv,
+           rep.worst.worst_ratio, rep.failures, rep.failures == 1 ? "" : "s");
+    if (rep.failures > 0)
+        printf("  first failure: %s\n", rep.first);
+    return rep.failures;
+}
+
 /* The command line. */
 typedef struct {
     const char *isa_name; /* NULL: every variant */
@@ -303,6 +372,8 @@ int main(int argc, char **argv)
         if (j < checked && vs[j] == v) {
             print_report(kernel, attn_isa_name(v->isa), &rep[j], n_cases);
             failures += rep[j++].failures;
+            if (attn_entry_bwd_kernel != NULL)
+                failures += check_backward(attn_entry_bwd_kernel, v->isa, cases, n_cases);
         } else {
             printf("%s: not runnable on this CPU (compiled only)\n", attn_isa_name(v->isa));
         }

@@ -19,3 +19,12 @@
 extern const attn_kernel ATTN_ENTRY_KERNEL;
 extern const attn_kernel *const attn_entry_kernel;
 const attn_kernel *const attn_entry_kernel = &ATTN_ENTRY_KERNEL;
+
+/* The backward pass of kernels with backward = true: -DATTN_ENTRY_BWD_KERNEL=attn_<name>_bwd_kernel. */
+extern const attn_bwd_kernel *const attn_entry_bwd_kernel;
+#ifdef ATTN_ENTRY_BWD_KERNEL
+extern const attn_bwd_kernel ATTN_ENTRY_BWD_KERNEL;
+const attn_bwd_kernel *const attn_entry_bwd_kernel = &ATTN_ENTRY_BWD_KERNEL;
+#else
+const attn_bwd_kernel *const attn_entry_bwd_kernel = 0;
+#endif

@@ -99,6 +99,10 @@ static const char usage[] =
     "  --block-table paged configs (required there, but with --random-inputs): int32\n"
     "                [B][M], key j of batch b in slot j %% P of page BT[b][j / P]; K and\n"
     "                V are then pools [N][P][Hkv][D] (order NHD) or [N][Hkv][P][D] (HND)\n"
+    "  --do dO.npy --dq dQ.npy --dk dK.npy --dv dV.npy\n"
+    "                configs with backward = true: after the forward, the backward pass\n"
+    "                with its O and LSE; dO shaped like O, the gradients of Q, K and V\n"
+    "                written as float32 (bf16 widened) or float16 (grad_dtype)\n"
     "additive and luong configs (one head, no scale):\n"
     "       attn_run --s S.npy --h H.npy [--w-s W.npy] [--w-h W.npy | --u U.npy] [--w W.npy]\n"
     "                [--v-attn V.npy] [--b B.npy] [--seqlens-k S.npy] [--mask M.npy]\n"
@@ -336,6 +340,7 @@ typedef struct {
     uint64_t dropout_seed;
     uint32_t dropout_offset;
     const char *bt_path; /* --block-table (paged configs) */
+    const char *do_path, *grad_path[3]; /* --do; --dq, --dk, --dv (the backward pass) */
 } run_options;
 
 /* --dropout-p: a number in [0, 1). */
@@ -473,12 +478,16 @@ static void parse_options(int argc, char **argv, run_options *opt)
         else if (strcmp(arg, "--entropy") == 0) dest = &opt->e_path;
         else if (strcmp(arg, "--block-table") == 0) dest = &opt->bt_path;
         else if (strcmp(arg, "--isa") == 0) dest = &opt->isa_name;
+        else if (strcmp(arg, "--do") == 0) dest = &opt->do_path;
+        else if (strcmp(arg, "--dq") == 0) dest = &opt->grad_path[0];
+        else if (strcmp(arg, "--dk") == 0) dest = &opt->grad_path[1];
+        else if (strcmp(arg, "--dv") == 0) dest = &opt->grad_path[2];
         else if (strcmp(arg, "--threads") != 0 && (dest = classic_dest(opt, arg)) == NULL)
             fail(arg, "unknown option (expected --q, --k, --v, --seqlens-k, --mask, --rel-table, -o, "
                       "--lse, --weights, --average-heads, --entropy, --random-inputs, --batch, --seq-q, "
                       "--seq-k, --threads, --isa, --reference, --block-table, "
                       "--dropout-p, --dropout-seed, --dropout-offset, --state-in, --state-out, --sinks, "
-                      "--s, --h, --u, --w-s, --w-h, --w, --v-attn, --b)");
+                      "--s, --h, --u, --w-s, --w-h, --w, --v-attn, --b, --do, --dq, --dk, --dv)");
         if (i + 1 >= argc)
             fail(arg, "needs a value");
         if (dest != NULL)
@@ -1583,6 +1592,122 @@ static int run_classic(const attn_kernel *kernel, const run_options *opt)
 }
 
 /* run for the kernels that take attn_args (sdpa, linear attention) */
+/* ---- the backward pass (--do, --dq, --dk, --dv) ------------------------ */
+
+extern const attn_bwd_kernel *const attn_entry_bwd_kernel; /* NULL: the config has no backward pass */
+
+/* The backward options: all four or none, and only for a config with backward = true. */
+static void check_bwd_paths(const run_options *opt, const attn_spec *spec)
+{
+    static const char *const names[3] = { "--dq", "--dk", "--dv" };
+    int g, given = opt->do_path != NULL;
+    for (g = 0; g < 3; g++)
+        given += opt->grad_path[g] != NULL;
+    if (given == 0)
+        return;
+    if (!spec->backward || attn_entry_bwd_kernel == NULL)
+        fail(opt->do_path != NULL ? "--do" : "--dq", "the config '%s' has no backward pass (backward = true)",
+             spec->name);
+    if (opt->do_path == NULL)
+        fail("--do", "required with --dq, --dk and --dv: the gradient of the output, shaped like O");
+    for (g = 0; g < 3; g++) {
+        if (opt->grad_path[g] == NULL)
+            fail(names[g], "required with --do: where to write the gradient");
+        check_output_path(opt->grad_path[g]);
+        if (same_file(opt->grad_path[g], opt->do_path) || same_file(opt->grad_path[g], opt->o_path))
+            fail(names[g], "must differ from --do and -o");
+    }
+}
+
+/* One gradient, written as a .npy file: f32 or f16 as stored, bf16 widened. */
+static void write_grad(const char *path, attn_dtype dtype, const void *data, size_t n, int ndim, const int64_t *shape)
+{
+    char err[256];
+    float *wide = dtype == ATTN_DTYPE_BF16 ? widen_copy(path, dtype, data, n) : NULL;
+    char *staged = attn_npy_write_staged(path, dtype == ATTN_DTYPE_F16 ? ATTN_NPY_F16 : ATTN_NPY_F32, ndim, shape,
+                                         wide != NULL ? (const void *)wide : data, err, sizeof err);
+    free(wide);
+    if (staged == NULL)
+        fail(path, "%s", err);
+    if (rename(staged, path) != 0) {
+        remove(staged);
+        free(staged);
+        fail(path, "cannot rename the finished file over it: %s", strerror(errno));
+    }
+    free(staged);
+}
+
+/* The backward pass after the forward: dO read as O's type, dQ, dK, dV from
+   the kernel's backward (the variant of --isa), or from the float64
+   reference with --reference (on the widened inputs and the reference's O). */
+static void run_backward(const run_options *opt, const attn_spec *spec, const run_inputs *in, const attn_args *args,
+                         const run_outputs *out)
+{
+    const attn_bwd_kernel *bk = attn_entry_bwd_kernel;
+    const int drop = in->qt.ndim == 3;
+    const attn_dtype gt[3] = { opt->use_reference ? ATTN_DTYPE_F32 : spec->dtype_grad_q,
+                               opt->use_reference ? ATTN_DTYPE_F32 : spec->dtype_grad_kv,
+                               opt->use_reference ? ATTN_DTYPE_F32 : spec->dtype_grad_kv };
+    int64_t shape[3][4];
+    size_t n[3];
+    void *grad[3];
+    attn_npy da;
+    attn_bwd_args ba;
+    attn_status st;
+    void *d_o;
+    int g;
+
+    load(opt->do_path, &da);
+    (void)check_bshd(opt->do_path, &da, "seq_q", "heads_q", spec->heads_q, "head_dim_v", spec->head_dim_v);
+    if (da.ndim != in->qt.ndim || (da.ndim == 4 && da.shape[0] != args->batch) || da.shape[da.ndim - 3] != args->seq_q)
+        fail(opt->do_path, "must have the shape of the output O");
+    d_o = load_stored(opt->do_path, &da, opt->use_reference ? ATTN_DTYPE_F32 : spec->dtype_o);
+    attn_npy_free(&da);
+    memset(&ba, 0, sizeof ba);
+    ba.fwd = *args;
+    attn_bwd_args_set_contiguous(&ba, spec);
+    ba.fwd = *args;
+    ba.fwd.weights = NULL;
+    ba.fwd.entropy = NULL;
+    ba.d_o = d_o;
+    for (g = 0; g < 3; g++) {
+        const int64_t len = g == 0 ? args->seq_q : args->seq_k;
+        shape[g][0] = args->batch;
+        shape[g][1] = len;
+        shape[g][2] = g == 0 ? spec->heads_q : spec->heads_kv;
+        shape[g][3] = g == 2 ? spec->head_dim_v : spec->head_dim;
+        n[g] = (size_t)args->batch * (size_t)len * (size_t)shape[g][2] * (size_t)shape[g][3];
+        grad[g] = malloc(n[g] * attn_dtype_size(gt[g]) + 1);
+        if (grad[g] == NULL)
+            fail(opt->grad_path[g], "out of memory");
+    }
+    ba.dq = grad[0];
+    ba.dk = grad[1];
+    ba.dv = grad[2];
+    if (opt->use_reference) { /* compute() left the widened inputs; O is the reference's, f32 */
+        ba.fwd.q = in->qw;
+        ba.fwd.k = in->kw;
+        ba.fwd.v = in->vw;
+        st = attn_reference_backward(spec, &ba, 0);
+    } else if (opt->isa_name != NULL) {
+        const attn_bwd_variant *v = NULL;
+        for (g = 0; g < bk->n_variants; g++)
+            if (strcmp(attn_isa_name(bk->variants[g].isa), opt->isa_name) == 0)
+                v = &bk->variants[g];
+        st = v != NULL ? v->bwd(&ba) : ATTN_ERR_ISA;
+    } else {
+        st = bk->bwd(&ba);
+    }
+    (void)out;
+    if (st != ATTN_OK)
+        fail(spec->name, "backward: %s", attn_status_string(st));
+    for (g = 0; g < 3; g++) {
+        write_grad(opt->grad_path[g], gt[g], grad[g], n[g], 4 - drop, shape[g] + drop);
+        free(grad[g]);
+    }
+    free(d_o);
+}
+
 static int run_qkv(const attn_kernel *kernel, const run_options *options)
 {
     const attn_spec *spec = &kernel->spec;
@@ -1593,6 +1718,7 @@ static int run_qkv(const attn_kernel *kernel, const run_options *options)
     attn_args args;
 
     check_paths(&opt, spec);
+    check_bwd_paths(&opt, spec);
     if (opt.isa_name != NULL && !opt.use_reference)
         variant = pick_isa(kernel, opt.isa_name);
 
@@ -1612,6 +1738,8 @@ static int run_qkv(const attn_kernel *kernel, const run_options *options)
         load_state(&opt, spec, &in, &args, &out);
 
     compute(kernel, variant, opt.use_reference, &in, &args);
+    if (opt.do_path != NULL)
+        run_backward(&opt, spec, &in, &args, &out);
     publish_outputs(&opt, in.qt.ndim == 3, &out);
     free_all(&opt, &in, &out);
     return 0;

@@ -389,6 +389,9 @@ local CASES = {
     msg = "^%-%-average%-heads: needs %-%-weights" },
   { name = "--sinks for a config without sinks", setup = inputs, argv = run({}, "--sinks", "x.npy"),
     msg = "^x%.npy: the config 't_everything' has no sinks %(sinks = true%), so %-%-sinks is not accepted$" },
+  { name = "--do for a config without a backward pass", setup = inputs,
+    argv = run({}, "--do", "o.npy", "--dq", "a.npy", "--dk", "b.npy", "--dv", "c.npy"),
+    msg = "^%-%-do: the config 't_everything' has no backward pass %(backward = true%)$" },
   { name = "--dropout-p for a config without dropout", setup = inputs, argv = run({}, "--dropout-p", "0.1"),
     msg = "^%-%-dropout%-p: the config 't_everything' has no dropout %(dropout = true%), "
       .. "so %-%-dropout%-p is not accepted$" },

@@ -91,6 +91,11 @@ describe("the family registry", function()
             assert.is_string(t)
             assert.truthy(helper.exists(helper.root .. "/templates/" .. t), t)
           end
+          for _, t in ipairs(d.parts or {}) do assert.truthy(helper.exists(helper.root .. "/templates/" .. t), t) end
+          for field in pairs(d) do
+            assert.truthy(families.DIRECTION_FIELDS[field] or families.OPTIONAL_DIRECTION_FIELDS[field],
+              ("family %s, direction %s: unknown field '%s'"):format(n, name, field))
+          end
           assert.equal(d, families.direction(n, name))
         end
       end)

@@ -42,11 +42,11 @@ describe("schema", function()
     local cfg = assert(schema.normalize({ name = "m", heads_q = 8, head_dim = 64 }))
 
     it("fills every key of docs/config.md but the optional softcap, chunk, prefill_chunk, weights, dropout, rel_bias, "
-      .. "entropy, sinks, temperature, paged", function()
+      .. "entropy, sinks, temperature, paged, backward, grad_dtype", function()
       for _, k in ipairs(schema.order) do
         if k ~= "softcap" and k ~= "sliding_window" and k ~= "chunk" and k ~= "weights" and k ~= "sparse"
           and k ~= "dropout" and k ~= "prefill_chunk" and k ~= "rel_bias" and k ~= "entropy" and k ~= "sinks"
-          and k ~= "temperature" and k ~= "paged" then
+          and k ~= "temperature" and k ~= "paged" and k ~= "backward" and k ~= "grad_dtype" then
           assert.is_not_nil(cfg[k], "missing default for " .. k)
         end
       end
@@ -62,16 +62,31 @@ describe("schema", function()
       assert.is_nil(cfg.paged) -- the contiguous layout
       assert.is_nil(cfg.entropy) -- no entropy output (absent, so configs echo as before)
       assert.is_nil(cfg.sliding_window) -- folded into window
+      assert.is_nil(cfg.backward) -- no backward pass (absent, so configs echo as before)
+      assert.is_nil(cfg.grad_dtype)
     end)
 
     it("knows exactly the keys of the sdpa family, and the decode_max_q and prefill_chunk extensions", function()
       local expected = { "name", "kind", "heads_q", "heads_kv", "head_dim", "head_dim_v", "causal",
         "window", "sliding_window", "chunk", "sparse", "global_tokens", "padding", "mask", "scale", "softcap", "alibi",
         "rel_bias", "decode_max_q", "prefill_chunk", "weights", "dropout", "entropy", "sinks", "temperature", "paged",
-        "dtype", "matmul", "isa", "tile" }
+        "backward", "grad_dtype", "dtype", "matmul", "isa", "tile" }
       assert.same(expected, schema.order_of("sdpa"))
       assert.same(expected, schema.order)
       for _, k in ipairs(expected) do assert.is_true(schema.keys[k]) end
+    end)
+
+    it("backward: true kept with grad_dtype, refused where the backward pass is not built, one line each", function()
+      local c = assert(schema.normalize(with({ backward = true })))
+      assert.is_true(c.backward)
+      assert.is_nil(c.grad_dtype) -- f32, the default
+      assert.equal("storage", schema.normalize(with({ backward = true, grad_dtype = "storage" })).grad_dtype)
+      assert.is_nil(schema.normalize(with({ backward = false })).backward)
+      rejects_key(with({ backward = 1 }), "backward", "true or false")
+      rejects_key(with({ backward = true, grad_dtype = "f16" }), "grad_dtype", "must be one of f32, storage")
+      rejects_key(with({ grad_dtype = "storage" }), "grad_dtype", "needs backward = true")
+      rejects_key(with({ backward = true, dtype = { kv = "q8_0" } }), "backward", "not supported yet")
+      rejects_key(with({ backward = true, dtype = "bf16", matmul = "bf16" }), "backward", "not supported yet")
     end)
 
     it("weights: true kept, false and absent normalize to nil, anything else is an error", function()

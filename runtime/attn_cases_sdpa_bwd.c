@@ -1,0 +1,289 @@
+/*
+ * attn_cases_sdpa_bwd.c - the verification cases of the sdpa backward pass
+ * (specs with backward): the forward's inputs of the same case
+ * (attn_cases_sdpa.c), O and LSE from the forward's reference stored as the
+ * kernel stores them, a random dO in O's layout (NaN gaps), dQ, dK and dV
+ * against guard pages, and the comparison with the float64 reference
+ * (attn_reference_backward) by FlashAttention's criterion: each gradient's
+ * largest error at most twice that of a plain float32 implementation of the
+ * same formulas on the same inputs, plus 1e-5 of the gradient's largest
+ * magnitude (and, for gradients stored as bf16 or f16, the rounding of
+ * ATTN_REF_TOL_REL of that type).
+ */
+#include "attn_cases.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attn_cases_qkv.h"
+#include "attn_reference.h"
+
+typedef struct {
+    attn_qkv_case f;            /* the forward's inputs, O and LSE */
+    attn_guard_buf dout, dq, dk, dv;
+    float *dow, *ow;            /* dO and O as stored, widened, contiguous [B][Lq][Hq][Dv] */
+    float *ref[2][3];           /* [float64, plain f32][dQ, dK, dV], contiguous */
+    size_t n[3];                /* elements of dQ, dK, dV */
+    attn_bwd_args args;
+} bwd_case;
+
+static void bwd_free(bwd_case *cb)
+{
+    int m, g;
+    attn_qkv_free(&cb->f);
+    attn_guard_free(&cb->dout);
+    attn_guard_free(&cb->dq);
+    attn_guard_free(&cb->dk);
+    attn_guard_free(&cb->dv);
+    free(cb->dow);
+    free(cb->ow);
+    for (m = 0; m < 2; m++)
+        for (g = 0; g < 3; g++)
+            free(cb->ref[m][g]);
+    memset(cb, 0, sizeof *cb);
+}
+
+static attn_dtype grad_type(const attn_spec *spec, int g)
+{
+    return g == 0 ? spec->dtype_grad_q : spec->dtype_grad_kv;
+}
+
+/* The gradients before a run: every element the "unset" NaN. */
+static void bwd_reset(bwd_case *cb)
+{
+    attn_guard_buf *out[3] = { &cb->dq, &cb->dk, &cb->dv };
+    int g;
+    size_t i;
+    for (g = 0; g < 3; g++)
+        for (i = 0; i < cb->n[g]; i++)
+            attn_store_bits(grad_type(cb->f.spec, g), out[g]->ptr, i, attn_unset_bits(grad_type(cb->f.spec, g)));
+}
+
+/* O and LSE of the forward's reference, stored as the kernel's forward would leave them. */
+static void bwd_store_forward(bwd_case *cb)
+{
+    const attn_spec *spec = cb->f.spec;
+    const attn_case *c = &cb->f.c;
+    int64_t b, i, h, d;
+    for (b = 0; b < c->batch; b++)
+        for (i = 0; i < c->seq_q; i++)
+            for (h = 0; h < spec->heads_q; h++)
+                for (d = 0; d < spec->head_dim_v; d++) {
+                    const size_t at = (size_t)(((b * c->seq_q + i) * spec->heads_q + h) * spec->head_dim_v + d);
+                    const size_t o = (size_t)attn_offset4(&cb->f.lo, b, i, h, d);
+                    float x = cb->f.ref.o[at];
+                    attn_verify_narrow(spec->dtype_o, &x, (unsigned char *)cb->f.o.ptr + o * attn_dtype_size(spec->dtype_o), 1);
+                    attn_verify_widen(spec->dtype_o, (unsigned char *)cb->f.o.ptr + o * attn_dtype_size(spec->dtype_o),
+                                      &cb->ow[at], 1);
+                    /* dO: N(0,1) as stored */
+                    x = cb->dow[at];
+                    attn_verify_narrow(spec->dtype_o, &x, (unsigned char *)cb->dout.ptr + o * attn_dtype_size(spec->dtype_o), 1);
+                    attn_verify_widen(spec->dtype_o, (unsigned char *)cb->dout.ptr + o * attn_dtype_size(spec->dtype_o),
+                                      &cb->dow[at], 1);
+                }
+    memcpy(cb->f.lse.ptr, cb->f.ref.lse, cb->f.lse_count * sizeof(float));
+}
+
+static attn_status bwd_build(bwd_case *cb, const attn_spec *spec, const attn_case *c)
+{
+    attn_status st = attn_qkv_build(&cb->f, spec, c);
+    const size_t no = (size_t)c->batch * (size_t)c->seq_q * (size_t)spec->heads_q * (size_t)spec->head_dim_v;
+    attn_guard_buf *out[3] = { &cb->dq, &cb->dk, &cb->dv };
+    attn_rng r;
+    size_t i;
+    int m, g;
+
+    if (st != ATTN_OK)
+        return st;
+    st = attn_qkv_reference(&cb->f);
+    if (st != ATTN_OK)
+        return st;
+    cb->n[0] = (size_t)c->batch * (size_t)c->seq_q * (size_t)spec->heads_q * (size_t)spec->head_dim;
+    cb->n[1] = (size_t)c->batch * (size_t)c->seq_k * (size_t)spec->heads_kv * (size_t)spec->head_dim;
+    cb->n[2] = (size_t)c->batch * (size_t)c->seq_k * (size_t)spec->heads_kv * (size_t)spec->head_dim_v;
+    cb->dow = (float *)malloc((no + 1) * sizeof(float));
+    cb->ow = (float *)malloc((no + 1) * sizeof(float));
+    if (cb->dow == NULL || cb->ow == NULL ||
+        attn_guard_alloc(&cb->dout, cb->f.lo.span * attn_dtype_size(spec->dtype_o)))
+        return ATTN_ERR_NOMEM;
+    for (g = 0; g < 3; g++) {
+        if (attn_guard_alloc(out[g], cb->n[g] * attn_dtype_size(grad_type(spec, g))))
+            return ATTN_ERR_NOMEM;
+        for (m = 0; m < 2; m++)
+            if ((cb->ref[m][g] = (float *)malloc((cb->n[g] + 1) * sizeof(float))) == NULL)
+                return ATTN_ERR_NOMEM;
+    }
+    /* dO: its own stream (the forward's inputs stay the forward case's); gaps NaN */
+    attn_rng_init(&r, c->seed ^ 0xd0d0d0d0u);
+    for (i = 0; i < no; i++)
+        cb->dow[i] = attn_rng_normal(&r);
+    for (i = 0; i < cb->f.lo.span; i++)
+        attn_store_bits(spec->dtype_o, cb->dout.ptr, i, attn_gap_bits(spec->dtype_o));
+    bwd_store_forward(cb);
+    bwd_reset(cb);
+    cb->args.fwd = cb->f.args;
+    cb->args.fwd.weights = NULL;
+    cb->args.fwd.entropy = NULL;
+    cb->args.d_o = cb->dout.ptr;
+    cb->args.dq = cb->dq.ptr;
+    cb->args.dk = cb->dk.ptr;
+    cb->args.dv = cb->dv.ptr;
+    memcpy(cb->args.do_stride, cb->f.lo.str, sizeof cb->args.do_stride);
+    {
+        attn_bwd_args contiguous = cb->args;
+        attn_bwd_args_set_contiguous(&contiguous, spec);
+        memcpy(cb->args.dq_stride, contiguous.dq_stride, sizeof cb->args.dq_stride);
+        memcpy(cb->args.dk_stride, contiguous.dk_stride, sizeof cb->args.dk_stride);
+        memcpy(cb->args.dv_stride, contiguous.dv_stride, sizeof cb->args.dv_stride);
+    }
+    return ATTN_OK;
+}
+
+/* Both references: float64 (m = 0) and plain f32 (m = 1), on the stored values widened. */
+static attn_status bwd_reference(bwd_case *cb)
+{
+    const attn_spec *spec = cb->f.spec;
+    attn_bwd_args a = cb->args;
+    attn_status st = ATTN_OK;
+    int m;
+    attn_bwd_args_set_contiguous(&a, spec);
+    a.fwd = cb->f.args;
+    a.fwd.weights = NULL;
+    a.fwd.entropy = NULL;
+    a.fwd.q = cb->f.qw;
+    a.fwd.k = cb->f.kw;
+    a.fwd.v = cb->f.vw;
+    a.fwd.o = cb->ow;
+    memcpy(a.fwd.k_stride, cb->f.lkw.str, sizeof a.fwd.k_stride);
+    memcpy(a.fwd.v_stride, cb->f.lvw.str, sizeof a.fwd.v_stride);
+    {
+        attn_args contiguous = a.fwd;
+        attn_args_set_contiguous(&contiguous, spec);
+        memcpy(a.fwd.o_stride, contiguous.o_stride, sizeof a.fwd.o_stride);
+        memcpy(a.do_stride, contiguous.o_stride, sizeof a.do_stride);
+    }
+    a.d_o = cb->dow;
+    for (m = 0; m < 2 && st == ATTN_OK; m++) {
+        a.dq = cb->ref[m][0];
+        a.dk = cb->ref[m][1];
+        a.dv = cb->ref[m][2];
+        st = attn_reference_backward(spec, &a, m);
+    }
+    return st;
+}
+
+static const char *const grad_names[3] = { "dQ", "dK", "dV" };
+
+/* Each gradient of the last run against the float64 reference. */
+static void bwd_compare(const bwd_case *cb, attn_verify_result *res)
+{
+    const attn_spec *spec = cb->f.spec;
+    const attn_guard_buf *out[3] = { &cb->dq, &cb->dk, &cb->dv };
+    double *max_err[3];
+    char label[96] = "";
+    int g;
+    size_t i;
+
+    max_err[0] = &res->max_err_dq;
+    max_err[1] = &res->max_err_dk;
+    max_err[2] = &res->max_err_dv;
+    for (g = 0; g < 3; g++) {
+        const attn_dtype dt = grad_type(spec, g);
+        double f32_err = 0.0, mag = 0.0, tol;
+        for (i = 0; i < cb->n[g]; i++) {
+            const double r = cb->ref[0][g][i], e = fabs((double)cb->ref[1][g][i] - r);
+            if (isfinite(r) && fabs(r) > mag)
+                mag = fabs(r);
+            if (isfinite(e) && e > f32_err)
+                f32_err = e;
+        }
+        tol = 2.0 * f32_err + 1e-5 * mag;
+        for (i = 0; i < cb->n[g]; i++) {
+            const double x = attn_load_value(dt, out[g]->ptr, i), r = cb->ref[0][g][i];
+            double err, ratio;
+            const double t = tol + (dt == ATTN_DTYPE_F32 ? 0.0 : ATTN_REF_TOL_REL(dt) * fabs(r)) + 1e-30;
+            const int ok = attn_values_agree(x, r, t, &err, &ratio);
+            if (!ok && res->failures == 0)
+                snprintf(label, sizeof label, "%s[%zu] (contiguous; tolerance %.2e)", grad_names[g], i, t);
+            attn_verify_note(res, ok, err, ratio, max_err[g], label, x, r, &cb->f.c);
+        }
+    }
+}
+
+static attn_status bwd_run(bwd_case *cb, const attn_bwd_kernel *kernel, const attn_bwd_variant *variant, int threads)
+{
+    cb->args.fwd.threads = threads;
+    return variant != NULL ? variant->bwd(&cb->args) : kernel->bwd(&cb->args);
+}
+
+attn_status attn_verify_bwd_case(const attn_bwd_kernel *kernel, const attn_bwd_variant *variant, const attn_case *c,
+                                 attn_verify_result *res)
+{
+    bwd_case *cb = (bwd_case *)calloc(1, sizeof *cb);
+    char shape[96];
+    attn_status st;
+
+    memset(res, 0, sizeof *res);
+    attn_verify_case_string(c, shape, sizeof shape);
+    if (cb == NULL)
+        return ATTN_ERR_NOMEM;
+    st = bwd_build(cb, &kernel->fwd->spec, c);
+    if (st == ATTN_OK)
+        st = bwd_reference(cb);
+    if (st != ATTN_OK) {
+        snprintf(res->first_failure, sizeof res->first_failure, "cannot build the inputs or the reference: %s (shape %s)",
+                 attn_status_string(st), shape);
+        res->failures = 1;
+    } else {
+        st = bwd_run(cb, kernel, variant, c->threads);
+        if (st != ATTN_OK) {
+            snprintf(res->first_failure, sizeof res->first_failure, "kernel returned \"%s\" (shape %s)",
+                     attn_status_string(st), shape);
+            res->failures = 1;
+        } else {
+            bwd_compare(cb, res);
+        }
+    }
+    bwd_free(cb);
+    free(cb);
+    return st;
+}
+
+int attn_verify_bwd_bitwise_threads(const attn_bwd_kernel *kernel, const attn_bwd_variant *variant,
+                                    const attn_case *c, int threads_a, int threads_b)
+{
+    bwd_case *cb = (bwd_case *)calloc(1, sizeof *cb);
+    unsigned char *first[3] = { NULL, NULL, NULL };
+    const attn_guard_buf *out[3];
+    int g, result = -1;
+
+    if (cb == NULL)
+        return -1;
+    out[0] = &cb->dq;
+    out[1] = &cb->dk;
+    out[2] = &cb->dv;
+    if (bwd_build(cb, &kernel->fwd->spec, c) != ATTN_OK || bwd_run(cb, kernel, variant, threads_a) != ATTN_OK)
+        goto done;
+    for (g = 0; g < 3; g++) {
+        first[g] = (unsigned char *)malloc(out[g]->bytes + 1);
+        if (first[g] == NULL)
+            goto done;
+        if (out[g]->bytes > 0)
+            memcpy(first[g], out[g]->ptr, out[g]->bytes);
+    }
+    bwd_reset(cb);
+    if (bwd_run(cb, kernel, variant, threads_b) != ATTN_OK)
+        goto done;
+    result = 1;
+    for (g = 0; g < 3; g++)
+        if (out[g]->bytes > 0 && memcmp(first[g], out[g]->ptr, out[g]->bytes) != 0)
+            result = 0;
+done:
+    for (g = 0; g < 3; g++)
+        free(first[g]);
+    bwd_free(cb);
+    free(cb);
+    return result;
+}
