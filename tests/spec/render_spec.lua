@@ -35,7 +35,7 @@ describe("render", function()
     sliding_window = 40, chunk = 48, global_tokens = 4, padding = true, mask = "bias", softcap = 30.0, alibi = true,
     weights = true, dropout = true, entropy = true, sparse = { pattern = "strided", stride = 6 }, prefill_chunk = 96,
     temperature = { scale = 0.1, floor = 8192 }, rel_bias = { kind = "t5", buckets = 16, max_distance = 40 },
-    sinks = true }
+    sinks = true, backward = true, grad_dtype = "storage" }
 
   describe("determinism", function()
     it("rendering the same config twice gives identical text", function()
@@ -144,6 +144,7 @@ describe("render", function()
         assert.truthy(banner:find(" *   entropy = true,", 1, true))
         assert.truthy(banner:find(" *   temperature = { floor = 8192, scale = 0.1 },", 1, true))
         assert.truthy(banner:find(" *   sinks = true,", 1, true))
+        assert.truthy(banner:find(' *   grad_dtype = "storage",', 1, true))
       end
       local pg = files_for(helper.with(EVERYTHING, { sparse = helper.NIL, paged = { page = 16, order = "HND" } }))
       assert.truthy(banner_of(pg):find(' *   paged = { order = "HND", page = 16 },', 1, true))
