@@ -146,7 +146,8 @@ describe("render", function()
         assert.truthy(banner:find(" *   sinks = true,", 1, true))
         assert.truthy(banner:find(' *   grad_dtype = "storage",', 1, true))
       end
-      local pg = files_for(helper.with(EVERYTHING, { sparse = helper.NIL, paged = { page = 16, order = "HND" } }))
+      local pg = files_for(helper.with(EVERYTHING, { sparse = helper.NIL, backward = helper.NIL, grad_dtype = helper.NIL,
+        paged = { page = 16, order = "HND" } }))
       assert.truthy(banner_of(pg):find(' *   paged = { order = "HND", page = 16 },', 1, true))
       assert.truthy(banner_of(pg):find(" *   padding = true,", 1, true))
     end)
