@@ -441,6 +441,10 @@ typedef struct attn_spec {
     int key_dim;                   /* Dh: the encoder states h (keys and values) */
     int attn_dim;                  /* Da: the additive and concat scores; 0 for dot and general */
     int bias;                      /* adds b [Da] inside the tanh (args->b_attn) */
+    /* sdpa: V is the first head_dim_v values of each K row (multi-head
+       latent attention, absorbed: shared_kv = true); args->v and v_stride
+       are ignored */
+    int shared_kv;
 } attn_spec;
 
 /*

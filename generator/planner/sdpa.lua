@@ -272,6 +272,7 @@ function M.spec_fields(p)
     end
   end
   if p.entropy then f[#f + 1] = { "entropy", "1" } end
+  if p.shared_kv then f[#f + 1] = { "shared_kv", "1" } end
   -- after the field they follow: causal, window_right
   for i = #f, 1, -1 do
     if f[i][1] == "window_right" and p.sparse then
@@ -342,6 +343,10 @@ local function plan_outputs(p, cfg)
   -- 1 + scale * ln(floor((p + 1) / floor) + 1), computed in double and
   -- rounded to f32 once a row, inside qpack's scale (the template's temp())
   p.temperature = cfg.temperature
+  -- shared_kv: V is the first Dv values of each K row (multi-head latent
+  -- attention, absorbed): lib/rows points the V rows at the K rows, so every
+  -- path reads one tensor and args->v is ignored
+  p.shared_kv = cfg.shared_kv == true
   -- entropy: the kernel can write each row's entropy E = LSE - sum_j P_j s_j
   -- (args->entropy, nats): the online softmax keeps one more running sum,
   -- t = sum_j 2^(s_j - m) s_j (base 2), rescaled with m as l is; the

@@ -42,11 +42,11 @@ describe("schema", function()
     local cfg = assert(schema.normalize({ name = "m", heads_q = 8, head_dim = 64 }))
 
     it("fills every key of docs/config.md but the optional softcap, chunk, prefill_chunk, weights, dropout, rel_bias, "
-      .. "entropy, sinks, temperature", function()
+      .. "entropy, sinks, temperature, shared_kv", function()
       for _, k in ipairs(schema.order) do
         if k ~= "softcap" and k ~= "sliding_window" and k ~= "chunk" and k ~= "weights" and k ~= "sparse"
           and k ~= "dropout" and k ~= "prefill_chunk" and k ~= "rel_bias" and k ~= "entropy" and k ~= "sinks"
-          and k ~= "temperature" then
+          and k ~= "temperature" and k ~= "shared_kv" then
           assert.is_not_nil(cfg[k], "missing default for " .. k)
         end
       end
@@ -59,6 +59,7 @@ describe("schema", function()
       assert.is_nil(cfg.dropout) -- no dropout (absent, so configs echo as before)
       assert.is_nil(cfg.sinks)
       assert.is_nil(cfg.temperature)
+      assert.is_nil(cfg.shared_kv)
       assert.is_nil(cfg.entropy) -- no entropy output (absent, so configs echo as before)
       assert.is_nil(cfg.sliding_window) -- folded into window
     end)
@@ -66,8 +67,8 @@ describe("schema", function()
     it("knows exactly the keys of the sdpa family, and the decode_max_q and prefill_chunk extensions", function()
       local expected = { "name", "kind", "heads_q", "heads_kv", "head_dim", "head_dim_v", "causal",
         "window", "sliding_window", "chunk", "sparse", "global_tokens", "padding", "mask", "scale", "softcap", "alibi",
-        "rel_bias", "decode_max_q", "prefill_chunk", "weights", "dropout", "entropy", "sinks", "temperature", "dtype",
-        "matmul", "isa", "tile" }
+        "rel_bias", "decode_max_q", "prefill_chunk", "weights", "dropout", "entropy", "sinks", "temperature", "shared_kv",
+        "dtype", "matmul", "isa", "tile" }
       assert.same(expected, schema.order_of("sdpa"))
       assert.same(expected, schema.order)
       for _, k in ipairs(expected) do assert.is_true(schema.keys[k]) end
@@ -92,6 +93,19 @@ describe("schema", function()
       assert.is_true(schema.normalize(with({ sinks = true })).sinks)
       assert.is_nil(schema.normalize(with({ sinks = false })).sinks)
       rejects_key(with({ sinks = 1 }), "sinks", "true or false")
+    end)
+
+    it("shared_kv: true kept, false and absent nil; head dims up to 1024 with it, Dv <= D", function()
+      local mla = { shared_kv = true, head_dim = 576, head_dim_v = 512, heads_kv = 1 }
+      local cfg = assert(schema.normalize(with(mla)))
+      assert.is_true(cfg.shared_kv)
+      assert.equal(576, cfg.head_dim)
+      assert.is_nil(schema.normalize(with({ shared_kv = false })).shared_kv)
+      rejects_key(with({ shared_kv = 1 }), "shared_kv", "true or false")
+      rejects_key(with({ head_dim = 576 }), "head_dim", "1..512")
+      rejects_key(with({ shared_kv = true, head_dim = 1025 }), "head_dim", "1..1024")
+      rejects_key(with({ shared_kv = true, head_dim = 64, head_dim_v = 96 }), "shared_kv",
+        "head_dim_v (96) must be at most head_dim (64)")
     end)
 
     it("temperature: {scale, floor}, both finite numbers > 0; not with matmul = \"bf16\"", function()
