@@ -66,6 +66,8 @@ M.FEATURES = {
   -- a learned logit per head in every row's softmax; the query rows scaled by their position
   { "sinks", function(c) return c.sinks == true end },
   { "temperature", function(c) return c.temperature ~= nil end },
+  -- V read from the first head_dim_v values of each K row (one cache tensor)
+  { "shared_kv", function(c) return c.shared_kv == true end },
   { "entropy", function(c) return c.entropy == true end },
   { "mask_bool", function(c) return c.mask == "bool" end },
   { "mask_bias", function(c) return c.mask == "bias" end },

@@ -232,8 +232,12 @@ static float *k_at(const problem *p, int64_t b, int64_t j, int64_t hk)
 {
     return p->k + ((b * p->lk + j) * p->s->heads_kv + hk) * p->s->head_dim;
 }
+/* V row j: with shared_kv the first Dv values of K row j (both the kernel
+   and the reference read it there; p->v is then not read) */
 static float *v_at(const problem *p, int64_t b, int64_t j, int64_t hk)
 {
+    if (p->s->shared_kv)
+        return k_at(p, b, j, hk);
     return p->v + ((b * p->lk + j) * p->s->heads_kv + hk) * p->s->head_dim_v;
 }
 static int64_t o_index(const problem *p, int64_t b, int64_t i, int64_t h)
