@@ -840,7 +840,8 @@ describe("import-hf", function()
         :find("'rope_scaling' has type \"mrope\"", 1, true))
       assert.truthy(err_of(with({ rope_scaling = { type = "su" } })):find("--common-keys", 1, true))
       -- values that change nothing pass; the rope types whose rotation stays outside the kernel pass
-      assert.is_table(import_table(with({ attn_temperature_tuning = false, no_rope_layers = {}, kv_lora_rank = json.null })))
+      assert.is_table(import_table(with({ attn_temperature_tuning = false, no_rope_layers = {},
+        kv_lora_rank = json.null })))
       assert.is_table(import_table(with({ rope_scaling = { rope_type = "llama3", factor = 8 } })))
       -- --common-keys reads the old way and says what it left out
       local res = assert(import_table(with({ kv_lora_rank = 512, rope_scaling = { rope_type = "mrope" } }), "t", nil,

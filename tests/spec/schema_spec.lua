@@ -67,8 +67,8 @@ describe("schema", function()
     it("knows exactly the keys of the sdpa family, and the decode_max_q and prefill_chunk extensions", function()
       local expected = { "name", "kind", "heads_q", "heads_kv", "head_dim", "head_dim_v", "causal",
         "window", "sliding_window", "chunk", "sparse", "global_tokens", "padding", "mask", "scale", "softcap", "alibi",
-        "rel_bias", "decode_max_q", "prefill_chunk", "weights", "dropout", "entropy", "sinks", "temperature", "shared_kv",
-        "dtype", "matmul", "isa", "tile" }
+        "rel_bias", "decode_max_q", "prefill_chunk", "weights", "dropout", "entropy", "sinks", "temperature",
+        "shared_kv", "dtype", "matmul", "isa", "tile" }
       assert.same(expected, schema.order_of("sdpa"))
       assert.same(expected, schema.order)
       for _, k in ipairs(expected) do assert.is_true(schema.keys[k]) end
@@ -97,9 +97,9 @@ describe("schema", function()
 
     it("shared_kv: true kept, false and absent nil; head dims up to 1024 with it, Dv <= D", function()
       local mla = { shared_kv = true, head_dim = 576, head_dim_v = 512, heads_kv = 1 }
-      local cfg = assert(schema.normalize(with(mla)))
-      assert.is_true(cfg.shared_kv)
-      assert.equal(576, cfg.head_dim)
+      local mla_cfg = assert(schema.normalize(with(mla)))
+      assert.is_true(mla_cfg.shared_kv)
+      assert.equal(576, mla_cfg.head_dim)
       assert.is_nil(schema.normalize(with({ shared_kv = false })).shared_kv)
       rejects_key(with({ shared_kv = 1 }), "shared_kv", "true or false")
       rejects_key(with({ head_dim = 576 }), "head_dim", "1..512")
