@@ -13,7 +13,7 @@ return {
   head_dim_v = 512, -- kv_lora_rank
   shared_kv = true,
   causal = true,
-  scale = 1 / math.sqrt(192) * (0.1 * 1 * math.log(40) + 1) * (0.1 * 1 * math.log(40) + 1),
+  scale = 0.13523377886088009, -- 1 / sqrt(192) * mscale^2, mscale = 0.1 * ln(40) + 1 (yarn, factor 40)
   dtype = "bf16",
   matmul = "bf16",
 }

@@ -9,7 +9,7 @@ return {
   head_dim = 192, -- qk_nope_head_dim + qk_rope_head_dim = 128 + 64
   head_dim_v = 128, -- v_head_dim
   causal = true,
-  scale = 1 / math.sqrt(192) * (0.1 * 1 * math.log(40) + 1) * (0.1 * 1 * math.log(40) + 1),
+  scale = 0.13523377886088009, -- 1 / sqrt(192) * mscale^2, mscale = 0.1 * ln(40) + 1 (yarn, factor 40)
   dtype = "bf16",
   matmul = "bf16",
 }

@@ -34,7 +34,8 @@ describe("render", function()
   local EVERYTHING = { name = "r_all", heads_q = 4, heads_kv = 2, head_dim = 72, causal = true,
     sliding_window = 40, chunk = 48, global_tokens = 4, padding = true, mask = "bias", softcap = 30.0, alibi = true,
     weights = true, dropout = true, entropy = true, sparse = { pattern = "strided", stride = 6 }, prefill_chunk = 96,
-    temperature = { scale = 0.1, floor = 8192 }, rel_bias = { kind = "t5", buckets = 16, max_distance = 40 } }
+    temperature = { scale = 0.1, floor = 8192 }, rel_bias = { kind = "t5", buckets = 16, max_distance = 40 },
+    shared_kv = true, head_dim_v = 40 }
 
   describe("determinism", function()
     it("rendering the same config twice gives identical text", function()
@@ -138,6 +139,7 @@ describe("render", function()
         assert.truthy(banner:find(" *   prefill_chunk = 96,", 1, true))
         assert.truthy(banner:find(' *   sparse = { pattern = "strided", stride = 6 },', 1, true))
         assert.truthy(banner:find(" *   weights = true,", 1, true))
+        assert.truthy(banner:find(" *   shared_kv = true,", 1, true))
         assert.truthy(banner:find(" *   dropout = true,", 1, true))
         assert.truthy(banner:find(" *   entropy = true,", 1, true))
         assert.truthy(banner:find(" *   temperature = { floor = 8192, scale = 0.10000000000000001 },", 1, true))
