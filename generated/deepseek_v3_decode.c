@@ -354,9 +354,9 @@ ATTN_SHARED static int attn_deepseek_v3_decode_sees(const int64_t *first, const 
 enum {
     DECODE_SPLIT = 512, /* keys of a split (before doubling) */
     DECODE_MAX_SPLITS = 32, /* splits a sequence at most, while a split can double */
-    DECODE_BLOCK = 56, /* keys of a block inside a split */
+    DECODE_BLOCK = 64, /* keys of a block inside a split */
     /* the blocked kernel's, where its prefetch goes to L2 (AMD Zen 4 and 5), by its rows a kv head: */
-    DECODE_BLOCK_FEW = 24, /* in pairs or dot products, below one panel */
+    DECODE_BLOCK_FEW = 32, /* in pairs or dot products, below one panel */
     DECODE_BLOCK_ONE = 64, /* one panel, or one vector in pairs of D */
     DECODE_BLOCK_MANY = 64 /* more panels */
 };

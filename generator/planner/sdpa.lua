@@ -99,9 +99,11 @@ function M.prefill_chunk(p, v, cfg)
 end
 
 --- The heuristic decode block of a normalized sdpa config (what the plan
--- takes without a tuned block; tune marks that candidate).
+-- takes without a tuned block; tune marks that candidate).  With shared_kv
+-- a key's K and V are one row of head_dim values.
 function M.default_decode_block(cfg)
-  local per_key = cfg.heads_kv * (cfg.head_dim + cfg.head_dim_v) * common.DTYPE_BYTES[schema.dtypes(cfg.dtype).kv]
+  local values = cfg.shared_kv and cfg.head_dim or cfg.head_dim + cfg.head_dim_v
+  local per_key = cfg.heads_kv * values * common.DTYPE_BYTES[schema.dtypes(cfg.dtype).kv]
   local keys = math.floor(M.DECODE_BLOCK_BYTES / per_key / 8) * 8
   return math.max(8, math.min(M.DECODE_BLOCK, keys))
 end
