@@ -555,6 +555,10 @@ static void run_and_compare(const attn_spec *spec, attn_fwd_fn fwd, attn_args *a
     if (work > MAX_WORK || B > MAX_LENGTH || Lq > MAX_LENGTH || Lk > MAX_LENGTH ||
         sat_mul(n_s, Lk > 0 ? Lk : 1) > MAX_WORK)
         return;
+    /* shared_kv: V's strides are ignored (any value was accepted); the
+       harness lays its unread V out like K */
+    if (!linear && spec->shared_kv)
+        memcpy(a->v_stride, a->k_stride, sizeof a->v_stride);
     set_layout(&lq, B, Lq, Hq, D, a->q_stride, 1);
     set_layout(&lk, B, Lk, Hkv, D, a->k_stride, 1);
     set_layout(&lv, B, Lk, Hkv, Dv, a->v_stride, 1);
