@@ -27,8 +27,8 @@ local plots = require("plots")
 
 --- The suite's sections, in the order they run.
 local SECTIONS = { "prefill", "causal", "weights", "dropout", "backward", "window", "sparse", "threads", "odd", "avx2",
-  "compile", "storage", "bf16", "linear", "classic", "decode", "threshold", "chunked", "paged", "short", "multi",
-  "options", "sweep" }
+  "compile", "storage", "bf16", "mla", "linear", "classic", "decode", "threshold", "chunked", "paged", "short",
+  "multi", "options", "sweep" }
 
 local USAGE = "usage: bench/suite.lua [--quick] [--out DIR] [--only SECTION,...] [--replot]\n"
 local quick, out, replot, only = false, nil, false, nil
@@ -447,6 +447,32 @@ if wanted("bf16") then
     end
   else
     unmeasured(what, ">= 1.5", r and "the bench timed no avx512bf16 variant" or ("no avx512bf16 row: " .. err))
+  end
+end
+
+-- 7c. multi-head latent attention's absorbed decode (the deepseek_v3_decode
+-- preset: 128 query heads on one latent row of 576 values, V its first 512,
+-- bf16): a decode call of 128 rows a kv head is GEMM-shaped, so the target
+-- is a fraction of the peak: the FMA peak for the variant that multiplies in
+-- f32, the bf16 dot peak for the avx512bf16 variant
+if wanted("mla") then
+  local lk = quick and 8192 or 32768
+  progress(("decode deepseek_v3_decode Lq=1 Lk=%d, 1 thread"):format(lk))
+  local r = bench("deepseek_v3_decode", {}, { ["seq-q"] = 1, ["seq-k"] = lk, threads = 1, ["no-reference"] = true,
+    ["no-blas"] = true })
+  record(("decode deepseek_v3_decode Lk=%d"):format(lk), r)
+  local f32 = result(r, ISA)
+  local what = ("MLA decode (DeepSeek-V3, bf16 cache) Lq=1 Lk=%d, 1 thread"):format(lk)
+  if f32 then
+    local frac = f32.gflops / f32.peak_gflops
+    target(what .. ": GFLOP/s / FMA peak (f32 products)", frac, ">= 0.75", frac >= 0.75)
+  end
+  local dp = result(r, "avx512bf16")
+  if dp and dp.bf16_dot_peak_gflops then
+    local frac = dp.gflops / dp.bf16_dot_peak_gflops
+    target(what .. ": GFLOP/s / bf16 dot peak (avx512bf16)", frac, ">= 0.75", frac >= 0.75)
+  else
+    unmeasured(what .. ": GFLOP/s / bf16 dot peak (avx512bf16)", ">= 0.75", "this CPU runs no avx512bf16 variant")
   end
 end
 

@@ -35,6 +35,9 @@ function M.shape(cfg)
     hkv = cfg.heads_kv or cfg.heads_q,
     d = cfg.head_dim,
     dv = cfg.head_dim_v or cfg.head_dim,
+    -- shared_kv: V is the first Dv values of each K row, so a token's
+    -- cache (and its projection) is one row of D values a kv head
+    shared_kv = cfg.shared_kv == true,
   }
 end
 
@@ -45,7 +48,7 @@ function M.params(s, d_model)
   local p = {
     q = proj(d_model, s.hq * s.d),
     k = proj(d_model, s.hkv * s.d),
-    v = proj(d_model, s.hkv * s.dv),
+    v = proj(d_model, s.shared_kv and 0 or s.hkv * s.dv),
     o = proj(s.hq * s.dv, d_model),
   }
   p.without_bias, p.with_bias = 0, 0
@@ -83,7 +86,8 @@ function M.cache_bytes(s)
   local out = {}
   for _, st in ipairs(M.STORAGE) do
     local fits = not st.block or (s.d % st.block == 0 and s.dv % st.block == 0)
-    out[#out + 1] = { name = st.name, per_token = fits and s.hkv * (s.d + s.dv) * st.bytes or nil }
+    local values = s.shared_kv and s.d or s.d + s.dv -- shared_kv: one row of D values holds K and V
+    out[#out + 1] = { name = st.name, per_token = fits and s.hkv * values * st.bytes or nil }
   end
   return out
 end
@@ -125,6 +129,7 @@ function M.describe(cfg, d_model, n)
     name = cfg.name,
     kind = cfg.kind,
     heads_q = s.hq, heads_kv = s.hkv, head_dim = s.d, head_dim_v = s.dv,
+    shared_kv = s.shared_kv or nil,
     d_model = d_model,
     params = p,
     tables = M.tables(cfg, s),

@@ -225,6 +225,12 @@ static void qkv_args(attn_qkv_case *cb, attn_mask_kind mask, int weights, int32_
     a->dropout_seed = c->dropout_seed;
     a->dropout_offset = c->dropout_offset;
     a->threads = c->threads;
+    if (cb->spec->family != ATTN_FAMILY_LINEAR && cb->spec->shared_kv) {
+        /* V is read from K's rows: args->v and v_stride must not be read
+           (a NULL pointer and strides the check would refuse) */
+        a->v = NULL;
+        a->v_stride[0] = a->v_stride[1] = a->v_stride[2] = -1;
+    }
 }
 
 /* Builds the inputs, layouts and args of a case; ATTN_OK or an error. */

@@ -509,6 +509,7 @@ attn_status attn_reference(const attn_spec *spec, const attn_args *args)
        accept the same args; the caller's f32 copies exist with the same
        element strides, and only offsets of their elements are formed */
     attn_status st = attn_check_args(spec, args);
+    attn_args shared; /* shared_kv: the args with V pointed at K's rows */
     const float *q_base, *k_base, *v_base;
     float *o_base;
     double *s, *acc;
@@ -520,6 +521,12 @@ attn_status attn_reference(const attn_spec *spec, const attn_args *args)
         return st;
     if (spec->family == ATTN_FAMILY_LINEAR)
         return linear_reference(spec, args);
+    if (spec->shared_kv) { /* V: the first Dv values of each K row */
+        shared = *args;
+        shared.v = args->k;
+        memcpy(shared.v_stride, args->k_stride, sizeof shared.v_stride);
+        args = &shared;
+    }
     /* the tensors as the f32 arrays they are (attn_reference.h) */
     q_base = (const float *)args->q;
     k_base = (const float *)args->k;

@@ -266,7 +266,8 @@ int64_t attn_reference_visible_count(const attn_spec *spec, const attn_args *arg
 /*
  * The number of (b, kv head, j) key rows that some query row of the kv
  * head's group sees: the K and V rows a forward pass must read at least
- * once (bytes = count * (D + Dv) * attn_dtype_size(spec->dtype_kv)).  For
+ * once (bytes = count * (D + Dv) * attn_dtype_size(spec->dtype_kv); with
+ * spec->shared_kv one row of D values a key, count * D * that size).  For
  * a linear spec, every valid key (j < Lk_b): each goes into the state.  -1
  * when the args are bad.
  */

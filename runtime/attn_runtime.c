@@ -877,11 +877,13 @@ attn_status attn_check_args(const attn_spec *spec, const attn_args *args)
     const int has_lse = !linear && args != NULL && args->lse != NULL;
     /* paged K/V (sdpa): the pools and the block table */
     const int paged = spec != NULL && spec->family == ATTN_FAMILY_SDPA && spec->page > 0;
+    /* shared_kv: V is read from K's rows; args->v and v_stride are ignored */
+    const int has_v = spec == NULL || linear || !spec->shared_kv;
     int64_t ext[4], str[4];
     int64_t b, kv_values;
 
     if (spec == NULL || args == NULL || args->q == NULL || args->k == NULL ||
-        args->v == NULL || args->o == NULL)
+        (has_v && args->v == NULL) || args->o == NULL)
         return ATTN_ERR_NULL_ARG;
     if (spec->padding && args->seqlens_k == NULL)
         return ATTN_ERR_NULL_ARG;
@@ -907,7 +909,7 @@ attn_status attn_check_args(const attn_spec *spec, const attn_args *args)
         return ATTN_ERR_STRIDE;
 
     if (any_negative(args->q_stride, 3) || any_negative(args->k_stride, 3) ||
-        any_negative(args->v_stride, 3) || any_negative(args->o_stride, 3))
+        (has_v && any_negative(args->v_stride, 3)) || any_negative(args->o_stride, 3))
         return ATTN_ERR_STRIDE;
     if (has_mask && any_negative(args->mask_stride, 4))
         return ATTN_ERR_STRIDE;
@@ -950,7 +952,7 @@ attn_status attn_check_args(const attn_spec *spec, const attn_args *args)
         return ATTN_ERR_TOO_LARGE;
     ext[3] = spec->head_dim_v / kv_values;
     memcpy(str, args->v_stride, sizeof args->v_stride);
-    if (!span_fits(4, ext, str, attn_dtype_size(spec->dtype_kv)))
+    if (has_v && !span_fits(4, ext, str, attn_dtype_size(spec->dtype_kv)))
         return ATTN_ERR_TOO_LARGE;
 
     /* LSE: contiguous [B][Hq][Lq] */

@@ -485,6 +485,10 @@ typedef struct attn_spec {
     /* sdpa with backward = true: the kernel has a backward pass (attn_bwd_kernel) */
     int backward;
     attn_dtype dtype_grad_q, dtype_grad_kv; /* storage of dQ; of dK and dV (grad_dtype) */
+    /* sdpa: V is the first head_dim_v values of each K row (multi-head
+       latent attention, absorbed: shared_kv = true); args->v and v_stride
+       are ignored */
+    int shared_kv;
 } attn_spec;
 
 /*

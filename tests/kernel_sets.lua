@@ -66,6 +66,8 @@ M.FEATURES = {
   -- a learned logit per head in every row's softmax; the query rows scaled by their position
   { "sinks", function(c) return c.sinks == true end },
   { "temperature", function(c) return c.temperature ~= nil end },
+  -- V read from the first head_dim_v values of each K row (one cache tensor)
+  { "shared_kv", function(c) return c.shared_kv == true end },
   { "entropy", function(c) return c.entropy == true end },
   -- the backward pass: dQ, dK and dV beside the forward
   { "backward", function(c) return c.backward == true end },

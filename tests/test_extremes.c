@@ -237,8 +237,12 @@ static float *k_at(const problem *p, int64_t b, int64_t j, int64_t hk)
 {
     return p->k + ((b * p->lk + j) * p->s->heads_kv + hk) * p->s->head_dim;
 }
+/* V row j: with shared_kv the first Dv values of K row j (both the kernel
+   and the reference read it there; p->v is then not read) */
 static float *v_at(const problem *p, int64_t b, int64_t j, int64_t hk)
 {
+    if (p->s->shared_kv)
+        return k_at(p, b, j, hk);
     return p->v + ((b * p->lk + j) * p->s->heads_kv + hk) * p->s->head_dim_v;
 }
 static int64_t o_index(const problem *p, int64_t b, int64_t i, int64_t h)
@@ -580,16 +584,19 @@ Test(extremes, creeping_logits) { for_each_shape(NULL, creeping_logits, "K row j
 static void inf_in_k(const attn_kernel *k, const attn_variant *const *vs, int nv, int64_t lq, int64_t lk, tally *t)
 {
     const attn_spec *s = &k->spec;
+    /* with shared_kv the first Dv values of a K row are its V: the
+       infinities go past them (the rotary part), so V stays finite */
+    const int d0 = s->shared_kv && s->head_dim > s->head_dim_v ? s->head_dim_v : 0;
     problem p;
     int64_t i, j, h;
     problem_init(&p, s, lq, lk, 202);
-    k_at(&p, 0, 1, 0)[0] = INFINITY;
+    k_at(&p, 0, 1, 0)[d0] = INFINITY;
     k_at(&p, 0, lk - 2, s->heads_kv - 1)[s->head_dim - 1] = -INFINITY;
-    /* batch 1, kv head 0: every key's first element -inf and every query's
-       first element positive: all its scores are -inf */
-    for (j = 0; j < lk; j++) k_at(&p, 1, j, 0)[0] = -INFINITY;
+    /* batch 1, kv head 0: every key's element d0 -inf and every query's
+       element d0 positive: all its scores are -inf */
+    for (j = 0; j < lk; j++) k_at(&p, 1, j, 0)[d0] = -INFINITY;
     for (i = 0; i < lq; i++)
-        for (h = 0; h < s->heads_q / s->heads_kv; h++) q_at(&p, 1, i, h)[0] = 0.5f;
+        for (h = 0; h < s->heads_q / s->heads_kv; h++) q_at(&p, 1, i, h)[d0] = 0.5f;
     run_each(&p, vs, nv, t, compare_with_reference);
     problem_free(&p);
 }
@@ -600,12 +607,15 @@ static void inf_in_k(const attn_kernel *k, const attn_variant *const *vs, int nv
 static void nan_in_q_k(const attn_kernel *k, const attn_variant *const *vs, int nv, int64_t lq, int64_t lk, tally *t)
 {
     const attn_spec *s = &k->spec;
+    /* with shared_kv, past the K row's V values (a NaN in V is
+       nan_and_inf_in_v's case) */
+    const int d0 = s->shared_kv && s->head_dim > s->head_dim_v ? s->head_dim_v : 0;
     problem p;
     problem_init(&p, s, lq, lk, 303);
     q_at(&p, 0, lq - 1, 0)[0] = NAN;
     q_at(&p, 1, lq / 2, s->heads_q - 1)[s->head_dim - 1] = NAN;
     k_at(&p, 0, lk / 2, 0)[s->head_dim - 1] = NAN;
-    k_at(&p, 1, 1, s->heads_kv - 1)[0] = NAN;
+    k_at(&p, 1, 1, s->heads_kv - 1)[d0] = NAN;
     run_each(&p, vs, nv, t, compare_with_reference);
     problem_free(&p);
 }
@@ -742,7 +752,12 @@ static void denormal_v(const attn_kernel *k, const attn_variant *const *vs, int 
 
 Test(extremes, denormal_q_and_k) { for_each(NULL, denormal_qk, "denormal Q and K"); }
 Test(extremes, denormal_q_and_k_with_ftz_daz) { for_each(NULL, denormal_qk_flushed, "denormal Q and K, FTZ+DAZ on"); }
-Test(extremes, denormal_v) { for_each(NULL, denormal_v, "denormal V"); }
+/* Kernels whose V is not the first values of the K rows: with shared_kv,
+   V cannot be made denormal apart from K (denormal K, and so V, is
+   denormal_q_and_k's case) */
+static int v_apart_from_k(const attn_spec *s) { return !s->shared_kv; }
+
+Test(extremes, denormal_v) { for_each(v_apart_from_k, denormal_v, "denormal V"); }
 
 /* ---- rows with no visible key --------------------------------------------- */
 

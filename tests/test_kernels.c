@@ -752,6 +752,85 @@ extern const attn_kernel attn_t_rel_t5_kernel, attn_t_rel_clipped_kernel;
 Test(decode, rel_t5) { run_decode(&attn_t_rel_t5_kernel); }
 Test(decode, rel_clipped) { run_decode(&attn_t_rel_clipped_kernel); }
 
+/* shared_kv on the decode path: V read from the first Dv values of each K
+   row (args->v NULL) by the streaming and the blocked kernels, on an f32
+   cache with a window, a mask and the weights, on q8_0 and q4_0 blocks, and
+   at MLA's D 576 / Dv 512 with 8 query heads on one latent head (caches up
+   to 4099 keys: its reference costs D + Dv a score). */
+extern const attn_kernel attn_t_shared_kv_kernel, attn_t_shared_kv_q8_kernel, attn_t_shared_kv_q4_kernel,
+    attn_t_mla_kernel;
+Test(decode, shared_kv) { run_decode(&attn_t_shared_kv_kernel); }
+Test(decode, shared_kv_q8_0) { run_decode(&attn_t_shared_kv_q8_kernel); }
+Test(decode, shared_kv_q4_0) { run_decode(&attn_t_shared_kv_q4_kernel); }
+Test(decode, shared_kv_mla)
+{
+    static const int64_t lqs[] = { 1, 2, 7, 16 };
+    static const int64_t lks[] = { 1, 17, 113, 1025, 4099 };
+    run_decode_shapes(&attn_t_mla_kernel, lqs, 4, lks, 5);
+}
+
+/* uniform in [-1, 1) from a 64-bit LCG */
+static float lcg_unit(uint64_t *seed)
+{
+    *seed = *seed * 6364136223846793005u + 1442695040888963407u;
+    return (float)((double)(*seed >> 40) / 8388608.0 - 1.0);
+}
+
+/* The reference with shared_kv reads V row j from the first Dv values of K
+   row j: it equals the reference without it on a V tensor copied from
+   there, exactly (and never reads args->v, here NULL). */
+Test(shared_kv, reference_reads_v_from_the_k_rows)
+{
+    enum { LQ = 5, LK = 9, HQ = 4, HKV = 2, D = 12, DV = 8 };
+    static float q[LQ * HQ * D], k[LK * HKV * D], v[LK * HKV * DV], o1[LQ * HQ * DV], o2[LQ * HQ * DV];
+    static float lse1[HQ * LQ], lse2[HQ * LQ];
+    attn_spec s;
+    attn_args a;
+    uint64_t seed = 99;
+    int i, d;
+    memset(&s, 0, sizeof s);
+    s.family = ATTN_FAMILY_SDPA;
+    s.name = "shared_kv_reference";
+    s.heads_q = HQ;
+    s.heads_kv = HKV;
+    s.head_dim = D;
+    s.head_dim_v = DV;
+    s.causal = 1;
+    s.window_left = -1;
+    s.window_right = 0;
+    s.scale = 0.3f;
+    s.shared_kv = 1;
+    for (i = 0; i < LQ * HQ * D; i++) q[i] = lcg_unit(&seed);
+    for (i = 0; i < LK * HKV * D; i++) k[i] = lcg_unit(&seed);
+    memset(&a, 0, sizeof a);
+    a.batch = 1;
+    a.seq_q = LQ;
+    a.seq_k = LK;
+    attn_args_set_contiguous(&a, &s);
+    a.q = q;
+    a.k = k;
+    a.v = NULL;
+    a.o = o1;
+    a.lse = lse1;
+    a.threads = 1;
+    cr_assert_eq(attn_reference(&s, &a), ATTN_OK);
+    for (i = 0; i < LK * HKV; i++)
+        for (d = 0; d < DV; d++) v[i * DV + d] = k[i * D + d];
+    s.shared_kv = 0;
+    attn_args_set_contiguous(&a, &s);
+    a.v = v;
+    a.o = o2;
+    a.lse = lse2;
+    cr_assert_eq(attn_reference(&s, &a), ATTN_OK);
+    cr_assert(memcmp(o1, o2, sizeof o1) == 0, "O differs from the reference on V copied from K");
+    cr_assert(memcmp(lse1, lse2, sizeof lse1) == 0, "LSE differs from the reference on V copied from K");
+    /* and without shared_kv the V pointer is required */
+    a.v = NULL;
+    cr_assert_eq(attn_check_args(&s, &a), ATTN_ERR_NULL_ARG);
+    s.shared_kv = 1;
+    cr_assert_eq(attn_check_args(&s, &a), ATTN_OK);
+}
+
 /* The streaming kernel takes up to attn_cpu()->decode_stream_rows query rows a kv
    head (4, or 1 on AMD Zen 4, and on Zen 5 where the blocked kernel has the
    half-width pairs), the blocked kernel the rest; the matrices

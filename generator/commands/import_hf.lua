@@ -26,6 +26,10 @@ function M.add_to_parser(parser)
     .. "repeatable."):count("*")
   c:option("--dtype", "Storage type of the tensors: auto (the model's torch_dtype), f32, bf16 or f16 "
     .. "(default: f32, no dtype line).")
+  c:flag("--common-keys", "Read only the common keys (heads, head dims, windows, scale, softcap) where the "
+    .. "config.json has keys that change attention in a way import-hf does not read (kv_lora_rank outside "
+    .. "DeepSeek and Kimi K2, no_rope_layers, attn_temperature_tuning, a rope_scaling type it cannot express); "
+    .. "the written file names the keys left out.")
   c:flag("--force", "Replace existing files whose content differs.")
   c:flag("-q --quiet", "Print nothing on success.")
 end
@@ -62,6 +66,7 @@ local function command_line(args)
   if args.name then parts[#parts + 1] = "--name " .. util.shell_quote(args.name) end
   for _, i in ipairs(args.isa) do parts[#parts + 1] = "--isa " .. util.shell_quote(i) end
   if args.dtype then parts[#parts + 1] = "--dtype " .. util.shell_quote(args.dtype) end
+  if args.common_keys then parts[#parts + 1] = "--common-keys" end
   return table.concat(parts, " ")
 end
 
@@ -117,7 +122,7 @@ function M.run(args)
   end
   local result, err = importer.import(j, {
     file = file, text = text, name = name, isa = isa, command = command_line(args),
-    dtype = dtype, dtype_note = dtype_note,
+    dtype = dtype, dtype_note = dtype_note, common_keys = args.common_keys,
   })
   if not result then return nil, err end
   for _, c in ipairs(result.configs) do

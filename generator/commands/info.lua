@@ -39,7 +39,8 @@ local function print_table(r, display)
     print(("  %s  %s learned values (%s), besides the projections"):format(t.name, g(t.count), t.note))
   end
   if r.kv_cache then
-    print("KV cache per token and layer (K and V)")
+    print(r.shared_kv and "KV cache per token and layer (one row of head_dim values: K, and V its first head_dim_v)"
+      or "KV cache per token and layer (K and V)")
     for _, c in ipairs(r.kv_cache) do
       local bytes = c.per_token and (g(c.per_token) .. " bytes") or "- (head dims not multiples of 32)"
       print(("  %-5s %s"):format(c.name, bytes))
@@ -60,7 +61,7 @@ local function json_text(r)
     if c.per_token == nil then c.per_token = json.null end
   end
   return json.encode(r, { keyorder = { "name", "kind", "heads_q", "heads_kv", "head_dim", "head_dim_v",
-    "d_model", "params", "q", "k", "v", "o", "weights", "bias", "with_bias", "without_bias",
+    "shared_kv", "d_model", "params", "q", "k", "v", "o", "weights", "bias", "with_bias", "without_bias",
     "tables", "count", "note", "kv_cache",
     "per_token", "state_bytes", "seq", "flops_per_token", "attention", "projections", "total" } })
 end

@@ -11,7 +11,8 @@ function M.add_to_parser(parser)
   -- the parameters their score reads (the tool says which are required)
   c:option("--q", "Queries [B][Lq][Hq][D] (sdpa, linear; with --random-inputs: where to write them)."):argname("Q.npy")
   c:option("--k", "Keys [B][Lk][Hkv][D] (sdpa, linear; with --random-inputs: where to write them)."):argname("K.npy")
-  c:option("--v", "Values [B][Lk][Hkv][Dv] (sdpa, linear; with --random-inputs: where to write them).")
+  c:option("--v", "Values [B][Lk][Hkv][Dv] (sdpa, linear; with --random-inputs: where to write them; "
+    .. "not with shared_kv = true, whose V is the first Dv values of each K row).")
     :argname("V.npy")
   c:option("--random-inputs", "Sdpa, linear: draw Q, K and V N(0,1) from SEED (the runtime's generator) "
     .. "instead of reading them; needs --seq-q and --seq-k."):argname("SEED")

@@ -36,6 +36,7 @@ function M.describe(plan, opts)
   if plan.temperature then
     f[#f + 1] = ("temperature (scale %.9g, floor %.9g)"):format(plan.temperature.scale, plan.temperature.floor)
   end
+  if plan.shared_kv then f[#f + 1] = "V read from the first Dv values of each K row (shared_kv)" end
   if not opts.no_scale then f[#f + 1] = ("scale %.9g"):format(plan.scale) end
   if plan.backward then
     f[#f + 1] = ("backward pass %s (gradients in %s)"):format(plan.bwd_entry,
@@ -53,8 +54,8 @@ function M.describe(plan, opts)
   end
   return {
     Hq = plan.Hq, Hkv = plan.Hkv, D = plan.D, Dv = plan.Dv,
-    shape = ("%d query heads, %d key/value heads, head dim %d (V: %d)"):format(plan.Hq, plan.Hkv,
-      plan.D, plan.Dv),
+    shape = ("%d query heads, %d key/value heads, head dim %d (V: %d%s)"):format(plan.Hq, plan.Hkv,
+      plan.D, plan.Dv, plan.shared_kv and ", the first values of each K row" or ""),
     features = table.concat(f, ", "),
     needs = #needs > 0 and ("a call needs " .. table.concat(needs, " and ")) or "",
     needs_short = #needs > 0 and table.concat(needs, ", ") or "-",
@@ -63,6 +64,7 @@ function M.describe(plan, opts)
     linear = opts.linear or false,
     state = plan.state,
     sinks = plan.sinks or false,
+    shared_kv = plan.shared_kv or false,
     rel_rows = plan.rel_bias and plan.rel_rows or nil,
     dtypes = ("Q %s, K/V %s, O %s"):format(plan.dtype.q, plan.dtype.kv, plan.dtype.o),
   }

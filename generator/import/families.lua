@@ -22,23 +22,51 @@ local M = {}
 -- alibi: the family always adds ALiBi biases.
 -- sinks: every layer has a learned sink logit per query head (gpt-oss's
 -- self_attn.sinks): the configs get sinks = true.
+-- mla: multi-head latent attention (DeepSeek-V2/V3, Kimi K2): two configs,
+-- the absorbed decode over the latent cache (shared_kv) and the prefill.
+-- pattern: sliding_window_pattern applies when there is no layer_types
+-- list (Gemma-3: every pattern-th layer global, the others sliding).
+-- reads: the attention-changing keys (hf.lua's ATTENTION_KEYS) the family
+-- reads itself; the same keys elsewhere are an error unless --common-keys.
 -- defaults: the values transformers' config class uses for absent keys.
 -- note: a line for the header of every config of the family.
 local LLAMA4_DEFAULTS = { attention_chunk_size = 8192, no_rope_layer_interval = 4, num_hidden_layers = 48,
   attn_temperature_tuning = true, attn_scale = 0.1, floor_scale = 8192 }
+local LLAMA4_READS = { no_rope_layers = true, attn_temperature_tuning = true }
 local LLAMA4_NOTE = "Llama 4 normalizes Q and K (use_qk_norm) before attention, outside the kernel; the attention "
   .. "temperature of its NoPE layers (attn_temperature_tuning) is the kernel's temperature key."
+local MLA_READS = { kv_lora_rank = true, qk_rope_head_dim = true, qk_nope_head_dim = true, v_head_dim = true }
+local MLA_DEFAULTS = { kv_lora_rank = 512, qk_rope_head_dim = 64, qk_nope_head_dim = 128, v_head_dim = 128 }
+local MLA_NOTE = "Multi-head latent attention: the decode config is the absorbed form over the latent cache (one row "
+  .. "of kv_lora_rank + qk_rope_head_dim values a token, V its first kv_lora_rank values: shared_kv), the prefill "
+  .. "config the per-head form; the projections (W_UK absorbed into the queries, W_UV into the output) and RoPE "
+  .. "stay outside the kernel."
+local GEMMA3_DEFAULTS = { num_attention_heads = 8, num_key_value_heads = 4, head_dim = 256, query_pre_attn_scalar = 256,
+  sliding_window = 4096, sliding_window_pattern = 6, num_hidden_layers = 26, rope_theta = 1000000,
+  rope_local_base_freq = 10000 }
+local GEMMA3_NOTE = "Gemma-3 normalizes Q and K (RMS norm, q_norm and k_norm) and applies RoPE with two bases "
+  .. "(rope_local_base_freq on sliding-window layers, rope_theta on global ones) outside the kernel."
+local QWEN3_NOTE = "Qwen3 normalizes Q and K (RMS norm, q_norm and k_norm) before RoPE, outside the kernel."
 local FAMILIES = {
   llama = { label = "Llama", role = "decoder" },
   llama4 = { label = "Llama 4", role = "decoder", chunked = "llama4", text_config = true, defaults = LLAMA4_DEFAULTS,
-    note = LLAMA4_NOTE },
+    note = LLAMA4_NOTE, reads = LLAMA4_READS },
   llama4_text = { label = "Llama 4", role = "decoder", chunked = "llama4", defaults = LLAMA4_DEFAULTS,
-    note = LLAMA4_NOTE },
+    note = LLAMA4_NOTE, reads = LLAMA4_READS },
   mistral = { label = "Mistral", role = "decoder", window = "all", defaults = { sliding_window = 4096 } },
   mixtral = { label = "Mixtral", role = "decoder", window = "all" },
   qwen2 = { label = "Qwen2", role = "decoder", window = "qwen2",
     defaults = { use_sliding_window = false, sliding_window = 4096, max_window_layers = 28, num_hidden_layers = 32 } },
   gemma = { label = "Gemma", role = "decoder", defaults = { head_dim = 256 } },
+  gemma3 = { label = "Gemma-3", role = "decoder", window = "pattern", text_config = true, defaults = GEMMA3_DEFAULTS,
+    note = GEMMA3_NOTE },
+  gemma3_text = { label = "Gemma-3", role = "decoder", window = "pattern", defaults = GEMMA3_DEFAULTS,
+    note = GEMMA3_NOTE },
+  qwen3 = { label = "Qwen3", role = "decoder", window = "qwen2", note = QWEN3_NOTE,
+    defaults = { use_sliding_window = false, sliding_window = 4096, max_window_layers = 28, num_hidden_layers = 32 } },
+  deepseek_v2 = { label = "DeepSeek-V2", role = "mla", reads = MLA_READS, defaults = MLA_DEFAULTS, note = MLA_NOTE },
+  deepseek_v3 = { label = "DeepSeek-V3", role = "mla", reads = MLA_READS, defaults = MLA_DEFAULTS, note = MLA_NOTE },
+  kimi_k2 = { label = "Kimi K2", role = "mla", reads = MLA_READS, defaults = MLA_DEFAULTS, note = MLA_NOTE },
   gemma2 = { label = "Gemma-2", role = "decoder", window = "alternate",
     defaults = { head_dim = 256, sliding_window = 4096, attn_logit_softcapping = 50, query_pre_attn_scalar = 256,
       num_hidden_layers = 26 } },

@@ -258,6 +258,15 @@ local function ruled_layer_kinds(j, r, family)
     r.note("layer pattern", "", "no 'layer_types': Gemma-2 alternates, sliding window on even layers")
     return sliding, w, nil
   end
+  if rule == "pattern" then -- Gemma-3: layer i is global when (i + 1) % pattern == 0
+    local every = r.get("sliding_window_pattern")
+    every, err = r.int("sliding_window_pattern", every, 1)
+    if err then return nil, nil, nil, err end
+    for i = 1, n do sliding[i] = i % every ~= 0 end
+    r.note("layer pattern", "", ("no 'layer_types': layers i with (i + 1) %% %d == 0 are global, the others "
+      .. "sliding"):format(every))
+    return sliding, w, nil
+  end
   -- qwen2, with use_sliding_window
   local first = r.get("max_window_layers", "layers from this index on use the window")
   first, err = r.int("max_window_layers", first, 0)
@@ -358,6 +367,9 @@ end
 local function read_heads(ctx, s)
   local j, r, family = ctx.j, ctx.r, ctx.family
   local hkey, heads = r.first(families.HEADS_KEYS)
+  if not hkey and family and family.defaults and family.defaults.num_attention_heads then
+    hkey, heads = "num_attention_heads", r.get("num_attention_heads") -- the family's default (noted)
+  end
   if not hkey then
     if not family then
       return r.fail(nil, ("%s is not a family import-hf knows (%s) and there is no "
@@ -432,6 +444,9 @@ local function read_kv_heads(ctx, s)
   if ctx.family and ctx.family.kv == "falcon" then return read_falcon_kv(ctx, s) end
   local j, r = ctx.j, ctx.r
   local key, v = r.first({ "num_key_value_heads", "num_kv_heads" })
+  if not key and ctx.family and ctx.family.defaults and ctx.family.defaults.num_key_value_heads then
+    key, v = "num_key_value_heads", r.get("num_key_value_heads") -- the family's default (noted)
+  end
   if key then
     local err
     s.kv, err = r.int(key, v, 1)
@@ -655,10 +670,84 @@ local function read_temperature(ctx, s)
   return true
 end
 
+--- Gemma-3's two RoPE bases, recorded: the rotation is applied outside the
+-- kernel (rope_local_base_freq on the sliding-window layers, rope_theta on
+-- the global ones).
+local function read_rope_bases(ctx)
+  local d = ctx.family and ctx.family.defaults
+  if not (d and d.rope_local_base_freq) then return true end
+  ctx.r.get("rope_theta", "RoPE base of the global layers, applied outside the kernel")
+  ctx.r.get("rope_local_base_freq", "RoPE base of the sliding-window layers, applied outside the kernel")
+  return true
+end
+
 local STEPS = {
   read_role, read_heads, check_unknown, read_kv_heads, read_head_dim, read_causal, read_scale, read_softcap,
-  read_alibi, read_layers, read_sinks, read_temperature,
+  read_alibi, read_layers, read_sinks, read_temperature, read_rope_bases,
 }
+
+-- ---- keys that change attention --------------------------------------------
+
+--- Keys that change attention's shape or math, which a family reads only
+-- where its table says so (families.lua, reads): elsewhere each is an error
+-- naming it, unless --common-keys.  A value of null, false, 0 or an empty
+-- list changes nothing and passes.
+M.ATTENTION_KEYS = {
+  kv_lora_rank = "multi-head latent attention (a latent KV cache)",
+  qk_rope_head_dim = "multi-head latent attention (rotary and non-rotary parts of a head)",
+  qk_nope_head_dim = "multi-head latent attention (rotary and non-rotary parts of a head)",
+  no_rope_layers = "layers without RoPE",
+  attn_temperature_tuning = "an attention temperature",
+}
+local ATTENTION_KEY_ORDER = { "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "no_rope_layers",
+  "attn_temperature_tuning" }
+
+--- The rope_scaling types whose rotation (and any factor on its cos and
+-- sin) is applied outside the kernel, so that attention is read as usual:
+-- DeepSeek's yarn also scales the scores (its mscale), which the MLA
+-- import reads.
+M.ROPE_TYPES = { default = true, linear = true, dynamic = true, llama3 = true, yarn = true, longrope = true }
+
+local function changes_nothing(v)
+  return v == nil or is_null(v) or v == false or v == 0 or (type(v) == "table" and is_list(v) and #v == 0)
+end
+
+--- The attention-changing keys of j its family does not read, and a
+-- rope_scaling type import-hf cannot express: an error naming the first,
+-- or with opts.common_keys a note naming them all.  Returns true, or nil
+-- and the error.
+function M.check_attention_keys(j, r, family, opts, notes)
+  local reads = family and family.reads or {}
+  local ignored = {}
+  for _, k in ipairs(ATTENTION_KEY_ORDER) do
+    if not reads[k] and not changes_nothing(j[k]) then
+      if not opts.common_keys then
+        return r.fail(k, ("'%s' = %s changes attention (%s), which import-hf does not read for %s; "
+          .. "--common-keys reads the common keys only and leaves it out"):format(k, show(j[k]),
+          M.ATTENTION_KEYS[k], family and family.label or "this model_type"))
+      end
+      ignored[#ignored + 1] = k
+    end
+  end
+  local rs = j.rope_scaling
+  if type(rs) == "table" and not is_list(rs) then
+    local t = rs.rope_type
+    if t == nil or is_null(t) then t = rs.type end
+    if t ~= nil and not is_null(t) and not (type(t) == "string" and M.ROPE_TYPES[t]) then
+      if not opts.common_keys then
+        return r.fail("rope_scaling", ("'rope_scaling' has type %s, which import-hf cannot express (it reads "
+          .. "default, linear, dynamic, llama3, yarn and longrope); --common-keys reads the common keys only and "
+          .. "leaves it out"):format(show(t)))
+      end
+      ignored[#ignored + 1] = "rope_scaling"
+    end
+  end
+  if #ignored > 0 then
+    notes[#notes + 1] = ("--common-keys: read with the common keys only; left out: %s.")
+      :format(table.concat(ignored, ", "))
+  end
+  return true
+end
 
 -- ---- the configs ------------------------------------------------------------
 
@@ -818,6 +907,11 @@ end
 function M.import(j, opts)
   local ctx, err = begin(j, opts)
   if not ctx then return nil, err end
+  local checked, kerr = M.check_attention_keys(ctx.j, ctx.r, ctx.family, opts, ctx.result.notes)
+  if not checked then return nil, kerr end
+  if ctx.family and ctx.family.role == "mla" then
+    return require("import.mla").import(ctx.j, opts, ctx.r, ctx.result, ctx.family, M)
+  end
   if ctx.family and ctx.family.role == "encoder_decoder" then
     return M.import_whisper(j, opts, ctx.r, ctx.result)
   end

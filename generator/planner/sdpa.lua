@@ -100,9 +100,11 @@ function M.prefill_chunk(p, v, cfg)
 end
 
 --- The heuristic decode block of a normalized sdpa config (what the plan
--- takes without a tuned block; tune marks that candidate).
+-- takes without a tuned block; tune marks that candidate).  With shared_kv
+-- a key's K and V are one row of head_dim values.
 function M.default_decode_block(cfg)
-  local per_key = cfg.heads_kv * (cfg.head_dim + cfg.head_dim_v) * common.DTYPE_BYTES[schema.dtypes(cfg.dtype).kv]
+  local values = cfg.shared_kv and cfg.head_dim or cfg.head_dim + cfg.head_dim_v
+  local per_key = cfg.heads_kv * values * common.DTYPE_BYTES[schema.dtypes(cfg.dtype).kv]
   local keys = math.floor(M.DECODE_BLOCK_BYTES / per_key / 8) * 8
   return math.max(8, math.min(M.DECODE_BLOCK, keys))
 end
@@ -279,6 +281,7 @@ function M.spec_fields(p)
     f[#f + 1] = { "page", p.paged.page }
     f[#f + 1] = { "page_order", p.paged.order == "HND" and "ATTN_PAGE_HND" or "ATTN_PAGE_NHD" }
   end
+  if p.shared_kv then f[#f + 1] = { "shared_kv", "1" } end
   -- after the field they follow: causal, window_right
   for i = #f, 1, -1 do
     if f[i][1] == "window_right" and p.sparse then
@@ -355,6 +358,10 @@ local function plan_outputs(p, cfg)
   -- 1 + scale * ln(floor((p + 1) / floor) + 1), computed in double and
   -- rounded to f32 once a row, inside qpack's scale (the template's temp())
   p.temperature = cfg.temperature
+  -- shared_kv: V is the first Dv values of each K row (multi-head latent
+  -- attention, absorbed): lib/rows points the V rows at the K rows, so every
+  -- path reads one tensor and args->v is ignored
+  p.shared_kv = cfg.shared_kv == true
   -- entropy: the kernel can write each row's entropy E = LSE - sum_j P_j s_j
   -- (args->entropy, nats): the online softmax keeps one more running sum,
   -- t = sum_j 2^(s_j - m) s_j (base 2), rescaled with m as l is; the

@@ -16,7 +16,7 @@ local CAUSAL_NAMES = { '"bottom_right"', '"top_left"' }
 M.order = {
   "heads_q", "heads_kv", "head_dim", "head_dim_v", "causal", "window", "sliding_window", "chunk", "sparse",
   "global_tokens", "padding", "mask", "scale", "softcap", "alibi", "rel_bias", "decode_max_q", "prefill_chunk",
-  "weights", "dropout", "entropy", "sinks", "temperature", "paged", "backward", "grad_dtype",
+  "weights", "dropout", "entropy", "sinks", "temperature", "paged", "backward", "grad_dtype", "shared_kv",
 }
 
 local function heads(raw, c, u)
@@ -33,13 +33,20 @@ local function heads(raw, c, u)
   return true
 end
 
+--- The largest head dim: 512, or with shared_kv (multi-head latent
+-- attention, whose latent rows are 512 + 64 values) 1024.
+M.MAX_HEAD_DIM = 512
+M.MAX_HEAD_DIM_SHARED = 1024
+
 local function head_dims(raw, c, u)
-  if raw.head_dim == nil then return nil, "head_dim", "'head_dim' is required: an integer in 1..512" end
-  local err = u.int_in("head_dim", raw.head_dim, 1, 512)
+  -- (a shared_kv that is not a boolean is refused by its own step)
+  local max = (raw.shared_kv ~= nil and raw.shared_kv ~= false) and M.MAX_HEAD_DIM_SHARED or M.MAX_HEAD_DIM
+  if raw.head_dim == nil then return nil, "head_dim", ("'head_dim' is required: an integer in 1..%d"):format(max) end
+  local err = u.int_in("head_dim", raw.head_dim, 1, max)
   if err then return nil, "head_dim", err end
   c.head_dim = raw.head_dim
   c.head_dim_v = u.default(raw.head_dim_v, c.head_dim)
-  err = u.int_in("head_dim_v", c.head_dim_v, 1, 512)
+  err = u.int_in("head_dim_v", c.head_dim_v, 1, max)
   if err then return nil, "head_dim_v", err end
   return true
 end
@@ -344,8 +351,25 @@ local function backward(raw, c, u)
   if raw.paged ~= nil then
     return nil, "backward", "backward with paged K/V is not supported yet: training keeps K and V contiguous"
   end
+  if raw.shared_kv then
+    return nil, "backward", "backward with shared_kv is not supported yet: a shared row's gradient sums its K and V parts"
+  end
   c.backward = true
   c.grad_dtype = raw.grad_dtype
+  return true
+end
+
+-- shared_kv: V is the first head_dim_v values of each K row (multi-head
+-- latent attention in its absorbed form), so the cache is one tensor and
+-- args->v is ignored; absent or false: nil
+local shared_flag = optional_flag("shared_kv")
+local function shared_kv(raw, c, u)
+  local ok, key, err = shared_flag(raw, c, u)
+  if not ok then return nil, key, err end
+  if c.shared_kv and c.head_dim_v > c.head_dim then
+    return nil, "shared_kv", ("'shared_kv' reads V from the first head_dim_v values of each K row: "
+      .. "head_dim_v (%d) must be at most head_dim (%d)"):format(c.head_dim_v, c.head_dim)
+  end
   return true
 end
 
@@ -373,7 +397,7 @@ M.shared = {
 -- u: the shared checks (schema.util).
 function M.normalize(raw, c, u)
   return u.run_steps({ heads, head_dims, window, sparse, masks, score_terms, rel_bias, decode, prefill_chunk, weights,
-    dropout, entropy, sinks, temperature, paged, backward }, raw, c, u)
+    dropout, entropy, sinks, temperature, paged, backward, shared_kv }, raw, c, u)
 end
 
 return M

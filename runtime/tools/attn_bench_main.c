@@ -994,7 +994,9 @@ static int bench_qkv(const attn_kernel *kern, const bench_options *options)
     /* Few query rows: the work is reading K and V.  Count the bytes every
        implementation must read and measure what the machine can read. */
     if (opt.seq_q <= DECODE_ROWS) {
-        t.kv_bytes = (double)attn_reference_keys_read(spec, &args) * (spec->head_dim + spec->head_dim_v) *
+        /* shared_kv: one row of D values a key holds both K and V */
+        t.kv_bytes = (double)attn_reference_keys_read(spec, &args) *
+                     (spec->head_dim + (spec->shared_kv ? 0 : spec->head_dim_v)) *
                      (double)attn_dtype_size(spec->dtype_kv) / (double)attn_dtype_values(spec->dtype_kv);
         bw_buf = attn_tool_random_floats(READ_BW_FLOATS, 7); /* no buffer: no bandwidth reported */
         if (bw_buf) t.read_bw = attn_bench_read_bandwidth(bw_buf, (int)opt.threads);

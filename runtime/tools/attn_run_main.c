@@ -103,6 +103,8 @@ static const char usage[] =
     "                configs with backward = true: after the forward, the backward pass\n"
     "                with its O and LSE; dO shaped like O, the gradients of Q, K and V\n"
     "                written as float32 (bf16 widened) or float16 (grad_dtype)\n"
+    "  configs with shared_kv = true take no --v: V is the first head_dim_v values\n"
+    "                of each K row\n"
     "additive and luong configs (one head, no scale):\n"
     "       attn_run --s S.npy --h H.npy [--w-s W.npy] [--w-h W.npy | --u U.npy] [--w W.npy]\n"
     "                [--v-attn V.npy] [--b B.npy] [--seqlens-k S.npy] [--mask M.npy]\n"
@@ -509,6 +511,7 @@ static void check_paths(const run_options *opt, const attn_spec *spec)
     const char *out_opt[N_OUT] = { "-o", "--lse", "--weights", "--entropy", "--state-out", "--state-out" };
     const char *out_path[N_OUT];
     const int linear = spec->family == ATTN_FAMILY_LINEAR;
+    const int shared = !linear && spec->shared_kv; /* V is read from K's rows: no --v */
     int a, b;
 
     for (a = 0; a < CL_COUNT; a++)
@@ -519,7 +522,7 @@ static void check_paths(const run_options *opt, const attn_spec *spec)
     if (!opt->random) {
         if (opt->q_path == NULL) fail("--q", "required (the query tensor, or --random-inputs)");
         if (opt->k_path == NULL) fail("--k", "required (the key tensor, or --random-inputs)");
-        if (opt->v_path == NULL) fail("--v", "required (the value tensor, or --random-inputs)");
+        if (opt->v_path == NULL && !shared) fail("--v", "required (the value tensor, or --random-inputs)");
         if (opt->seq_q != 0 || opt->seq_k != 0 || opt->batch != 0)
             fail(opt->seq_q != 0 ? "--seq-q" : opt->seq_k != 0 ? "--seq-k" : "--batch",
                  "only with --random-inputs (the shapes come from the files)");
@@ -532,6 +535,9 @@ static void check_paths(const run_options *opt, const attn_spec *spec)
         if (opt->k_path != NULL && opt->v_path != NULL && same_file(opt->k_path, opt->v_path))
             fail("--k", "must differ from --v");
     }
+    if (opt->v_path != NULL && shared)
+        fail(opt->v_path, "the config '%s' has shared_kv (V is the first head_dim_v values of each K row), so "
+                          "--v is not accepted", spec->name);
     if (opt->o_path == NULL) fail("-o", "required (where to write the output)");
     if (opt->lse_path != NULL && linear)
         fail("--lse", "the config '%s' is linear attention, which has no LSE", spec->name);
@@ -671,7 +677,8 @@ static void random_qkv(const run_options *opt, const attn_spec *spec, run_inputs
     attn_rng_init(&r, opt->seed);
     in->q = random_tensor("--q", opt->q_path, &r, qs, spec->dtype_q);
     in->k = random_tensor("--k", opt->k_path, &r, ks, spec->dtype_kv);
-    in->v = random_tensor("--v", opt->v_path, &r, vs, spec->dtype_kv);
+    if (!spec->shared_kv) /* shared_kv: V is K's rows, nothing drawn */
+        in->v = random_tensor("--v", opt->v_path, &r, vs, spec->dtype_kv);
     in->qt.ndim = in->kt.ndim = in->vt.ndim = 4;
     in->qt.batch = in->kt.batch = in->vt.batch = B;
     in->qt.len = opt->seq_q;
@@ -814,6 +821,12 @@ static void load_qkv(const run_options *opt, const attn_spec *spec, run_inputs *
     if (in->kt.batch != in->qt.batch)
         fail(opt->k_path, "batch %lld does not match %s's batch %lld", (long long)in->kt.batch,
              opt->q_path, (long long)in->qt.batch);
+    in->q = load_stored(opt->q_path, &in->qa, spec->dtype_q);
+    in->k = load_kv(opt->k_path, &in->ka, spec->dtype_kv);
+    if (spec->shared_kv) { /* V is the first head_dim_v values of each K row */
+        fill_qkv_args(opt, spec, in, args);
+        return;
+    }
     load(opt->v_path, &in->va);
     in->vt = check_kv(opt->v_path, &in->va, spec, "head_dim_v", spec->head_dim_v);
     if (in->vt.batch != in->qt.batch)
@@ -822,8 +835,6 @@ static void load_qkv(const run_options *opt, const attn_spec *spec, run_inputs *
     if (in->vt.len != in->kt.len)
         fail(opt->v_path, "seq_k %lld does not match %s's seq_k %lld", (long long)in->vt.len,
              opt->k_path, (long long)in->kt.len);
-    in->q = load_stored(opt->q_path, &in->qa, spec->dtype_q);
-    in->k = load_kv(opt->k_path, &in->ka, spec->dtype_kv);
     in->v = load_kv(opt->v_path, &in->va, spec->dtype_kv);
     fill_qkv_args(opt, spec, in, args);
 }
@@ -1086,7 +1097,8 @@ static void compute(const attn_kernel *kernel, const attn_variant *variant, int 
         const int64_t values = attn_dtype_values(spec->dtype_kv);
         int d;
         in->kw = widen_copy(spec->name, spec->dtype_kv, in->k, nk);
-        in->vw = widen_copy(spec->name, spec->dtype_kv, in->v, nv);
+        if (in->v != NULL) /* shared_kv: none (the reference reads V from K's rows) */
+            in->vw = widen_copy(spec->name, spec->dtype_kv, in->v, nv);
         ra.q = in->qw;
         ra.k = in->kw;
         ra.v = in->vw;

@@ -464,14 +464,16 @@ static void check_status(const attn_spec *spec, const attn_args *a, attn_status 
     const int linear = spec->family == ATTN_FAMILY_LINEAR;
     const int has_mask = !linear && spec->mask != ATTN_MASK_NONE;
     const int has_state = linear && spec->state;
-    const int null_arg = a->q == NULL || a->k == NULL || a->v == NULL || a->o == NULL ||
+    /* shared_kv: V is read from K's rows, args->v and v_stride are ignored */
+    const int has_v = linear || !spec->shared_kv;
+    const int null_arg = a->q == NULL || a->k == NULL || (has_v && a->v == NULL) || a->o == NULL ||
                          (spec->padding && a->seqlens_k == NULL) || (has_mask && a->mask == NULL) ||
                          (has_state && (a->state_s == NULL || a->state_z == NULL)) ||
                          (!linear && spec->sinks && a->sinks == NULL) ||
                          (attn_rel_rows(spec) > 0 && a->rel_table == NULL);
     const int bad_shape = a->batch < 0 || a->seq_q < 0 || a->seq_k < 0;
     const int bad_stride = any_negative(a->q_stride, 3) || any_negative(a->k_stride, 3) ||
-                           any_negative(a->v_stride, 3) || any_negative(a->o_stride, 3) ||
+                           (has_v && any_negative(a->v_stride, 3)) || any_negative(a->o_stride, 3) ||
                            (has_mask && any_negative(a->mask_stride, 4));
     int bad_seqlens = 0;
     int64_t b;
@@ -512,7 +514,7 @@ static void check_status(const attn_spec *spec, const attn_args *a, attn_status 
         if (a->batch < ((int64_t)1 << 24) && a->seq_q < ((int64_t)1 << 24) &&
             a->seq_k < ((int64_t)1 << 24) && all_below(a->q_stride, 3, (int64_t)1 << 28) &&
             all_below(a->k_stride, 3, (int64_t)1 << 28) &&
-            all_below(a->v_stride, 3, (int64_t)1 << 28) &&
+            (!has_v || all_below(a->v_stride, 3, (int64_t)1 << 28)) &&
             all_below(a->o_stride, 3, (int64_t)1 << 28) &&
             (!has_mask || all_below(a->mask_stride, 4, (int64_t)1 << 28)))
             die("'%s' for lengths below 2^24 and strides below 2^28", attn_status_string(st));
@@ -553,6 +555,10 @@ static void run_and_compare(const attn_spec *spec, attn_fwd_fn fwd, attn_args *a
     if (work > MAX_WORK || B > MAX_LENGTH || Lq > MAX_LENGTH || Lk > MAX_LENGTH ||
         sat_mul(n_s, Lk > 0 ? Lk : 1) > MAX_WORK)
         return;
+    /* shared_kv: V's strides are ignored (any value was accepted); the
+       harness lays its unread V out like K */
+    if (!linear && spec->shared_kv)
+        memcpy(a->v_stride, a->k_stride, sizeof a->v_stride);
     set_layout(&lq, B, Lq, Hq, D, a->q_stride, 1);
     set_layout(&lk, B, Lk, Hkv, D, a->k_stride, 1);
     set_layout(&lv, B, Lk, Hkv, Dv, a->v_stride, 1);

@@ -30,16 +30,16 @@ describe("import-hf", function()
   end
 
   --- Imports JSON text in-process; returns the result or nil, err.
-  local function import_text(text, name, isa)
+  local function import_text(text, name, isa, common_keys)
     local j, err = hf_json.decode(text, "t.json")
     if not j then return nil, err end
     return hf.import(j, { file = "t.json", text = text, name = name or "t", isa = isa,
-      command = "attngen import-hf t.json" })
+      command = "attngen import-hf t.json", common_keys = common_keys })
   end
 
   --- Imports a Lua table encoded as JSON.
-  local function import_table(t, name, isa)
-    return import_text(json.encode(t), name, isa)
+  local function import_table(t, name, isa, common_keys)
+    return import_text(json.encode(t), name, isa, common_keys)
   end
 
   --- Writes each imported config into a fresh folder and loads it back
@@ -121,6 +121,13 @@ describe("import-hf", function()
         gpt_oss_20b_local = { heads_q = 64, heads_kv = 8, head_dim = 64, causal = true, window = 127, sinks = true },
         gpt_oss_20b_global = { heads_q = 64, heads_kv = 8, head_dim = 64, causal = true, window = -1, sinks = true },
       },
+      gemma3_27b = {
+        gemma3_27b_local = { heads_q = 32, heads_kv = 16, head_dim = 128, causal = true, window = 1023,
+          scale = 1 / math.sqrt(168) },
+        gemma3_27b_global = { heads_q = 32, heads_kv = 16, head_dim = 128, causal = true, window = -1,
+          scale = 1 / math.sqrt(168) },
+      },
+      qwen3_8b = { qwen3_8b = { heads_q = 32, heads_kv = 8, head_dim = 128, causal = true, window = -1 } },
       t5_small = {
         t5_small_encoder = { heads_q = 8, heads_kv = 8, head_dim = 64, causal = false, window = -1, scale = 1,
           padding = true },
@@ -135,6 +142,12 @@ describe("import-hf", function()
         flan_t5_base_cross = { heads_q = 12, heads_kv = 12, head_dim = 64, causal = false, window = -1, scale = 1,
           padding = true },
       },
+    }
+
+    -- the MLA models: {decode, prefill} = {heads_q, heads_kv, D, Dv}, and yarn's factor
+    local mla_expected = {
+      deepseek_v3 = { heads = 128, factor = 40 },
+      kimi_k2 = { heads = 64, factor = 32 },
     }
 
     local imported = {}
@@ -155,10 +168,12 @@ describe("import-hf", function()
     it("are all listed in tests/hf/README.md", function()
       local readme = assert(helper.read_file(HF_DIR .. "/README.md"))
       local n = 0
-      for stem in pairs(expected) do
-        n = n + 1
-        assert.truthy(readme:find(stem .. ".json", 1, true), stem)
-        assert.is_truthy(helper.read_file(HF_DIR .. "/" .. stem .. ".json"), stem)
+      for _, t in ipairs({ expected, mla_expected }) do
+        for stem in pairs(t) do
+          n = n + 1
+          assert.truthy(readme:find(stem .. ".json", 1, true), stem)
+          assert.is_truthy(helper.read_file(HF_DIR .. "/" .. stem .. ".json"), stem)
+        end
       end
       local stored = 0
       local ls = assert(io.popen("ls " .. HF_DIR))
@@ -198,6 +213,54 @@ describe("import-hf", function()
         assert.equal(n, count)
       end)
     end
+
+    for stem, e in pairs(mla_expected) do
+      it(stem .. ".json gives the absorbed decode (shared_kv, D 576, Dv 512, one kv head) and the prefill "
+        .. "(D 192, Dv 128), both scaled by mscale^2 / sqrt(192)", function()
+        local res = import_file(stem)
+        assert.same({ stem .. "_decode", stem .. "_prefill" }, names_of(res))
+        local cfgs, texts = load_all(res)
+        local m = 0.1 * 1 * math.log(e.factor) + 1
+        local want_scale = 1 / math.sqrt(192) * m * m
+        local dec, pre = cfgs[stem .. "_decode"], cfgs[stem .. "_prefill"]
+        assert.equal(e.heads, dec.heads_q)
+        assert.equal(1, dec.heads_kv)
+        assert.equal(576, dec.head_dim)
+        assert.equal(512, dec.head_dim_v)
+        assert.is_true(dec.shared_kv)
+        assert.equal(e.heads, pre.heads_q)
+        assert.equal(e.heads, pre.heads_kv)
+        assert.equal(192, pre.head_dim)
+        assert.equal(128, pre.head_dim_v)
+        assert.is_nil(pre.shared_kv)
+        for _, cfg in ipairs({ dec, pre }) do
+          assert.is_true(cfg.causal)
+          assert.equal(-1, cfg.window.left)
+          assert.is_nil(cfg.softcap)
+          assert.is_true(math.abs(cfg.scale - want_scale) <= 1e-15 * want_scale, tostring(cfg.scale))
+        end
+        -- the scale is above the plain 1 / sqrt(192): yarn's mscale, squared
+        assert.is_true(dec.scale > 1.8 / math.sqrt(192))
+        assert.truthy(texts[stem .. "_decode"]:find("shared_kv = true, -- V is the latent c_KV", 1, true))
+      end)
+    end
+
+    it("Gemma-3 27B: every sixth layer global (sliding_window_pattern's default), query_pre_attn_scalar 168",
+      function()
+      local res = import_file("gemma3_27b")
+      assert.same({ "gemma3_27b_local", "gemma3_27b_global" }, names_of(res))
+      local _, texts = load_all(res)
+      assert.truthy(texts.gemma3_27b_local:find("Sliding-window layers: 52 of 62", 1, true))
+      assert.truthy(texts.gemma3_27b_global:find("Full-attention layers: 10 of 62 (5, 11, ..., 59).", 1, true))
+      assert.truthy(texts.gemma3_27b_local:find("sliding_window_pattern = absent (Gemma-3 default: 6)", 1, true))
+      assert.truthy(texts.gemma3_27b_global:find("rope_local_base_freq = absent (Gemma-3 default: 10000", 1, true))
+    end)
+
+    it("Qwen3-8B: GQA 32 / 8, no window (use_sliding_window = false), q_norm and k_norm named", function()
+      local _, texts = load_all(import_file("qwen3_8b"))
+      assert.is_nil(texts.qwen3_8b:find("\n  sliding_window =", 1, true))
+      assert.truthy(texts.qwen3_8b:find("Qwen3 normalizes Q and K", 1, true))
+    end)
 
     it("match the presets of the same models (all but the name)", function()
       local pairs_ = {
@@ -772,6 +835,56 @@ describe("import-hf", function()
         "both sliding_attention and chunked_attention layers", 1, true))
       assert.truthy(err_of({ model_type = "bert", num_attention_heads = 4, hidden_size = 64, attention_chunk_size = 8,
         layer_types = { "chunked_attention" } }):find("a bidirectional model with chunked-attention layers", 1, true))
+    end)
+
+    it("keys that change attention and that a family does not read are refused, naming the key", function()
+      local base = { model_type = "llama", num_attention_heads = 8, hidden_size = 512 }
+      local function with(extra)
+        local t = {}
+        for k, v in pairs(base) do t[k] = v end
+        for k, v in pairs(extra) do t[k] = v end
+        return t
+      end
+      assert.truthy(err_of(with({ kv_lora_rank = 512 })):find("'kv_lora_rank' = 512 changes attention", 1, true))
+      assert.truthy(err_of(with({ qk_rope_head_dim = 64 })):find("'qk_rope_head_dim'", 1, true))
+      assert.truthy(err_of(with({ no_rope_layers = { 1, 0 } })):find("'no_rope_layers'", 1, true))
+      assert.truthy(err_of(with({ attn_temperature_tuning = true })):find("'attn_temperature_tuning'", 1, true))
+      assert.truthy(err_of(with({ rope_scaling = { rope_type = "mrope", factor = 2 } }))
+        :find("'rope_scaling' has type \"mrope\"", 1, true))
+      assert.truthy(err_of(with({ rope_scaling = { type = "su" } })):find("--common-keys", 1, true))
+      -- values that change nothing pass; the rope types whose rotation stays outside the kernel pass
+      assert.is_table(import_table(with({ attn_temperature_tuning = false, no_rope_layers = {},
+        kv_lora_rank = json.null })))
+      assert.is_table(import_table(with({ rope_scaling = { rope_type = "llama3", factor = 8 } })))
+      -- --common-keys reads the old way and says what it left out
+      local res = assert(import_table(with({ kv_lora_rank = 512, rope_scaling = { rope_type = "mrope" } }), "t", nil,
+        true))
+      local _, texts = load_all(res)
+      assert.truthy(texts.t:find("-- --common-keys: read with the common keys only; left out: kv_lora_rank, "
+        .. "rope_scaling.", 1, true), texts.t)
+      assert.equal(64, res.configs[1].cfg.head_dim)
+    end)
+
+    it("MLA: Gemma-3 defaults, DeepSeek without rope_scaling, and bad MLA values", function()
+      local res = assert(import_table({ model_type = "gemma3", text_config = { model_type = "gemma3_text",
+        hidden_size = 2560, num_hidden_layers = 34, sliding_window = 1024 } }, "g"))
+      local cfgs = load_all(res)
+      assert.equal(8, cfgs.g_local.heads_q)
+      assert.equal(4, cfgs.g_local.heads_kv)
+      assert.equal(256, cfgs.g_local.head_dim)
+      assert.equal(1 / 16, cfgs.g_local.scale)
+      assert.truthy(res.configs[2].text:find("Full-attention layers: 5 of 34 (5, 11, ..., 29).", 1, true))
+      res = assert(import_table({ model_type = "deepseek_v2", num_attention_heads = 16, kv_lora_rank = 512,
+        qk_rope_head_dim = 64, qk_nope_head_dim = 128, v_head_dim = 128, q_lora_rank = json.null }, "v2"))
+      cfgs = load_all(res)
+      assert.equal(1 / math.sqrt(192), cfgs.v2_decode.scale)
+      assert.equal(16, cfgs.v2_prefill.heads_kv)
+      assert.truthy(err_of({ model_type = "deepseek_v3", num_attention_heads = 16, kv_lora_rank = 0 })
+        :find("'kv_lora_rank' must be an integer >= 1", 1, true))
+      assert.truthy(err_of({ model_type = "deepseek_v3", num_attention_heads = 16, kv_lora_rank = 1024 })
+        :find("head_dim", 1, true))
+      assert.truthy(err_of({ model_type = "kimi_k2", num_attention_heads = 16,
+        rope_scaling = { type = "yarn", mscale_all_dim = 1 } }):find("'rope_scaling.factor' must be a number", 1, true))
     end)
 
     it("what attngen cannot express is refused", function()

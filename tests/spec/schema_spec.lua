@@ -42,11 +42,11 @@ describe("schema", function()
     local cfg = assert(schema.normalize({ name = "m", heads_q = 8, head_dim = 64 }))
 
     it("fills every key of docs/config.md but the optional softcap, chunk, prefill_chunk, weights, dropout, rel_bias, "
-      .. "entropy, sinks, temperature, paged, backward, grad_dtype", function()
+      .. "entropy, sinks, temperature, paged, backward, grad_dtype, shared_kv", function()
       for _, k in ipairs(schema.order) do
         if k ~= "softcap" and k ~= "sliding_window" and k ~= "chunk" and k ~= "weights" and k ~= "sparse"
           and k ~= "dropout" and k ~= "prefill_chunk" and k ~= "rel_bias" and k ~= "entropy" and k ~= "sinks"
-          and k ~= "temperature" and k ~= "paged" and k ~= "backward" and k ~= "grad_dtype" then
+          and k ~= "temperature" and k ~= "paged" and k ~= "backward" and k ~= "grad_dtype" and k ~= "shared_kv" then
           assert.is_not_nil(cfg[k], "missing default for " .. k)
         end
       end
@@ -60,6 +60,7 @@ describe("schema", function()
       assert.is_nil(cfg.sinks)
       assert.is_nil(cfg.temperature)
       assert.is_nil(cfg.paged) -- the contiguous layout
+      assert.is_nil(cfg.shared_kv)
       assert.is_nil(cfg.entropy) -- no entropy output (absent, so configs echo as before)
       assert.is_nil(cfg.sliding_window) -- folded into window
       assert.is_nil(cfg.backward) -- no backward pass (absent, so configs echo as before)
@@ -70,7 +71,7 @@ describe("schema", function()
       local expected = { "name", "kind", "heads_q", "heads_kv", "head_dim", "head_dim_v", "causal",
         "window", "sliding_window", "chunk", "sparse", "global_tokens", "padding", "mask", "scale", "softcap", "alibi",
         "rel_bias", "decode_max_q", "prefill_chunk", "weights", "dropout", "entropy", "sinks", "temperature", "paged",
-        "backward", "grad_dtype", "dtype", "matmul", "isa", "tile" }
+        "backward", "grad_dtype", "shared_kv", "dtype", "matmul", "isa", "tile" }
       assert.same(expected, schema.order_of("sdpa"))
       assert.same(expected, schema.order)
       for _, k in ipairs(expected) do assert.is_true(schema.keys[k]) end
@@ -126,6 +127,19 @@ describe("schema", function()
       rejects_key(with({ paged = { page = 4 }, padding = false }), "paged", "it needs padding = true or none")
       rejects_key(with({ paged = { page = 4 }, sparse = { pattern = "strided", stride = 4 } }), "paged",
         "'paged' and 'sparse' do not go together yet")
+    end)
+
+    it("shared_kv: true kept, false and absent nil; head dims up to 1024 with it, Dv <= D", function()
+      local mla = { shared_kv = true, head_dim = 576, head_dim_v = 512, heads_kv = 1 }
+      local mla_cfg = assert(schema.normalize(with(mla)))
+      assert.is_true(mla_cfg.shared_kv)
+      assert.equal(576, mla_cfg.head_dim)
+      assert.is_nil(schema.normalize(with({ shared_kv = false })).shared_kv)
+      rejects_key(with({ shared_kv = 1 }), "shared_kv", "true or false")
+      rejects_key(with({ head_dim = 576 }), "head_dim", "1..512")
+      rejects_key(with({ shared_kv = true, head_dim = 1025 }), "head_dim", "1..1024")
+      rejects_key(with({ shared_kv = true, head_dim = 64, head_dim_v = 96 }), "shared_kv",
+        "head_dim_v (96) must be at most head_dim (64)")
     end)
 
     it("temperature: {scale, floor}, both finite numbers > 0; not with matmul = \"bf16\"", function()
