@@ -352,7 +352,8 @@ local function backward(raw, c, u)
     return nil, "backward", "backward with paged K/V is not supported yet: training keeps K and V contiguous"
   end
   if raw.shared_kv then
-    return nil, "backward", "backward with shared_kv is not supported yet: a shared row's gradient sums its K and V parts"
+    return nil, "backward",
+      "backward with shared_kv is not supported yet: a shared row's gradient sums its K and V parts"
   end
   c.backward = true
   c.grad_dtype = raw.grad_dtype

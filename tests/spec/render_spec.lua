@@ -140,15 +140,14 @@ describe("render", function()
         assert.truthy(banner:find(" *   prefill_chunk = 96,", 1, true))
         assert.truthy(banner:find(' *   sparse = { pattern = "strided", stride = 6 },', 1, true))
         assert.truthy(banner:find(" *   weights = true,", 1, true))
-        assert.truthy(banner:find(" *   shared_kv = true,", 1, true))
         assert.truthy(banner:find(" *   dropout = true,", 1, true))
         assert.truthy(banner:find(" *   entropy = true,", 1, true))
         assert.truthy(banner:find(" *   temperature = { floor = 8192, scale = 0.1 },", 1, true))
         assert.truthy(banner:find(" *   sinks = true,", 1, true))
         assert.truthy(banner:find(' *   grad_dtype = "storage",', 1, true))
       end
-      local pg = files_for(helper.with(EVERYTHING, { sparse = helper.NIL, backward = helper.NIL, grad_dtype = helper.NIL,
-        paged = { page = 16, order = "HND" } }))
+      local pg = files_for(helper.with(EVERYTHING, { sparse = helper.NIL, backward = helper.NIL,
+        grad_dtype = helper.NIL, paged = { page = 16, order = "HND" } }))
       assert.truthy(banner_of(pg):find(' *   paged = { order = "HND", page = 16 },', 1, true))
       assert.truthy(banner_of(pg):find(" *   padding = true,", 1, true))
       local sk = files_for(helper.with(EVERYTHING, { backward = helper.NIL, grad_dtype = helper.NIL, shared_kv = true,
