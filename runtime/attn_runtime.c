@@ -39,6 +39,7 @@ const char *attn_status_string(attn_status status)
     case ATTN_ERR_NOMEM: return "out of memory";
     case ATTN_ERR_TOO_LARGE: return "a tensor is too large for 64-bit element offsets";
     case ATTN_ERR_DROPOUT: return "dropout_p is outside [0, 1)";
+    case ATTN_ERR_ROPE: return "a query row's position is outside the RoPE table (0..rope_rows-1)";
     }
     return "unknown status";
 }
@@ -774,6 +775,30 @@ int attn_rel_rows(const attn_spec *spec)
  * must still be non-NULL (and seqlens_k, mask, state_s, state_z and rel_table when the
  * config needs them).
  */
+/* rope with table = true: rope_cos and rope_sin [rope_rows][rope_dim / 2]
+   given, and every query row's position p_i (i + Lk_b - Lq, or i top-left)
+   in 0..rope_rows-1. */
+static attn_status check_rope_table(const attn_spec *spec, const attn_args *args)
+{
+    int64_t b;
+    if (args->rope_cos == NULL || args->rope_sin == NULL)
+        return ATTN_ERR_NULL_ARG;
+    if (args->rope_rows < 0)
+        return ATTN_ERR_SHAPE;
+    if (args->rope_rows > MAX_EXTENT / (spec->rope_dim / 2 + 1))
+        return ATTN_ERR_TOO_LARGE;
+    if (args->seq_q == 0)
+        return ATTN_OK;
+    for (b = 0; b < args->batch; b++) {
+        const int64_t lk = spec->padding ? args->seqlens_k[b] : args->seq_k;
+        const int64_t lo = spec->top_left ? 0 : lk - args->seq_q;
+        const int64_t hi = spec->top_left ? args->seq_q - 1 : lk - 1;
+        if (lo < 0 || hi >= args->rope_rows)
+            return ATTN_ERR_ROPE;
+    }
+    return ATTN_OK;
+}
+
 attn_status attn_check_args(const attn_spec *spec, const attn_args *args)
 {
     /* linear attention: no mask, weights, dropout or LSE (their fields are
@@ -904,6 +929,8 @@ attn_status attn_check_args(const attn_spec *spec, const attn_args *args)
         for (b = 0; b < args->batch; b++)
             if (args->seqlens_k[b] < 0 || args->seqlens_k[b] > args->seq_k)
                 return ATTN_ERR_SEQLENS;
+    if (!linear && spec->rope_style != ATTN_ROPE_NONE && spec->rope_table)
+        return check_rope_table(spec, args);
     return ATTN_OK;
 }
 

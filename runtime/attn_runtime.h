@@ -66,7 +66,8 @@ typedef enum attn_status {
     ATTN_ERR_ISA,         /* ATTNGEN_ISA names no variant this CPU can run */
     ATTN_ERR_NOMEM,       /* the allocation hook returned NULL */
     ATTN_ERR_TOO_LARGE,   /* a size overflows the kernel's index type */
-    ATTN_ERR_DROPOUT      /* dropout_p outside [0, 1) (NaN included) */
+    ATTN_ERR_DROPOUT,     /* dropout_p outside [0, 1) (NaN included) */
+    ATTN_ERR_ROPE         /* rope with table: a query row's position outside 0..rope_rows-1 */
 } attn_status;
 
 /* A short English sentence for a status; never NULL. */
@@ -112,6 +113,15 @@ typedef enum attn_rel_kind {
     X(F16, f16, 2)         \
     X(Q8_0, q8_0, 34)      \
     X(Q4_0, q4_0, 18)
+
+/* Rotary position embedding (rope = {style}): pair m of a rotated row is
+   (x_m, x_{m + dim/2}) with NEOX (Hugging Face's rotate_half), (x_2m, x_2m+1)
+   with GPTJ. */
+typedef enum attn_rope_style {
+    ATTN_ROPE_NONE = 0,
+    ATTN_ROPE_NEOX,
+    ATTN_ROPE_GPTJ
+} attn_rope_style;
 
 typedef enum attn_dtype {
 #define ATTN_DTYPE_ENUM_(id, name, bytes) ATTN_DTYPE_##id,
@@ -233,6 +243,9 @@ typedef struct attn_args {
     float *state_z;             /* linear configs with state: z [B][Hkv][D], f32, contiguous, in/out */
     const float *rel_table;     /* configs with rel_bias: [attn_rel_rows(spec)][heads_q], f32, contiguous */
     int threads;                /* 0: OpenMP's default */
+    const float *rope_cos, *rope_sin; /* configs with rope table = true (required): [rope_rows][rope_dim / 2],
+                                   f32, contiguous: cos and sin of each pair's angle at a position */
+    int64_t rope_rows;          /* configs with rope table = true: the positions of rope_cos and rope_sin */
 } attn_args;
 
 /* Fill the strides of a contiguous BSHD layout for a kernel's spec (K and V
@@ -441,6 +454,13 @@ typedef struct attn_spec {
     int key_dim;                   /* Dh: the encoder states h (keys and values) */
     int attn_dim;                  /* Da: the additive and concat scores; 0 for dot and general */
     int bias;                      /* adds b [Da] inside the tanh (args->b_attn) */
+    /* sdpa with rope: query row i is rotated at its position p_i before its
+       scores (docs/config.md, "rope"); the cached keys are stored rotated */
+    attn_rope_style rope_style;    /* which dims pair up; 0: no rope */
+    int rope_dim;                  /* dims rotated, from 0 (even); the rest pass as they are */
+    const double *rope_inv_freq;   /* [rope_dim / 2] pair m's angle is p * rope_inv_freq[m] (scaling applied);
+                                      NULL with rope_table */
+    int rope_table;                /* the angles' cos and sin come from args->rope_cos / rope_sin */
 } attn_spec;
 
 /*
