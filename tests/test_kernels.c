@@ -636,7 +636,15 @@ extern const attn_kernel attn_t_sinks_kernel, attn_t_temperature_kernel;
 Test(decode, sinks_weights_padding) { run_decode(&attn_t_sinks_kernel); }
 Test(decode, temperature_sinks_window) { run_decode(&attn_t_temperature_kernel); }
 
-/* A row that sees no key gives O = 0 and LSE = the head's sink, exactly, and
+/* RoPE on the decode path: Llama 3's scaled frequencies on 48 of 64 dims
+   (neox pairs) with ragged padding and GQA; gptj pairs on an f16 cache
+   (t_f16_cache); gptj from the caller's table at top-left positions
+   (t_top_left).  At 32768 keys the last row's angles reach 32767 radians,
+   where angles formed in f32 are off by ~1e-3 and fail the bound. */
+extern const attn_kernel attn_t_rope_kernel;
+Test(decode, rope_llama3_partial) { run_decode(&attn_t_rope_kernel); }
+
+
    weights of 0, on the prefill path (Lq 40) and the decode path (Lq 1, 3):
    batch 0 has no valid key, and with 5 valid keys in batch 1 the first
    Lq - 5 rows sit before position 0.  Without sinks the call is refused. */
@@ -758,12 +766,13 @@ Test(decode, rel_clipped) { run_decode(&attn_t_rel_clipped_kernel); }
    above run this CPU's choice, these the others: the blocked kernel at every
    row count (0: one row of MHA too) and the streaming kernel at all it holds
    (4), on configs with every score term, the weights, a sparse pattern, MHA
-   (one row at Lq 1), a 16-bit cache, sinks with the temperature, and T5's relative position bias. */
+   (one row at Lq 1), a 16-bit cache, sinks with the temperature, T5's relative position bias, and
+   RoPE. */
 static void run_decode_stream_rows(const char *rows)
 {
     const attn_kernel *ks[] = { &attn_t_everything_kernel, &attn_t_bool_mask_kernel, &attn_t_weights_decode_kernel,
                                 &attn_t_sparse_strided_kernel, &attn_t_f16_cache_kernel, &attn_t_temperature_kernel,
-                                &attn_t_rel_t5_kernel };
+                                &attn_t_rel_t5_kernel, &attn_t_rope_kernel };
     size_t i;
     setenv("ATTNGEN_DECODE_STREAM_ROWS", rows, 1);
     cr_assert_eq(attn_cpu()->decode_stream_rows[0], atoi(rows));
@@ -1322,6 +1331,43 @@ Test(dropout, bad_p_is_an_error)
     d.a.dropout_p = 0.999f;
     cr_expect_eq(k->fwd(&d.a), ATTN_OK);
     cr_expect_str_eq(attn_status_string(ATTN_ERR_DROPOUT), "dropout_p is outside [0, 1)");
+    dcall_free(&d);
+}
+
+/* ---- RoPE ------------------------------------------------------------------ */
+
+/* rope table = true: without rope_cos / rope_sin the call is ATTN_ERR_NULL_ARG;
+   a table of fewer rows than the last position (top-left: Lq - 1) is
+   ATTN_ERR_ROPE, and O is not written; a table of Lq rows runs. */
+Test(rope, table_position_outside_is_an_error)
+{
+    const attn_kernel *k = &attn_t_top_left_kernel;
+    const int64_t Lq = 20, half = k->spec.rope_dim / 2;
+    float *cs = (float *)calloc((size_t)(2 * Lq * half), sizeof(float));
+    unsigned char *o0;
+    size_t ob;
+    dcall d;
+    cr_assert(cs != NULL);
+    dcall_init(&d, k, 2, Lq, 24);
+    cr_expect_eq(k->fwd(&d.a), ATTN_ERR_NULL_ARG);
+    d.a.rope_cos = cs;
+    d.a.rope_sin = cs + Lq * half;
+    d.a.rope_rows = Lq - 1;
+    ob = d.no * attn_dtype_size(k->spec.dtype_o);
+    memset(d.o, 0x5a, ob);
+    o0 = (unsigned char *)malloc(ob + 1);
+    cr_assert(o0 != NULL);
+    memcpy(o0, d.o, ob);
+    cr_expect_eq(k->fwd(&d.a), ATTN_ERR_ROPE);
+    cr_expect(memcmp(o0, d.o, ob) == 0, "O was written by a refused call");
+    d.a.rope_rows = -1;
+    cr_expect_eq(k->fwd(&d.a), ATTN_ERR_SHAPE);
+    d.a.rope_rows = Lq;
+    cr_expect_eq(k->fwd(&d.a), ATTN_OK);
+    cr_expect_str_eq(attn_status_string(ATTN_ERR_ROPE),
+                     "a query row's position is outside the RoPE table (0..rope_rows-1)");
+    free(o0);
+    free(cs);
     dcall_free(&d);
 }
 

@@ -57,6 +57,10 @@ function M.add_to_parser(parser)
     .. "(may name the --state-in files: updated in place)."):args(2):argname({ "S.npy", "Z.npy" })
   c:option("--sinks", "Configs with sinks = true (required there): a logit per query head [Hq], f32 or f64.")
     :argname("S.npy")
+  c:option("--rope-cos", "Configs with rope = {table = true} (required there): cos of each rotated pair's angle at "
+    .. "positions 0..T-1, [T][dim/2], f32 or f64."):argname("C.npy")
+  c:option("--rope-sin", "Configs with rope = {table = true} (required there): the sines, as --rope-cos.")
+    :argname("S.npy")
   c:flag("--reference", "Compute with the naive float64 reference instead of the kernel (slow; for checking).")
 end
 
@@ -83,6 +87,8 @@ function M.run(args)
   tool.pass(argv, "--dropout-seed", args.dropout_seed)
   tool.pass(argv, "--dropout-offset", args.dropout_offset)
   tool.pass(argv, "--sinks", args.sinks)
+  tool.pass(argv, "--rope-cos", args.rope_cos)
+  tool.pass(argv, "--rope-sin", args.rope_sin)
   for _, flag in ipairs({ "state_in", "state_out" }) do
     if args[flag] then
       argv[#argv + 1] = "--" .. flag:gsub("_", "-")
