@@ -40,6 +40,7 @@ const char *attn_status_string(attn_status status)
     case ATTN_ERR_TOO_LARGE: return "a tensor is too large for 64-bit element offsets";
     case ATTN_ERR_DROPOUT: return "dropout_p is outside [0, 1)";
     case ATTN_ERR_ROPE: return "a query row's position is outside the RoPE table (0..rope_rows-1)";
+    case ATTN_ERR_CAPACITY: return "appending: seqlens_k[b] + seq_new is past the cache's seq_k";
     }
     return "unknown status";
 }
@@ -795,6 +796,62 @@ static attn_status check_rope_table(const attn_spec *spec, const attn_args *args
         const int64_t hi = spec->top_left ? args->seq_q - 1 : lk - 1;
         if (lo < 0 || hi >= args->rope_rows)
             return ATTN_ERR_ROPE;
+    }
+    return ATTN_OK;
+}
+
+attn_status attn_check_append(const attn_spec *spec, const attn_args *args)
+{
+    const int64_t kv_values = spec != NULL && attn_dtype_values(spec->dtype_kv) > 0 ? attn_dtype_values(spec->dtype_kv) : 1;
+    int64_t ext[4], str[4], b;
+    if (spec == NULL || args == NULL)
+        return ATTN_ERR_NULL_ARG;
+    if (args->k_new == NULL && args->v_new == NULL)
+        return ATTN_OK;
+    if (spec->family != ATTN_FAMILY_SDPA || args->k_new == NULL || args->v_new == NULL || args->k == NULL ||
+        args->v == NULL || args->seqlens_k == NULL)
+        return ATTN_ERR_NULL_ARG;
+    if (args->batch < 0 || args->seq_k < 0 || args->seq_new < 0)
+        return ATTN_ERR_SHAPE;
+    if (any_negative(args->kn_stride, 3) || any_negative(args->vn_stride, 3) || any_negative(args->k_stride, 3) ||
+        any_negative(args->v_stride, 3))
+        return ATTN_ERR_STRIDE;
+    if (args->batch > MAX_EXTENT || args->seq_k > MAX_EXTENT || args->seq_new > MAX_EXTENT)
+        return ATTN_ERR_TOO_LARGE;
+    /* the new rows [B][Ln][Hkv][D or Dv] in Q's type; the cache [B][Lk][Hkv][D or Dv] */
+    ext[0] = args->batch;
+    ext[1] = args->seq_new;
+    ext[2] = spec->heads_kv;
+    ext[3] = spec->head_dim;
+    memcpy(str, args->kn_stride, sizeof args->kn_stride);
+    str[3] = 1;
+    if (!span_fits(4, ext, str, attn_dtype_size(spec->dtype_q)))
+        return ATTN_ERR_TOO_LARGE;
+    ext[3] = spec->head_dim_v;
+    memcpy(str, args->vn_stride, sizeof args->vn_stride);
+    if (!span_fits(4, ext, str, attn_dtype_size(spec->dtype_q)))
+        return ATTN_ERR_TOO_LARGE;
+    ext[1] = args->seq_k;
+    ext[3] = spec->head_dim / kv_values;
+    memcpy(str, args->k_stride, sizeof args->k_stride);
+    if (!span_fits(4, ext, str, attn_dtype_size(spec->dtype_kv)))
+        return ATTN_ERR_TOO_LARGE;
+    ext[3] = spec->head_dim_v / kv_values;
+    memcpy(str, args->v_stride, sizeof args->v_stride);
+    if (!span_fits(4, ext, str, attn_dtype_size(spec->dtype_kv)))
+        return ATTN_ERR_TOO_LARGE;
+    for (b = 0; b < args->batch; b++)
+        if (args->seqlens_k[b] < 0 || args->seqlens_k[b] > args->seq_k)
+            return ATTN_ERR_SEQLENS;
+    for (b = 0; b < args->batch; b++)
+        if (args->seqlens_k[b] + args->seq_new > args->seq_k)
+            return ATTN_ERR_CAPACITY;
+    if (spec->rope_style != ATTN_ROPE_NONE && spec->rope_table && args->seq_new > 0) {
+        if (args->rope_cos == NULL || args->rope_sin == NULL)
+            return ATTN_ERR_NULL_ARG;
+        for (b = 0; b < args->batch; b++)
+            if (args->seqlens_k[b] + args->seq_new > args->rope_rows)
+                return ATTN_ERR_ROPE;
     }
     return ATTN_OK;
 }

@@ -67,7 +67,8 @@ typedef enum attn_status {
     ATTN_ERR_NOMEM,       /* the allocation hook returned NULL */
     ATTN_ERR_TOO_LARGE,   /* a size overflows the kernel's index type */
     ATTN_ERR_DROPOUT,     /* dropout_p outside [0, 1) (NaN included) */
-    ATTN_ERR_ROPE         /* rope with table: a query row's position outside 0..rope_rows-1 */
+    ATTN_ERR_ROPE,        /* rope with table: a query row's (or new key's) position outside 0..rope_rows-1 */
+    ATTN_ERR_CAPACITY     /* appending: seqlens_k[b] + seq_new > seq_k (the cache's capacity) */
 } attn_status;
 
 /* A short English sentence for a status; never NULL. */
@@ -246,12 +247,27 @@ typedef struct attn_args {
     const float *rope_cos, *rope_sin; /* configs with rope table = true (required): [rope_rows][rope_dim / 2],
                                    f32, contiguous: cos and sin of each pair's angle at a position */
     int64_t rope_rows;          /* configs with rope table = true: the positions of rope_cos and rope_sin */
+    /* appending (sdpa): new rows stored into the cache before the call attends;
+       NULL: none.  K and V (and seqlens_k, required) are the cache then */
+    const void *k_new, *v_new;  /* [B][seq_new][Hkv][D], [B][seq_new][Hkv][Dv] in dtype_q */
+    int64_t kn_stride[3], vn_stride[3]; /* element strides {b, t, h} of k_new, v_new */
+    int64_t seq_new;            /* the new rows of each sequence, Ln >= 0 */
 } attn_args;
 
 /* Fill the strides of a contiguous BSHD layout for a kernel's spec (K and V
    in a block type: in blocks). */
 struct attn_spec;
 void attn_args_set_contiguous(attn_args *args, const struct attn_spec *spec);
+
+/*
+ * Appending (sdpa, args->k_new set): checks the new rows against spec and
+ * the cache before anything is written: k_new and v_new both given, and
+ * seqlens_k; seq_new >= 0; strides >= 0; every seqlens_k[b] in 0..seq_k
+ * and seqlens_k[b] + seq_new <= seq_k (ATTN_ERR_CAPACITY); with a rope
+ * table, the new keys' positions below rope_rows.  ATTN_OK when k_new is
+ * NULL.  attn_<name>_append and attn_<name>_fwd call it.
+ */
+attn_status attn_check_append(const struct attn_spec *spec, const attn_args *args);
 
 /* The rows of a spec's relative position table (args->rel_table): 0 without rel_bias. */
 int attn_rel_rows(const struct attn_spec *spec);
