@@ -44,6 +44,16 @@ extern "C" {
  */
 attn_status attn_longformer_base_fwd(const attn_args *args);
 
+/*
+ * attn_longformer_base_append() stores args->k_new / v_new (seq_new rows a sequence, in
+ * Q's storage type) into the cache K / V as keys seqlens_k[b] .. seqlens_k[b]
+ * + seq_new - 1, and nothing else: no
+ * other row is written, and seqlens_k is not changed.  attn_longformer_base_fwd() with
+ * k_new set stores the same way, then attends over seqlens_k[b] + seq_new
+ * keys.  Statuses: attn_check_append (attn_runtime.h).
+ */
+attn_status attn_longformer_base_append(const attn_args *args);
+
 /* The spec and the ISA variants compiled in, for tests and benchmarks. */
 extern const attn_kernel attn_longformer_base_kernel;
 

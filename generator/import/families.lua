@@ -22,6 +22,9 @@ local M = {}
 -- alibi: the family always adds ALiBi biases.
 -- sinks: every layer has a learned sink logit per query head (gpt-oss's
 -- self_attn.sinks): the configs get sinks = true.
+-- rope: the family rotates Q and K by RoPE (rotate_half pairs): the configs
+-- get rope = {...} from rope_theta (or rope_theta_key), rope_scaling and the
+-- partial rotary keys.
 -- defaults: the values transformers' config class uses for absent keys.
 -- note: a line for the header of every config of the family.
 local LLAMA4_DEFAULTS = { attention_chunk_size = 8192, no_rope_layer_interval = 4, num_hidden_layers = 48,
@@ -29,26 +32,34 @@ local LLAMA4_DEFAULTS = { attention_chunk_size = 8192, no_rope_layer_interval = 
 local LLAMA4_NOTE = "Llama 4 normalizes Q and K (use_qk_norm) before attention, outside the kernel; the attention "
   .. "temperature of its NoPE layers (attn_temperature_tuning) is the kernel's temperature key."
 local FAMILIES = {
-  llama = { label = "Llama", role = "decoder" },
+  llama = { label = "Llama", role = "decoder", rope = true, defaults = { rope_theta = 10000 } },
   llama4 = { label = "Llama 4", role = "decoder", chunked = "llama4", text_config = true, defaults = LLAMA4_DEFAULTS,
     note = LLAMA4_NOTE },
   llama4_text = { label = "Llama 4", role = "decoder", chunked = "llama4", defaults = LLAMA4_DEFAULTS,
     note = LLAMA4_NOTE },
-  mistral = { label = "Mistral", role = "decoder", window = "all", defaults = { sliding_window = 4096 } },
-  mixtral = { label = "Mixtral", role = "decoder", window = "all" },
-  qwen2 = { label = "Qwen2", role = "decoder", window = "qwen2",
-    defaults = { use_sliding_window = false, sliding_window = 4096, max_window_layers = 28, num_hidden_layers = 32 } },
-  gemma = { label = "Gemma", role = "decoder", defaults = { head_dim = 256 } },
-  gemma2 = { label = "Gemma-2", role = "decoder", window = "alternate",
+  mistral = { label = "Mistral", role = "decoder", window = "all", rope = true,
+    defaults = { sliding_window = 4096, rope_theta = 10000 } },
+  mixtral = { label = "Mixtral", role = "decoder", window = "all", rope = true, defaults = { rope_theta = 1000000 } },
+  qwen2 = { label = "Qwen2", role = "decoder", window = "qwen2", rope = true,
+    defaults = { use_sliding_window = false, sliding_window = 4096, max_window_layers = 28, num_hidden_layers = 32,
+      rope_theta = 10000 } },
+  gemma = { label = "Gemma", role = "decoder", rope = true, defaults = { head_dim = 256, rope_theta = 10000 } },
+  gemma2 = { label = "Gemma-2", role = "decoder", window = "alternate", rope = true,
     defaults = { head_dim = 256, sliding_window = 4096, attn_logit_softcapping = 50, query_pre_attn_scalar = 256,
-      num_hidden_layers = 26 } },
-  phi3 = { label = "Phi-3", role = "decoder", window = "all" },
-  falcon = { label = "Falcon", role = "decoder", kv = "falcon" },
-  RefinedWebModel = { label = "Falcon", role = "decoder", kv = "falcon" },
-  RefinedWeb = { label = "Falcon", role = "decoder", kv = "falcon", defaults = { new_decoder_architecture = true } },
+      num_hidden_layers = 26, rope_theta = 10000 } },
+  phi3 = { label = "Phi-3", role = "decoder", window = "all", rope = true,
+    defaults = { rope_theta = 10000, partial_rotary_factor = 1.0 } },
+  falcon = { label = "Falcon", role = "decoder", kv = "falcon", rope = true, defaults = { rope_theta = 10000 } },
+  RefinedWebModel = { label = "Falcon", role = "decoder", kv = "falcon", rope = true,
+    defaults = { rope_theta = 10000 } },
+  RefinedWeb = { label = "Falcon", role = "decoder", kv = "falcon", rope = true,
+    defaults = { new_decoder_architecture = true, rope_theta = 10000 } },
+  gpt_neox = { label = "GPT-NeoX", role = "decoder", rope = true, rope_theta_key = "rotary_emb_base",
+    defaults = { rotary_emb_base = 10000, rotary_pct = 0.25 } },
   bloom = { label = "BLOOM", role = "decoder", alibi = true },
   gpt2 = { label = "GPT-2", role = "decoder" },
-  gpt_oss = { label = "gpt-oss", role = "decoder", sinks = true },
+  gpt_oss = { label = "gpt-oss", role = "decoder", sinks = true, rope = true,
+    defaults = { rope_theta = 150000 } },
   bert = { label = "BERT", role = "text_encoder" },
   roberta = { label = "RoBERTa", role = "text_encoder" },
   ["xlm-roberta"] = { label = "XLM-RoBERTa", role = "text_encoder" },

@@ -211,7 +211,9 @@ describe("import-hf", function()
       assert.truthy(texts.gpt_oss_20b_global:find("Full-attention layers: 12 of 24 (1, 3, ..., 23).", 1, true))
       for _, t in pairs(texts) do
         assert.truthy(t:find("  sinks = true, -- self_attn.sinks", 1, true), t)
-        assert.is_nil(t:find("rope", 1, true)) -- RoPE stays outside the kernel
+        -- YaRN's angles are not the kernel's: the caller's table holds them
+        assert.truthy(t:find('  rope = { style = "neox", table = true },', 1, true), t)
+        assert.truthy(t:find("rope_scaling is of a type the kernel does not compute", 1, true), t)
       end
     end)
 
@@ -623,6 +625,7 @@ describe("import-hf", function()
         "--   num_key_value_heads = 8",
         "--   hidden_size = 4096",
         "--   sliding_window = 4096",
+        "--   rope_theta = 10000",
         "return {",
         '  name = "mistral_7b",',
         "  heads_q = 32, -- num_attention_heads",
@@ -633,6 +636,7 @@ describe("import-hf", function()
         "  -- including the current one (FlashAttention: window_size = (4095, 0)). attngen's sliding_window counts",
         "  -- the same keys (window.left = 4095), so the value is unchanged.",
         "  sliding_window = 4096,",
+        '  rope = { style = "neox", theta = 10000.0 }, -- Q rotated in the kernel; cached K stored rotated',
         "}",
         "",
       }, "\n"), res.configs[1].text)
