@@ -203,6 +203,34 @@ describe("import-hf", function()
       end
     end)
 
+    it("reads RoPE: rope_theta, the partial rotary keys, and rope_scaling (linear, llama3, other: a table)",
+      function()
+      local cfgs = load_all(import_file("gpt_neox_20b"))
+      assert.same({ style = "neox", theta = 10000, dim = 24, table = false }, cfgs.gpt_neox_20b.rope)
+      cfgs = load_all(import_file("qwen2_7b"))
+      assert.same({ style = "neox", theta = 1000000, dim = 128, table = false }, cfgs.qwen2_7b.rope)
+      local base = { model_type = "llama", num_attention_heads = 4, hidden_size = 256, rope_theta = 500000 }
+      local function with_(t)
+        local c = {}
+        for k, v in pairs(base) do c[k] = v end
+        for k, v in pairs(t) do c[k] = v end
+        return c
+      end
+      cfgs = load_all(assert(import_table(with_({ rope_scaling = { rope_type = "llama3", factor = 8,
+        low_freq_factor = 1, high_freq_factor = 4, original_max_position_embeddings = 8192 } }), "i")))
+      assert.same({ type = "llama3", factor = 8, low_freq_factor = 1, high_freq_factor = 4,
+        original_max_position = 8192 }, cfgs.i.rope.scaling)
+      cfgs = load_all(assert(import_table(with_({ rope_scaling = { type = "linear", factor = 2 } }), "i")))
+      assert.same({ type = "linear", factor = 2 }, cfgs.i.rope.scaling)
+      cfgs = load_all(assert(import_table(with_({ rope_scaling = { rope_type = "dynamic", factor = 2 } }), "i")))
+      assert.is_true(cfgs.i.rope.table)
+      cfgs = load_all(assert(import_table(with_({ partial_rotary_factor = 0.5 }), "i")))
+      assert.equal(32, cfgs.i.rope.dim)
+      local res, err = import_table(with_({ rotary_dim = 7 }), "i")
+      assert.is_nil(res)
+      assert.truthy(err:find("must be even", 1, true), err)
+    end)
+
     it("gpt-oss alternates sliding (even) and full (odd) layers, every one with sinks", function()
       local res = import_file("gpt_oss_20b")
       assert.same({ "gpt_oss_20b_local", "gpt_oss_20b_global" }, names_of(res))
