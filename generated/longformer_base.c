@@ -13562,7 +13562,7 @@ ATTN_NO_AUTOVEC attn_status attn_longformer_base_fwd__scalar(const attn_args *ar
  * cache, every kv head: widened to f32,
  * then stored as f32.  Rows in order, one thread: the
  * result depends on nothing else; no other row of the cache is written. */
-static void attn_longformer_base_store_new(const attn_args *args)
+static void attn_longformer_base_append_store(const attn_args *args)
 {
     float row[64];
     int64_t b, t, hk;
@@ -13588,14 +13588,14 @@ attn_status attn_longformer_base_append(const attn_args *args)
 {
     const attn_status st = attn_check_append(&attn_longformer_base_kernel.spec, args);
     if (st != ATTN_OK) return st;
-    if (args->k_new != NULL) attn_longformer_base_store_new(args);
+    if (args->k_new != NULL) attn_longformer_base_append_store(args);
     return ATTN_OK;
 }
 
 /* The entry point given k_new: every check of the store and of the call
  * over Lk_b = seqlens_k[b] + seq_new keys first (nothing is written when one
  * fails), then the store, then the call. */
-static attn_status attn_longformer_base_fwd_append(const attn_args *args)
+static attn_status attn_longformer_base_append_attend(const attn_args *args)
 {
     int32_t few[64], *lens = few; /* seqlens_k[b] + seq_new */
     attn_args a2;
@@ -13616,7 +13616,7 @@ static attn_status attn_longformer_base_fwd_append(const attn_args *args)
     a2.seqlens_k = lens;
     if (st == ATTN_OK) st = attn_check_args(&attn_longformer_base_kernel.spec, &a2);
     if (st == ATTN_OK) {
-        attn_longformer_base_store_new(args);
+        attn_longformer_base_append_store(args);
         st = attn_longformer_base_fwd(&a2);
     }
     if (lens != few) attn_free(lens);
@@ -13682,7 +13682,7 @@ attn_status attn_longformer_base_fwd(const attn_args *args)
     const attn_variant *v;
     const attn_status st = attn_check_args(&attn_longformer_base_kernel.spec, args);
     if (st != ATTN_OK) return st;
-    if (args->k_new != NULL || args->v_new != NULL) return attn_longformer_base_fwd_append(args); /* store, then attend */
+    if (args->k_new != NULL || args->v_new != NULL) return attn_longformer_base_append_attend(args); /* store, then attend */
 #if defined(__GNUC__)
     v = __atomic_load_n(&chosen, __ATOMIC_ACQUIRE);
 #else

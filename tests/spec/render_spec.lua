@@ -34,7 +34,8 @@ describe("render", function()
   local EVERYTHING = { name = "r_all", heads_q = 4, heads_kv = 2, head_dim = 72, causal = true,
     sliding_window = 40, chunk = 48, global_tokens = 4, padding = true, mask = "bias", softcap = 30.0, alibi = true,
     weights = true, dropout = true, entropy = true, sparse = { pattern = "strided", stride = 6 }, prefill_chunk = 96,
-    temperature = { scale = 0.1, floor = 8192 }, rel_bias = { kind = "t5", buckets = 16, max_distance = 40 } }
+    temperature = { scale = 0.1, floor = 8192 }, rel_bias = { kind = "t5", buckets = 16, max_distance = 40 },
+    rope = { style = "gptj", dim = 64, scaling = { type = "linear", factor = 2 } } }
 
   describe("determinism", function()
     it("rendering the same config twice gives identical text", function()
