@@ -800,10 +800,22 @@ static attn_status check_rope_table(const attn_spec *spec, const attn_args *args
     return ATTN_OK;
 }
 
+/* A [B][L][H][n] tensor of elem-byte elements with strides {b, l, h} (and 1)
+   fits the index type. */
+static int rows_fit(int64_t b, int64_t l, int64_t h, int64_t n, const int64_t *stride, size_t elem)
+{
+    const int64_t ext[4] = { b, l, h, n };
+    int64_t str[4];
+    memcpy(str, stride, 3 * sizeof *str);
+    str[3] = 1;
+    return span_fits(4, ext, str, elem);
+}
+
 attn_status attn_check_append(const attn_spec *spec, const attn_args *args)
 {
     const int64_t kv_values = spec != NULL && attn_dtype_values(spec->dtype_kv) > 0 ? attn_dtype_values(spec->dtype_kv) : 1;
-    int64_t ext[4], str[4], b;
+    const size_t qsz = spec != NULL ? attn_dtype_size(spec->dtype_q) : 0, ksz = spec != NULL ? attn_dtype_size(spec->dtype_kv) : 0;
+    int64_t b;
     if (spec == NULL || args == NULL)
         return ATTN_ERR_NULL_ARG;
     if (args->k_new == NULL && args->v_new == NULL)
@@ -819,26 +831,10 @@ attn_status attn_check_append(const attn_spec *spec, const attn_args *args)
     if (args->batch > MAX_EXTENT || args->seq_k > MAX_EXTENT || args->seq_new > MAX_EXTENT)
         return ATTN_ERR_TOO_LARGE;
     /* the new rows [B][Ln][Hkv][D or Dv] in Q's type; the cache [B][Lk][Hkv][D or Dv] */
-    ext[0] = args->batch;
-    ext[1] = args->seq_new;
-    ext[2] = spec->heads_kv;
-    ext[3] = spec->head_dim;
-    memcpy(str, args->kn_stride, sizeof args->kn_stride);
-    str[3] = 1;
-    if (!span_fits(4, ext, str, attn_dtype_size(spec->dtype_q)))
-        return ATTN_ERR_TOO_LARGE;
-    ext[3] = spec->head_dim_v;
-    memcpy(str, args->vn_stride, sizeof args->vn_stride);
-    if (!span_fits(4, ext, str, attn_dtype_size(spec->dtype_q)))
-        return ATTN_ERR_TOO_LARGE;
-    ext[1] = args->seq_k;
-    ext[3] = spec->head_dim / kv_values;
-    memcpy(str, args->k_stride, sizeof args->k_stride);
-    if (!span_fits(4, ext, str, attn_dtype_size(spec->dtype_kv)))
-        return ATTN_ERR_TOO_LARGE;
-    ext[3] = spec->head_dim_v / kv_values;
-    memcpy(str, args->v_stride, sizeof args->v_stride);
-    if (!span_fits(4, ext, str, attn_dtype_size(spec->dtype_kv)))
+    if (!rows_fit(args->batch, args->seq_new, spec->heads_kv, spec->head_dim, args->kn_stride, qsz) ||
+        !rows_fit(args->batch, args->seq_new, spec->heads_kv, spec->head_dim_v, args->vn_stride, qsz) ||
+        !rows_fit(args->batch, args->seq_k, spec->heads_kv, spec->head_dim / kv_values, args->k_stride, ksz) ||
+        !rows_fit(args->batch, args->seq_k, spec->heads_kv, spec->head_dim_v / kv_values, args->v_stride, ksz))
         return ATTN_ERR_TOO_LARGE;
     for (b = 0; b < args->batch; b++)
         if (args->seqlens_k[b] < 0 || args->seqlens_k[b] > args->seq_k)

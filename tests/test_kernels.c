@@ -644,7 +644,7 @@ Test(decode, temperature_sinks_window) { run_decode(&attn_t_temperature_kernel);
 extern const attn_kernel attn_t_rope_kernel;
 Test(decode, rope_llama3_partial) { run_decode(&attn_t_rope_kernel); }
 
-
+/* A row that sees no key gives O = 0 and LSE = the head's sink, exactly, and
    weights of 0, on the prefill path (Lq 40) and the decode path (Lq 1, 3):
    batch 0 has no valid key, and with 5 valid keys in batch 1 the first
    Lq - 5 rows sit before position 0.  Without sinks the call is refused. */
