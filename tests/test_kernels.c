@@ -1487,6 +1487,38 @@ static float rnd_unit(uint64_t *x)
     return (float)((double)((*x >> 33) & 0xffffff) / 16777216.0 * 3.0 - 1.5);
 }
 
+/* The new rows of K and V at key j (new row t of batch b, kv head h), stored
+   at kr and vr: K rotated as the reference rotates (in double) and both
+   rounded to the cache's type, within a rounding of it (a quantization step
+   for blocks).  row and tmp: scratch. */
+static void check_new_rows(const attn_spec *s, const attn_args *a, const unsigned char *kr, const unsigned char *vr,
+                           int64_t b, int64_t t, int64_t j, int64_t h, int64_t Ln, float *row, float *tmp)
+{
+    const int64_t kvv = attn_dtype_values(s->dtype_kv), Hkv = s->heads_kv;
+    const size_t qsz = attn_dtype_size(s->dtype_q);
+    int64_t d;
+    int pass;
+    for (pass = 0; pass < 2; pass++) {
+        const int64_t n = pass ? s->head_dim_v : s->head_dim;
+        const void *src = (const unsigned char *)(pass ? a->v_new : a->k_new) + (size_t)(((b * Ln + t) * Hkv + h) * n) * qsz;
+        float *want = row, *got = row + n;
+        double vmax = 0.0;
+        attn_dtype_to_f32_array(s->dtype_q, src, want, (size_t)n);
+        if (!pass) rope_row_want(s, a, j, want);
+        store_values(s->dtype_kv, want, tmp, n);
+        load_values(s->dtype_kv, tmp, want, n);
+        load_values(s->dtype_kv, pass ? vr : kr, got, n);
+        for (d = 0; d < n; d++) vmax = fabs(want[d]) > vmax ? fabs(want[d]) : vmax;
+        for (d = 0; d < n; d++) {
+            const double tol = kvv > 1 ? vmax / 6.0 : 1e-7 + fabs(want[d]) *
+                (s->dtype_kv == ATTN_DTYPE_F32 ? 1e-6 : s->dtype_kv == ATTN_DTYPE_F16 ? 2e-3 : 1e-2);
+            cr_assert(fabs((double)got[d] - want[d]) <= tol, "%s: new %s row b=%lld j=%lld h=%lld d=%lld: %.9g, want %.9g",
+                      s->name, pass ? "V" : "K", (long long)b, (long long)j, (long long)h, (long long)d,
+                      (double)got[d], (double)want[d]);
+        }
+    }
+}
+
 /* One cache of B sequences (lens[b] keys of capacity Lk, the rest NaN
    bits), Ln new rows each: attn_<name>_fwd with k_new stores them, as the
    reference rotation and the cache's rounding say, writes no other byte of
@@ -1585,30 +1617,7 @@ static void append_case(const attn_kernel *k, attn_status (*append)(const attn_a
                               (long long)h);
                     continue;
                 }
-                { /* K: the new row rotated, stored; V: stored */
-                    int pass;
-                    for (pass = 0; pass < 2; pass++) {
-                        const int64_t n = pass ? Dv : D;
-                        const void *src = (const unsigned char *)(pass ? vn : kn) +
-                                          (size_t)(((b * Ln + t) * Hkv + h) * n) * qsz;
-                        float *want = row, *got = row + n;
-                        double vmax = 0.0;
-                        attn_dtype_to_f32_array(s->dtype_q, src, want, (size_t)n);
-                        if (!pass) rope_row_want(s, &a, j, want);
-                        store_values(s->dtype_kv, want, tmp, n);
-                        load_values(s->dtype_kv, tmp, want, n);
-                        load_values(s->dtype_kv, (pass ? vc + vo : kc + ko), got, n);
-                        for (d = 0; d < n; d++) vmax = fabs(want[d]) > vmax ? fabs(want[d]) : vmax;
-                        for (d = 0; d < n; d++) {
-                            const double tol = kvv > 1 ? vmax / 6.0 : 1e-7 + fabs(want[d]) *
-                                (s->dtype_kv == ATTN_DTYPE_F32 ? 1e-6 : s->dtype_kv == ATTN_DTYPE_F16 ? 2e-3 : 1e-2);
-                            cr_assert(fabs((double)got[d] - want[d]) <= tol,
-                                      "%s: new %s row b=%lld j=%lld h=%lld d=%lld: %.9g, want %.9g", s->name,
-                                      pass ? "V" : "K", (long long)b, (long long)j, (long long)h, (long long)d,
-                                      (double)got[d], (double)want[d]);
-                        }
-                    }
-                }
+                check_new_rows(s, &a, kc + ko, vc + vo, b, t, j, h, Ln, row, tmp);
             }
     /* the attention: the bits of a call over lens[b] + Ln keys */
     for (b = 0; b < B; b++) lens2[b] = lens[b] + (int32_t)Ln;
