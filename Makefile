@@ -37,7 +37,8 @@ BWD_CONFIGS  ?= $(call kernel_set,backward)
 ENTRY_DEFINE  = -DATTN_ENTRY_KERNEL=attn_$*_kernel \
   $(if $(filter $*,$(BWD_CONFIGS)),-DATTN_ENTRY_BWD_KERNEL=attn_$*_bwd_kernel)
 
-.PHONY: all bootstrap generate cpu-profiles demo test lint check-generated clean neon-check bench bench-quick vendor-test
+.PHONY: all bootstrap generate cpu-profiles demo test lint check-generated clean neon-check bench bench-quick vendor-test \
+  decode-loop
 .SECONDARY:
 
 all: demo
@@ -141,6 +142,18 @@ $(BUILD)/test_kernels: tests/test_kernels.c tests/test_vmath.c tests/test_extrem
 
 check-generated:
 	@tests/check_generated.sh
+
+# examples/decode_loop.c: a serving loop over an f16 cache with RoPE, checked step by step
+$(BUILD)/examples/decode_loop.c: examples/decode_loop.lua $(wildcard templates/*/*.tmpl generator/*.lua generator/*/*.lua)
+	@mkdir -p $(BUILD)/examples
+	$(ATTNGEN) generate -q examples/decode_loop.lua -o $(BUILD)/examples
+
+$(BUILD)/examples/decode_loop: examples/decode_loop.c $(BUILD)/examples/decode_loop.c $(RUNTIME_OBJS)
+	$(CC) $(KERNEL_CFLAGS) -Wpedantic -I$(BUILD)/examples examples/decode_loop.c $(BUILD)/examples/decode_loop.c \
+	  $(RUNTIME_OBJS) -o $@ -lm
+
+decode-loop: $(BUILD)/examples/decode_loop
+	$(BUILD)/examples/decode_loop
 
 vendor-test:
 	@JOBS=$(JOBS) tests/vendor_test.sh

@@ -5,4 +5,5 @@ return {
   heads_kv = 1,
   head_dim = 64,
   causal = true,
+  rope = { style = "neox", theta = 10000 }, -- RoPE on the query rows, the cached keys stored rotated
 }

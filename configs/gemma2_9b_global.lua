@@ -7,4 +7,5 @@ return {
   causal = true,
   softcap = 50.0,
   scale = 1 / 16, -- query_pre_attn_scalar = 256
+  rope = { style = "neox", theta = 10000 }, -- RoPE on the query rows, the cached keys stored rotated
 }

@@ -8,4 +8,5 @@ return {
   sliding_window = 4096,
   softcap = 50.0,
   scale = 1 / 16, -- query_pre_attn_scalar = 256: scores are scaled by 256^-0.5
+  rope = { style = "neox", theta = 10000 }, -- RoPE on the query rows, the cached keys stored rotated
 }

@@ -18,6 +18,7 @@
  *   softcap = 50,
  *   alibi = false,
  *   decode_max_q = 16,
+ *   rope = { dim = 256, style = "neox", table = false, theta = 10000 },
  *   dtype = "f32",
  *   matmul = "f32",
  *   isa = { "avx512", "avx2", "neon", "scalar" },
@@ -154,6 +155,158 @@ static inline const float *attn_gemma2_9b_local_q_row(const attn_args *args, int
     return (const float *)args->q + b * args->q_stride[0] + i * args->q_stride[1] + h * args->q_stride[2];
 }
 
+/* RoPE's inverse frequency of pair m: 10000^(-2m / 256), in double. */
+ATTN_SHARED static const double attn_gemma2_9b_local_rope_inv_freq[128] = {
+    1.0, 0.930572040929699, 0.8659643233600653, 0.8058421877614819,
+    0.7498942093324559, 0.6978305848598664, 0.6493816315762113, 0.6042963902381328,
+    0.5623413251903491, 0.5232991146814947, 0.48696752516586306, 0.45315836376008173,
+    0.4216965034285823, 0.3924189758484536, 0.36517412725483767, 0.3398208328942559,
+    0.31622776601683794, 0.29427271762092816, 0.27384196342643613, 0.25482967479793467,
+    0.23713737056616555, 0.220673406908459, 0.2053525026457146, 0.19109529749704404,
+    0.17782794100389226, 0.16548170999431813, 0.1539926526059492, 0.14330125702369628,
+    0.1333521432163324, 0.12409377607517197, 0.1154781984689458, 0.10746078283213174,
+    0.1, 0.0930572040929699, 0.08659643233600654, 0.08058421877614819,
+    0.07498942093324558, 0.06978305848598663, 0.06493816315762113, 0.06042963902381328,
+    0.056234132519034905, 0.05232991146814947, 0.04869675251658631, 0.045315836376008174,
+    0.042169650342858224, 0.03924189758484536, 0.03651741272548377, 0.03398208328942559,
+    0.03162277660168379, 0.029427271762092817, 0.02738419634264361, 0.025482967479793464,
+    0.02371373705661655, 0.0220673406908459, 0.020535250264571463, 0.019109529749704406,
+    0.01778279410038923, 0.016548170999431816, 0.01539926526059492, 0.014330125702369629,
+    0.01333521432163324, 0.012409377607517197, 0.011547819846894583, 0.010746078283213174,
+    0.01, 0.009305720409296989, 0.008659643233600653, 0.008058421877614817,
+    0.007498942093324559, 0.006978305848598663, 0.006493816315762114, 0.006042963902381328,
+    0.005623413251903491, 0.005232991146814947, 0.004869675251658632, 0.004531583637600818,
+    0.004216965034285823, 0.003924189758484536, 0.003651741272548377, 0.0033982083289425596,
+    0.003162277660168379, 0.0029427271762092816, 0.0027384196342643613, 0.0025482967479793462,
+    0.002371373705661655, 0.0022067340690845897, 0.002053525026457146, 0.0019109529749704406,
+    0.001778279410038923, 0.0016548170999431814, 0.0015399265260594918, 0.0014330125702369627,
+    0.001333521432163324, 0.0012409377607517195, 0.0011547819846894581, 0.0010746078283213173,
+    0.001, 0.0009305720409296989, 0.0008659643233600654, 0.0008058421877614819,
+    0.0007498942093324557, 0.0006978305848598664, 0.0006493816315762112, 0.0006042963902381329,
+    0.0005623413251903491, 0.0005232991146814947, 0.00048696752516586315, 0.0004531583637600818,
+    0.0004216965034285823, 0.0003924189758484536, 0.0003651741272548377, 0.0003398208328942559,
+    0.00031622776601683794, 0.00029427271762092817, 0.00027384196342643616, 0.00025482967479793463,
+    0.00023713737056616554, 0.00022067340690845895, 0.0002053525026457146, 0.00019109529749704405,
+    0.00017782794100389227, 0.00016548170999431815, 0.0001539926526059492, 0.00014330125702369627,
+    0.0001333521432163324, 0.00012409377607517196, 0.00011547819846894582, 0.00010746078283213175
+};
+
+/* cos and sin of each pair's step of one position (of inv_freq), in double. */
+ATTN_SHARED static const double attn_gemma2_9b_local_rope_step[2][128] = { {
+    0.5403023058681398, 0.5973753250812079, 0.6479058722668407, 0.6925039145429416,
+    0.7317609757987247, 0.7662379619810581, 0.7964578744859591, 0.8229020805517059,
+    0.8460091102817079, 0.8661751953575021, 0.8837559606641002, 0.8990688341628358,
+    0.9123958596462561, 0.9239866881346275, 0.934061592402767, 0.9428144003135146,
+    0.9504152802551828, 0.9570133392269738, 0.962739013512927, 0.9677062454022811,
+    0.9720144485742658, 0.9757502707324501, 0.9789891657304084, 0.9817967894399727,
+    0.9842302344700946, 0.9863391189134955, 0.9881665438469512, 0.9897499335324843,
+    0.9911217712989062, 0.9923102430230077, 0.9933397990439348, 0.9942316442775075,
+    0.9950041652780258, 0.9956733020406258, 0.9962528714565815, 0.9967548485305913,
+    0.9971896107427816, 0.9975661502861756, 0.9978922583284672, 0.9981746849300259,
+    0.9984192777926645, 0.9986311026102686, 0.9988145474375343, 0.998973413181621,
+    0.9991109920487397, 0.9992301355391363, 0.9993333133756003, 0.9994226645689095,
+    0.9995000416652778, 0.9995670490830101, 0.9996250763256367, 0.9996753267545192,
+    0.9997188425133148, 0.9997565261179805, 0.9997891591576791, 0.9998174184926443,
+    0.9998418902836144, 0.9998630821428175, 0.9998814336577873, 0.9998973255057338,
+    0.999911087347106, 0.9999230046617643, 0.9999333246693383, 0.9999422614563973,
+    0.9999500004166653, 0.9999567020962871, 0.9999625055238417, 0.9999675310941277,
+    0.9999718830655018, 0.9999756517225488, 0.9999789152489235, 0.9999817413492006,
+    0.9999841886533658, 0.9999863079330742, 0.9999881431549026, 0.9999897323924384,
+    0.999991108616126, 0.9999923003772504, 0.9999933324002487, 0.9999942260956329,
+    0.9999950000041666, 0.9999956701815078, 0.9999962505312964, 0.9999967530935991,
+    0.9999971882946916, 0.9999975651633622, 0.9999978915182238, 0.9999981741299193,
+    0.9999984188615866, 0.9999986307904953, 0.9999988143133814, 0.9999989732376625,
+    0.9999991108604267, 0.9999992300368358, 0.999999333239358, 0.9999994226090633,
+    0.9999995000000417, 0.9999995670178695, 0.9999996250529187, 0.9999996753092018,
+    0.9999997188293506, 0.9999997565162473, 0.9999997891517557, 0.999999817412942,
+    0.9999998418861211, 0.9999998630790214, 0.999999881431317, 0.9999998973237504,
+    0.9999999110860308, 0.9999999230036747, 0.9999999333239291, 0.9999999422609013,
+    0.9999999500000004, 0.9999999567017841, 0.9999999625052898, 0.9999999675309186,
+    0.9999999718829339, 0.9999999756516238, 0.9999999789151749, 0.9999999817412937,
+    0.9999999841886117, 0.9999999863079019, 0.9999999881431315, 0.9999999897323749,
+    0.9999999911086029, 0.9999999923003674, 0.9999999933323929, 0.9999999942260901
+}, {
+    0.8414709848078965, 0.8019617952147853, 0.761720408471602, 0.7214141170941294,
+    0.6815613503552693, 0.642556912358053, 0.6046940169782634, 0.568183215014025,
+    0.5331684399140229, 0.4997404635882441, 0.4679480761694328, 0.43780729943330005,
+    0.4093089240419384, 0.38242463329393755, 0.3571119454708947, 0.3333181761642588,
+    0.31098359290718575, 0.2900439079547044, 0.27043223154823115, 0.2520805875299009,
+    0.23492107560384184, 0.21888674963448632, 0.20391226883755403, 0.18993436825746396,
+    0.17689218624615002, 0.16472747949552732, 0.1533847502901493, 0.14281130582850568,
+    0.13295726553038986, 0.12377552905004843, 0.11522171512069776, 0.10725407925689223,
+    0.09983341664682815, 0.09292295520223649, 0.08648824263745951, 0.0804970305710593,
+    0.07491915794147602, 0.06972643546904797, 0.06489253245260045, 0.06039286683742959,
+    0.056204499214692484, 0.05230603119525711, 0.04867750843206234, 0.045300328434375634,
+    0.042157153217256826, 0.03923182675378966, 0.036509297141198514, 0.03397554335078304,
+    0.03161750640243371, 0.0294230247847369, 0.02738077392925777, 0.025480209540842826,
+    0.023711514583386627, 0.022065549721406452, 0.020533807021130068, 0.019108366719965263,
+    0.01778185687966613, 0.016547415745833297, 0.015398656644265823, 0.01432963525287604,
+    0.01333481909619642, 0.012409059117806966, 0.011547563194184839, 0.010745871461447223,
+    0.009999833334166664, 0.00930558610284722, 0.00865953500373453, 0.008058334661378888,
+    0.007498871810771602, 0.006978249211931082, 0.006493770675531108, 0.0060429271235473295,
+    0.005623383613960186, 0.005232967263304811, 0.00486965600531504, 0.004531568128082727,
+    0.004216952536060113, 0.003924179686885787, 0.0036517331564283693, 0.003398201788630072,
+    0.0031622723897082473, 0.002942722929049874, 0.002738416211723934, 0.0025482939899517418,
+    0.0023713714831265597, 0.0022067322780719785, 0.002053523583183578, 0.0019109518119196781,
+    0.001778278472803529, 0.001654816344679345, 0.0015399259174360186, 0.0014330120797824836,
+    0.0013335210369344083, 0.0012409374422595815, 0.0011547817280350542, 0.0010746076214983693,
+    0.0009999998333333417, 0.0009305719066226735, 0.0008659642151297975, 0.0008058421005449657,
+    0.0007498941390497072, 0.0006978305282230623, 0.000649381585935885, 0.0006042963534592324,
+    0.0005623412955523594, 0.0005232990907979522, 0.000486967505919497, 0.0004531583482505479,
+    0.0004216964909303456, 0.0003924189657768472, 0.00036517411913871236, 0.00033982082635393966,
+    0.0003162277607463752, 0.00029427271337376695, 0.00027384196000389445, 0.00025482967203990613,
+    0.00023713736834362982, 0.00022067340511744592, 0.00020535250120244075, 0.00019109529633399308,
+    0.00017782794006665674, 0.00016548170923905422, 0.00015399265199732563, 0.00014330125653324175,
+    0.00013335214282110343, 0.0001240937757566798, 0.0001154781982122914, 0.00010746078262530879
+} };
+
+/* The cos and sin of RoPE's angles at position pos (INT64_MIN: none yet);
+ * steps: positions stepped since the angles were last computed outright. */
+typedef struct {
+    int64_t pos, steps;
+    double c[128], s[128];
+} attn_gemma2_9b_local_rope_cs;
+
+/* Sets cs to the angles of position pos: kept where cs holds them already,
+ * stepped by one rotation in double where pos is the next position (at most
+ * 256 times in a row: the angles stay within 1e-13 of exact), else cos and
+ * sin of pos * inv_freq in double. */
+static inline void attn_gemma2_9b_local_rope_at(const attn_args *args, attn_gemma2_9b_local_rope_cs *cs, int64_t pos)
+{
+    int m;
+    if (pos == cs->pos)
+        return;
+    (void)args;
+    if (cs->pos != INT64_MIN && pos == cs->pos + 1 && cs->steps < 256) {
+        const double *sc = attn_gemma2_9b_local_rope_step[0], *ss = attn_gemma2_9b_local_rope_step[1];
+        for (m = 0; m < 128; m++) {
+            const double c = cs->c[m], s = cs->s[m];
+            cs->c[m] = c * sc[m] - s * ss[m];
+            cs->s[m] = s * sc[m] + c * ss[m];
+        }
+        cs->steps++;
+    } else {
+        for (m = 0; m < 128; m++) {
+            const double a = (double)pos * attn_gemma2_9b_local_rope_inv_freq[m];
+            cs->c[m] = cos(a);
+            cs->s[m] = sin(a);
+        }
+        cs->steps = 0;
+    }
+    cs->pos = pos;
+}
+
+/* x rotated by the angles of cs, pair by pair in double, rounded once:
+ * pair m is (x[m], x[m + 128]) (neox: Hugging Face's rotate_half). */
+static inline void attn_gemma2_9b_local_rope_rotate(float *x, const attn_gemma2_9b_local_rope_cs *cs)
+{
+    int m;
+    for (m = 0; m < 128; m++) {
+        const double a = x[m], b = x[m + 128];
+        x[m] = (float)(a * cs->c[m] - b * cs->s[m]);
+        x[m + 128] = (float)(a * cs->s[m] + b * cs->c[m]);
+    }
+}
 /* Where the K and V rows of one batch lie.  A kernel takes it once per
  * batch (a local copy the compiler keeps in registers) and reads rows only
  * through k_row and v_row. */
@@ -184,6 +337,18 @@ static inline const float *attn_gemma2_9b_local_k_row(const attn_gemma2_9b_local
 static inline const float *attn_gemma2_9b_local_v_row(const attn_gemma2_9b_local_kv *kv, int64_t hk, int64_t j)
 {
     return kv->v + j * kv->v_key + hk * kv->v_head;
+}
+
+/* Key j and value j of kv head hk, to write (appending: lib/append).  The
+ * cache is the caller's writable memory behind attn_args' const pointers. */
+static inline float *attn_gemma2_9b_local_k_row_mut(const attn_gemma2_9b_local_kv *kv, int64_t hk, int64_t j)
+{
+    return (float *)(kv->k + j * kv->k_key + hk * kv->k_head);
+}
+
+static inline float *attn_gemma2_9b_local_v_row_mut(const attn_gemma2_9b_local_kv *kv, int64_t hk, int64_t j)
+{
+    return (float *)(kv->v + j * kv->v_key + hk * kv->v_head);
 }
 
 /* Asks for the cache lines of the n elements at p ahead of use (a no-op where
@@ -2954,8 +3119,10 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_softmax_
     _mm512_storeu_ps(alpha, a);
 }
 
-/* dst[0..D) = src * 0.0901684401f (scale * log2(e): scores are kept in base 2), dst[D..256) = 0. */
-__attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_qpack_f32__avx512(const float *restrict src, float *restrict dst)
+/* dst[0..D) = src * 0.0901684401f (scale * log2(e): scores are kept in base 2), dst[D..256) = 0;
+ * then rotated by RoPE at the row's position pos (rc: the last position's angles, rows.c.tmpl). */
+__attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_qpack_f32__avx512(const float *restrict src, float *restrict dst,
+        const attn_args *args, attn_gemma2_9b_local_rope_cs *rc, int64_t pos)
 {
     const __m512 vs = _mm512_set1_ps(0.0901684401f);
     _mm512_storeu_ps(dst + 0, _mm512_mul_ps(_mm512_loadu_ps(src + 0), vs));
@@ -2974,6 +3141,8 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_qpack_f3
     _mm512_storeu_ps(dst + 208, _mm512_mul_ps(_mm512_loadu_ps(src + 208), vs));
     _mm512_storeu_ps(dst + 224, _mm512_mul_ps(_mm512_loadu_ps(src + 224), vs));
     _mm512_storeu_ps(dst + 240, _mm512_mul_ps(_mm512_loadu_ps(src + 240), vs));
+    attn_gemma2_9b_local_rope_at(args, rc, pos);
+    attn_gemma2_9b_local_rope_rotate(dst, rc);
 }
 
 /* Packs keys [j0, j0 + 32) of kv head hk of the rows kv (a batch's, or a
@@ -3443,6 +3612,9 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_gemma
         Q_STRIDE = 256 /* floats of a packed Q row (D in whole vectors) */
     };
     int64_t r;
+    enum { ROPE_SLOTS = 16 };
+    attn_gemma2_9b_local_rope_cs rcs[ROPE_SLOTS]; /* RoPE's angles at the positions of rows i, i mod ROPE_SLOTS */
+    for (r = 0; r < ROPE_SLOTS; r++) rcs[r].pos = INT64_MIN;
 
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
@@ -3450,7 +3622,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_gemma
         float *qw = w->q + r * Q_STRIDE;
         int64_t d;
         if (r < HKV * glp && rr < gl) {
-            attn_gemma2_9b_local_qpack_f32__avx512(attn_gemma2_9b_local_q_row(args, b, i, (r / glp) * GROUP + g), qw);
+            attn_gemma2_9b_local_qpack_f32__avx512(attn_gemma2_9b_local_q_row(args, b, i, (r / glp) * GROUP + g), qw, args, &rcs[i % ROPE_SLOTS], i + lk - Lq);
             attn_gemma2_9b_local_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         } else { /* padding rows: zero queries that see what row 0 sees (so that they
                     change no block's class: blocks no real row sees are skipped), never read back */
@@ -3915,11 +4087,14 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_sunit_2x
     const attn_gemma2_9b_local_kv kv = attn_gemma2_9b_local_kv_of(args, b);
     int64_t r, j, j0, hk;
     attn_gemma2_9b_local_tile_class cls;
+    enum { ROPE_SLOTS = 1 };
+    attn_gemma2_9b_local_rope_cs rcs[ROPE_SLOTS]; /* RoPE's angles at each row's position */
+    for (r = 0; r < ROPE_SLOTS; r++) rcs[r].pos = INT64_MIN;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 2, h = (r / 2) * GROUP + rr / Lq, i = rr % Lq;
-        attn_gemma2_9b_local_qpack_f32__avx512(attn_gemma2_9b_local_q_row(args, b, i, h), w->sq + r * 256);
+        attn_gemma2_9b_local_qpack_f32__avx512(attn_gemma2_9b_local_q_row(args, b, i, h), w->sq + r * 256, args, &rcs[i % ROPE_SLOTS], i + lk - Lq);
         attn_gemma2_9b_local_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -4128,6 +4303,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_unit__av
     int64_t jmin = INT64_MAX, jmax = 0; /* the keys any row may see lie in [jmin, jmax) */
     int64_t r, t, c;
     int pf = ni >= 0; /* the next unit's Q rows are still to be prefetched */
+    attn_gemma2_9b_local_rope_cs rcs = { INT64_MIN, 0, { 0.0 }, { 0.0 } }; /* RoPE's angles at the last row's position */
 
     for (r = 0; r < tq; r++) {
         attn_gemma2_9b_local_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
@@ -4152,7 +4328,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_unit__av
             w->m[r] = -INFINITY;
             w->l[r] = 0.0f;
         }
-        attn_gemma2_9b_local_qpack_f32__avx512(attn_gemma2_9b_local_q_row(args, b, i0 + r, h), w->q + r * 256);
+        attn_gemma2_9b_local_qpack_f32__avx512(attn_gemma2_9b_local_q_row(args, b, i0 + r, h), w->q + r * 256, args, &rcs, i0 + r + lk - args->seq_q);
     }
     if (jmin < k0) jmin = k0; /* this chunk's keys */
     if (jmax > k1) jmax = k1;
@@ -5469,8 +5645,10 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_softma
     _mm256_storeu_ps(alpha, a);
 }
 
-/* dst[0..D) = src * 0.0901684401f (scale * log2(e): scores are kept in base 2), dst[D..256) = 0. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_qpack_f32__avx2(const float *restrict src, float *restrict dst)
+/* dst[0..D) = src * 0.0901684401f (scale * log2(e): scores are kept in base 2), dst[D..256) = 0;
+ * then rotated by RoPE at the row's position pos (rc: the last position's angles, rows.c.tmpl). */
+__attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_qpack_f32__avx2(const float *restrict src, float *restrict dst,
+        const attn_args *args, attn_gemma2_9b_local_rope_cs *rc, int64_t pos)
 {
     const __m256 vs = _mm256_set1_ps(0.0901684401f);
     _mm256_storeu_ps(dst + 0, _mm256_mul_ps(_mm256_loadu_ps(src + 0), vs));
@@ -5505,6 +5683,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_qpack_
     _mm256_storeu_ps(dst + 232, _mm256_mul_ps(_mm256_loadu_ps(src + 232), vs));
     _mm256_storeu_ps(dst + 240, _mm256_mul_ps(_mm256_loadu_ps(src + 240), vs));
     _mm256_storeu_ps(dst + 248, _mm256_mul_ps(_mm256_loadu_ps(src + 248), vs));
+    attn_gemma2_9b_local_rope_at(args, rc, pos);
+    attn_gemma2_9b_local_rope_rotate(dst, rc);
 }
 
 /* Packs keys [j0, j0 + 16) of kv head hk of the rows kv (a batch's, or a
@@ -5874,6 +6054,9 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_gem
         Q_STRIDE = 256 /* floats of a packed Q row (D in whole vectors) */
     };
     int64_t r;
+    enum { ROPE_SLOTS = 16 };
+    attn_gemma2_9b_local_rope_cs rcs[ROPE_SLOTS]; /* RoPE's angles at the positions of rows i, i mod ROPE_SLOTS */
+    for (r = 0; r < ROPE_SLOTS; r++) rcs[r].pos = INT64_MIN;
 
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
@@ -5881,7 +6064,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_gem
         float *qw = w->q + r * Q_STRIDE;
         int64_t d;
         if (r < HKV * glp && rr < gl) {
-            attn_gemma2_9b_local_qpack_f32__avx2(attn_gemma2_9b_local_q_row(args, b, i, (r / glp) * GROUP + g), qw);
+            attn_gemma2_9b_local_qpack_f32__avx2(attn_gemma2_9b_local_q_row(args, b, i, (r / glp) * GROUP + g), qw, args, &rcs[i % ROPE_SLOTS], i + lk - Lq);
             attn_gemma2_9b_local_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         } else { /* padding rows: zero queries that see what row 0 sees (so that they
                     change no block's class: blocks no real row sees are skipped), never read back */
@@ -6285,11 +6468,14 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_sunit_
     const attn_gemma2_9b_local_kv kv = attn_gemma2_9b_local_kv_of(args, b);
     int64_t r, j, j0, hk;
     attn_gemma2_9b_local_tile_class cls;
+    enum { ROPE_SLOTS = 1 };
+    attn_gemma2_9b_local_rope_cs rcs[ROPE_SLOTS]; /* RoPE's angles at each row's position */
+    for (r = 0; r < ROPE_SLOTS; r++) rcs[r].pos = INT64_MIN;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 2, h = (r / 2) * GROUP + rr / Lq, i = rr % Lq;
-        attn_gemma2_9b_local_qpack_f32__avx2(attn_gemma2_9b_local_q_row(args, b, i, h), w->sq + r * 256);
+        attn_gemma2_9b_local_qpack_f32__avx2(attn_gemma2_9b_local_q_row(args, b, i, h), w->sq + r * 256, args, &rcs[i % ROPE_SLOTS], i + lk - Lq);
         attn_gemma2_9b_local_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -6498,6 +6684,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_unit__
     int64_t jmin = INT64_MAX, jmax = 0; /* the keys any row may see lie in [jmin, jmax) */
     int64_t r, t, c;
     int pf = ni >= 0; /* the next unit's Q rows are still to be prefetched */
+    attn_gemma2_9b_local_rope_cs rcs = { INT64_MIN, 0, { 0.0 }, { 0.0 } }; /* RoPE's angles at the last row's position */
 
     for (r = 0; r < tq; r++) {
         attn_gemma2_9b_local_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
@@ -6522,7 +6709,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_unit__
             w->m[r] = -INFINITY;
             w->l[r] = 0.0f;
         }
-        attn_gemma2_9b_local_qpack_f32__avx2(attn_gemma2_9b_local_q_row(args, b, i0 + r, h), w->q + r * 256);
+        attn_gemma2_9b_local_qpack_f32__avx2(attn_gemma2_9b_local_q_row(args, b, i0 + r, h), w->q + r * 256, args, &rcs, i0 + r + lk - args->seq_q);
     }
     if (jmin < k0) jmin = k0; /* this chunk's keys */
     if (jmax > k1) jmax = k1;
@@ -8158,8 +8345,10 @@ static void attn_gemma2_9b_local_softmax_t__neon(float *restrict s, int64_t rs, 
     vst1q_f32(alpha, a);
 }
 
-/* dst[0..D) = src * 0.0901684401f (scale * log2(e): scores are kept in base 2), dst[D..256) = 0. */
-static void attn_gemma2_9b_local_qpack_f32__neon(const float *restrict src, float *restrict dst)
+/* dst[0..D) = src * 0.0901684401f (scale * log2(e): scores are kept in base 2), dst[D..256) = 0;
+ * then rotated by RoPE at the row's position pos (rc: the last position's angles, rows.c.tmpl). */
+static void attn_gemma2_9b_local_qpack_f32__neon(const float *restrict src, float *restrict dst,
+        const attn_args *args, attn_gemma2_9b_local_rope_cs *rc, int64_t pos)
 {
     const float32x4_t vs = vdupq_n_f32(0.0901684401f);
     vst1q_f32(dst + 0, vmulq_f32(vld1q_f32(src + 0), vs));
@@ -8226,6 +8415,8 @@ static void attn_gemma2_9b_local_qpack_f32__neon(const float *restrict src, floa
     vst1q_f32(dst + 244, vmulq_f32(vld1q_f32(src + 244), vs));
     vst1q_f32(dst + 248, vmulq_f32(vld1q_f32(src + 248), vs));
     vst1q_f32(dst + 252, vmulq_f32(vld1q_f32(src + 252), vs));
+    attn_gemma2_9b_local_rope_at(args, rc, pos);
+    attn_gemma2_9b_local_rope_rotate(dst, rc);
 }
 
 /* Packs keys [j0, j0 + 8) of kv head hk of the rows kv (a batch's, or a
@@ -8530,6 +8721,9 @@ static ATTN_ALWAYS_INLINE void attn_gemma2_9b_local_drows__neon(const attn_args 
         Q_STRIDE = 256 /* floats of a packed Q row (D in whole vectors) */
     };
     int64_t r;
+    enum { ROPE_SLOTS = 16 };
+    attn_gemma2_9b_local_rope_cs rcs[ROPE_SLOTS]; /* RoPE's angles at the positions of rows i, i mod ROPE_SLOTS */
+    for (r = 0; r < ROPE_SLOTS; r++) rcs[r].pos = INT64_MIN;
 
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
@@ -8537,7 +8731,7 @@ static ATTN_ALWAYS_INLINE void attn_gemma2_9b_local_drows__neon(const attn_args 
         float *qw = w->q + r * Q_STRIDE;
         int64_t d;
         if (r < HKV * glp && rr < gl) {
-            attn_gemma2_9b_local_qpack_f32__neon(attn_gemma2_9b_local_q_row(args, b, i, (r / glp) * GROUP + g), qw);
+            attn_gemma2_9b_local_qpack_f32__neon(attn_gemma2_9b_local_q_row(args, b, i, (r / glp) * GROUP + g), qw, args, &rcs[i % ROPE_SLOTS], i + lk - Lq);
             attn_gemma2_9b_local_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         } else { /* padding rows: zero queries that see what row 0 sees (so that they
                     change no block's class: blocks no real row sees are skipped), never read back */
@@ -8893,11 +9087,14 @@ static void attn_gemma2_9b_local_sunit_2x1__neon(const attn_args *args, int64_t 
     const attn_gemma2_9b_local_kv kv = attn_gemma2_9b_local_kv_of(args, b);
     int64_t r, j, j0, hk;
     attn_gemma2_9b_local_tile_class cls;
+    enum { ROPE_SLOTS = 1 };
+    attn_gemma2_9b_local_rope_cs rcs[ROPE_SLOTS]; /* RoPE's angles at each row's position */
+    for (r = 0; r < ROPE_SLOTS; r++) rcs[r].pos = INT64_MIN;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 2, h = (r / 2) * GROUP + rr / Lq, i = rr % Lq;
-        attn_gemma2_9b_local_qpack_f32__neon(attn_gemma2_9b_local_q_row(args, b, i, h), w->sq + r * 256);
+        attn_gemma2_9b_local_qpack_f32__neon(attn_gemma2_9b_local_q_row(args, b, i, h), w->sq + r * 256, args, &rcs[i % ROPE_SLOTS], i + lk - Lq);
         attn_gemma2_9b_local_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -9104,6 +9301,7 @@ static void attn_gemma2_9b_local_unit__neon(const attn_args *args, const float *
     int64_t jmin = INT64_MAX, jmax = 0; /* the keys any row may see lie in [jmin, jmax) */
     int64_t r, t, c;
     int pf = ni >= 0; /* the next unit's Q rows are still to be prefetched */
+    attn_gemma2_9b_local_rope_cs rcs = { INT64_MIN, 0, { 0.0 }, { 0.0 } }; /* RoPE's angles at the last row's position */
 
     for (r = 0; r < tq; r++) {
         attn_gemma2_9b_local_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
@@ -9128,7 +9326,7 @@ static void attn_gemma2_9b_local_unit__neon(const attn_args *args, const float *
             w->m[r] = -INFINITY;
             w->l[r] = 0.0f;
         }
-        attn_gemma2_9b_local_qpack_f32__neon(attn_gemma2_9b_local_q_row(args, b, i0 + r, h), w->q + r * 256);
+        attn_gemma2_9b_local_qpack_f32__neon(attn_gemma2_9b_local_q_row(args, b, i0 + r, h), w->q + r * 256, args, &rcs, i0 + r + lk - args->seq_q);
     }
     if (jmin < k0) jmin = k0; /* this chunk's keys */
     if (jmax > k1) jmax = k1;
@@ -9904,8 +10102,10 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_softmax_t__scalar(float *restri
     *(alpha) = a;
 }
 
-/* dst[0..D) = src * 0.0901684401f (scale * log2(e): scores are kept in base 2), dst[D..256) = 0. */
-ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_qpack_f32__scalar(const float *restrict src, float *restrict dst)
+/* dst[0..D) = src * 0.0901684401f (scale * log2(e): scores are kept in base 2), dst[D..256) = 0;
+ * then rotated by RoPE at the row's position pos (rc: the last position's angles, rows.c.tmpl). */
+ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_qpack_f32__scalar(const float *restrict src, float *restrict dst,
+        const attn_args *args, attn_gemma2_9b_local_rope_cs *rc, int64_t pos)
 {
     const float vs = (0.0901684401f);
     *(dst + 0) = (*(src + 0) * vs);
@@ -10164,6 +10364,8 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_qpack_f32__scalar(const float *
     *(dst + 253) = (*(src + 253) * vs);
     *(dst + 254) = (*(src + 254) * vs);
     *(dst + 255) = (*(src + 255) * vs);
+    attn_gemma2_9b_local_rope_at(args, rc, pos);
+    attn_gemma2_9b_local_rope_rotate(dst, rc);
 }
 
 /* Packs keys [j0, j0 + 2) of kv head hk of the rows kv (a batch's, or a
@@ -10271,6 +10473,9 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_gemma2_9b_local_drows__scala
         Q_STRIDE = 256 /* floats of a packed Q row (D in whole vectors) */
     };
     int64_t r;
+    enum { ROPE_SLOTS = 16 };
+    attn_gemma2_9b_local_rope_cs rcs[ROPE_SLOTS]; /* RoPE's angles at the positions of rows i, i mod ROPE_SLOTS */
+    for (r = 0; r < ROPE_SLOTS; r++) rcs[r].pos = INT64_MIN;
 
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
@@ -10278,7 +10483,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_gemma2_9b_local_drows__scala
         float *qw = w->q + r * Q_STRIDE;
         int64_t d;
         if (r < HKV * glp && rr < gl) {
-            attn_gemma2_9b_local_qpack_f32__scalar(attn_gemma2_9b_local_q_row(args, b, i, (r / glp) * GROUP + g), qw);
+            attn_gemma2_9b_local_qpack_f32__scalar(attn_gemma2_9b_local_q_row(args, b, i, (r / glp) * GROUP + g), qw, args, &rcs[i % ROPE_SLOTS], i + lk - Lq);
             attn_gemma2_9b_local_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         } else { /* padding rows: zero queries that see what row 0 sees (so that they
                     change no block's class: blocks no real row sees are skipped), never read back */
@@ -10629,6 +10834,7 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_unit__scalar(const attn_args *a
     int64_t jmin = INT64_MAX, jmax = 0; /* the keys any row may see lie in [jmin, jmax) */
     int64_t r, t, c;
     int pf = ni >= 0; /* the next unit's Q rows are still to be prefetched */
+    attn_gemma2_9b_local_rope_cs rcs = { INT64_MIN, 0, { 0.0 }, { 0.0 } }; /* RoPE's angles at the last row's position */
 
     for (r = 0; r < tq; r++) {
         attn_gemma2_9b_local_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
@@ -10653,7 +10859,7 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_unit__scalar(const attn_args *a
             w->m[r] = -INFINITY;
             w->l[r] = 0.0f;
         }
-        attn_gemma2_9b_local_qpack_f32__scalar(attn_gemma2_9b_local_q_row(args, b, i0 + r, h), w->q + r * 256);
+        attn_gemma2_9b_local_qpack_f32__scalar(attn_gemma2_9b_local_q_row(args, b, i0 + r, h), w->q + r * 256, args, &rcs, i0 + r + lk - args->seq_q);
     }
     if (jmin < k0) jmin = k0; /* this chunk's keys */
     if (jmax > k1) jmax = k1;
@@ -11119,6 +11325,78 @@ ATTN_NO_AUTOVEC attn_status attn_gemma2_9b_local_fwd__scalar(const attn_args *ar
     return failed ? ATTN_ERR_NOMEM : ATTN_OK;
 }
 #endif /* build part of scalar */
+#if !defined(ATTN_BUILD_PART) || ATTN_BUILD_PART == 0
+
+/* Stores new row t of batch b (k_new, v_new) as key seqlens_k[b] + t of the
+ * cache, every kv head: widened to f32, K rotated by RoPE at the key's position (in double, rounded to f32 once),
+ * then stored as f32.  Rows in order, one thread: the
+ * result depends on nothing else; no other row of the cache is written. */
+static void attn_gemma2_9b_local_append_store(const attn_args *args)
+{
+    float row[256];
+    attn_gemma2_9b_local_rope_cs rcs = { INT64_MIN, 0, { 0.0 }, { 0.0 } }; /* RoPE's angles at the last key's position */
+    int64_t b, t, hk;
+    for (b = 0; b < args->batch; b++) {
+        const attn_gemma2_9b_local_kv kv = attn_gemma2_9b_local_kv_of(args, b);
+        for (t = 0; t < args->seq_new; t++) {
+            const int64_t j = args->seqlens_k[b] + t;
+            for (hk = 0; hk < HKV; hk++) {
+                const float *kn = (const float *)args->k_new + b * args->kn_stride[0] + t * args->kn_stride[1] +
+                                 hk * args->kn_stride[2];
+                const float *vn = (const float *)args->v_new + b * args->vn_stride[0] + t * args->vn_stride[1] +
+                                 hk * args->vn_stride[2];
+                attn_dtype_to_f32_array(ATTN_DTYPE_F32, kn, row, D);
+                attn_gemma2_9b_local_rope_at(args, &rcs, j);
+                attn_gemma2_9b_local_rope_rotate(row, &rcs);
+                attn_f32_to_dtype_array(ATTN_DTYPE_F32, row, attn_gemma2_9b_local_k_row_mut(&kv, hk, j), D);
+                attn_dtype_to_f32_array(ATTN_DTYPE_F32, vn, row, DV);
+                attn_f32_to_dtype_array(ATTN_DTYPE_F32, row, attn_gemma2_9b_local_v_row_mut(&kv, hk, j), DV);
+            }
+        }
+    }
+}
+
+attn_status attn_gemma2_9b_local_append(const attn_args *args)
+{
+    const attn_status st = attn_check_append(&attn_gemma2_9b_local_kernel.spec, args);
+    if (st != ATTN_OK) return st;
+    if (args->k_new != NULL) attn_gemma2_9b_local_append_store(args);
+    return ATTN_OK;
+}
+
+/* The entry point given k_new: every check of the store and of the call
+ * over Lk_b = seqlens_k[b] + seq_new keys first (nothing is written when one
+ * fails), then the store, then the call. */
+static attn_status attn_gemma2_9b_local_append_attend(const attn_args *args)
+{
+    int32_t few[64], *lens = few; /* seqlens_k[b] + seq_new */
+    attn_args a2;
+    attn_status st = attn_check_append(&attn_gemma2_9b_local_kernel.spec, args);
+    int64_t b;
+    if (st != ATTN_OK) return st;
+    if (args->batch > 64) {
+        lens = (int32_t *)attn_alloc(sizeof(int32_t) * (size_t)args->batch);
+        if (lens == NULL) return ATTN_ERR_NOMEM;
+    }
+    for (b = 0; b < args->batch; b++) {
+        if (args->seqlens_k[b] + args->seq_new > INT32_MAX) st = ATTN_ERR_TOO_LARGE;
+        lens[b] = (int32_t)(st == ATTN_OK ? args->seqlens_k[b] + args->seq_new : 0);
+        /* without padding every sequence attends over seq_k keys */
+        if (st == ATTN_OK && lens[b] != args->seq_k) st = ATTN_ERR_SEQLENS;
+    }
+    a2 = *args;
+    a2.k_new = a2.v_new = NULL;
+    a2.seq_new = 0;
+    a2.seqlens_k = lens;
+    if (st == ATTN_OK) st = attn_check_args(&attn_gemma2_9b_local_kernel.spec, &a2);
+    if (st == ATTN_OK) {
+        attn_gemma2_9b_local_append_store(args);
+        st = attn_gemma2_9b_local_fwd(&a2);
+    }
+    if (lens != few) attn_free(lens);
+    return st;
+}
+#endif /* build part 0 */
 
 /* ======================================================================== */
 /* descriptor and dispatch                                                  */
@@ -11164,7 +11442,10 @@ const attn_kernel attn_gemma2_9b_local_kernel = {
         .dtype_o = ATTN_DTYPE_F32,
         .matmul = ATTN_DTYPE_F32,
         .tile_q = 96,
-        .tile_kv = 128
+        .tile_kv = 128,
+        .rope_style = ATTN_ROPE_NEOX,
+        .rope_dim = 256,
+        .rope_inv_freq = attn_gemma2_9b_local_rope_inv_freq
     },
     attn_gemma2_9b_local_fwd,
     (int)(sizeof(attn_gemma2_9b_local_variants) / sizeof(attn_gemma2_9b_local_variants[0])) - 1,
@@ -11178,6 +11459,7 @@ attn_status attn_gemma2_9b_local_fwd(const attn_args *args)
     const attn_variant *v;
     const attn_status st = attn_check_args(&attn_gemma2_9b_local_kernel.spec, args);
     if (st != ATTN_OK) return st;
+    if (args->k_new != NULL || args->v_new != NULL) return attn_gemma2_9b_local_append_attend(args); /* store, then attend */
 #if defined(__GNUC__)
     v = __atomic_load_n(&chosen, __ATOMIC_ACQUIRE);
 #else

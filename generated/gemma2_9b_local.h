@@ -18,6 +18,7 @@
  *   softcap = 50,
  *   alibi = false,
  *   decode_max_q = 16,
+ *   rope = { dim = 256, style = "neox", table = false, theta = 10000 },
  *   dtype = "f32",
  *   matmul = "f32",
  *   isa = { "avx512", "avx2", "neon", "scalar" },
@@ -44,6 +45,16 @@ extern "C" {
  * for the tensors in args (layout and rules: attn_runtime.h).
  */
 attn_status attn_gemma2_9b_local_fwd(const attn_args *args);
+
+/*
+ * attn_gemma2_9b_local_append(): args->k_new and v_new (seq_new rows a sequence, in Q's
+ * storage type) stored into the cache K and V as keys seqlens_k[b] on.
+ * K is rotated by RoPE at each key's position first.
+ * No other row is written; seqlens_k is not changed.  attn_gemma2_9b_local_fwd()
+ * given k_new stores the same way, then attends over seqlens_k[b] + seq_new
+ * keys.  attn_check_append (attn_runtime.h) lists the statuses.
+ */
+attn_status attn_gemma2_9b_local_append(const attn_args *args);
 
 /* The spec and the ISA variants compiled in, for tests and benchmarks. */
 extern const attn_kernel attn_gemma2_9b_local_kernel;

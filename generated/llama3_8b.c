@@ -17,6 +17,7 @@
  *   scale = 0.08838834764831843,
  *   alibi = false,
  *   decode_max_q = 16,
+ *   rope = { dim = 128, style = "neox", table = false, theta = 500000 },
  *   dtype = "f32",
  *   matmul = "f32",
  *   isa = { "avx512", "avx2", "neon", "scalar" },
@@ -153,6 +154,110 @@ static inline const float *attn_llama3_8b_q_row(const attn_args *args, int64_t b
     return (const float *)args->q + b * args->q_stride[0] + i * args->q_stride[1] + h * args->q_stride[2];
 }
 
+/* RoPE's inverse frequency of pair m: 500000^(-2m / 128), in double. */
+ATTN_SHARED static const double attn_llama3_8b_rope_inv_freq[64] = {
+    1.0, 0.8146172338565447, 0.6636012376960885, 0.540581004635767,
+    0.44036660267178046, 0.35873022375128993, 0.2922278225730151, 0.2380538204803507,
+    0.19392274474868576, 0.15797280990904317, 0.12868737343265052, 0.10483095217796996,
+    0.08539710028576561, 0.06956594961416032, 0.056669621445291044, 0.04616405026546052,
+    0.03760603093086393, 0.030634520893224042, 0.024955408670558694, 0.020329105980970156,
+    0.016560440080994446, 0.013490419890226748, 0.010989528534539826, 0.0089522593361944,
+    0.0072926647372171085, 0.005940730375674967, 0.004839421345719893, 0.003942276030116656,
+    0.0032114459947525913, 0.0026160992529250353, 0.0021311195369119653, 0.0017360467021768655,
+    0.001414213562373095, 0.0011520427402627808, 0.0009384738703573801, 0.0007644969883171747,
+    0.000622772421914596, 0.0005073211476622092, 0.0004132725499855165, 0.00033665894149804206,
+    0.0002742481756762073, 0.00022340729025955571, 0.00018199142881462546, 0.00014825335432657046,
+    0.00012076973741146504, 9.838110942370891e-05, 8.01429472224798e-05, 6.528582597948755e-05,
+    5.318295896944989e-05, 4.332375492399938e-05, 3.529227739646723e-05, 2.8749697389207992e-05,
+    2.341999896140934e-05, 1.907833477086643e-05, 1.5541540297632344e-05, 1.266040656712728e-05,
+    1.031338537721246e-05, 8.40146146768135e-06, 6.843975301154928e-06, 5.57522022840934e-06,
+    4.5416704806078695e-06, 3.699723044000707e-06, 3.0138581521391708e-06, 2.455140791131609e-06
+};
+
+/* cos and sin of each pair's step of one position (of inv_freq), in double. */
+ATTN_SHARED static const double attn_llama3_8b_rope_step[2][64] = { {
+    0.5403023058681398, 0.686146891927544, 0.7877791340857419, 0.8574098212192589,
+    0.9045954518793624, 0.936343378524211, 0.9576044472439085, 0.9717987470168898,
+    0.9812558362840286, 0.9875482229397776, 0.991731200660812, 0.9945102659621472,
+    0.996355883049411, 0.9975812650030281, 0.9983947066810158, 0.9989346294543717,
+    0.9992929765482185, 0.9995307997608902, 0.9996886299489359, 0.9997933708413342,
+    0.9998628790459692, 0.999909005665621, 0.9999396157390139, 0.9999599287940085,
+    0.9999734086383661, 0.9999823539131995, 0.9999882900233733, 0.9999922292399154,
+    0.9999948433117433, 0.9999965780143011, 0.9999977291656191, 0.9999984930713024,
+    0.9999990000001666, 0.9999993363988356, 0.9999995596334297, 0.9999997077721917,
+    0.9999998060772615, 0.9999998713126294, 0.9999999146029009, 0.9999999433303791,
+    0.9999999623939693, 0.9999999750445915, 0.99999998343956, 0.9999999890104715,
+    0.9999999927073353, 0.9999999951605787, 0.999999996788554, 0.9999999978688805,
+    0.9999999985857865, 0.9999999990615261, 0.9999999993772276, 0.9999999995867275,
+    0.9999999997257518, 0.9999999998180086, 0.9999999998792303, 0.9999999999198571,
+    0.999999999946817, 0.9999999999647077, 0.99999999997658, 0.9999999999844584,
+    0.9999999999896866, 0.999999999993156, 0.9999999999954583, 0.9999999999969862
+}, {
+    0.8414709848078965, 0.7274630180965705, 0.6159578199025634, 0.5146342375675743,
+    0.4262711208130009, 0.3510855700450618, 0.28808631105744753, 0.23581177938432799,
+    0.19270958398204202, 0.15731658325963996, 0.12833248082954007, 0.10463905053037957,
+    0.08529334272279625, 0.06950985336596692, 0.056639294410579924, 0.046147655160983785,
+    0.0375971677311151, 0.030629729501827813, 0.02495281849449825, 0.020327705766326035,
+    0.01655968314629382, 0.013490010703818332, 0.010989307335462972, 0.00895213975993231,
+    0.007292600096474082, 0.005940695432085903, 0.004839402455868198, 0.003942265818617627,
+    0.003211440474608744, 0.002616096268839611, 0.002131117923771883, 0.0017360458301439127,
+    0.0014142130909686214, 0.0011520424854304682, 0.0009384737325998695, 0.00076449691384808,
+    0.0006227723816580176, 0.0005073211259002675, 0.00041327253822142414, 0.0003366589351385972,
+    0.00027424817223841217, 0.00022340728840114897, 0.0001819914278100061, 0.00014825335378349232,
+    0.00012076973711788731, 9.838110926500636e-05, 8.014294713668822e-05, 6.528582593311024e-05,
+    5.3182958944379205e-05, 4.3323754910446646e-05, 3.529227738914088e-05, 2.8749697385247507e-05,
+    2.3419998959268378e-05, 1.9078334769709064e-05, 1.5541540297006695e-05, 1.2660406566789067e-05,
+    1.0313385377029628e-05, 8.401461467582515e-06, 6.8439753011015e-06, 5.575220228380458e-06,
+    4.541670480592256e-06, 3.6997230439922667e-06, 3.0138581521346082e-06, 2.4551407911291423e-06
+} };
+
+/* The cos and sin of RoPE's angles at position pos (INT64_MIN: none yet);
+ * steps: positions stepped since the angles were last computed outright. */
+typedef struct {
+    int64_t pos, steps;
+    double c[64], s[64];
+} attn_llama3_8b_rope_cs;
+
+/* Sets cs to the angles of position pos: kept where cs holds them already,
+ * stepped by one rotation in double where pos is the next position (at most
+ * 256 times in a row: the angles stay within 1e-13 of exact), else cos and
+ * sin of pos * inv_freq in double. */
+static inline void attn_llama3_8b_rope_at(const attn_args *args, attn_llama3_8b_rope_cs *cs, int64_t pos)
+{
+    int m;
+    if (pos == cs->pos)
+        return;
+    (void)args;
+    if (cs->pos != INT64_MIN && pos == cs->pos + 1 && cs->steps < 256) {
+        const double *sc = attn_llama3_8b_rope_step[0], *ss = attn_llama3_8b_rope_step[1];
+        for (m = 0; m < 64; m++) {
+            const double c = cs->c[m], s = cs->s[m];
+            cs->c[m] = c * sc[m] - s * ss[m];
+            cs->s[m] = s * sc[m] + c * ss[m];
+        }
+        cs->steps++;
+    } else {
+        for (m = 0; m < 64; m++) {
+            const double a = (double)pos * attn_llama3_8b_rope_inv_freq[m];
+            cs->c[m] = cos(a);
+            cs->s[m] = sin(a);
+        }
+        cs->steps = 0;
+    }
+    cs->pos = pos;
+}
+
+/* x rotated by the angles of cs, pair by pair in double, rounded once:
+ * pair m is (x[m], x[m + 64]) (neox: Hugging Face's rotate_half). */
+static inline void attn_llama3_8b_rope_rotate(float *x, const attn_llama3_8b_rope_cs *cs)
+{
+    int m;
+    for (m = 0; m < 64; m++) {
+        const double a = x[m], b = x[m + 64];
+        x[m] = (float)(a * cs->c[m] - b * cs->s[m]);
+        x[m + 64] = (float)(a * cs->s[m] + b * cs->c[m]);
+    }
+}
 /* Where the K and V rows of one batch lie.  A kernel takes it once per
  * batch (a local copy the compiler keeps in registers) and reads rows only
  * through k_row and v_row. */
@@ -183,6 +288,18 @@ static inline const float *attn_llama3_8b_k_row(const attn_llama3_8b_kv *kv, int
 static inline const float *attn_llama3_8b_v_row(const attn_llama3_8b_kv *kv, int64_t hk, int64_t j)
 {
     return kv->v + j * kv->v_key + hk * kv->v_head;
+}
+
+/* Key j and value j of kv head hk, to write (appending: lib/append).  The
+ * cache is the caller's writable memory behind attn_args' const pointers. */
+static inline float *attn_llama3_8b_k_row_mut(const attn_llama3_8b_kv *kv, int64_t hk, int64_t j)
+{
+    return (float *)(kv->k + j * kv->k_key + hk * kv->k_head);
+}
+
+static inline float *attn_llama3_8b_v_row_mut(const attn_llama3_8b_kv *kv, int64_t hk, int64_t j)
+{
+    return (float *)(kv->v + j * kv->v_key + hk * kv->v_head);
 }
 
 /* Asks for the cache lines of the n elements at p ahead of use (a no-op where
@@ -2522,8 +2639,10 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_softmax_t__avx
     _mm512_storeu_ps(alpha, a);
 }
 
-/* dst[0..D) = src * 0.127517431f (scale * log2(e): scores are kept in base 2), dst[D..128) = 0. */
-__attribute__((target("avx512f,fma"))) static void attn_llama3_8b_qpack_f32__avx512(const float *restrict src, float *restrict dst)
+/* dst[0..D) = src * 0.127517431f (scale * log2(e): scores are kept in base 2), dst[D..128) = 0;
+ * then rotated by RoPE at the row's position pos (rc: the last position's angles, rows.c.tmpl). */
+__attribute__((target("avx512f,fma"))) static void attn_llama3_8b_qpack_f32__avx512(const float *restrict src, float *restrict dst,
+        const attn_args *args, attn_llama3_8b_rope_cs *rc, int64_t pos)
 {
     const __m512 vs = _mm512_set1_ps(0.127517431f);
     _mm512_storeu_ps(dst + 0, _mm512_mul_ps(_mm512_loadu_ps(src + 0), vs));
@@ -2534,6 +2653,8 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_qpack_f32__avx
     _mm512_storeu_ps(dst + 80, _mm512_mul_ps(_mm512_loadu_ps(src + 80), vs));
     _mm512_storeu_ps(dst + 96, _mm512_mul_ps(_mm512_loadu_ps(src + 96), vs));
     _mm512_storeu_ps(dst + 112, _mm512_mul_ps(_mm512_loadu_ps(src + 112), vs));
+    attn_llama3_8b_rope_at(args, rc, pos);
+    attn_llama3_8b_rope_rotate(dst, rc);
 }
 
 /* Packs keys [j0, j0 + 32) of kv head hk of the rows kv (a batch's, or a
@@ -3576,6 +3697,9 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_llama
         Q_STRIDE = 128 /* floats of a packed Q row (D in whole vectors) */
     };
     int64_t r;
+    enum { ROPE_SLOTS = 16 };
+    attn_llama3_8b_rope_cs rcs[ROPE_SLOTS]; /* RoPE's angles at the positions of rows i, i mod ROPE_SLOTS */
+    for (r = 0; r < ROPE_SLOTS; r++) rcs[r].pos = INT64_MIN;
 
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
@@ -3583,7 +3707,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_llama
         float *qw = w->q + r * Q_STRIDE;
         int64_t d;
         if (r < HKV * glp && rr < gl) {
-            attn_llama3_8b_qpack_f32__avx512(attn_llama3_8b_q_row(args, b, i, (r / glp) * GROUP + g), qw);
+            attn_llama3_8b_qpack_f32__avx512(attn_llama3_8b_q_row(args, b, i, (r / glp) * GROUP + g), qw, args, &rcs[i % ROPE_SLOTS], i + lk - Lq);
             attn_llama3_8b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         } else { /* padding rows: zero queries that see what row 0 sees (so that they
                     change no block's class: blocks no real row sees are skipped), never read back */
@@ -4038,11 +4162,14 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_sunit_4x1__avx
     const attn_llama3_8b_kv kv = attn_llama3_8b_kv_of(args, b);
     int64_t r, j, j0, hk;
     attn_llama3_8b_tile_class cls;
+    enum { ROPE_SLOTS = 1 };
+    attn_llama3_8b_rope_cs rcs[ROPE_SLOTS]; /* RoPE's angles at each row's position */
+    for (r = 0; r < ROPE_SLOTS; r++) rcs[r].pos = INT64_MIN;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
-        attn_llama3_8b_qpack_f32__avx512(attn_llama3_8b_q_row(args, b, i, h), w->sq + r * 128);
+        attn_llama3_8b_qpack_f32__avx512(attn_llama3_8b_q_row(args, b, i, h), w->sq + r * 128, args, &rcs[i % ROPE_SLOTS], i + lk - Lq);
         attn_llama3_8b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -4251,6 +4378,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_unit__avx512(c
     int64_t jmin = INT64_MAX, jmax = 0; /* the keys any row may see lie in [jmin, jmax) */
     int64_t r, t, c;
     int pf = ni >= 0; /* the next unit's Q rows are still to be prefetched */
+    attn_llama3_8b_rope_cs rcs = { INT64_MIN, 0, { 0.0 }, { 0.0 } }; /* RoPE's angles at the last row's position */
 
     for (r = 0; r < tq; r++) {
         attn_llama3_8b_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
@@ -4275,7 +4403,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_unit__avx512(c
             w->m[r] = -INFINITY;
             w->l[r] = 0.0f;
         }
-        attn_llama3_8b_qpack_f32__avx512(attn_llama3_8b_q_row(args, b, i0 + r, h), w->q + r * 128);
+        attn_llama3_8b_qpack_f32__avx512(attn_llama3_8b_q_row(args, b, i0 + r, h), w->q + r * 128, args, &rcs, i0 + r + lk - args->seq_q);
     }
     if (jmin < k0) jmin = k0; /* this chunk's keys */
     if (jmax > k1) jmax = k1;
@@ -5533,8 +5661,10 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_softmax_t__a
     _mm256_storeu_ps(alpha, a);
 }
 
-/* dst[0..D) = src * 0.127517431f (scale * log2(e): scores are kept in base 2), dst[D..128) = 0. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_qpack_f32__avx2(const float *restrict src, float *restrict dst)
+/* dst[0..D) = src * 0.127517431f (scale * log2(e): scores are kept in base 2), dst[D..128) = 0;
+ * then rotated by RoPE at the row's position pos (rc: the last position's angles, rows.c.tmpl). */
+__attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_qpack_f32__avx2(const float *restrict src, float *restrict dst,
+        const attn_args *args, attn_llama3_8b_rope_cs *rc, int64_t pos)
 {
     const __m256 vs = _mm256_set1_ps(0.127517431f);
     _mm256_storeu_ps(dst + 0, _mm256_mul_ps(_mm256_loadu_ps(src + 0), vs));
@@ -5553,6 +5683,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_qpack_f32__a
     _mm256_storeu_ps(dst + 104, _mm256_mul_ps(_mm256_loadu_ps(src + 104), vs));
     _mm256_storeu_ps(dst + 112, _mm256_mul_ps(_mm256_loadu_ps(src + 112), vs));
     _mm256_storeu_ps(dst + 120, _mm256_mul_ps(_mm256_loadu_ps(src + 120), vs));
+    attn_llama3_8b_rope_at(args, rc, pos);
+    attn_llama3_8b_rope_rotate(dst, rc);
 }
 
 /* Packs keys [j0, j0 + 16) of kv head hk of the rows kv (a batch's, or a
@@ -5961,6 +6093,9 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_lla
         Q_STRIDE = 128 /* floats of a packed Q row (D in whole vectors) */
     };
     int64_t r;
+    enum { ROPE_SLOTS = 16 };
+    attn_llama3_8b_rope_cs rcs[ROPE_SLOTS]; /* RoPE's angles at the positions of rows i, i mod ROPE_SLOTS */
+    for (r = 0; r < ROPE_SLOTS; r++) rcs[r].pos = INT64_MIN;
 
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
@@ -5968,7 +6103,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_lla
         float *qw = w->q + r * Q_STRIDE;
         int64_t d;
         if (r < HKV * glp && rr < gl) {
-            attn_llama3_8b_qpack_f32__avx2(attn_llama3_8b_q_row(args, b, i, (r / glp) * GROUP + g), qw);
+            attn_llama3_8b_qpack_f32__avx2(attn_llama3_8b_q_row(args, b, i, (r / glp) * GROUP + g), qw, args, &rcs[i % ROPE_SLOTS], i + lk - Lq);
             attn_llama3_8b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         } else { /* padding rows: zero queries that see what row 0 sees (so that they
                     change no block's class: blocks no real row sees are skipped), never read back */
@@ -6362,11 +6497,14 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_sunit_4x1__a
     const attn_llama3_8b_kv kv = attn_llama3_8b_kv_of(args, b);
     int64_t r, j, j0, hk;
     attn_llama3_8b_tile_class cls;
+    enum { ROPE_SLOTS = 1 };
+    attn_llama3_8b_rope_cs rcs[ROPE_SLOTS]; /* RoPE's angles at each row's position */
+    for (r = 0; r < ROPE_SLOTS; r++) rcs[r].pos = INT64_MIN;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
-        attn_llama3_8b_qpack_f32__avx2(attn_llama3_8b_q_row(args, b, i, h), w->sq + r * 128);
+        attn_llama3_8b_qpack_f32__avx2(attn_llama3_8b_q_row(args, b, i, h), w->sq + r * 128, args, &rcs[i % ROPE_SLOTS], i + lk - Lq);
         attn_llama3_8b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -6575,6 +6713,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_unit__avx2(c
     int64_t jmin = INT64_MAX, jmax = 0; /* the keys any row may see lie in [jmin, jmax) */
     int64_t r, t, c;
     int pf = ni >= 0; /* the next unit's Q rows are still to be prefetched */
+    attn_llama3_8b_rope_cs rcs = { INT64_MIN, 0, { 0.0 }, { 0.0 } }; /* RoPE's angles at the last row's position */
 
     for (r = 0; r < tq; r++) {
         attn_llama3_8b_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
@@ -6599,7 +6738,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_unit__avx2(c
             w->m[r] = -INFINITY;
             w->l[r] = 0.0f;
         }
-        attn_llama3_8b_qpack_f32__avx2(attn_llama3_8b_q_row(args, b, i0 + r, h), w->q + r * 128);
+        attn_llama3_8b_qpack_f32__avx2(attn_llama3_8b_q_row(args, b, i0 + r, h), w->q + r * 128, args, &rcs, i0 + r + lk - args->seq_q);
     }
     if (jmin < k0) jmin = k0; /* this chunk's keys */
     if (jmax > k1) jmax = k1;
@@ -8160,8 +8299,10 @@ static void attn_llama3_8b_softmax_t__neon(float *restrict s, int64_t rs, int64_
     vst1q_f32(alpha, a);
 }
 
-/* dst[0..D) = src * 0.127517431f (scale * log2(e): scores are kept in base 2), dst[D..128) = 0. */
-static void attn_llama3_8b_qpack_f32__neon(const float *restrict src, float *restrict dst)
+/* dst[0..D) = src * 0.127517431f (scale * log2(e): scores are kept in base 2), dst[D..128) = 0;
+ * then rotated by RoPE at the row's position pos (rc: the last position's angles, rows.c.tmpl). */
+static void attn_llama3_8b_qpack_f32__neon(const float *restrict src, float *restrict dst,
+        const attn_args *args, attn_llama3_8b_rope_cs *rc, int64_t pos)
 {
     const float32x4_t vs = vdupq_n_f32(0.127517431f);
     vst1q_f32(dst + 0, vmulq_f32(vld1q_f32(src + 0), vs));
@@ -8196,6 +8337,8 @@ static void attn_llama3_8b_qpack_f32__neon(const float *restrict src, float *res
     vst1q_f32(dst + 116, vmulq_f32(vld1q_f32(src + 116), vs));
     vst1q_f32(dst + 120, vmulq_f32(vld1q_f32(src + 120), vs));
     vst1q_f32(dst + 124, vmulq_f32(vld1q_f32(src + 124), vs));
+    attn_llama3_8b_rope_at(args, rc, pos);
+    attn_llama3_8b_rope_rotate(dst, rc);
 }
 
 /* Packs keys [j0, j0 + 8) of kv head hk of the rows kv (a batch's, or a
@@ -8519,6 +8662,9 @@ static ATTN_ALWAYS_INLINE void attn_llama3_8b_drows__neon(const attn_args *args,
         Q_STRIDE = 128 /* floats of a packed Q row (D in whole vectors) */
     };
     int64_t r;
+    enum { ROPE_SLOTS = 16 };
+    attn_llama3_8b_rope_cs rcs[ROPE_SLOTS]; /* RoPE's angles at the positions of rows i, i mod ROPE_SLOTS */
+    for (r = 0; r < ROPE_SLOTS; r++) rcs[r].pos = INT64_MIN;
 
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
@@ -8526,7 +8672,7 @@ static ATTN_ALWAYS_INLINE void attn_llama3_8b_drows__neon(const attn_args *args,
         float *qw = w->q + r * Q_STRIDE;
         int64_t d;
         if (r < HKV * glp && rr < gl) {
-            attn_llama3_8b_qpack_f32__neon(attn_llama3_8b_q_row(args, b, i, (r / glp) * GROUP + g), qw);
+            attn_llama3_8b_qpack_f32__neon(attn_llama3_8b_q_row(args, b, i, (r / glp) * GROUP + g), qw, args, &rcs[i % ROPE_SLOTS], i + lk - Lq);
             attn_llama3_8b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         } else { /* padding rows: zero queries that see what row 0 sees (so that they
                     change no block's class: blocks no real row sees are skipped), never read back */
@@ -8872,11 +9018,14 @@ static void attn_llama3_8b_sunit_4x1__neon(const attn_args *args, int64_t b, int
     const attn_llama3_8b_kv kv = attn_llama3_8b_kv_of(args, b);
     int64_t r, j, j0, hk;
     attn_llama3_8b_tile_class cls;
+    enum { ROPE_SLOTS = 1 };
+    attn_llama3_8b_rope_cs rcs[ROPE_SLOTS]; /* RoPE's angles at each row's position */
+    for (r = 0; r < ROPE_SLOTS; r++) rcs[r].pos = INT64_MIN;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
-        attn_llama3_8b_qpack_f32__neon(attn_llama3_8b_q_row(args, b, i, h), w->sq + r * 128);
+        attn_llama3_8b_qpack_f32__neon(attn_llama3_8b_q_row(args, b, i, h), w->sq + r * 128, args, &rcs[i % ROPE_SLOTS], i + lk - Lq);
         attn_llama3_8b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -9083,6 +9232,7 @@ static void attn_llama3_8b_unit__neon(const attn_args *args, const float *kt, co
     int64_t jmin = INT64_MAX, jmax = 0; /* the keys any row may see lie in [jmin, jmax) */
     int64_t r, t, c;
     int pf = ni >= 0; /* the next unit's Q rows are still to be prefetched */
+    attn_llama3_8b_rope_cs rcs = { INT64_MIN, 0, { 0.0 }, { 0.0 } }; /* RoPE's angles at the last row's position */
 
     for (r = 0; r < tq; r++) {
         attn_llama3_8b_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
@@ -9107,7 +9257,7 @@ static void attn_llama3_8b_unit__neon(const attn_args *args, const float *kt, co
             w->m[r] = -INFINITY;
             w->l[r] = 0.0f;
         }
-        attn_llama3_8b_qpack_f32__neon(attn_llama3_8b_q_row(args, b, i0 + r, h), w->q + r * 128);
+        attn_llama3_8b_qpack_f32__neon(attn_llama3_8b_q_row(args, b, i0 + r, h), w->q + r * 128, args, &rcs, i0 + r + lk - args->seq_q);
     }
     if (jmin < k0) jmin = k0; /* this chunk's keys */
     if (jmax > k1) jmax = k1;
@@ -9846,8 +9996,10 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_softmax_t__scalar(float *restrict s, 
     *(alpha) = a;
 }
 
-/* dst[0..D) = src * 0.127517431f (scale * log2(e): scores are kept in base 2), dst[D..128) = 0. */
-ATTN_NO_AUTOVEC static void attn_llama3_8b_qpack_f32__scalar(const float *restrict src, float *restrict dst)
+/* dst[0..D) = src * 0.127517431f (scale * log2(e): scores are kept in base 2), dst[D..128) = 0;
+ * then rotated by RoPE at the row's position pos (rc: the last position's angles, rows.c.tmpl). */
+ATTN_NO_AUTOVEC static void attn_llama3_8b_qpack_f32__scalar(const float *restrict src, float *restrict dst,
+        const attn_args *args, attn_llama3_8b_rope_cs *rc, int64_t pos)
 {
     const float vs = (0.127517431f);
     *(dst + 0) = (*(src + 0) * vs);
@@ -9978,6 +10130,8 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_qpack_f32__scalar(const float *restri
     *(dst + 125) = (*(src + 125) * vs);
     *(dst + 126) = (*(src + 126) * vs);
     *(dst + 127) = (*(src + 127) * vs);
+    attn_llama3_8b_rope_at(args, rc, pos);
+    attn_llama3_8b_rope_rotate(dst, rc);
 }
 
 /* Packs keys [j0, j0 + 2) of kv head hk of the rows kv (a batch's, or a
@@ -10085,6 +10239,9 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_llama3_8b_drows__scalar(cons
         Q_STRIDE = 128 /* floats of a packed Q row (D in whole vectors) */
     };
     int64_t r;
+    enum { ROPE_SLOTS = 16 };
+    attn_llama3_8b_rope_cs rcs[ROPE_SLOTS]; /* RoPE's angles at the positions of rows i, i mod ROPE_SLOTS */
+    for (r = 0; r < ROPE_SLOTS; r++) rcs[r].pos = INT64_MIN;
 
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
@@ -10092,7 +10249,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_llama3_8b_drows__scalar(cons
         float *qw = w->q + r * Q_STRIDE;
         int64_t d;
         if (r < HKV * glp && rr < gl) {
-            attn_llama3_8b_qpack_f32__scalar(attn_llama3_8b_q_row(args, b, i, (r / glp) * GROUP + g), qw);
+            attn_llama3_8b_qpack_f32__scalar(attn_llama3_8b_q_row(args, b, i, (r / glp) * GROUP + g), qw, args, &rcs[i % ROPE_SLOTS], i + lk - Lq);
             attn_llama3_8b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         } else { /* padding rows: zero queries that see what row 0 sees (so that they
                     change no block's class: blocks no real row sees are skipped), never read back */
@@ -10433,6 +10590,7 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_unit__scalar(const attn_args *args, c
     int64_t jmin = INT64_MAX, jmax = 0; /* the keys any row may see lie in [jmin, jmax) */
     int64_t r, t, c;
     int pf = ni >= 0; /* the next unit's Q rows are still to be prefetched */
+    attn_llama3_8b_rope_cs rcs = { INT64_MIN, 0, { 0.0 }, { 0.0 } }; /* RoPE's angles at the last row's position */
 
     for (r = 0; r < tq; r++) {
         attn_llama3_8b_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
@@ -10457,7 +10615,7 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_unit__scalar(const attn_args *args, c
             w->m[r] = -INFINITY;
             w->l[r] = 0.0f;
         }
-        attn_llama3_8b_qpack_f32__scalar(attn_llama3_8b_q_row(args, b, i0 + r, h), w->q + r * 128);
+        attn_llama3_8b_qpack_f32__scalar(attn_llama3_8b_q_row(args, b, i0 + r, h), w->q + r * 128, args, &rcs, i0 + r + lk - args->seq_q);
     }
     if (jmin < k0) jmin = k0; /* this chunk's keys */
     if (jmax > k1) jmax = k1;
@@ -10790,6 +10948,78 @@ ATTN_NO_AUTOVEC attn_status attn_llama3_8b_fwd__scalar(const attn_args *args)
     return failed ? ATTN_ERR_NOMEM : ATTN_OK;
 }
 #endif /* build part of scalar */
+#if !defined(ATTN_BUILD_PART) || ATTN_BUILD_PART == 0
+
+/* Stores new row t of batch b (k_new, v_new) as key seqlens_k[b] + t of the
+ * cache, every kv head: widened to f32, K rotated by RoPE at the key's position (in double, rounded to f32 once),
+ * then stored as f32.  Rows in order, one thread: the
+ * result depends on nothing else; no other row of the cache is written. */
+static void attn_llama3_8b_append_store(const attn_args *args)
+{
+    float row[128];
+    attn_llama3_8b_rope_cs rcs = { INT64_MIN, 0, { 0.0 }, { 0.0 } }; /* RoPE's angles at the last key's position */
+    int64_t b, t, hk;
+    for (b = 0; b < args->batch; b++) {
+        const attn_llama3_8b_kv kv = attn_llama3_8b_kv_of(args, b);
+        for (t = 0; t < args->seq_new; t++) {
+            const int64_t j = args->seqlens_k[b] + t;
+            for (hk = 0; hk < HKV; hk++) {
+                const float *kn = (const float *)args->k_new + b * args->kn_stride[0] + t * args->kn_stride[1] +
+                                 hk * args->kn_stride[2];
+                const float *vn = (const float *)args->v_new + b * args->vn_stride[0] + t * args->vn_stride[1] +
+                                 hk * args->vn_stride[2];
+                attn_dtype_to_f32_array(ATTN_DTYPE_F32, kn, row, D);
+                attn_llama3_8b_rope_at(args, &rcs, j);
+                attn_llama3_8b_rope_rotate(row, &rcs);
+                attn_f32_to_dtype_array(ATTN_DTYPE_F32, row, attn_llama3_8b_k_row_mut(&kv, hk, j), D);
+                attn_dtype_to_f32_array(ATTN_DTYPE_F32, vn, row, DV);
+                attn_f32_to_dtype_array(ATTN_DTYPE_F32, row, attn_llama3_8b_v_row_mut(&kv, hk, j), DV);
+            }
+        }
+    }
+}
+
+attn_status attn_llama3_8b_append(const attn_args *args)
+{
+    const attn_status st = attn_check_append(&attn_llama3_8b_kernel.spec, args);
+    if (st != ATTN_OK) return st;
+    if (args->k_new != NULL) attn_llama3_8b_append_store(args);
+    return ATTN_OK;
+}
+
+/* The entry point given k_new: every check of the store and of the call
+ * over Lk_b = seqlens_k[b] + seq_new keys first (nothing is written when one
+ * fails), then the store, then the call. */
+static attn_status attn_llama3_8b_append_attend(const attn_args *args)
+{
+    int32_t few[64], *lens = few; /* seqlens_k[b] + seq_new */
+    attn_args a2;
+    attn_status st = attn_check_append(&attn_llama3_8b_kernel.spec, args);
+    int64_t b;
+    if (st != ATTN_OK) return st;
+    if (args->batch > 64) {
+        lens = (int32_t *)attn_alloc(sizeof(int32_t) * (size_t)args->batch);
+        if (lens == NULL) return ATTN_ERR_NOMEM;
+    }
+    for (b = 0; b < args->batch; b++) {
+        if (args->seqlens_k[b] + args->seq_new > INT32_MAX) st = ATTN_ERR_TOO_LARGE;
+        lens[b] = (int32_t)(st == ATTN_OK ? args->seqlens_k[b] + args->seq_new : 0);
+        /* without padding every sequence attends over seq_k keys */
+        if (st == ATTN_OK && lens[b] != args->seq_k) st = ATTN_ERR_SEQLENS;
+    }
+    a2 = *args;
+    a2.k_new = a2.v_new = NULL;
+    a2.seq_new = 0;
+    a2.seqlens_k = lens;
+    if (st == ATTN_OK) st = attn_check_args(&attn_llama3_8b_kernel.spec, &a2);
+    if (st == ATTN_OK) {
+        attn_llama3_8b_append_store(args);
+        st = attn_llama3_8b_fwd(&a2);
+    }
+    if (lens != few) attn_free(lens);
+    return st;
+}
+#endif /* build part 0 */
 
 /* ======================================================================== */
 /* descriptor and dispatch                                                  */
@@ -10835,7 +11065,10 @@ const attn_kernel attn_llama3_8b_kernel = {
         .dtype_o = ATTN_DTYPE_F32,
         .matmul = ATTN_DTYPE_F32,
         .tile_q = 96,
-        .tile_kv = 256
+        .tile_kv = 256,
+        .rope_style = ATTN_ROPE_NEOX,
+        .rope_dim = 128,
+        .rope_inv_freq = attn_llama3_8b_rope_inv_freq
     },
     attn_llama3_8b_fwd,
     (int)(sizeof(attn_llama3_8b_variants) / sizeof(attn_llama3_8b_variants[0])) - 1,
@@ -10849,6 +11082,7 @@ attn_status attn_llama3_8b_fwd(const attn_args *args)
     const attn_variant *v;
     const attn_status st = attn_check_args(&attn_llama3_8b_kernel.spec, args);
     if (st != ATTN_OK) return st;
+    if (args->k_new != NULL || args->v_new != NULL) return attn_llama3_8b_append_attend(args); /* store, then attend */
 #if defined(__GNUC__)
     v = __atomic_load_n(&chosen, __ATOMIC_ACQUIRE);
 #else

@@ -44,6 +44,15 @@ extern "C" {
  */
 attn_status attn_llama3_8b_q8kv_fwd(const attn_args *args);
 
+/*
+ * attn_llama3_8b_q8kv_append(): args->k_new and v_new (seq_new rows a sequence, in Q's
+ * storage type) stored into the cache K and V as keys seqlens_k[b] on.
+ * No other row is written; seqlens_k is not changed.  attn_llama3_8b_q8kv_fwd()
+ * given k_new stores the same way, then attends over seqlens_k[b] + seq_new
+ * keys.  attn_check_append (attn_runtime.h) lists the statuses.
+ */
+attn_status attn_llama3_8b_q8kv_append(const attn_args *args);
+
 /* The spec and the ISA variants compiled in, for tests and benchmarks. */
 extern const attn_kernel attn_llama3_8b_q8kv_kernel;
 

@@ -17,6 +17,7 @@
  *   scale = 0.08838834764831843,
  *   alibi = false,
  *   decode_max_q = 16,
+ *   rope = { dim = 128, style = "neox", table = false, theta = 10000 },
  *   dtype = "f32",
  *   matmul = "f32",
  *   isa = { "avx512", "avx2", "neon", "scalar" },
@@ -153,6 +154,110 @@ static inline const float *attn_mistral_7b_q_row(const attn_args *args, int64_t 
     return (const float *)args->q + b * args->q_stride[0] + i * args->q_stride[1] + h * args->q_stride[2];
 }
 
+/* RoPE's inverse frequency of pair m: 10000^(-2m / 128), in double. */
+ATTN_SHARED static const double attn_mistral_7b_rope_inv_freq[64] = {
+    1.0, 0.8659643233600653, 0.7498942093324559, 0.6493816315762113,
+    0.5623413251903491, 0.48696752516586306, 0.4216965034285823, 0.36517412725483767,
+    0.31622776601683794, 0.27384196342643613, 0.23713737056616555, 0.2053525026457146,
+    0.17782794100389226, 0.1539926526059492, 0.1333521432163324, 0.1154781984689458,
+    0.1, 0.08659643233600654, 0.07498942093324558, 0.06493816315762113,
+    0.056234132519034905, 0.04869675251658631, 0.042169650342858224, 0.03651741272548377,
+    0.03162277660168379, 0.02738419634264361, 0.02371373705661655, 0.020535250264571463,
+    0.01778279410038923, 0.01539926526059492, 0.01333521432163324, 0.011547819846894583,
+    0.01, 0.008659643233600653, 0.007498942093324559, 0.006493816315762114,
+    0.005623413251903491, 0.004869675251658632, 0.004216965034285823, 0.003651741272548377,
+    0.003162277660168379, 0.0027384196342643613, 0.002371373705661655, 0.002053525026457146,
+    0.001778279410038923, 0.0015399265260594918, 0.001333521432163324, 0.0011547819846894581,
+    0.001, 0.0008659643233600654, 0.0007498942093324557, 0.0006493816315762112,
+    0.0005623413251903491, 0.00048696752516586315, 0.0004216965034285823, 0.0003651741272548377,
+    0.00031622776601683794, 0.00027384196342643616, 0.00023713737056616554, 0.0002053525026457146,
+    0.00017782794100389227, 0.0001539926526059492, 0.0001333521432163324, 0.00011547819846894582
+};
+
+/* cos and sin of each pair's step of one position (of inv_freq), in double. */
+ATTN_SHARED static const double attn_mistral_7b_rope_step[2][64] = { {
+    0.5403023058681398, 0.6479058722668407, 0.7317609757987247, 0.7964578744859591,
+    0.8460091102817079, 0.8837559606641002, 0.9123958596462561, 0.934061592402767,
+    0.9504152802551828, 0.962739013512927, 0.9720144485742658, 0.9789891657304084,
+    0.9842302344700946, 0.9881665438469512, 0.9911217712989062, 0.9933397990439348,
+    0.9950041652780258, 0.9962528714565815, 0.9971896107427816, 0.9978922583284672,
+    0.9984192777926645, 0.9988145474375343, 0.9991109920487397, 0.9993333133756003,
+    0.9995000416652778, 0.9996250763256367, 0.9997188425133148, 0.9997891591576791,
+    0.9998418902836144, 0.9998814336577873, 0.999911087347106, 0.9999333246693383,
+    0.9999500004166653, 0.9999625055238417, 0.9999718830655018, 0.9999789152489235,
+    0.9999841886533658, 0.9999881431549026, 0.999991108616126, 0.9999933324002487,
+    0.9999950000041666, 0.9999962505312964, 0.9999971882946916, 0.9999978915182238,
+    0.9999984188615866, 0.9999988143133814, 0.9999991108604267, 0.999999333239358,
+    0.9999995000000417, 0.9999996250529187, 0.9999997188293506, 0.9999997891517557,
+    0.9999998418861211, 0.999999881431317, 0.9999999110860308, 0.9999999333239291,
+    0.9999999500000004, 0.9999999625052898, 0.9999999718829339, 0.9999999789151749,
+    0.9999999841886117, 0.9999999881431315, 0.9999999911086029, 0.9999999933323929
+}, {
+    0.8414709848078965, 0.761720408471602, 0.6815613503552693, 0.6046940169782634,
+    0.5331684399140229, 0.4679480761694328, 0.4093089240419384, 0.3571119454708947,
+    0.31098359290718575, 0.27043223154823115, 0.23492107560384184, 0.20391226883755403,
+    0.17689218624615002, 0.1533847502901493, 0.13295726553038986, 0.11522171512069776,
+    0.09983341664682815, 0.08648824263745951, 0.07491915794147602, 0.06489253245260045,
+    0.056204499214692484, 0.04867750843206234, 0.042157153217256826, 0.036509297141198514,
+    0.03161750640243371, 0.02738077392925777, 0.023711514583386627, 0.020533807021130068,
+    0.01778185687966613, 0.015398656644265823, 0.01333481909619642, 0.011547563194184839,
+    0.009999833334166664, 0.00865953500373453, 0.007498871810771602, 0.006493770675531108,
+    0.005623383613960186, 0.00486965600531504, 0.004216952536060113, 0.0036517331564283693,
+    0.0031622723897082473, 0.002738416211723934, 0.0023713714831265597, 0.002053523583183578,
+    0.001778278472803529, 0.0015399259174360186, 0.0013335210369344083, 0.0011547817280350542,
+    0.0009999998333333417, 0.0008659642151297975, 0.0007498941390497072, 0.000649381585935885,
+    0.0005623412955523594, 0.000486967505919497, 0.0004216964909303456, 0.00036517411913871236,
+    0.0003162277607463752, 0.00027384196000389445, 0.00023713736834362982, 0.00020535250120244075,
+    0.00017782794006665674, 0.00015399265199732563, 0.00013335214282110343, 0.0001154781982122914
+} };
+
+/* The cos and sin of RoPE's angles at position pos (INT64_MIN: none yet);
+ * steps: positions stepped since the angles were last computed outright. */
+typedef struct {
+    int64_t pos, steps;
+    double c[64], s[64];
+} attn_mistral_7b_rope_cs;
+
+/* Sets cs to the angles of position pos: kept where cs holds them already,
+ * stepped by one rotation in double where pos is the next position (at most
+ * 256 times in a row: the angles stay within 1e-13 of exact), else cos and
+ * sin of pos * inv_freq in double. */
+static inline void attn_mistral_7b_rope_at(const attn_args *args, attn_mistral_7b_rope_cs *cs, int64_t pos)
+{
+    int m;
+    if (pos == cs->pos)
+        return;
+    (void)args;
+    if (cs->pos != INT64_MIN && pos == cs->pos + 1 && cs->steps < 256) {
+        const double *sc = attn_mistral_7b_rope_step[0], *ss = attn_mistral_7b_rope_step[1];
+        for (m = 0; m < 64; m++) {
+            const double c = cs->c[m], s = cs->s[m];
+            cs->c[m] = c * sc[m] - s * ss[m];
+            cs->s[m] = s * sc[m] + c * ss[m];
+        }
+        cs->steps++;
+    } else {
+        for (m = 0; m < 64; m++) {
+            const double a = (double)pos * attn_mistral_7b_rope_inv_freq[m];
+            cs->c[m] = cos(a);
+            cs->s[m] = sin(a);
+        }
+        cs->steps = 0;
+    }
+    cs->pos = pos;
+}
+
+/* x rotated by the angles of cs, pair by pair in double, rounded once:
+ * pair m is (x[m], x[m + 64]) (neox: Hugging Face's rotate_half). */
+static inline void attn_mistral_7b_rope_rotate(float *x, const attn_mistral_7b_rope_cs *cs)
+{
+    int m;
+    for (m = 0; m < 64; m++) {
+        const double a = x[m], b = x[m + 64];
+        x[m] = (float)(a * cs->c[m] - b * cs->s[m]);
+        x[m + 64] = (float)(a * cs->s[m] + b * cs->c[m]);
+    }
+}
 /* Where the K and V rows of one batch lie.  A kernel takes it once per
  * batch (a local copy the compiler keeps in registers) and reads rows only
  * through k_row and v_row. */
@@ -183,6 +288,18 @@ static inline const float *attn_mistral_7b_k_row(const attn_mistral_7b_kv *kv, i
 static inline const float *attn_mistral_7b_v_row(const attn_mistral_7b_kv *kv, int64_t hk, int64_t j)
 {
     return kv->v + j * kv->v_key + hk * kv->v_head;
+}
+
+/* Key j and value j of kv head hk, to write (appending: lib/append).  The
+ * cache is the caller's writable memory behind attn_args' const pointers. */
+static inline float *attn_mistral_7b_k_row_mut(const attn_mistral_7b_kv *kv, int64_t hk, int64_t j)
+{
+    return (float *)(kv->k + j * kv->k_key + hk * kv->k_head);
+}
+
+static inline float *attn_mistral_7b_v_row_mut(const attn_mistral_7b_kv *kv, int64_t hk, int64_t j)
+{
+    return (float *)(kv->v + j * kv->v_key + hk * kv->v_head);
 }
 
 /* Asks for the cache lines of the n elements at p ahead of use (a no-op where
@@ -2523,8 +2640,10 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_softmax_t__av
     _mm512_storeu_ps(alpha, a);
 }
 
-/* dst[0..D) = src * 0.127517431f (scale * log2(e): scores are kept in base 2), dst[D..128) = 0. */
-__attribute__((target("avx512f,fma"))) static void attn_mistral_7b_qpack_f32__avx512(const float *restrict src, float *restrict dst)
+/* dst[0..D) = src * 0.127517431f (scale * log2(e): scores are kept in base 2), dst[D..128) = 0;
+ * then rotated by RoPE at the row's position pos (rc: the last position's angles, rows.c.tmpl). */
+__attribute__((target("avx512f,fma"))) static void attn_mistral_7b_qpack_f32__avx512(const float *restrict src, float *restrict dst,
+        const attn_args *args, attn_mistral_7b_rope_cs *rc, int64_t pos)
 {
     const __m512 vs = _mm512_set1_ps(0.127517431f);
     _mm512_storeu_ps(dst + 0, _mm512_mul_ps(_mm512_loadu_ps(src + 0), vs));
@@ -2535,6 +2654,8 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_qpack_f32__av
     _mm512_storeu_ps(dst + 80, _mm512_mul_ps(_mm512_loadu_ps(src + 80), vs));
     _mm512_storeu_ps(dst + 96, _mm512_mul_ps(_mm512_loadu_ps(src + 96), vs));
     _mm512_storeu_ps(dst + 112, _mm512_mul_ps(_mm512_loadu_ps(src + 112), vs));
+    attn_mistral_7b_rope_at(args, rc, pos);
+    attn_mistral_7b_rope_rotate(dst, rc);
 }
 
 /* Packs keys [j0, j0 + 32) of kv head hk of the rows kv (a batch's, or a
@@ -3577,6 +3698,9 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_mistr
         Q_STRIDE = 128 /* floats of a packed Q row (D in whole vectors) */
     };
     int64_t r;
+    enum { ROPE_SLOTS = 16 };
+    attn_mistral_7b_rope_cs rcs[ROPE_SLOTS]; /* RoPE's angles at the positions of rows i, i mod ROPE_SLOTS */
+    for (r = 0; r < ROPE_SLOTS; r++) rcs[r].pos = INT64_MIN;
 
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
@@ -3584,7 +3708,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_mistr
         float *qw = w->q + r * Q_STRIDE;
         int64_t d;
         if (r < HKV * glp && rr < gl) {
-            attn_mistral_7b_qpack_f32__avx512(attn_mistral_7b_q_row(args, b, i, (r / glp) * GROUP + g), qw);
+            attn_mistral_7b_qpack_f32__avx512(attn_mistral_7b_q_row(args, b, i, (r / glp) * GROUP + g), qw, args, &rcs[i % ROPE_SLOTS], i + lk - Lq);
             attn_mistral_7b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         } else { /* padding rows: zero queries that see what row 0 sees (so that they
                     change no block's class: blocks no real row sees are skipped), never read back */
@@ -4039,11 +4163,14 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_sunit_4x1__av
     const attn_mistral_7b_kv kv = attn_mistral_7b_kv_of(args, b);
     int64_t r, j, j0, hk;
     attn_mistral_7b_tile_class cls;
+    enum { ROPE_SLOTS = 1 };
+    attn_mistral_7b_rope_cs rcs[ROPE_SLOTS]; /* RoPE's angles at each row's position */
+    for (r = 0; r < ROPE_SLOTS; r++) rcs[r].pos = INT64_MIN;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
-        attn_mistral_7b_qpack_f32__avx512(attn_mistral_7b_q_row(args, b, i, h), w->sq + r * 128);
+        attn_mistral_7b_qpack_f32__avx512(attn_mistral_7b_q_row(args, b, i, h), w->sq + r * 128, args, &rcs[i % ROPE_SLOTS], i + lk - Lq);
         attn_mistral_7b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -4252,6 +4379,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_unit__avx512(
     int64_t jmin = INT64_MAX, jmax = 0; /* the keys any row may see lie in [jmin, jmax) */
     int64_t r, t, c;
     int pf = ni >= 0; /* the next unit's Q rows are still to be prefetched */
+    attn_mistral_7b_rope_cs rcs = { INT64_MIN, 0, { 0.0 }, { 0.0 } }; /* RoPE's angles at the last row's position */
 
     for (r = 0; r < tq; r++) {
         attn_mistral_7b_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
@@ -4276,7 +4404,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_unit__avx512(
             w->m[r] = -INFINITY;
             w->l[r] = 0.0f;
         }
-        attn_mistral_7b_qpack_f32__avx512(attn_mistral_7b_q_row(args, b, i0 + r, h), w->q + r * 128);
+        attn_mistral_7b_qpack_f32__avx512(attn_mistral_7b_q_row(args, b, i0 + r, h), w->q + r * 128, args, &rcs, i0 + r + lk - args->seq_q);
     }
     if (jmin < k0) jmin = k0; /* this chunk's keys */
     if (jmax > k1) jmax = k1;
@@ -5534,8 +5662,10 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_softmax_t__
     _mm256_storeu_ps(alpha, a);
 }
 
-/* dst[0..D) = src * 0.127517431f (scale * log2(e): scores are kept in base 2), dst[D..128) = 0. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_qpack_f32__avx2(const float *restrict src, float *restrict dst)
+/* dst[0..D) = src * 0.127517431f (scale * log2(e): scores are kept in base 2), dst[D..128) = 0;
+ * then rotated by RoPE at the row's position pos (rc: the last position's angles, rows.c.tmpl). */
+__attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_qpack_f32__avx2(const float *restrict src, float *restrict dst,
+        const attn_args *args, attn_mistral_7b_rope_cs *rc, int64_t pos)
 {
     const __m256 vs = _mm256_set1_ps(0.127517431f);
     _mm256_storeu_ps(dst + 0, _mm256_mul_ps(_mm256_loadu_ps(src + 0), vs));
@@ -5554,6 +5684,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_qpack_f32__
     _mm256_storeu_ps(dst + 104, _mm256_mul_ps(_mm256_loadu_ps(src + 104), vs));
     _mm256_storeu_ps(dst + 112, _mm256_mul_ps(_mm256_loadu_ps(src + 112), vs));
     _mm256_storeu_ps(dst + 120, _mm256_mul_ps(_mm256_loadu_ps(src + 120), vs));
+    attn_mistral_7b_rope_at(args, rc, pos);
+    attn_mistral_7b_rope_rotate(dst, rc);
 }
 
 /* Packs keys [j0, j0 + 16) of kv head hk of the rows kv (a batch's, or a
@@ -5962,6 +6094,9 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_mis
         Q_STRIDE = 128 /* floats of a packed Q row (D in whole vectors) */
     };
     int64_t r;
+    enum { ROPE_SLOTS = 16 };
+    attn_mistral_7b_rope_cs rcs[ROPE_SLOTS]; /* RoPE's angles at the positions of rows i, i mod ROPE_SLOTS */
+    for (r = 0; r < ROPE_SLOTS; r++) rcs[r].pos = INT64_MIN;
 
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
@@ -5969,7 +6104,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_mis
         float *qw = w->q + r * Q_STRIDE;
         int64_t d;
         if (r < HKV * glp && rr < gl) {
-            attn_mistral_7b_qpack_f32__avx2(attn_mistral_7b_q_row(args, b, i, (r / glp) * GROUP + g), qw);
+            attn_mistral_7b_qpack_f32__avx2(attn_mistral_7b_q_row(args, b, i, (r / glp) * GROUP + g), qw, args, &rcs[i % ROPE_SLOTS], i + lk - Lq);
             attn_mistral_7b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         } else { /* padding rows: zero queries that see what row 0 sees (so that they
                     change no block's class: blocks no real row sees are skipped), never read back */
@@ -6363,11 +6498,14 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_sunit_4x1__
     const attn_mistral_7b_kv kv = attn_mistral_7b_kv_of(args, b);
     int64_t r, j, j0, hk;
     attn_mistral_7b_tile_class cls;
+    enum { ROPE_SLOTS = 1 };
+    attn_mistral_7b_rope_cs rcs[ROPE_SLOTS]; /* RoPE's angles at each row's position */
+    for (r = 0; r < ROPE_SLOTS; r++) rcs[r].pos = INT64_MIN;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
-        attn_mistral_7b_qpack_f32__avx2(attn_mistral_7b_q_row(args, b, i, h), w->sq + r * 128);
+        attn_mistral_7b_qpack_f32__avx2(attn_mistral_7b_q_row(args, b, i, h), w->sq + r * 128, args, &rcs[i % ROPE_SLOTS], i + lk - Lq);
         attn_mistral_7b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -6576,6 +6714,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_unit__avx2(
     int64_t jmin = INT64_MAX, jmax = 0; /* the keys any row may see lie in [jmin, jmax) */
     int64_t r, t, c;
     int pf = ni >= 0; /* the next unit's Q rows are still to be prefetched */
+    attn_mistral_7b_rope_cs rcs = { INT64_MIN, 0, { 0.0 }, { 0.0 } }; /* RoPE's angles at the last row's position */
 
     for (r = 0; r < tq; r++) {
         attn_mistral_7b_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
@@ -6600,7 +6739,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_unit__avx2(
             w->m[r] = -INFINITY;
             w->l[r] = 0.0f;
         }
-        attn_mistral_7b_qpack_f32__avx2(attn_mistral_7b_q_row(args, b, i0 + r, h), w->q + r * 128);
+        attn_mistral_7b_qpack_f32__avx2(attn_mistral_7b_q_row(args, b, i0 + r, h), w->q + r * 128, args, &rcs, i0 + r + lk - args->seq_q);
     }
     if (jmin < k0) jmin = k0; /* this chunk's keys */
     if (jmax > k1) jmax = k1;
@@ -8161,8 +8300,10 @@ static void attn_mistral_7b_softmax_t__neon(float *restrict s, int64_t rs, int64
     vst1q_f32(alpha, a);
 }
 
-/* dst[0..D) = src * 0.127517431f (scale * log2(e): scores are kept in base 2), dst[D..128) = 0. */
-static void attn_mistral_7b_qpack_f32__neon(const float *restrict src, float *restrict dst)
+/* dst[0..D) = src * 0.127517431f (scale * log2(e): scores are kept in base 2), dst[D..128) = 0;
+ * then rotated by RoPE at the row's position pos (rc: the last position's angles, rows.c.tmpl). */
+static void attn_mistral_7b_qpack_f32__neon(const float *restrict src, float *restrict dst,
+        const attn_args *args, attn_mistral_7b_rope_cs *rc, int64_t pos)
 {
     const float32x4_t vs = vdupq_n_f32(0.127517431f);
     vst1q_f32(dst + 0, vmulq_f32(vld1q_f32(src + 0), vs));
@@ -8197,6 +8338,8 @@ static void attn_mistral_7b_qpack_f32__neon(const float *restrict src, float *re
     vst1q_f32(dst + 116, vmulq_f32(vld1q_f32(src + 116), vs));
     vst1q_f32(dst + 120, vmulq_f32(vld1q_f32(src + 120), vs));
     vst1q_f32(dst + 124, vmulq_f32(vld1q_f32(src + 124), vs));
+    attn_mistral_7b_rope_at(args, rc, pos);
+    attn_mistral_7b_rope_rotate(dst, rc);
 }
 
 /* Packs keys [j0, j0 + 8) of kv head hk of the rows kv (a batch's, or a
@@ -8520,6 +8663,9 @@ static ATTN_ALWAYS_INLINE void attn_mistral_7b_drows__neon(const attn_args *args
         Q_STRIDE = 128 /* floats of a packed Q row (D in whole vectors) */
     };
     int64_t r;
+    enum { ROPE_SLOTS = 16 };
+    attn_mistral_7b_rope_cs rcs[ROPE_SLOTS]; /* RoPE's angles at the positions of rows i, i mod ROPE_SLOTS */
+    for (r = 0; r < ROPE_SLOTS; r++) rcs[r].pos = INT64_MIN;
 
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
@@ -8527,7 +8673,7 @@ static ATTN_ALWAYS_INLINE void attn_mistral_7b_drows__neon(const attn_args *args
         float *qw = w->q + r * Q_STRIDE;
         int64_t d;
         if (r < HKV * glp && rr < gl) {
-            attn_mistral_7b_qpack_f32__neon(attn_mistral_7b_q_row(args, b, i, (r / glp) * GROUP + g), qw);
+            attn_mistral_7b_qpack_f32__neon(attn_mistral_7b_q_row(args, b, i, (r / glp) * GROUP + g), qw, args, &rcs[i % ROPE_SLOTS], i + lk - Lq);
             attn_mistral_7b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         } else { /* padding rows: zero queries that see what row 0 sees (so that they
                     change no block's class: blocks no real row sees are skipped), never read back */
@@ -8873,11 +9019,14 @@ static void attn_mistral_7b_sunit_4x1__neon(const attn_args *args, int64_t b, in
     const attn_mistral_7b_kv kv = attn_mistral_7b_kv_of(args, b);
     int64_t r, j, j0, hk;
     attn_mistral_7b_tile_class cls;
+    enum { ROPE_SLOTS = 1 };
+    attn_mistral_7b_rope_cs rcs[ROPE_SLOTS]; /* RoPE's angles at each row's position */
+    for (r = 0; r < ROPE_SLOTS; r++) rcs[r].pos = INT64_MIN;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
-        attn_mistral_7b_qpack_f32__neon(attn_mistral_7b_q_row(args, b, i, h), w->sq + r * 128);
+        attn_mistral_7b_qpack_f32__neon(attn_mistral_7b_q_row(args, b, i, h), w->sq + r * 128, args, &rcs[i % ROPE_SLOTS], i + lk - Lq);
         attn_mistral_7b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -9084,6 +9233,7 @@ static void attn_mistral_7b_unit__neon(const attn_args *args, const float *kt, c
     int64_t jmin = INT64_MAX, jmax = 0; /* the keys any row may see lie in [jmin, jmax) */
     int64_t r, t, c;
     int pf = ni >= 0; /* the next unit's Q rows are still to be prefetched */
+    attn_mistral_7b_rope_cs rcs = { INT64_MIN, 0, { 0.0 }, { 0.0 } }; /* RoPE's angles at the last row's position */
 
     for (r = 0; r < tq; r++) {
         attn_mistral_7b_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
@@ -9108,7 +9258,7 @@ static void attn_mistral_7b_unit__neon(const attn_args *args, const float *kt, c
             w->m[r] = -INFINITY;
             w->l[r] = 0.0f;
         }
-        attn_mistral_7b_qpack_f32__neon(attn_mistral_7b_q_row(args, b, i0 + r, h), w->q + r * 128);
+        attn_mistral_7b_qpack_f32__neon(attn_mistral_7b_q_row(args, b, i0 + r, h), w->q + r * 128, args, &rcs, i0 + r + lk - args->seq_q);
     }
     if (jmin < k0) jmin = k0; /* this chunk's keys */
     if (jmax > k1) jmax = k1;
@@ -9847,8 +9997,10 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_softmax_t__scalar(float *restrict s,
     *(alpha) = a;
 }
 
-/* dst[0..D) = src * 0.127517431f (scale * log2(e): scores are kept in base 2), dst[D..128) = 0. */
-ATTN_NO_AUTOVEC static void attn_mistral_7b_qpack_f32__scalar(const float *restrict src, float *restrict dst)
+/* dst[0..D) = src * 0.127517431f (scale * log2(e): scores are kept in base 2), dst[D..128) = 0;
+ * then rotated by RoPE at the row's position pos (rc: the last position's angles, rows.c.tmpl). */
+ATTN_NO_AUTOVEC static void attn_mistral_7b_qpack_f32__scalar(const float *restrict src, float *restrict dst,
+        const attn_args *args, attn_mistral_7b_rope_cs *rc, int64_t pos)
 {
     const float vs = (0.127517431f);
     *(dst + 0) = (*(src + 0) * vs);
@@ -9979,6 +10131,8 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_qpack_f32__scalar(const float *restr
     *(dst + 125) = (*(src + 125) * vs);
     *(dst + 126) = (*(src + 126) * vs);
     *(dst + 127) = (*(src + 127) * vs);
+    attn_mistral_7b_rope_at(args, rc, pos);
+    attn_mistral_7b_rope_rotate(dst, rc);
 }
 
 /* Packs keys [j0, j0 + 2) of kv head hk of the rows kv (a batch's, or a
@@ -10086,6 +10240,9 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_mistral_7b_drows__scalar(con
         Q_STRIDE = 128 /* floats of a packed Q row (D in whole vectors) */
     };
     int64_t r;
+    enum { ROPE_SLOTS = 16 };
+    attn_mistral_7b_rope_cs rcs[ROPE_SLOTS]; /* RoPE's angles at the positions of rows i, i mod ROPE_SLOTS */
+    for (r = 0; r < ROPE_SLOTS; r++) rcs[r].pos = INT64_MIN;
 
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
@@ -10093,7 +10250,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_mistral_7b_drows__scalar(con
         float *qw = w->q + r * Q_STRIDE;
         int64_t d;
         if (r < HKV * glp && rr < gl) {
-            attn_mistral_7b_qpack_f32__scalar(attn_mistral_7b_q_row(args, b, i, (r / glp) * GROUP + g), qw);
+            attn_mistral_7b_qpack_f32__scalar(attn_mistral_7b_q_row(args, b, i, (r / glp) * GROUP + g), qw, args, &rcs[i % ROPE_SLOTS], i + lk - Lq);
             attn_mistral_7b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         } else { /* padding rows: zero queries that see what row 0 sees (so that they
                     change no block's class: blocks no real row sees are skipped), never read back */
@@ -10434,6 +10591,7 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_unit__scalar(const attn_args *args, 
     int64_t jmin = INT64_MAX, jmax = 0; /* the keys any row may see lie in [jmin, jmax) */
     int64_t r, t, c;
     int pf = ni >= 0; /* the next unit's Q rows are still to be prefetched */
+    attn_mistral_7b_rope_cs rcs = { INT64_MIN, 0, { 0.0 }, { 0.0 } }; /* RoPE's angles at the last row's position */
 
     for (r = 0; r < tq; r++) {
         attn_mistral_7b_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
@@ -10458,7 +10616,7 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_unit__scalar(const attn_args *args, 
             w->m[r] = -INFINITY;
             w->l[r] = 0.0f;
         }
-        attn_mistral_7b_qpack_f32__scalar(attn_mistral_7b_q_row(args, b, i0 + r, h), w->q + r * 128);
+        attn_mistral_7b_qpack_f32__scalar(attn_mistral_7b_q_row(args, b, i0 + r, h), w->q + r * 128, args, &rcs, i0 + r + lk - args->seq_q);
     }
     if (jmin < k0) jmin = k0; /* this chunk's keys */
     if (jmax > k1) jmax = k1;
@@ -10791,6 +10949,78 @@ ATTN_NO_AUTOVEC attn_status attn_mistral_7b_fwd__scalar(const attn_args *args)
     return failed ? ATTN_ERR_NOMEM : ATTN_OK;
 }
 #endif /* build part of scalar */
+#if !defined(ATTN_BUILD_PART) || ATTN_BUILD_PART == 0
+
+/* Stores new row t of batch b (k_new, v_new) as key seqlens_k[b] + t of the
+ * cache, every kv head: widened to f32, K rotated by RoPE at the key's position (in double, rounded to f32 once),
+ * then stored as f32.  Rows in order, one thread: the
+ * result depends on nothing else; no other row of the cache is written. */
+static void attn_mistral_7b_append_store(const attn_args *args)
+{
+    float row[128];
+    attn_mistral_7b_rope_cs rcs = { INT64_MIN, 0, { 0.0 }, { 0.0 } }; /* RoPE's angles at the last key's position */
+    int64_t b, t, hk;
+    for (b = 0; b < args->batch; b++) {
+        const attn_mistral_7b_kv kv = attn_mistral_7b_kv_of(args, b);
+        for (t = 0; t < args->seq_new; t++) {
+            const int64_t j = args->seqlens_k[b] + t;
+            for (hk = 0; hk < HKV; hk++) {
+                const float *kn = (const float *)args->k_new + b * args->kn_stride[0] + t * args->kn_stride[1] +
+                                 hk * args->kn_stride[2];
+                const float *vn = (const float *)args->v_new + b * args->vn_stride[0] + t * args->vn_stride[1] +
+                                 hk * args->vn_stride[2];
+                attn_dtype_to_f32_array(ATTN_DTYPE_F32, kn, row, D);
+                attn_mistral_7b_rope_at(args, &rcs, j);
+                attn_mistral_7b_rope_rotate(row, &rcs);
+                attn_f32_to_dtype_array(ATTN_DTYPE_F32, row, attn_mistral_7b_k_row_mut(&kv, hk, j), D);
+                attn_dtype_to_f32_array(ATTN_DTYPE_F32, vn, row, DV);
+                attn_f32_to_dtype_array(ATTN_DTYPE_F32, row, attn_mistral_7b_v_row_mut(&kv, hk, j), DV);
+            }
+        }
+    }
+}
+
+attn_status attn_mistral_7b_append(const attn_args *args)
+{
+    const attn_status st = attn_check_append(&attn_mistral_7b_kernel.spec, args);
+    if (st != ATTN_OK) return st;
+    if (args->k_new != NULL) attn_mistral_7b_append_store(args);
+    return ATTN_OK;
+}
+
+/* The entry point given k_new: every check of the store and of the call
+ * over Lk_b = seqlens_k[b] + seq_new keys first (nothing is written when one
+ * fails), then the store, then the call. */
+static attn_status attn_mistral_7b_append_attend(const attn_args *args)
+{
+    int32_t few[64], *lens = few; /* seqlens_k[b] + seq_new */
+    attn_args a2;
+    attn_status st = attn_check_append(&attn_mistral_7b_kernel.spec, args);
+    int64_t b;
+    if (st != ATTN_OK) return st;
+    if (args->batch > 64) {
+        lens = (int32_t *)attn_alloc(sizeof(int32_t) * (size_t)args->batch);
+        if (lens == NULL) return ATTN_ERR_NOMEM;
+    }
+    for (b = 0; b < args->batch; b++) {
+        if (args->seqlens_k[b] + args->seq_new > INT32_MAX) st = ATTN_ERR_TOO_LARGE;
+        lens[b] = (int32_t)(st == ATTN_OK ? args->seqlens_k[b] + args->seq_new : 0);
+        /* without padding every sequence attends over seq_k keys */
+        if (st == ATTN_OK && lens[b] != args->seq_k) st = ATTN_ERR_SEQLENS;
+    }
+    a2 = *args;
+    a2.k_new = a2.v_new = NULL;
+    a2.seq_new = 0;
+    a2.seqlens_k = lens;
+    if (st == ATTN_OK) st = attn_check_args(&attn_mistral_7b_kernel.spec, &a2);
+    if (st == ATTN_OK) {
+        attn_mistral_7b_append_store(args);
+        st = attn_mistral_7b_fwd(&a2);
+    }
+    if (lens != few) attn_free(lens);
+    return st;
+}
+#endif /* build part 0 */
 
 /* ======================================================================== */
 /* descriptor and dispatch                                                  */
@@ -10836,7 +11066,10 @@ const attn_kernel attn_mistral_7b_kernel = {
         .dtype_o = ATTN_DTYPE_F32,
         .matmul = ATTN_DTYPE_F32,
         .tile_q = 96,
-        .tile_kv = 256
+        .tile_kv = 256,
+        .rope_style = ATTN_ROPE_NEOX,
+        .rope_dim = 128,
+        .rope_inv_freq = attn_mistral_7b_rope_inv_freq
     },
     attn_mistral_7b_fwd,
     (int)(sizeof(attn_mistral_7b_variants) / sizeof(attn_mistral_7b_variants[0])) - 1,
@@ -10850,6 +11083,7 @@ attn_status attn_mistral_7b_fwd(const attn_args *args)
     const attn_variant *v;
     const attn_status st = attn_check_args(&attn_mistral_7b_kernel.spec, args);
     if (st != ATTN_OK) return st;
+    if (args->k_new != NULL || args->v_new != NULL) return attn_mistral_7b_append_attend(args); /* store, then attend */
 #if defined(__GNUC__)
     v = __atomic_load_n(&chosen, __ATOMIC_ACQUIRE);
 #else

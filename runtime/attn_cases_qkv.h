@@ -29,6 +29,7 @@ typedef struct {
     attn_guard_buf sinks; /* specs with sinks: a logit per query head (f32) */
     attn_guard_buf rel; /* the relative position table (specs with rel_bias) */
     attn_guard_buf e; /* each row's entropy E (f32, like LSE; specs with entropy) */
+    attn_guard_buf rope; /* rope table = true: cos then sin, [rows][rope_dim / 2] each (f32) */
     /* the stored Q, K and V widened to f32, with the same layouts (the
        guard buffers themselves for f32 storage): the reference's inputs */
     float *qw, *kw, *vw;

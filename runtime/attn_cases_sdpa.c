@@ -35,6 +35,7 @@ void attn_qkv_free(void *state)
     attn_guard_free(&cb->sinks);
     attn_guard_free(&cb->rel);
     attn_guard_free(&cb->e);
+    attn_guard_free(&cb->rope);
     attn_linear_state_free(cb);
     attn_paged_free(cb);
     free(cb->o_described);
@@ -192,6 +193,31 @@ static int qkv_rel(attn_qkv_case *cb, attn_rng *r)
     return 0;
 }
 
+/* rope with table = true: cos and sin of the angles p / 500^(2m / dim) for
+   the positions 0..max(Lq, Lk)-1 (those of the rows a case can have; the
+   table is a caller's, so any angles do), in double, rounded to f32 */
+static int qkv_rope(attn_qkv_case *cb)
+{
+    const int64_t half = cb->spec->rope_dim / 2;
+    const int64_t rows = cb->c.seq_q > cb->c.seq_k ? cb->c.seq_q : cb->c.seq_k;
+    const size_t n = (size_t)(rows * half);
+    float *t;
+    int64_t pos, m;
+    if (attn_guard_alloc(&cb->rope, 2 * n * sizeof(float) + 1))
+        return 1;
+    t = (float *)cb->rope.ptr;
+    for (pos = 0; pos < rows; pos++)
+        for (m = 0; m < half; m++) {
+            const double a = (double)pos * pow(500.0, -2.0 * (double)m / (double)cb->spec->rope_dim);
+            t[pos * half + m] = (float)cos(a);
+            t[n + (size_t)(pos * half + m)] = (float)sin(a);
+        }
+    cb->args.rope_cos = t;
+    cb->args.rope_sin = t + n;
+    cb->args.rope_rows = rows;
+    return 0;
+}
+
 /* the kernel's arguments: the case's buffers and layouts */
 static void qkv_args(attn_qkv_case *cb, attn_mask_kind mask, int weights, int32_t *seqlens)
 {
@@ -275,6 +301,8 @@ attn_status attn_qkv_build(void *state, const attn_spec *spec, const attn_case *
         cb->args.sinks = (const float *)cb->sinks.ptr;
     }
     if (attn_rel_rows(spec) > 0 && qkv_rel(cb, &r))
+        goto nomem;
+    if (!linear && spec->rope_style != ATTN_ROPE_NONE && spec->rope_table && qkv_rope(cb))
         goto nomem;
     /* which O and P span elements are elements of O and P */
     cb->o_described = attn_describe(&cb->lo);
@@ -425,7 +453,7 @@ static void compare_rows(const attn_qkv_case *cb, attn_verify_result *res, int e
             for (i = 0; i < c->seq_q; i++) {
                 const size_t at = (size_t)((b * spec->heads_q + h) * c->seq_q + i);
                 const float r = ref[at];
-                const double tol = entropy ? ATTN_REF_TOL_E(cb->ref.lse[at]) : ATTN_REF_TOL(ATTN_DTYPE_F32, r);
+                const double tol = entropy ? ATTN_REF_TOL_E(cb->ref.lse[at]) : (ATTN_REF_TOL_ABS + ATTN_REF_TOL_REL_SPEC(spec, ATTN_DTYPE_F32) * fabs(r));
                 double err, ratio;
                 const int ok = attn_values_agree(got[at], r, tol, &err, &ratio);
                 if (!ok && res->failures == 0)

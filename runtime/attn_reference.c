@@ -182,15 +182,45 @@ int64_t attn_reference_rel_bucket(const attn_spec *spec, int64_t rel)
     }
 }
 
-/* The score of query row i against key j (both already located). */
-static double score(const attn_spec *spec, const attn_args *args, const float *q,
+/* Query row q at position p as used by the scores, in double: rotated by
+   RoPE (docs/config.md, "rope") when the spec has it, at angles p *
+   inv_freq_m formed and taken cos / sin of in double (or the caller's table
+   rows, args->rope_cos / rope_sin); else q as it is. */
+static void query_row(const attn_spec *spec, const attn_args *args, const float *q, int64_t p, double *out)
+{
+    const int half = spec->rope_dim / 2;
+    int d, m;
+    for (d = 0; d < spec->head_dim; d++)
+        out[d] = (double)q[d];
+    if (spec->rope_style == ATTN_ROPE_NONE)
+        return;
+    for (m = 0; m < half; m++) {
+        const int ia = spec->rope_style == ATTN_ROPE_GPTJ ? 2 * m : m;
+        const int ib = spec->rope_style == ATTN_ROPE_GPTJ ? 2 * m + 1 : m + half;
+        const double a = out[ia], b = out[ib];
+        double c, sn;
+        if (spec->rope_table) {
+            c = (double)args->rope_cos[p * half + m];
+            sn = (double)args->rope_sin[p * half + m];
+        } else {
+            c = cos((double)p * spec->rope_inv_freq[m]);
+            sn = sin((double)p * spec->rope_inv_freq[m]);
+        }
+        out[ia] = a * c - b * sn;
+        out[ib] = a * sn + b * c;
+    }
+}
+
+/* The score of query row i against key j (both already located; q the
+   row as query_row gives it). */
+static double score(const attn_spec *spec, const attn_args *args, const double *q,
                     const float *k, int64_t b, int h, int64_t i, int64_t j, int64_t p, double temp)
 {
     double dot = 0.0, s;
     int d;
 
     for (d = 0; d < spec->head_dim; d++)
-        dot += (double)q[d] * (double)k[d];
+        dot += q[d] * (double)k[d];
     s = (double)spec->scale * temp * dot; /* the row's temperature multiplies q */
     if (spec->softcap > 0.0f) {
         const double c = spec->softcap;
@@ -512,7 +542,7 @@ attn_status attn_reference(const attn_spec *spec, const attn_args *args)
     attn_args shared; /* shared_kv: the args with V pointed at K's rows */
     const float *q_base, *k_base, *v_base;
     float *o_base;
-    double *s, *acc;
+    double *s, *acc, *qd;
     unsigned char *vis;
     int64_t b, i, j;
     int h, d;
@@ -538,10 +568,12 @@ attn_status attn_reference(const attn_spec *spec, const attn_args *args)
     s = (double *)malloc(((size_t)args->seq_k + 1) * sizeof *s);
     vis = (unsigned char *)malloc((size_t)args->seq_k + 1);
     acc = (double *)malloc(((size_t)spec->head_dim_v + 1) * sizeof *acc);
-    if (s == NULL || vis == NULL || acc == NULL) {
+    qd = (double *)malloc(((size_t)spec->head_dim + 1) * sizeof *qd);
+    if (s == NULL || vis == NULL || acc == NULL || qd == NULL) {
         free(s);
         free(vis);
         free(acc);
+        free(qd);
         return ATTN_ERR_NOMEM;
     }
 
@@ -561,12 +593,13 @@ attn_status attn_reference(const attn_spec *spec, const attn_args *args)
                 double m = -INFINITY, sum = 0.0, lse, ent = 0.0;
                 int any_nan = 0;
 
+                query_row(spec, args, q, p, qd);
                 /* scores of the visible keys, and their max */
                 for (j = 0; j < args->seq_k; j++) {
                     vis[j] = (unsigned char)key_visible(spec, args, b, h, i, j, lk_b, p);
                     if (!vis[j])
                         continue;
-                    s[j] = score(spec, args, q, k_base + kv_offset(spec, args, args->k_stride, b, j, hk),
+                    s[j] = score(spec, args, qd, k_base + kv_offset(spec, args, args->k_stride, b, j, hk),
                                  b, h, i, j, p, temp);
                     if (isnan(s[j]))
                         any_nan = 1;
@@ -654,6 +687,7 @@ attn_status attn_reference(const attn_spec *spec, const attn_args *args)
     free(s);
     free(vis);
     free(acc);
+    free(qd);
     return ATTN_OK;
 }
 

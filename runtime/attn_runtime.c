@@ -44,6 +44,8 @@ const char *attn_status_string(attn_status status)
     case ATTN_ERR_TOO_LARGE: return "a tensor is too large for 64-bit element offsets";
     case ATTN_ERR_DROPOUT: return "dropout_p is outside [0, 1)";
     case ATTN_ERR_PAGE: return "a block-table entry names no page of the K/V pools, or -1 where a row sees the page";
+    case ATTN_ERR_ROPE: return "a query row's position is outside the RoPE table (0..rope_rows-1)";
+    case ATTN_ERR_CAPACITY: return "appending: seqlens_k[b] + seq_new is past the cache's seq_k";
     }
     return "unknown status";
 }
@@ -865,6 +867,98 @@ static attn_status check_block_table(const attn_spec *spec, const attn_args *arg
  * must still be non-NULL (and seqlens_k, mask, state_s, state_z and rel_table when the
  * config needs them).
  */
+/* rope with table = true: rope_cos and rope_sin [rope_rows][rope_dim / 2]
+   given, and every query row's position p_i (i + Lk_b - Lq, or i top-left)
+   in 0..rope_rows-1. */
+static attn_status check_rope_table(const attn_spec *spec, const attn_args *args)
+{
+    int64_t b;
+    if (args->rope_cos == NULL || args->rope_sin == NULL)
+        return ATTN_ERR_NULL_ARG;
+    if (args->rope_rows < 0)
+        return ATTN_ERR_SHAPE;
+    if (args->rope_rows > MAX_EXTENT / (spec->rope_dim / 2 + 1))
+        return ATTN_ERR_TOO_LARGE;
+    if (args->seq_q == 0)
+        return ATTN_OK;
+    for (b = 0; b < args->batch; b++) {
+        const int64_t lk = spec->padding ? args->seqlens_k[b] : args->seq_k;
+        const int64_t lo = spec->top_left ? 0 : lk - args->seq_q;
+        const int64_t hi = spec->top_left ? args->seq_q - 1 : lk - 1;
+        if (lo < 0 || hi >= args->rope_rows)
+            return ATTN_ERR_ROPE;
+    }
+    return ATTN_OK;
+}
+
+/* A [B][L][H][n] tensor of elem-byte elements with strides {b, l, h} (and 1)
+   fits the index type. */
+static int rows_fit(int64_t b, int64_t l, int64_t h, int64_t n, const int64_t *stride, size_t elem)
+{
+    const int64_t ext[4] = { b, l, h, n };
+    int64_t str[4];
+    memcpy(str, stride, 3 * sizeof *str);
+    str[3] = 1;
+    return span_fits(4, ext, str, elem);
+}
+
+attn_status attn_check_append(const attn_spec *spec, const attn_args *args)
+{
+    const int64_t kv_values = spec != NULL && attn_dtype_values(spec->dtype_kv) > 0 ? attn_dtype_values(spec->dtype_kv) : 1;
+    const size_t qsz = spec != NULL ? attn_dtype_size(spec->dtype_q) : 0, ksz = spec != NULL ? attn_dtype_size(spec->dtype_kv) : 0;
+    /* shared_kv: the new rows are K's alone (v_new, v and v_stride are not read) */
+    const int has_v = spec == NULL || !spec->shared_kv;
+    const int paged = spec != NULL && spec->page > 0;
+    int64_t b;
+    if (spec == NULL || args == NULL)
+        return ATTN_ERR_NULL_ARG;
+    if (args->k_new == NULL && (args->v_new == NULL || !has_v))
+        return ATTN_OK;
+    if (spec->family != ATTN_FAMILY_SDPA || args->k_new == NULL || (has_v && (args->v_new == NULL || args->v == NULL)) ||
+        args->k == NULL || args->seqlens_k == NULL || (paged && args->block_table == NULL))
+        return ATTN_ERR_NULL_ARG;
+    if (args->batch < 0 || args->seq_k < 0 || args->seq_new < 0 || (paged && (args->num_pages < 0 ||
+        args->block_table_stride < 0)))
+        return ATTN_ERR_SHAPE;
+    if (any_negative(args->kn_stride, 3) || any_negative(args->k_stride, 3) ||
+        (has_v && (any_negative(args->vn_stride, 3) || any_negative(args->v_stride, 3))))
+        return ATTN_ERR_STRIDE;
+    if (args->batch > MAX_EXTENT || args->seq_k > MAX_EXTENT || args->seq_new > MAX_EXTENT ||
+        (paged && args->num_pages > MAX_EXTENT))
+        return ATTN_ERR_TOO_LARGE;
+    /* the new rows [B][Ln][Hkv][D or Dv] in Q's type; the cache [B][Lk][Hkv][D or Dv], or its pools
+       [N][P][Hkv][D or Dv] */
+    if (!rows_fit(args->batch, args->seq_new, spec->heads_kv, spec->head_dim, args->kn_stride, qsz) ||
+        (has_v && !rows_fit(args->batch, args->seq_new, spec->heads_kv, spec->head_dim_v, args->vn_stride, qsz)) ||
+        !rows_fit(paged ? args->num_pages : args->batch, paged ? spec->page : args->seq_k, spec->heads_kv,
+                  spec->head_dim / kv_values, args->k_stride, ksz) ||
+        (has_v && !rows_fit(paged ? args->num_pages : args->batch, paged ? spec->page : args->seq_k, spec->heads_kv,
+                            spec->head_dim_v / kv_values, args->v_stride, ksz)))
+        return ATTN_ERR_TOO_LARGE;
+    for (b = 0; b < args->batch; b++)
+        if (args->seqlens_k[b] < 0 || args->seqlens_k[b] > args->seq_k)
+            return ATTN_ERR_SEQLENS;
+    for (b = 0; b < args->batch; b++)
+        if (args->seqlens_k[b] + args->seq_new > args->seq_k)
+            return ATTN_ERR_CAPACITY;
+    if (paged) /* every new row lands on a page of the pools: never on an evicted (-1) one */
+        for (b = 0; b < args->batch; b++) {
+            const int32_t *row = args->block_table + b * args->block_table_stride;
+            int64_t j;
+            for (j = args->seqlens_k[b]; j < args->seqlens_k[b] + args->seq_new; j++)
+                if (row[j / spec->page] < 0 || row[j / spec->page] >= args->num_pages)
+                    return ATTN_ERR_PAGE;
+        }
+    if (spec->rope_style != ATTN_ROPE_NONE && spec->rope_table && args->seq_new > 0) {
+        if (args->rope_cos == NULL || args->rope_sin == NULL)
+            return ATTN_ERR_NULL_ARG;
+        for (b = 0; b < args->batch; b++)
+            if (args->seqlens_k[b] + args->seq_new > args->rope_rows)
+                return ATTN_ERR_ROPE;
+    }
+    return ATTN_OK;
+}
+
 attn_status attn_check_args(const attn_spec *spec, const attn_args *args)
 {
     /* linear attention: no mask, weights, dropout or LSE (their fields are
@@ -1009,6 +1103,11 @@ attn_status attn_check_args(const attn_spec *spec, const attn_args *args)
         for (b = 0; b < args->batch; b++)
             if (args->seqlens_k[b] < 0 || args->seqlens_k[b] > args->seq_k)
                 return ATTN_ERR_SEQLENS;
+    if (!linear && spec->rope_style != ATTN_ROPE_NONE && spec->rope_table) {
+        const attn_status st = check_rope_table(spec, args);
+        if (st != ATTN_OK)
+            return st;
+    }
     if (paged)
         return check_block_table(spec, args);
     return ATTN_OK;

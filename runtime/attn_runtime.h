@@ -67,7 +67,9 @@ typedef enum attn_status {
     ATTN_ERR_NOMEM,       /* the allocation hook returned NULL */
     ATTN_ERR_TOO_LARGE,   /* a size overflows the kernel's index type */
     ATTN_ERR_DROPOUT,     /* dropout_p outside [0, 1) (NaN included) */
-    ATTN_ERR_PAGE         /* paged K/V: a block-table entry names no page of the pools (or -1 where a row sees the page) */
+    ATTN_ERR_PAGE,        /* paged K/V: a block-table entry names no page of the pools (or -1 where a row sees the page) */
+    ATTN_ERR_ROPE,        /* rope with table: a query row's (or new key's) position outside 0..rope_rows-1 */
+    ATTN_ERR_CAPACITY     /* appending: seqlens_k[b] + seq_new > seq_k (the cache's capacity) */
 } attn_status;
 
 /* A short English sentence for a status; never NULL. */
@@ -113,6 +115,15 @@ typedef enum attn_rel_kind {
     X(F16, f16, 2)         \
     X(Q8_0, q8_0, 34)      \
     X(Q4_0, q4_0, 18)
+
+/* Rotary position embedding (rope = {style}): pair m of a rotated row is
+   (x_m, x_{m + dim/2}) with NEOX (Hugging Face's rotate_half), (x_2m, x_2m+1)
+   with GPTJ. */
+typedef enum attn_rope_style {
+    ATTN_ROPE_NONE = 0,
+    ATTN_ROPE_NEOX,
+    ATTN_ROPE_GPTJ
+} attn_rope_style;
 
 typedef enum attn_dtype {
 #define ATTN_DTYPE_ENUM_(id, name, bytes) ATTN_DTYPE_##id,
@@ -243,6 +254,14 @@ typedef struct attn_args {
     const int32_t *block_table;
     int64_t block_table_stride;
     int64_t num_pages;
+    const float *rope_cos, *rope_sin; /* configs with rope table = true (required): [rope_rows][rope_dim / 2],
+                                   f32, contiguous: cos and sin of each pair's angle at a position */
+    int64_t rope_rows;          /* configs with rope table = true: the positions of rope_cos and rope_sin */
+    /* appending (sdpa): new rows stored into the cache before the call attends;
+       NULL: none.  K and V (and seqlens_k, required) are the cache then */
+    const void *k_new, *v_new;  /* [B][seq_new][Hkv][D], [B][seq_new][Hkv][Dv] in dtype_q */
+    int64_t kn_stride[3], vn_stride[3]; /* element strides {b, t, h} of k_new, v_new */
+    int64_t seq_new;            /* the new rows of each sequence, Ln >= 0 */
 } attn_args;
 
 /* Fill the strides of a contiguous BSHD layout for a kernel's spec (K and V
@@ -260,6 +279,15 @@ void attn_args_set_contiguous(attn_args *args, const struct attn_spec *spec);
    a spec without pages.  For tests and benchmarks that compare a paged
    kernel with the contiguous layout. */
 int attn_args_set_contiguous_pages(attn_args *args, const struct attn_spec *spec, int32_t *table);
+/*
+ * Appending (sdpa, args->k_new set): checks the new rows against spec and
+ * the cache before anything is written: k_new and v_new both given, and
+ * seqlens_k; seq_new >= 0; strides >= 0; every seqlens_k[b] in 0..seq_k
+ * and seqlens_k[b] + seq_new <= seq_k (ATTN_ERR_CAPACITY); with a rope
+ * table, the new keys' positions below rope_rows.  ATTN_OK when k_new is
+ * NULL.  attn_<name>_append and attn_<name>_fwd call it.
+ */
+attn_status attn_check_append(const struct attn_spec *spec, const attn_args *args);
 
 /* The rows of a spec's relative position table (args->rel_table): 0 without rel_bias. */
 int attn_rel_rows(const struct attn_spec *spec);
@@ -489,6 +517,13 @@ typedef struct attn_spec {
        latent attention, absorbed: shared_kv = true); args->v and v_stride
        are ignored */
     int shared_kv;
+    /* sdpa with rope: query row i is rotated at its position p_i before its
+       scores (docs/config.md, "rope"); the cached keys are stored rotated */
+    attn_rope_style rope_style;    /* which dims pair up; 0: no rope */
+    int rope_dim;                  /* dims rotated, from 0 (even); the rest pass as they are */
+    const double *rope_inv_freq;   /* [rope_dim / 2] pair m's angle is p * rope_inv_freq[m] (scaling applied);
+                                      NULL with rope_table */
+    int rope_table;                /* the angles' cos and sin come from args->rope_cos / rope_sin */
 } attn_spec;
 
 /*

@@ -68,6 +68,9 @@ M.FEATURES = {
   { "temperature", function(c) return c.temperature ~= nil end },
   -- V read from the first head_dim_v values of each K row (one cache tensor)
   { "shared_kv", function(c) return c.shared_kv == true end },
+  -- rotary embeddings of the query rows (angles from the generated frequencies; the sanitizer's and
+  -- the fuzzer's harnesses do not pass a cos / sin table yet, so rope = {table = true} is no feature)
+  { "rope", function(c) return type(c.rope) == "table" and not c.rope.table end },
   { "entropy", function(c) return c.entropy == true end },
   -- the backward pass: dQ, dK and dV beside the forward
   { "backward", function(c) return c.backward == true end },

@@ -180,6 +180,9 @@ else
   ukernel_suite "micro-kernels (aarch64, qemu)" ukernels-aarch64 build/ukernel/aarch64/test_ukernels qemu-aarch64
 fi
 
+echo "== examples/decode_loop.c: a serving loop, appending with RoPE, checked step by step"
+check decode_loop make -s decode-loop
+
 echo "== concurrency: 16 attngen processes on one cache and one output folder"
 check concurrency tests/concurrency.sh
 

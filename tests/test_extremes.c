@@ -190,6 +190,18 @@ static void problem_init(problem *p, const attn_spec *s, int64_t lq, int64_t lk,
         for (i = 0; i < (size_t)Hq; i++) sinks[i] = rng_unit(&seed);
         p->a.sinks = sinks;
     }
+    if (s->rope_style != ATTN_ROPE_NONE && s->rope_table) { /* cos, sin [max(Lq, Lk)][dim / 2]: any angles */
+        const int64_t rows = lq > lk ? lq : lk, half = s->rope_dim / 2;
+        float *t = (float *)guarded(&p->g[15], (size_t)(2 * rows * half), sizeof(float));
+        for (i = 0; i < (size_t)(rows * half); i++) {
+            const double a = rng_unit(&seed) * 3.0;
+            t[i] = (float)cos(a);
+            t[(size_t)(rows * half) + i] = (float)sin(a);
+        }
+        p->a.rope_cos = t;
+        p->a.rope_sin = t + rows * half;
+        p->a.rope_rows = rows;
+    }
     p->a.mask_stride[0] = Hq * lq * lk;
     p->a.mask_stride[1] = lq * lk;
     p->a.mask_stride[2] = lk;
@@ -209,7 +221,7 @@ static void problem_init(problem *p, const attn_spec *s, int64_t lq, int64_t lk,
 static void problem_free(problem *p)
 {
     int i;
-    for (i = 0; i < 16; i++) attn_guard_free(&p->g[i]);
+    for (i = 0; i < (int)(sizeof p->g / sizeof p->g[0]); i++) attn_guard_free(&p->g[i]);
 }
 
 /* The wanted f32 inputs narrowed into the stored tensors, and the stored
@@ -227,6 +239,30 @@ static void store_inputs(problem *p)
 static double o_tol(const problem *p, double ref)
 {
     return ATTN_REF_TOL_O(p->s, ref);
+}
+
+/* LSE's bound (f32; 2e-5 relative where Q is rotated). */
+static double lse_tol(const attn_spec *s, double ref)
+{
+    return ATTN_REF_TOL_ABS + ATTN_REF_TOL_REL_SPEC(s, ATTN_DTYPE_F32) * fabs(ref);
+}
+
+/* A bound on |q_d| as the scores use it: with rope, element d of a rotated
+   pair is at most the pair's norm. */
+static double q_bound(const attn_spec *s, const float *q, int64_t d)
+{
+    const int64_t half = s->rope_dim / 2;
+    int64_t a, b;
+    if (s->rope_style == ATTN_ROPE_NONE || d >= s->rope_dim)
+        return fabs((double)q[d]);
+    if (s->rope_style == ATTN_ROPE_GPTJ) {
+        a = d - d % 2;
+        b = a + 1;
+    } else {
+        a = d % half;
+        b = a + half;
+    }
+    return sqrt((double)q[a] * q[a] + (double)q[b] * q[b]);
 }
 
 static float *q_at(const problem *p, int64_t b, int64_t i, int64_t h)
@@ -320,7 +356,7 @@ static void compare_with_reference(const problem *p, tally *t)
             for (i = 0; i < p->lq; i++) {
                 const double lse = p->lse[lse_index(p, b, i, h)], rlse = p->rlse[lse_index(p, b, i, h)];
                 const float *o = p->o + o_index(p, b, i, h), *ro = p->ro + o_index(p, b, i, h);
-                if (!agrees(lse, rlse, ATTN_REF_TOL(ATTN_DTYPE_F32, rlse)))
+                if (!agrees(lse, rlse, lse_tol(p->s, rlse)))
                     miss(t, "LSE[b=%lld h=%lld i=%lld] = %g, reference %g", (long long)b, (long long)h,
                          (long long)i, lse, rlse);
                 for (d = 0; d < s->head_dim_v; d++) {
@@ -365,7 +401,7 @@ static void compare_large(const problem *p, tally *t)
                 for (j = 0; j < lkb; j++) {
                     const float *k = k_at(p, b, j, hk);
                     double sum = 0.0;
-                    for (d = 0; d < s->head_dim; d++) sum += fabs((double)q[d] * (double)k[d]);
+                    for (d = 0; d < s->head_dim; d++) sum += q_bound(s, q, d) * fabs((double)k[d]);
                     if (sum > dots) dots = sum;
                 }
                 delta = (s->head_dim + 8) * U32 * 1.5 * (double)s->scale * dots + 8 * U32 * (double)s->softcap;
@@ -381,9 +417,9 @@ static void compare_large(const problem *p, tally *t)
                     continue;
                 }
                 cr_assert(isfinite(rlse), "%s: the reference's LSE is %g", s->name, rlse);
-                if (!isfinite(lse) || fabs(lse - rlse) > ATTN_REF_TOL(ATTN_DTYPE_F32, rlse) + delta)
+                if (!isfinite(lse) || fabs(lse - rlse) > lse_tol(s, rlse) + delta)
                     miss(t, "LSE[b=%lld h=%lld i=%lld] = %.9g, reference %.9g, allowed error %g", (long long)b,
-                         (long long)h, (long long)i, lse, rlse, ATTN_REF_TOL(ATTN_DTYPE_F32, rlse) + delta);
+                         (long long)h, (long long)i, lse, rlse, lse_tol(s, rlse) + delta);
                 for (d = 0; d < s->head_dim_v; d++) {
                     /* with sinks, a sink is one more term with a zero value row */
                     double lo = s->sinks ? 0.0 : INFINITY, hi = s->sinks ? 0.0 : -INFINITY, vmax = 0.0, err32, slack;

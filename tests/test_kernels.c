@@ -636,6 +636,14 @@ extern const attn_kernel attn_t_sinks_kernel, attn_t_temperature_kernel;
 Test(decode, sinks_weights_padding) { run_decode(&attn_t_sinks_kernel); }
 Test(decode, temperature_sinks_window) { run_decode(&attn_t_temperature_kernel); }
 
+/* RoPE on the decode path: Llama 3's scaled frequencies on 48 of 64 dims
+   (neox pairs) with ragged padding and GQA; gptj pairs on an f16 cache
+   (t_f16_cache); gptj from the caller's table at top-left positions
+   (t_top_left).  At 32768 keys the last row's angles reach 32767 radians,
+   where angles formed in f32 are off by ~1e-3 and fail the bound. */
+extern const attn_kernel attn_t_rope_kernel;
+Test(decode, rope_llama3_partial) { run_decode(&attn_t_rope_kernel); }
+
 /* A row that sees no key gives O = 0 and LSE = the head's sink, exactly, and
    weights of 0, on the prefill path (Lq 40) and the decode path (Lq 1, 3):
    batch 0 has no valid key, and with 5 valid keys in batch 1 the first
@@ -837,12 +845,13 @@ Test(shared_kv, reference_reads_v_from_the_k_rows)
    above run this CPU's choice, these the others: the blocked kernel at every
    row count (0: one row of MHA too) and the streaming kernel at all it holds
    (4), on configs with every score term, the weights, a sparse pattern, MHA
-   (one row at Lq 1), a 16-bit cache, sinks with the temperature, and T5's relative position bias. */
+   (one row at Lq 1), a 16-bit cache, sinks with the temperature, T5's relative position bias, and
+   RoPE. */
 static void run_decode_stream_rows(const char *rows)
 {
     const attn_kernel *ks[] = { &attn_t_everything_kernel, &attn_t_bool_mask_kernel, &attn_t_weights_decode_kernel,
                                 &attn_t_sparse_strided_kernel, &attn_t_f16_cache_kernel, &attn_t_temperature_kernel,
-                                &attn_t_rel_t5_kernel };
+                                &attn_t_rel_t5_kernel, &attn_t_rope_kernel };
     size_t i;
     setenv("ATTNGEN_DECODE_STREAM_ROWS", rows, 1);
     cr_assert_eq(attn_cpu()->decode_stream_rows[0], atoi(rows));
@@ -1404,6 +1413,43 @@ Test(dropout, bad_p_is_an_error)
     dcall_free(&d);
 }
 
+/* ---- RoPE ------------------------------------------------------------------ */
+
+/* rope table = true: without rope_cos / rope_sin the call is ATTN_ERR_NULL_ARG;
+   a table of fewer rows than the last position (top-left: Lq - 1) is
+   ATTN_ERR_ROPE, and O is not written; a table of Lq rows runs. */
+Test(rope, table_position_outside_is_an_error)
+{
+    const attn_kernel *k = &attn_t_top_left_kernel;
+    const int64_t Lq = 20, half = k->spec.rope_dim / 2;
+    float *cs = (float *)calloc((size_t)(2 * Lq * half), sizeof(float));
+    unsigned char *o0;
+    size_t ob;
+    dcall d;
+    cr_assert(cs != NULL);
+    dcall_init(&d, k, 2, Lq, 24);
+    cr_expect_eq(k->fwd(&d.a), ATTN_ERR_NULL_ARG);
+    d.a.rope_cos = cs;
+    d.a.rope_sin = cs + Lq * half;
+    d.a.rope_rows = Lq - 1;
+    ob = d.no * attn_dtype_size(k->spec.dtype_o);
+    memset(d.o, 0x5a, ob);
+    o0 = (unsigned char *)malloc(ob + 1);
+    cr_assert(o0 != NULL);
+    memcpy(o0, d.o, ob);
+    cr_expect_eq(k->fwd(&d.a), ATTN_ERR_ROPE);
+    cr_expect(memcmp(o0, d.o, ob) == 0, "O was written by a refused call");
+    d.a.rope_rows = -1;
+    cr_expect_eq(k->fwd(&d.a), ATTN_ERR_SHAPE);
+    d.a.rope_rows = Lq;
+    cr_expect_eq(k->fwd(&d.a), ATTN_OK);
+    cr_expect_str_eq(attn_status_string(ATTN_ERR_ROPE),
+                     "a query row's position is outside the RoPE table (0..rope_rows-1)");
+    free(o0);
+    free(cs);
+    dcall_free(&d);
+}
+
 /* ---- the entropy --------------------------------------------------------- */
 
 /* With Q = 0 every score of a row is 0 (no ALiBi or softcap in
@@ -1542,4 +1588,237 @@ Test(paged, block_table_entries_are_checked)
     free(o_full);
     free(o_before);
     free(table);
+/* ---- appending ------------------------------------------------------------ */
+
+extern const attn_kernel attn_t_q8_0_kernel, attn_t_q4_0_kernel;
+attn_status attn_t_rope_append(const attn_args *args);
+attn_status attn_t_f16_cache_append(const attn_args *args);
+attn_status attn_t_top_left_append(const attn_args *args);
+attn_status attn_t_q8_0_append(const attn_args *args);
+attn_status attn_t_q4_0_append(const attn_args *args);
+
+/* Row x (n values) rotated as the reference rotates Q (docs/config.md,
+   "rope"), at position pos, in double, rounded to f32. */
+static void rope_row_want(const attn_spec *s, const attn_args *a, int64_t pos, float *x)
+{
+    const int half = s->rope_dim / 2;
+    int m;
+    if (s->rope_style == ATTN_ROPE_NONE) return;
+    for (m = 0; m < half; m++) {
+        const int ia = s->rope_style == ATTN_ROPE_GPTJ ? 2 * m : m, ib = s->rope_style == ATTN_ROPE_GPTJ ? 2 * m + 1 : m + half;
+        const double c = s->rope_table ? a->rope_cos[pos * half + m] : cos((double)pos * s->rope_inv_freq[m]);
+        const double sn = s->rope_table ? a->rope_sin[pos * half + m] : sin((double)pos * s->rope_inv_freq[m]);
+        const double xa = x[ia], xb = x[ib];
+        x[ia] = (float)(xa * c - xb * sn);
+        x[ib] = (float)(xa * sn + xb * c);
+    }
+}
+
+/* n f32 values stored as dtype at dst (a block type: quantized). */
+static void store_values(attn_dtype dt, const float *x, void *dst, int64_t n)
+{
+    if (dt == ATTN_DTYPE_Q8_0) attn_quantize_q8_0(x, dst, n);
+    else if (dt == ATTN_DTYPE_Q4_0) attn_quantize_q4_0(x, dst, n);
+    else attn_f32_to_dtype_array(dt, x, dst, (size_t)n);
+}
+
+static void load_values(attn_dtype dt, const void *src, float *x, int64_t n)
+{
+    if (dt == ATTN_DTYPE_Q8_0) attn_dequantize_q8_0(src, x, n);
+    else if (dt == ATTN_DTYPE_Q4_0) attn_dequantize_q4_0(src, x, n);
+    else attn_dtype_to_f32_array(dt, src, x, (size_t)n);
+}
+
+static float rnd_unit(uint64_t *x)
+{
+    *x = *x * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((double)((*x >> 33) & 0xffffff) / 16777216.0 * 3.0 - 1.5);
+}
+
+/* The new rows of K and V at key j (new row t of batch b, kv head h), stored
+   at kr and vr: K rotated as the reference rotates (in double) and both
+   rounded to the cache's type, within a rounding of it (a quantization step
+   for blocks).  row and tmp: scratch. */
+static void check_new_rows(const attn_spec *s, const attn_args *a, const unsigned char *kr, const unsigned char *vr,
+                           int64_t b, int64_t t, int64_t j, int64_t h, int64_t Ln, float *row, float *tmp)
+{
+    const int64_t kvv = attn_dtype_values(s->dtype_kv), Hkv = s->heads_kv;
+    const size_t qsz = attn_dtype_size(s->dtype_q);
+    int64_t d;
+    int pass;
+    for (pass = 0; pass < 2; pass++) {
+        const int64_t n = pass ? s->head_dim_v : s->head_dim;
+        const void *src = (const unsigned char *)(pass ? a->v_new : a->k_new) + (size_t)(((b * Ln + t) * Hkv + h) * n) * qsz;
+        float *want = row, *got = row + n;
+        double vmax = 0.0;
+        attn_dtype_to_f32_array(s->dtype_q, src, want, (size_t)n);
+        if (!pass) rope_row_want(s, a, j, want);
+        store_values(s->dtype_kv, want, tmp, n);
+        load_values(s->dtype_kv, tmp, want, n);
+        load_values(s->dtype_kv, pass ? vr : kr, got, n);
+        for (d = 0; d < n; d++) vmax = fabs(want[d]) > vmax ? fabs(want[d]) : vmax;
+        for (d = 0; d < n; d++) {
+            const double tol = kvv > 1 ? vmax / 6.0 : 1e-7 + fabs(want[d]) *
+                (s->dtype_kv == ATTN_DTYPE_F32 ? 1e-6 : s->dtype_kv == ATTN_DTYPE_F16 ? 2e-3 : 1e-2);
+            cr_assert(fabs((double)got[d] - want[d]) <= tol, "%s: new %s row b=%lld j=%lld h=%lld d=%lld: %.9g, want %.9g",
+                      s->name, pass ? "V" : "K", (long long)b, (long long)j, (long long)h, (long long)d,
+                      (double)got[d], (double)want[d]);
+        }
+    }
+}
+
+/* One cache of B sequences (lens[b] keys of capacity Lk, the rest NaN
+   bits), Ln new rows each: attn_<name>_fwd with k_new stores them, as the
+   reference rotation and the cache's rounding say, writes no other byte of
+   the cache, and gives the bits of a call without k_new over lens[b] + Ln
+   keys; attn_<name>_append stores the same bytes; a sequence past the
+   capacity is ATTN_ERR_CAPACITY with nothing written. */
+static void append_case(const attn_kernel *k, attn_status (*append)(const attn_args *), const int32_t *lens, int64_t B,
+                        int64_t Lk, int64_t Ln)
+{
+    const attn_spec *s = &k->spec;
+    const int64_t Lq = 2, Hkv = s->heads_kv, D = s->head_dim, Dv = s->head_dim_v;
+    const int64_t kvv = attn_dtype_values(s->dtype_kv), ksz = (int64_t)attn_dtype_size(s->dtype_kv);
+    const size_t kbytes = (size_t)(B * Lk * Hkv * D / kvv * ksz), vbytes = (size_t)(B * Lk * Hkv * Dv / kvv * ksz);
+    const size_t qsz = attn_dtype_size(s->dtype_q), osz = attn_dtype_size(s->dtype_o);
+    const size_t nq = (size_t)(B * Lq * s->heads_q * D), no = (size_t)(B * Lq * s->heads_q * Dv);
+    const size_t nkn = (size_t)(B * Ln * Hkv * D), nvn = (size_t)(B * Ln * Hkv * Dv);
+    unsigned char *kc = malloc(kbytes + 1), *vc = malloc(vbytes + 1), *k0 = malloc(kbytes + 1), *v0 = malloc(vbytes + 1);
+    unsigned char *k1 = malloc(kbytes + 1), *v1 = malloc(vbytes + 1);
+    void *q = malloc(nq * qsz + 1), *o = malloc(no * osz + 1), *o2 = malloc(no * osz + 1);
+    void *kn = malloc(nkn * qsz + 1), *vn = malloc(nvn * qsz + 1);
+    float *row = malloc(sizeof(float) * (size_t)(D > Dv ? D : Dv) * 2 + 1), *tmp;
+    float *cs = NULL;
+    int32_t lens2[8], bad[8];
+    uint64_t x = 99;
+    attn_args a, a2;
+    int64_t b, j, h, d;
+    size_t i;
+
+    cr_assert(kc && vc && k0 && v0 && k1 && v1 && q && o && o2 && kn && vn && row && B <= 8);
+    tmp = malloc(sizeof(float) * (nq > nkn ? (nq > nvn ? nq : nvn) : (nkn > nvn ? nkn : nvn)) + 1);
+    cr_assert(tmp != NULL);
+    memset(kc, 0xff, kbytes); /* NaN in every type, a block's scale included */
+    memset(vc, 0xff, vbytes);
+    memset(&a, 0, sizeof a);
+    a.batch = B;
+    a.seq_q = Lq;
+    a.seq_k = Lk;
+    attn_args_set_contiguous(&a, s);
+    for (b = 0; b < B; b++)
+        for (j = 0; j < lens[b]; j++)
+            for (h = 0; h < Hkv; h++) {
+                for (d = 0; d < D; d++) row[d] = rnd_unit(&x);
+                store_values(s->dtype_kv, row, kc + (size_t)((b * a.k_stride[0] + j * a.k_stride[1] + h * a.k_stride[2]) * ksz), D);
+                for (d = 0; d < Dv; d++) row[d] = rnd_unit(&x);
+                store_values(s->dtype_kv, row, vc + (size_t)((b * a.v_stride[0] + j * a.v_stride[1] + h * a.v_stride[2]) * ksz), Dv);
+            }
+    for (i = 0; i < nq; i++) tmp[i] = rnd_unit(&x);
+    attn_f32_to_dtype_array(s->dtype_q, tmp, q, nq);
+    for (i = 0; i < nkn; i++) tmp[i] = rnd_unit(&x);
+    attn_f32_to_dtype_array(s->dtype_q, tmp, kn, nkn);
+    for (i = 0; i < nvn; i++) tmp[i] = rnd_unit(&x);
+    attn_f32_to_dtype_array(s->dtype_q, tmp, vn, nvn);
+    memcpy(k0, kc, kbytes);
+    memcpy(v0, vc, vbytes);
+    a.q = q;
+    a.k = kc;
+    a.v = vc;
+    a.o = o;
+    a.seqlens_k = lens;
+    a.threads = 2;
+    if (s->rope_table) { /* cos, sin of the angles p / 100^(2m / dim) */
+        const int64_t half = s->rope_dim / 2, rows = Lk + Lq;
+        int64_t p, m;
+        cs = malloc(sizeof(float) * (size_t)(2 * rows * half) + 1);
+        cr_assert(cs != NULL);
+        for (p = 0; p < rows; p++)
+            for (m = 0; m < half; m++) {
+                cs[p * half + m] = (float)cos((double)p * pow(100.0, -2.0 * (double)m / s->rope_dim));
+                cs[(rows + p) * half + m] = (float)sin((double)p * pow(100.0, -2.0 * (double)m / s->rope_dim));
+            }
+        a.rope_cos = cs;
+        a.rope_sin = cs + rows * half;
+        a.rope_rows = rows;
+    }
+    a.k_new = kn;
+    a.v_new = vn;
+    a.seq_new = Ln;
+    a.kn_stride[2] = D;
+    a.kn_stride[1] = Hkv * D;
+    a.kn_stride[0] = Ln * Hkv * D;
+    a.vn_stride[2] = Dv;
+    a.vn_stride[1] = Hkv * Dv;
+    a.vn_stride[0] = Ln * Hkv * Dv;
+
+    cr_assert_eq(k->fwd(&a), ATTN_OK, "%s: the call with k_new failed", s->name);
+    for (b = 0; b < B; b++)
+        for (j = 0; j < Lk; j++)
+            for (h = 0; h < Hkv; h++) {
+                const size_t ko = (size_t)((b * a.k_stride[0] + j * a.k_stride[1] + h * a.k_stride[2]) * ksz);
+                const size_t vo = (size_t)((b * a.v_stride[0] + j * a.v_stride[1] + h * a.v_stride[2]) * ksz);
+                const int64_t t = j - lens[b];
+                if (t < 0 || t >= Ln) {
+                    cr_assert(memcmp(kc + ko, k0 + ko, (size_t)(D / kvv * ksz)) == 0 &&
+                                  memcmp(vc + vo, v0 + vo, (size_t)(Dv / kvv * ksz)) == 0,
+                              "%s: row b=%lld j=%lld h=%lld of the cache changed", s->name, (long long)b, (long long)j,
+                              (long long)h);
+                    continue;
+                }
+                check_new_rows(s, &a, kc + ko, vc + vo, b, t, j, h, Ln, row, tmp);
+            }
+    /* the attention: the bits of a call over lens[b] + Ln keys */
+    for (b = 0; b < B; b++) lens2[b] = lens[b] + (int32_t)Ln;
+    a2 = a;
+    a2.k_new = a2.v_new = NULL;
+    a2.seqlens_k = lens2;
+    a2.o = o2;
+    cr_assert_eq(k->fwd(&a2), ATTN_OK);
+    cr_expect(memcmp(o, o2, no * osz) == 0, "%s: O with k_new differs from O over the stored cache", s->name);
+    /* append alone: the same bytes */
+    memcpy(k1, kc, kbytes);
+    memcpy(v1, vc, vbytes);
+    memcpy(kc, k0, kbytes);
+    memcpy(vc, v0, vbytes);
+    cr_assert_eq(append(&a), ATTN_OK);
+    cr_expect(memcmp(kc, k1, kbytes) == 0 && memcmp(vc, v1, vbytes) == 0, "%s: append stored other bytes", s->name);
+    /* past the capacity: nothing written */
+    memcpy(kc, k0, kbytes);
+    memcpy(vc, v0, vbytes);
+    for (b = 0; b < B; b++) bad[b] = lens[b];
+    bad[B - 1] = (int32_t)(Lk - Ln + 1);
+    a.seqlens_k = bad;
+    memset(o, 0x5a, no * osz);
+    memcpy(o2, o, no * osz);
+    cr_expect_eq(k->fwd(&a), ATTN_ERR_CAPACITY);
+    cr_expect_eq(append(&a), ATTN_ERR_CAPACITY);
+    cr_expect(memcmp(kc, k0, kbytes) == 0 && memcmp(vc, v0, vbytes) == 0 && memcmp(o, o2, no * osz) == 0,
+              "%s: a refused call wrote", s->name);
+    if (!s->padding) { /* a sequence left short of seq_k */
+        bad[B - 1] = lens[B - 1] - 1;
+        cr_expect_eq(k->fwd(&a), ATTN_ERR_SEQLENS);
+        cr_expect(memcmp(kc, k0, kbytes) == 0 && memcmp(vc, v0, vbytes) == 0, "%s: a refused call wrote", s->name);
+        cr_expect_eq(append(&a), ATTN_OK); /* the store alone has no such rule */
+    }
+    cr_expect_str_eq(attn_status_string(ATTN_ERR_CAPACITY),
+                     "appending: seqlens_k[b] + seq_new is past the cache's seq_k");
+    free(kc); free(vc); free(k0); free(v0); free(k1); free(v1);
+    free(q); free(o); free(o2); free(kn); free(vn); free(row); free(tmp); free(cs);
+}
+
+Test(append, rope_f32_cache)
+{
+    static const int32_t lens[] = { 5, 17, 0 };
+    append_case(&attn_t_rope_kernel, attn_t_rope_append, lens, 3, 40, 3);
+}
+Test(append, rope_gptj_f16_cache) { static const int32_t lens[] = { 30, 1 }; append_case(&attn_t_f16_cache_kernel, attn_t_f16_cache_append, lens, 2, 150, 7); }
+Test(append, rope_table_top_left) { static const int32_t lens[] = { 3, 9 }; append_case(&attn_t_top_left_kernel, attn_t_top_left_append, lens, 2, 20, 4); }
+Test(append, q4_0_cache) { static const int32_t lens[] = { 2, 11 }; append_case(&attn_t_q4_0_kernel, attn_t_q4_0_append, lens, 2, 16, 1); }
+
+/* Without padding every sequence attends over seq_k keys: the new rows must
+   fill the cache to seq_k (ATTN_ERR_SEQLENS otherwise, append_case). */
+Test(append, q8_0_cache_without_padding)
+{
+    static const int32_t lens[] = { 29, 29 };
+    append_case(&attn_t_q8_0_kernel, attn_t_q8_0_append, lens, 2, 32, 3);
 }

@@ -61,6 +61,10 @@ function M.add_to_parser(parser)
   c:option("--block-table", "Paged configs (required there, but with --random-inputs): int32 [B][M], key j of "
     .. "batch b in slot j % P of page BT[b][j / P]; --k and --v are then pools [N][P][Hkv][D] (order NHD) or "
     .. "[N][Hkv][P][D] (HND)."):argname("BT.npy")
+  c:option("--rope-cos", "Configs with rope = {table = true} (required there): cos of each rotated pair's angle at "
+    .. "positions 0..T-1, [T][dim/2], f32 or f64."):argname("C.npy")
+  c:option("--rope-sin", "Configs with rope = {table = true} (required there): the sines, as --rope-cos.")
+    :argname("S.npy")
   c:flag("--reference", "Compute with the naive float64 reference instead of the kernel (slow; for checking).")
   c:option("--do", "Configs with backward = true: dO [B][Lq][Hq][Dv], the gradient of the output; runs the "
     .. "backward pass after the forward, with its O and LSE (needs --dq, --dk, --dv)."):argname("dO.npy")
@@ -94,6 +98,8 @@ function M.run(args)
   tool.pass(argv, "--sinks", args.sinks)
   tool.pass(argv, "--block-table", args.block_table)
   for _, flag in ipairs({ "do", "dq", "dk", "dv" }) do tool.pass(argv, "--" .. flag, args[flag]) end
+  tool.pass(argv, "--rope-cos", args.rope_cos)
+  tool.pass(argv, "--rope-sin", args.rope_sin)
   for _, flag in ipairs({ "state_in", "state_out" }) do
     if args[flag] then
       argv[#argv + 1] = "--" .. flag:gsub("_", "-")

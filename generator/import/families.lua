@@ -28,6 +28,10 @@ local M = {}
 -- list (Gemma-3: every pattern-th layer global, the others sliding).
 -- reads: the attention-changing keys (hf.lua's ATTENTION_KEYS) the family
 -- reads itself; the same keys elsewhere are an error unless --common-keys.
+--
+-- rope: the family rotates Q and K by RoPE (rotate_half pairs): the configs
+-- get rope = {...} from rope_theta (or rope_theta_key), rope_scaling and the
+-- partial rotary keys.
 -- defaults: the values transformers' config class uses for absent keys.
 -- note: a line for the header of every config of the family.
 local LLAMA4_DEFAULTS = { attention_chunk_size = 8192, no_rope_layer_interval = 4, num_hidden_layers = 48,
@@ -44,39 +48,49 @@ local MLA_NOTE = "Multi-head latent attention: the decode config is the absorbed
 local GEMMA3_DEFAULTS = { num_attention_heads = 8, num_key_value_heads = 4, head_dim = 256, query_pre_attn_scalar = 256,
   sliding_window = 4096, sliding_window_pattern = 6, num_hidden_layers = 26, rope_theta = 1000000,
   rope_local_base_freq = 10000 }
-local GEMMA3_NOTE = "Gemma-3 normalizes Q and K (RMS norm, q_norm and k_norm) and applies RoPE with two bases "
-  .. "(rope_local_base_freq on sliding-window layers, rope_theta on global ones) outside the kernel."
-local QWEN3_NOTE = "Qwen3 normalizes Q and K (RMS norm, q_norm and k_norm) before RoPE, outside the kernel."
+local GEMMA3_NOTE = "Gemma-3 normalizes Q and K (RMS norm, q_norm and k_norm) outside the kernel, before the "
+  .. "kernel's RoPE, which has two bases (rope_local_base_freq on sliding-window layers, rope_theta with "
+  .. "rope_scaling on global ones)."
+local QWEN3_NOTE = "Qwen3 normalizes Q and K (RMS norm, q_norm and k_norm) outside the kernel, before the kernel's RoPE."
 local FAMILIES = {
-  llama = { label = "Llama", role = "decoder" },
+  llama = { label = "Llama", role = "decoder", rope = true, defaults = { rope_theta = 10000 } },
   llama4 = { label = "Llama 4", role = "decoder", chunked = "llama4", text_config = true, defaults = LLAMA4_DEFAULTS,
     note = LLAMA4_NOTE, reads = LLAMA4_READS },
   llama4_text = { label = "Llama 4", role = "decoder", chunked = "llama4", defaults = LLAMA4_DEFAULTS,
     note = LLAMA4_NOTE, reads = LLAMA4_READS },
-  mistral = { label = "Mistral", role = "decoder", window = "all", defaults = { sliding_window = 4096 } },
-  mixtral = { label = "Mixtral", role = "decoder", window = "all" },
-  qwen2 = { label = "Qwen2", role = "decoder", window = "qwen2",
-    defaults = { use_sliding_window = false, sliding_window = 4096, max_window_layers = 28, num_hidden_layers = 32 } },
-  gemma = { label = "Gemma", role = "decoder", defaults = { head_dim = 256 } },
+  mistral = { label = "Mistral", role = "decoder", window = "all", rope = true,
+    defaults = { sliding_window = 4096, rope_theta = 10000 } },
+  mixtral = { label = "Mixtral", role = "decoder", window = "all", rope = true, defaults = { rope_theta = 1000000 } },
+  qwen2 = { label = "Qwen2", role = "decoder", window = "qwen2", rope = true,
+    defaults = { use_sliding_window = false, sliding_window = 4096, max_window_layers = 28, num_hidden_layers = 32,
+      rope_theta = 10000 } },
+  gemma = { label = "Gemma", role = "decoder", rope = true, defaults = { head_dim = 256, rope_theta = 10000 } },
   gemma3 = { label = "Gemma-3", role = "decoder", window = "pattern", text_config = true, defaults = GEMMA3_DEFAULTS,
-    note = GEMMA3_NOTE },
+    note = GEMMA3_NOTE, rope = true, rope_local_key = "rope_local_base_freq" },
   gemma3_text = { label = "Gemma-3", role = "decoder", window = "pattern", defaults = GEMMA3_DEFAULTS,
-    note = GEMMA3_NOTE },
-  qwen3 = { label = "Qwen3", role = "decoder", window = "qwen2", note = QWEN3_NOTE,
-    defaults = { use_sliding_window = false, sliding_window = 4096, max_window_layers = 28, num_hidden_layers = 32 } },
+    note = GEMMA3_NOTE, rope = true, rope_local_key = "rope_local_base_freq" },
+  qwen3 = { label = "Qwen3", role = "decoder", window = "qwen2", note = QWEN3_NOTE, rope = true,
+    defaults = { use_sliding_window = false, sliding_window = 4096, max_window_layers = 28, num_hidden_layers = 32,
+      rope_theta = 10000 } },
   deepseek_v2 = { label = "DeepSeek-V2", role = "mla", reads = MLA_READS, defaults = MLA_DEFAULTS, note = MLA_NOTE },
   deepseek_v3 = { label = "DeepSeek-V3", role = "mla", reads = MLA_READS, defaults = MLA_DEFAULTS, note = MLA_NOTE },
   kimi_k2 = { label = "Kimi K2", role = "mla", reads = MLA_READS, defaults = MLA_DEFAULTS, note = MLA_NOTE },
-  gemma2 = { label = "Gemma-2", role = "decoder", window = "alternate",
+  gemma2 = { label = "Gemma-2", role = "decoder", window = "alternate", rope = true,
     defaults = { head_dim = 256, sliding_window = 4096, attn_logit_softcapping = 50, query_pre_attn_scalar = 256,
-      num_hidden_layers = 26 } },
-  phi3 = { label = "Phi-3", role = "decoder", window = "all" },
-  falcon = { label = "Falcon", role = "decoder", kv = "falcon" },
-  RefinedWebModel = { label = "Falcon", role = "decoder", kv = "falcon" },
-  RefinedWeb = { label = "Falcon", role = "decoder", kv = "falcon", defaults = { new_decoder_architecture = true } },
+      num_hidden_layers = 26, rope_theta = 10000 } },
+  phi3 = { label = "Phi-3", role = "decoder", window = "all", rope = true,
+    defaults = { rope_theta = 10000, partial_rotary_factor = 1.0 } },
+  falcon = { label = "Falcon", role = "decoder", kv = "falcon", rope = true, defaults = { rope_theta = 10000 } },
+  RefinedWebModel = { label = "Falcon", role = "decoder", kv = "falcon", rope = true,
+    defaults = { rope_theta = 10000 } },
+  RefinedWeb = { label = "Falcon", role = "decoder", kv = "falcon", rope = true,
+    defaults = { new_decoder_architecture = true, rope_theta = 10000 } },
+  gpt_neox = { label = "GPT-NeoX", role = "decoder", rope = true, rope_theta_key = "rotary_emb_base",
+    defaults = { rotary_emb_base = 10000, rotary_pct = 0.25 } },
   bloom = { label = "BLOOM", role = "decoder", alibi = true },
   gpt2 = { label = "GPT-2", role = "decoder" },
-  gpt_oss = { label = "gpt-oss", role = "decoder", sinks = true },
+  gpt_oss = { label = "gpt-oss", role = "decoder", sinks = true, rope = true,
+    defaults = { rope_theta = 150000 } },
   bert = { label = "BERT", role = "text_encoder" },
   roberta = { label = "RoBERTa", role = "text_encoder" },
   ["xlm-roberta"] = { label = "XLM-RoBERTa", role = "text_encoder" },

@@ -670,20 +670,90 @@ local function read_temperature(ctx, s)
   return true
 end
 
---- Gemma-3's two RoPE bases, recorded: the rotation is applied outside the
--- kernel (rope_local_base_freq on the sliding-window layers, rope_theta on
--- the global ones).
-local function read_rope_bases(ctx)
-  local d = ctx.family and ctx.family.defaults
-  if not (d and d.rope_local_base_freq) then return true end
-  ctx.r.get("rope_theta", "RoPE base of the global layers, applied outside the kernel")
-  ctx.r.get("rope_local_base_freq", "RoPE base of the sliding-window layers, applied outside the kernel")
+-- the rope_scaling types the kernel computes; any other is the caller's table
+local ROPE_SCALINGS = {
+  linear = { "factor" },
+  llama3 = { "factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings" },
+}
+
+--- rope_scaling: a kernel scaling, nil (none, or "default"), or true where
+-- the caller's table must hold the angles (any other type).
+local function rope_scaling(ctx)
+  local r = ctx.r
+  local sc = r.get("rope_scaling")
+  if sc == nil then return nil end
+  if type(sc) ~= "table" then
+    return r.fail("rope_scaling", ("'rope_scaling' must be an object, got %s"):format(show(sc)))
+  end
+  local ty = sc.rope_type or sc.type
+  if ty == "default" then return nil end
+  local fields = ROPE_SCALINGS[ty]
+  if not fields then
+    r.note("rope_scaling", "", ("type %s: its angles (%s) are not the kernel's; the config takes them from the "
+      .. "caller's cos / sin table (rope = {table = true})"):format(show(ty), show(ty)))
+    return true
+  end
+  local out = { type = ty }
+  for _, k in ipairs(fields) do
+    local v, err = r.positive("rope_scaling." .. k, sc[k])
+    if err then return nil, err end
+    out[k == "original_max_position_embeddings" and "original_max_position" or k] = v
+  end
+  return out
+end
+
+--- RoPE: s.rope for the families that rotate Q and K (rotate_half pairs):
+-- rope_theta (GPT-NeoX: rotary_emb_base), rope_scaling, and the partial
+-- rotary keys rotary_dim, partial_rotary_factor or rotary_pct.
+local function read_rope(ctx, s)
+  local fam, r, j = ctx.family, ctx.r, ctx.j
+  if not (fam and fam.rope) then return true end
+  local key = fam.rope_theta_key or "rope_theta"
+  local theta, err = r.positive(key, r.get(key) or 10000)
+  if err then return nil, err end
+  local rope = { style = "neox", theta = theta }
+  local dim
+  if j.rotary_dim ~= nil and not is_null(j.rotary_dim) then
+    dim, err = r.int("rotary_dim", r.get("rotary_dim"), 2)
+    if err then return nil, err end
+  else
+    local fkey = (j.partial_rotary_factor ~= nil or fam.defaults and fam.defaults.partial_rotary_factor)
+      and "partial_rotary_factor" or (j.rotary_pct ~= nil or fam.defaults and fam.defaults.rotary_pct)
+      and "rotary_pct" or nil
+    if fkey then
+      local f
+      f, err = r.positive(fkey, r.get(fkey))
+      if err then return nil, err end
+      dim = math.floor(s.head_dim * f)
+    end
+  end
+  if dim and (dim < 2 or dim > s.head_dim or dim % 2 ~= 0) then
+    return r.fail("rope", ("the rotated dims (%d) must be even and in 2..head_dim (%d)"):format(dim, s.head_dim))
+  end
+  if dim and dim ~= s.head_dim then rope.dim = dim end
+  local sc
+  sc, err = rope_scaling(ctx)
+  if err then return nil, err end
+  if sc == true then
+    rope.table = true
+    rope.theta = nil -- the table holds the angles
+  elseif sc then
+    rope.scaling = sc
+  end
+  s.rope = rope
+  if fam.rope_local_key then -- Gemma-3: the sliding-window layers rotate with a base of their own, unscaled
+    local base
+    base, err = r.positive(fam.rope_local_key, r.get(fam.rope_local_key) or 10000)
+    if err then return nil, err end
+    s.rope_local = { style = rope.style, theta = base, dim = rope.dim }
+    s.rope_local_key = fam.rope_local_key
+  end
   return true
 end
 
 local STEPS = {
   read_role, read_heads, check_unknown, read_kv_heads, read_head_dim, read_causal, read_scale, read_softcap,
-  read_alibi, read_layers, read_sinks, read_temperature, read_rope_bases,
+  read_alibi, read_layers, read_sinks, read_temperature, read_rope,
 }
 
 -- ---- keys that change attention --------------------------------------------
@@ -797,6 +867,32 @@ function M.chunk_comment(c)
   }
 end
 
+--- The line of a rope table ({key, value, note, pre}).
+function M.rope_line(rope, theta_key)
+  local parts = { ('style = "%s"'):format(rope.style) }
+  if not rope.table then parts[#parts + 1] = ("theta = %s"):format(num(rope.theta, true)) end
+  if rope.dim then parts[#parts + 1] = ("dim = %d"):format(rope.dim) end
+  local sc = rope.scaling
+  if sc then
+    local f = { ('type = "%s"'):format(sc.type), ("factor = %s"):format(num(sc.factor, true)) }
+    if sc.type == "llama3" then
+      f[#f + 1] = ("low_freq_factor = %s"):format(num(sc.low_freq_factor, true))
+      f[#f + 1] = ("high_freq_factor = %s"):format(num(sc.high_freq_factor, true))
+      f[#f + 1] = ("original_max_position = %s"):format(num(sc.original_max_position, true))
+    end
+    parts[#parts + 1] = ("scaling = { %s }"):format(table.concat(f, ", "))
+  end
+  local line = { key = "rope", note = theta_key and ("theta from %s; Q rotated in the kernel, cached K stored rotated")
+    :format(theta_key) or "Q rotated in the kernel; cached K stored rotated" }
+  if rope.table then
+    parts[#parts + 1] = "table = true"
+    line.pre = { "rope_scaling is of a type the kernel does not compute: pass each position's cos and sin",
+      "(args->rope_cos, rope_sin [T][dim/2]) as transformers' rotary embedding computes them." }
+  end
+  line.value = "{ " .. table.concat(parts, ", ") .. " }"
+  return line
+end
+
 --- The config table of variant v (what schema.normalize reads).
 local function raw_config(s, v, isa)
   local raw = {
@@ -811,6 +907,7 @@ local function raw_config(s, v, isa)
     alibi = s.alibi or nil,
     sinks = s.sinks or nil,
     temperature = v.temperature,
+    rope = v.window and s.rope_local or s.rope,
     isa = isa,
   }
   if s.raw_scale then raw.scale = s.raw_scale.value end
@@ -850,6 +947,7 @@ local function config_lines(s, v, raw)
       value = ("{ scale = %s, floor = %s }"):format(num(v.temperature.scale, true), num(v.temperature.floor, true)),
       note = "attn_temperature_tuning: attn_scale, floor_scale" }
   end
+  if raw.rope then lines[#lines + 1] = M.rope_line(raw.rope, v.window and s.rope_local and s.rope_local_key) end
   return lines
 end
 

@@ -5,6 +5,7 @@
 local common = require("planner")
 local schema = require("schema")
 local util = require("util")
+local naming = require("naming")
 local decode = require("planner.sdpa_decode")
 local naming = require("naming")
 
@@ -282,6 +283,15 @@ function M.spec_fields(p)
     f[#f + 1] = { "page_order", p.paged.order == "HND" and "ATTN_PAGE_HND" or "ATTN_PAGE_NHD" }
   end
   if p.shared_kv then f[#f + 1] = { "shared_kv", "1" } end
+  if p.rope then
+    f[#f + 1] = { "rope_style", p.rope.style == "gptj" and "ATTN_ROPE_GPTJ" or "ATTN_ROPE_NEOX" }
+    f[#f + 1] = { "rope_dim", p.rope.dim }
+    if p.rope.table then
+      f[#f + 1] = { "rope_table", "1" }
+    else
+      f[#f + 1] = { "rope_inv_freq", p.rope.inv_freq_name }
+    end
+  end
   -- after the field they follow: causal, window_right
   for i = #f, 1, -1 do
     if f[i][1] == "window_right" and p.sparse then
@@ -422,6 +432,53 @@ local function plan_terms(p, cfg)
   p.lazy_max = M.LAZY_MAX
 end
 
+--- The inverse frequencies of a rope config, in double: theta^(-2m/dim)
+-- for pair m, then the scaling (linear: / factor; llama3: Hugging Face's
+-- _compute_llama3_parameters, its blend of the two between the wavelengths
+-- original_max_position / high_freq_factor and / low_freq_factor).
+function M.rope_inv_freq(rope)
+  local half, out = math.floor(rope.dim / 2), {}
+  local sc = rope.scaling
+  for m = 0, half - 1 do
+    local f = 1 / rope.theta ^ (2 * m / rope.dim)
+    if sc and sc.type == "linear" then
+      f = f / sc.factor
+    elseif sc and sc.type == "llama3" then
+      local orig = sc.original_max_position
+      local wavelen = 2 * math.pi / f
+      local low_wavelen, high_wavelen = orig / sc.low_freq_factor, orig / sc.high_freq_factor
+      if wavelen > low_wavelen then
+        f = f / sc.factor
+      elseif wavelen >= high_wavelen then -- the medium frequencies: blended
+        local smooth = (orig / wavelen - sc.low_freq_factor) / (sc.high_freq_factor - sc.low_freq_factor)
+        f = (1 - smooth) * f / sc.factor + smooth * f
+      end
+    end
+    out[m + 1] = f
+  end
+  return out
+end
+
+--- RoPE: query row i is rotated at its position inside qpack (after the
+-- scale), by cos / sin of pos * inv_freq_m computed in double (or read from
+-- the run-time table); consecutive positions step the angles by a rotation
+-- in double (rows.c.tmpl's rope_at).
+local function plan_rope(p, cfg)
+  local r = cfg.rope
+  if not r then return end
+  p.rope = { style = r.style, dim = r.dim, half = math.floor(r.dim / 2), table = r.table, theta = r.theta,
+    scaling = r.scaling }
+  if not r.table then
+    local inv = M.rope_inv_freq(r)
+    local c_inv, c_cos, c_sin = {}, {}, {}
+    for m, f in ipairs(inv) do
+      c_inv[m], c_cos[m], c_sin[m] = util.c_double(f), util.c_double(math.cos(f)), util.c_double(math.sin(f))
+    end
+    p.rope.inv_freq, p.rope.c_inv_freq, p.rope.c_step_cos, p.rope.c_step_sin = inv, c_inv, c_cos, c_sin
+    p.rope.inv_freq_name = naming.build(p.name, "rope_inv_freq")
+  end
+end
+
 --- The decode path's constants (split, blocks, the streaming kernel's
 -- prefetch); opts may override the block and the chunk.
 local function plan_decode(p, cfg, opts)
@@ -555,6 +612,7 @@ function M.plan(cfg, opts)
   plan_masks(p, cfg)
   plan_outputs(p, cfg)
   plan_terms(p, cfg)
+  plan_rope(p, cfg)
   plan_decode(p, cfg, opts)
   plan_variants(p, cfg)
 

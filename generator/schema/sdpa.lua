@@ -16,7 +16,7 @@ local CAUSAL_NAMES = { '"bottom_right"', '"top_left"' }
 M.order = {
   "heads_q", "heads_kv", "head_dim", "head_dim_v", "causal", "window", "sliding_window", "chunk", "sparse",
   "global_tokens", "padding", "mask", "scale", "softcap", "alibi", "rel_bias", "decode_max_q", "prefill_chunk",
-  "weights", "dropout", "entropy", "sinks", "temperature", "paged", "backward", "grad_dtype", "shared_kv",
+  "weights", "dropout", "entropy", "sinks", "temperature", "paged", "backward", "grad_dtype", "shared_kv", "rope",
 }
 
 local function heads(raw, c, u)
@@ -355,6 +355,9 @@ local function backward(raw, c, u)
     return nil, "backward",
       "backward with shared_kv is not supported yet: a shared row's gradient sums its K and V parts"
   end
+  if raw.rope ~= nil then
+    return nil, "backward", "backward with rope is not supported yet: dQ would have to be rotated back"
+  end
   c.backward = true
   c.grad_dtype = raw.grad_dtype
   return true
@@ -371,6 +374,79 @@ local function shared_kv(raw, c, u)
     return nil, "shared_kv", ("'shared_kv' reads V from the first head_dim_v values of each K row: "
       .. "head_dim_v (%d) must be at most head_dim (%d)"):format(c.head_dim_v, c.head_dim)
   end
+  return true
+end
+
+-- rope.scaling: {type = "linear", factor} or {type = "llama3", factor,
+-- low_freq_factor, high_freq_factor, original_max_position}
+local ROPE_SCALINGS = {
+  linear = { "factor" },
+  llama3 = { "factor", "low_freq_factor", "high_freq_factor", "original_max_position" },
+}
+local function rope_scaling(s, u)
+  if type(s) ~= "table" or not ROPE_SCALINGS[s.type] then
+    return nil, ("'rope.scaling' must be a table {type = \"linear\", factor = f} or {type = \"llama3\", factor, "
+      .. "low_freq_factor, high_freq_factor, original_max_position}, got %s"):format(
+      type(s) == "table" and ("type " .. u.show(s.type)) or u.show(s))
+  end
+  local fields = ROPE_SCALINGS[s.type]
+  local allowed = { "type" }
+  for _, k in ipairs(fields) do allowed[#allowed + 1] = k end
+  local err = u.check_subkeys("rope.scaling", s, allowed)
+  if err then return nil, err end
+  local out = { type = s.type }
+  for _, k in ipairs(fields) do
+    if s[k] == nil then return nil, ("'rope.scaling.%s' is required: a finite number > 0"):format(k) end
+    err = u.finite_positive("rope.scaling." .. k, s[k])
+    if err then return nil, err end
+    out[k] = s[k]
+  end
+  if s.type == "llama3" and s.high_freq_factor <= s.low_freq_factor then
+    return nil, ("'rope.scaling.high_freq_factor' (%s) must be greater than 'low_freq_factor' (%s)")
+      :format(u.show(s.high_freq_factor), u.show(s.low_freq_factor))
+  end
+  return out
+end
+
+-- rope = {style = "neox" | "gptj", theta = 10000, dim = D, scaling = nil,
+-- table = false}: rotary position embedding of the query rows at their
+-- positions (the cached keys are stored rotated); absent: nil
+local function rope(raw, c, u)
+  local r = raw.rope
+  if r == nil then return true end
+  if type(r) ~= "table" then
+    return nil, "rope", ("'rope' must be a table {style = \"neox\" or \"gptj\", theta, dim, scaling, table}, got %s")
+      :format(u.show(r))
+  end
+  local err = u.check_subkeys("rope", r, { "style", "theta", "dim", "scaling", "table" })
+  if err then return nil, "rope", err end
+  local out = { style = u.default(r.style, "neox"), theta = u.default(r.theta, 10000),
+    dim = u.default(r.dim, c.head_dim), table = u.default(r.table, false) }
+  if out.style ~= "neox" and out.style ~= "gptj" then
+    return nil, "rope", ("'rope.style' must be \"neox\" or \"gptj\", got %s")
+      :format(type(out.style) == "string" and u.quoted(out.style) or u.show(out.style))
+  end
+  err = u.finite_positive("rope.theta", out.theta)
+  if err then return nil, "rope", err end
+  err = u.int_in("rope.dim", out.dim, 2, c.head_dim)
+  if err then return nil, "rope", err end
+  if out.dim % 2 ~= 0 then return nil, "rope", ("'rope.dim' must be even, got %d"):format(out.dim) end
+  err = u.bool("rope.table", out.table)
+  if err then return nil, "rope", err end
+  if r.scaling ~= nil then
+    if out.table then
+      return nil, "rope", "'rope.scaling' does not go with table = true: the run-time table holds the scaled angles"
+    end
+    out.scaling, err = rope_scaling(r.scaling, u)
+    if not out.scaling then return nil, "rope", err end
+  end
+  if raw.matmul == "bf16" then
+    return nil, "rope", "'rope' rotates f32 query rows: it does not go with matmul = \"bf16\""
+  end
+  if raw.matmul == "int8" then
+    return nil, "rope", "'rope' does not go with matmul = \"int8\" yet: Q would have to be rotated before it is quantized"
+  end
+  c.rope = out
   return true
 end
 
@@ -398,7 +474,7 @@ M.shared = {
 -- u: the shared checks (schema.util).
 function M.normalize(raw, c, u)
   return u.run_steps({ heads, head_dims, window, sparse, masks, score_terms, rel_bias, decode, prefill_chunk, weights,
-    dropout, entropy, sinks, temperature, paged, backward, shared_kv }, raw, c, u)
+    dropout, entropy, sinks, temperature, paged, backward, shared_kv, rope }, raw, c, u)
 end
 
 return M

@@ -186,6 +186,7 @@ typedef struct {
        baselines' table (their contiguous f32 K and V through a table of their rows) */
     void *kpool, *vpool;
     int32_t *table, *base_table;
+    float *rope; /* rope table = true: cos then sin, [max(Lq, Lk)][rope_dim / 2] each */
 } bench_buffers;
 
 /* Parses argv into opt; 0, or 2 after a message on a usage error. */
@@ -351,11 +352,19 @@ static int make_inputs(const bench_options *opt, const attn_spec *spec, attn_arg
     }
     if (attn_rel_rows(spec) > 0) /* a random relative position table */
         buf->rel = attn_tool_random_floats((size_t)attn_rel_rows(spec) * (size_t)spec->heads_q, 4);
+    if (!linear && spec->rope_table) { /* any angles: the kernel only reads them */
+        args->rope_rows = seq_q > seq_k ? seq_q : seq_k;
+        buf->rope = attn_tool_random_floats(2 * (size_t)args->rope_rows * (size_t)(spec->rope_dim / 2) + 1, 1);
+        if (buf->rope) {
+            args->rope_cos = buf->rope;
+            args->rope_sin = buf->rope + args->rope_rows * (spec->rope_dim / 2);
+        }
+    }
     if (!buf->q || !buf->k || !buf->v || !buf->qs || !buf->ks || !buf->vs || !buf->o || !buf->o32 ||
         !buf->lse || (spec->padding && !buf->seqlens) || (has_mask && !buf->mask) ||
         (attn_rel_rows(spec) > 0 && !buf->rel) ||
         (has_weights && !buf->weights) || (has_state && (!buf->state_s || !buf->state_z)) ||
-        (!linear && spec->sinks && !buf->sinks))
+        (!linear && spec->sinks && !buf->sinks) || (!linear && spec->rope_table && !buf->rope))
         return -1;
     args->q = buf->qs;
     args->k = buf->ks;
@@ -411,6 +420,7 @@ static void free_buffers(bench_buffers *buf)
     free(buf->vpool);
     free(buf->table);
     free(buf->base_table);
+    free(buf->rope);
 }
 
 /* Times every variant this CPU runs (or the one opt->isa names) into rows

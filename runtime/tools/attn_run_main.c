@@ -74,6 +74,7 @@ static const char usage[] =
     "                [--threads N] [--isa NAME] [--reference]\n"
     "                [--dropout-p P --dropout-seed S --dropout-offset N]\n"
     "                [--state-in S.npy Z.npy] [--state-out S.npy Z.npy] [--sinks S.npy]\n"
+    "                [--rope-cos C.npy --rope-sin S.npy]\n"
     "  Q, K, V: float16, float32 or float64, converted to the kernel's storage types\n"
     "  --reference   compute O and LSE with the naive float64 reference (attn_reference)\n"
     "                instead of the kernel, on the stored inputs: slow, for checking;\n"
@@ -105,6 +106,9 @@ static const char usage[] =
     "                written as float32 (bf16 widened) or float16 (grad_dtype)\n"
     "  configs with shared_kv = true take no --v: V is the first head_dim_v values\n"
     "                of each K row\n"
+    "  --rope-cos, --rope-sin  configs with rope table = true (required there): cos\n"
+    "                and sin of each rotated pair's angle at positions 0..T-1,\n"
+    "                [T][rope dim / 2], float32 or float64\n"
     "additive and luong configs (one head, no scale):\n"
     "       attn_run --s S.npy --h H.npy [--w-s W.npy] [--w-h W.npy | --u U.npy] [--w W.npy]\n"
     "                [--v-attn V.npy] [--b B.npy] [--seqlens-k S.npy] [--mask M.npy]\n"
@@ -331,6 +335,7 @@ typedef struct {
     const char *p_path; /* --weights */
     const char *sinks_path; /* --sinks */
     const char *e_path; /* --entropy */
+    const char *rope_path[2]; /* --rope-cos, --rope-sin */
     int random;         /* --random-inputs: Q, K, V drawn, not read (--q, --k, --v: written) */
     uint64_t seed;
     int64_t batch, seq_q, seq_k; /* --batch, --seq-q, --seq-k (with --random-inputs) */
@@ -385,6 +390,8 @@ typedef struct {
     int32_t *table;          /* the block table (paged configs) */
     int64_t pages;           /* paged configs: the pools' pages */
     int pooled;              /* K and V read as pools (paged configs without --random-inputs) */
+    attn_npy rope_a[2];      /* --rope-cos, --rope-sin as read */
+    float *rope[2];          /* and as f32 */
 } run_inputs;
 
 /* The outputs, written by the kernel and then published. */
@@ -479,6 +486,8 @@ static void parse_options(int argc, char **argv, run_options *opt)
         else if (strcmp(arg, "--sinks") == 0) dest = &opt->sinks_path;
         else if (strcmp(arg, "--entropy") == 0) dest = &opt->e_path;
         else if (strcmp(arg, "--block-table") == 0) dest = &opt->bt_path;
+        else if (strcmp(arg, "--rope-cos") == 0) dest = &opt->rope_path[0];
+        else if (strcmp(arg, "--rope-sin") == 0) dest = &opt->rope_path[1];
         else if (strcmp(arg, "--isa") == 0) dest = &opt->isa_name;
         else if (strcmp(arg, "--do") == 0) dest = &opt->do_path;
         else if (strcmp(arg, "--dq") == 0) dest = &opt->grad_path[0];
@@ -489,13 +498,31 @@ static void parse_options(int argc, char **argv, run_options *opt)
                       "--lse, --weights, --average-heads, --entropy, --random-inputs, --batch, --seq-q, "
                       "--seq-k, --threads, --isa, --reference, --block-table, "
                       "--dropout-p, --dropout-seed, --dropout-offset, --state-in, --state-out, --sinks, "
-                      "--s, --h, --u, --w-s, --w-h, --w, --v-attn, --b, --do, --dq, --dk, --dv)");
+                      "--rope-cos, --rope-sin, --s, --h, --u, --w-s, --w-h, --w, --v-attn, --b, --do, --dq, --dk, "
+                      "--dv)");
         if (i + 1 >= argc)
             fail(arg, "needs a value");
         if (dest != NULL)
             *dest = argv[++i];
         else
             opt->threads = parse_threads(argv[++i]);
+    }
+}
+
+/* --rope-cos and --rope-sin: both, and only for a config with rope table = true. */
+static void check_rope_paths(const run_options *opt, const attn_spec *spec)
+{
+    static const char *const names[2] = { "--rope-cos", "--rope-sin" };
+    const int table = spec->family == ATTN_FAMILY_SDPA && spec->rope_style != ATTN_ROPE_NONE && spec->rope_table;
+    int a;
+    for (a = 0; a < 2; a++) {
+        if (opt->rope_path[a] != NULL && !table)
+            fail(names[a], "the config '%s' has no rope table (rope = {table = true}), so %s is not accepted",
+                 spec->name, names[a]);
+        if (opt->rope_path[a] == NULL && table)
+            fail(names[a], "required: the config '%s' has rope = {table = true}", spec->name);
+        if (opt->rope_path[a] != NULL && same_file(opt->rope_path[a], opt->o_path))
+            fail("-o", "'%s' is the %s input; not replacing an input", opt->o_path, names[a]);
     }
 }
 
@@ -629,6 +656,7 @@ static void check_paths(const run_options *opt, const attn_spec *spec)
     if (opt->bt_path == NULL && !linear && spec->page > 0 && !opt->random)
         fail("--block-table", "required: the config '%s' is paged (K and V are pools of %d keys a page)", spec->name,
              spec->page);
+    check_rope_paths(opt, spec);
 }
 
 /* One drawn tensor [B][L][H][D] of n elements: N(0, 1) from r, written as
@@ -888,6 +916,28 @@ static void load_sinks(const char *path, const attn_spec *spec, run_inputs *in, 
     if (attn_npy_to_f32(&in->sinks_a, &in->sinks, err, sizeof err) != 0)
         fail(path, "%s", err);
     args->sinks = in->sinks;
+}
+
+/* --rope-cos, --rope-sin: [T][rope_dim / 2] each, the same T, read as f32. */
+static void load_rope(const run_options *opt, const attn_spec *spec, run_inputs *in, attn_args *args)
+{
+    char err[256], shp[160];
+    int a;
+    for (a = 0; a < 2; a++) {
+        const char *path = opt->rope_path[a];
+        load(path, &in->rope_a[a]);
+        if (in->rope_a[a].ndim != 2 || in->rope_a[a].shape[1] != spec->rope_dim / 2)
+            fail(path, "expected shape (T, %d) (a position's cos or sin of each rotated pair), got %s",
+                 spec->rope_dim / 2, attn_npy_shape_string(&in->rope_a[a], shp, sizeof shp));
+        if (a == 1 && in->rope_a[1].shape[0] != in->rope_a[0].shape[0])
+            fail(path, "has %lld positions, --rope-cos %lld: they must agree", (long long)in->rope_a[1].shape[0],
+                 (long long)in->rope_a[0].shape[0]);
+        if (attn_npy_to_f32(&in->rope_a[a], &in->rope[a], err, sizeof err) != 0)
+            fail(path, "%s", err);
+    }
+    args->rope_cos = in->rope[0];
+    args->rope_sin = in->rope[1];
+    args->rope_rows = in->rope_a[0].shape[0];
 }
 
 static void load_seqlens(const char *path, run_inputs *in, attn_args *args)
@@ -1212,6 +1262,12 @@ static void free_all(const run_options *opt, run_inputs *in, run_outputs *out)
         attn_npy_free(&in->bta);
     if (opt->sinks_path != NULL)
         attn_npy_free(&in->sinks_a);
+    free(in->rope[0]);
+    free(in->rope[1]);
+    if (opt->rope_path[0] != NULL) {
+        attn_npy_free(&in->rope_a[0]);
+        attn_npy_free(&in->rope_a[1]);
+    }
     free(out->o);
     free(out->o_wide);
     free(out->lse);
@@ -1336,6 +1392,9 @@ static void check_classic_paths(const run_options *opt, const attn_spec *spec)
     if (opt->sinks_path != NULL)
         fail(opt->sinks_path, "the config '%s' has %s, which has no sinks, so --sinks is not accepted", spec->name,
              kind);
+    if (opt->rope_path[0] != NULL || opt->rope_path[1] != NULL)
+        fail(opt->rope_path[0] != NULL ? "--rope-cos" : "--rope-sin",
+             "the config '%s' has %s, which has no rope, so it is not accepted", spec->name, kind);
     if (opt->random || opt->seq_q != 0 || opt->seq_k != 0 || opt->batch != 0)
         fail(opt->random ? "--random-inputs" : opt->seq_q != 0 ? "--seq-q" : opt->seq_k != 0 ? "--seq-k" : "--batch",
              "the config '%s' has %s, which reads its inputs from --s and --h", spec->name, kind);
@@ -1745,6 +1804,8 @@ static int run_qkv(const attn_kernel *kernel, const run_options *options)
         load_sinks(opt.sinks_path, spec, &in, &args);
     if (opt.r_path != NULL)
         load_rel(opt.r_path, spec, &in, &args);
+    if (opt.rope_path[0] != NULL)
+        load_rope(&opt, spec, &in, &args);
     alloc_outputs(opt.o_path, opt.p_path, opt.e_path, spec, opt.use_reference, &args, &out);
     if (spec->family == ATTN_FAMILY_LINEAR && spec->state)
         load_state(&opt, spec, &in, &args, &out);

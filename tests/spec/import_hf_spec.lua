@@ -279,6 +279,34 @@ describe("import-hf", function()
       end
     end)
 
+    it("reads RoPE: rope_theta, the partial rotary keys, and rope_scaling (linear, llama3, other: a table)",
+      function()
+      local cfgs = load_all(import_file("gpt_neox_20b"))
+      assert.same({ style = "neox", theta = 10000, dim = 24, table = false }, cfgs.gpt_neox_20b.rope)
+      cfgs = load_all(import_file("qwen2_7b"))
+      assert.same({ style = "neox", theta = 1000000, dim = 128, table = false }, cfgs.qwen2_7b.rope)
+      local base = { model_type = "llama", num_attention_heads = 4, hidden_size = 256, rope_theta = 500000 }
+      local function with_(t)
+        local c = {}
+        for k, v in pairs(base) do c[k] = v end
+        for k, v in pairs(t) do c[k] = v end
+        return c
+      end
+      cfgs = load_all(assert(import_table(with_({ rope_scaling = { rope_type = "llama3", factor = 8,
+        low_freq_factor = 1, high_freq_factor = 4, original_max_position_embeddings = 8192 } }), "i")))
+      assert.same({ type = "llama3", factor = 8, low_freq_factor = 1, high_freq_factor = 4,
+        original_max_position = 8192 }, cfgs.i.rope.scaling)
+      cfgs = load_all(assert(import_table(with_({ rope_scaling = { type = "linear", factor = 2 } }), "i")))
+      assert.same({ type = "linear", factor = 2 }, cfgs.i.rope.scaling)
+      cfgs = load_all(assert(import_table(with_({ rope_scaling = { rope_type = "dynamic", factor = 2 } }), "i")))
+      assert.is_true(cfgs.i.rope.table)
+      cfgs = load_all(assert(import_table(with_({ partial_rotary_factor = 0.5 }), "i")))
+      assert.equal(32, cfgs.i.rope.dim)
+      local res, err = import_table(with_({ rotary_dim = 7 }), "i")
+      assert.is_nil(res)
+      assert.truthy(err:find("must be even", 1, true), err)
+    end)
+
     it("gpt-oss alternates sliding (even) and full (odd) layers, every one with sinks", function()
       local res = import_file("gpt_oss_20b")
       assert.same({ "gpt_oss_20b_local", "gpt_oss_20b_global" }, names_of(res))
@@ -287,7 +315,9 @@ describe("import-hf", function()
       assert.truthy(texts.gpt_oss_20b_global:find("Full-attention layers: 12 of 24 (1, 3, ..., 23).", 1, true))
       for _, t in pairs(texts) do
         assert.truthy(t:find("  sinks = true, -- self_attn.sinks", 1, true), t)
-        assert.is_nil(t:find("rope", 1, true)) -- RoPE stays outside the kernel
+        -- YaRN's angles are not the kernel's: the caller's table holds them
+        assert.truthy(t:find('  rope = { style = "neox", table = true },', 1, true), t)
+        assert.truthy(t:find("rope_scaling is of a type the kernel does not compute", 1, true), t)
       end
     end)
 
@@ -699,6 +729,7 @@ describe("import-hf", function()
         "--   num_key_value_heads = 8",
         "--   hidden_size = 4096",
         "--   sliding_window = 4096",
+        "--   rope_theta = 10000",
         "return {",
         '  name = "mistral_7b",',
         "  heads_q = 32, -- num_attention_heads",
@@ -709,6 +740,7 @@ describe("import-hf", function()
         "  -- including the current one (FlashAttention: window_size = (4095, 0)). attngen's sliding_window counts",
         "  -- the same keys (window.left = 4095), so the value is unchanged.",
         "  sliding_window = 4096,",
+        '  rope = { style = "neox", theta = 10000.0 }, -- Q rotated in the kernel; cached K stored rotated',
         "}",
         "",
       }, "\n"), res.configs[1].text)

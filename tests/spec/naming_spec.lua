@@ -171,7 +171,7 @@ describe("naming", function()
       -- the header declares the entry, the kernel and the variants, nothing else that parses
       local hfound = parsed_names(h_text, cfg.name)
       for id, p in pairs(hfound) do
-        assert.truthy(p.op == "fwd" or p.op == "kernel", id .. " in the header")
+        assert.truthy(p.op == "fwd" or p.op == "kernel" or p.op == "append", id .. " in the header")
       end
       assert.is_not_nil(hfound[plan.entry])
       assert.is_not_nil(hfound[plan.kernel])

@@ -130,9 +130,9 @@ describe("render", function()
           local line = (" *   %s = %s,\n"):format(k, util.serialize(v))
           assert.truthy(banner:find(line, 1, true), "banner lacks " .. line)
         end
-        -- all but sliding_window, folded into window, paged, which does not go with sparse, and shared_kv,
-        -- which does not go with backward (their banners: below)
-        assert.equal(#schema.order - 3, n)
+        -- all but sliding_window, folded into window, paged, which does not go with sparse, and shared_kv
+        -- and rope, which do not go with backward (their banners: below)
+        assert.equal(#schema.order - 4, n)
         assert.truthy(banner:find(" *   window = { left = 39, right = 0 },", 1, true))
         assert.truthy(banner:find(' *   isa = { "avx512", "avx2", "neon", "scalar" },', 1, true))
         assert.truthy(banner:find(" *   softcap = 30,", 1, true))
@@ -154,6 +154,10 @@ describe("render", function()
         head_dim_v = 40 }))
       assert.truthy(banner_of(sk):find(" *   shared_kv = true,", 1, true))
       assert.truthy(banner_of(sk):find(" *   head_dim_v = 40,", 1, true))
+      local rp = files_for(helper.with(EVERYTHING, { backward = helper.NIL, grad_dtype = helper.NIL,
+        rope = { style = "gptj", dim = 64, scaling = { type = "linear", factor = 2 } } }))
+      assert.truthy(banner_of(rp):find(' *   rope = { dim = 64, scaling = { factor = 2, type = "linear" }, style = "gptj"',
+        1, true), banner_of(rp))
     end)
 
     it("names the alignment and the chunks in the mask line and the spec, only when set", function()

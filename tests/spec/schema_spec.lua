@@ -42,11 +42,12 @@ describe("schema", function()
     local cfg = assert(schema.normalize({ name = "m", heads_q = 8, head_dim = 64 }))
 
     it("fills every key of docs/config.md but the optional softcap, chunk, prefill_chunk, weights, dropout, rel_bias, "
-      .. "entropy, sinks, temperature, paged, backward, grad_dtype, shared_kv", function()
+      .. "entropy, sinks, temperature, paged, backward, grad_dtype, shared_kv, rope", function()
       for _, k in ipairs(schema.order) do
         if k ~= "softcap" and k ~= "sliding_window" and k ~= "chunk" and k ~= "weights" and k ~= "sparse"
           and k ~= "dropout" and k ~= "prefill_chunk" and k ~= "rel_bias" and k ~= "entropy" and k ~= "sinks"
-          and k ~= "temperature" and k ~= "paged" and k ~= "backward" and k ~= "grad_dtype" and k ~= "shared_kv" then
+          and k ~= "temperature" and k ~= "paged" and k ~= "backward" and k ~= "grad_dtype" and k ~= "shared_kv"
+          and k ~= "rope" then
           assert.is_not_nil(cfg[k], "missing default for " .. k)
         end
       end
@@ -61,6 +62,7 @@ describe("schema", function()
       assert.is_nil(cfg.temperature)
       assert.is_nil(cfg.paged) -- the contiguous layout
       assert.is_nil(cfg.shared_kv)
+      assert.is_nil(cfg.rope)
       assert.is_nil(cfg.entropy) -- no entropy output (absent, so configs echo as before)
       assert.is_nil(cfg.sliding_window) -- folded into window
       assert.is_nil(cfg.backward) -- no backward pass (absent, so configs echo as before)
@@ -71,7 +73,7 @@ describe("schema", function()
       local expected = { "name", "kind", "heads_q", "heads_kv", "head_dim", "head_dim_v", "causal",
         "window", "sliding_window", "chunk", "sparse", "global_tokens", "padding", "mask", "scale", "softcap", "alibi",
         "rel_bias", "decode_max_q", "prefill_chunk", "weights", "dropout", "entropy", "sinks", "temperature", "paged",
-        "backward", "grad_dtype", "shared_kv", "dtype", "matmul", "isa", "tile" }
+        "backward", "grad_dtype", "shared_kv", "rope", "dtype", "matmul", "isa", "tile" }
       assert.same(expected, schema.order_of("sdpa"))
       assert.same(expected, schema.order)
       for _, k in ipairs(expected) do assert.is_true(schema.keys[k]) end
@@ -140,6 +142,37 @@ describe("schema", function()
       rejects_key(with({ shared_kv = true, head_dim = 1025 }), "head_dim", "1..1024")
       rejects_key(with({ shared_kv = true, head_dim = 64, head_dim_v = 96 }), "shared_kv",
         "head_dim_v (96) must be at most head_dim (64)")
+    end)
+
+    it("rope: style, theta, dim, scaling and table with their defaults; one-line errors", function()
+      assert.same({ style = "neox", theta = 10000, dim = BASE.head_dim, table = false },
+        schema.normalize(with({ rope = {} })).rope)
+      local l3 = { type = "llama3", factor = 8, low_freq_factor = 1, high_freq_factor = 4,
+        original_max_position = 8192 }
+      assert.same({ style = "gptj", theta = 500000, dim = 16, table = false, scaling = l3 },
+        schema.normalize(with({ rope = { style = "gptj", theta = 500000, dim = 16, scaling = l3 } })).rope)
+      assert.same({ type = "linear", factor = 2 },
+        schema.normalize(with({ rope = { scaling = { type = "linear", factor = 2 } } })).rope.scaling)
+      assert.is_true(schema.normalize(with({ rope = { table = true } })).rope.table)
+      rejects_key(with({ rope = true }), "rope", "'rope' must be a table")
+      rejects_key(with({ rope = { style = "llama" } }), "rope", "'rope.style' must be \"neox\" or \"gptj\"")
+      rejects_key(with({ rope = { theta = 0 } }), "rope", "'rope.theta' must be a finite number > 0")
+      rejects_key(with({ rope = { dim = 3 } }), "rope", "'rope.dim' must be even")
+      rejects_key(with({ rope = { dim = 0 } }), "rope", "'rope.dim' must be in 2..")
+      rejects_key(with({ rope = { dim = BASE.head_dim + 2 } }), "rope", "'rope.dim' must be in 2..")
+      rejects_key(with({ rope = { table = 1 } }), "rope", "'rope.table' must be true or false")
+      rejects_key(with({ rope = { base = 1 } }), "rope", "unknown field 'base'")
+      rejects_key(with({ rope = { scaling = { type = "yarn", factor = 4 } } }), "rope", "'rope.scaling' must be")
+      rejects_key(with({ rope = { scaling = { type = "linear" } } }), "rope", "'rope.scaling.factor' is required")
+      rejects_key(with({ rope = { scaling = { type = "linear", factor = -1 } } }), "rope",
+        "'rope.scaling.factor' must be a finite")
+      rejects_key(with({ rope = { scaling = { type = "linear", factor = 2, beta = 1 } } }), "rope",
+        "unknown field 'beta'")
+      rejects_key(with({ rope = { scaling = { type = "llama3", factor = 8, low_freq_factor = 4, high_freq_factor = 1,
+        original_max_position = 8192 } } }), "rope", "must be greater than 'low_freq_factor'")
+      rejects_key(with({ rope = { table = true, scaling = { type = "linear", factor = 2 } } }), "rope",
+        "does not go with table = true")
+      rejects_key(with({ rope = {}, dtype = "bf16", matmul = "bf16" }), "rope", "does not go with matmul")
     end)
 
     it("temperature: {scale, floor}, both finite numbers > 0; not with matmul = \"bf16\"", function()
