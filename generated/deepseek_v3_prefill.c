@@ -14,7 +14,7 @@
  *   global_tokens = 0,
  *   padding = false,
  *   mask = "none",
- *   scale = 0.13523377886088009,
+ *   scale = 0.1352337788608801,
  *   alibi = false,
  *   decode_max_q = 16,
  *   dtype = "bf16",
@@ -190,6 +190,19 @@ static inline const uint16_t *attn_deepseek_v3_prefill_k_row(const attn_deepseek
 static inline const uint16_t *attn_deepseek_v3_prefill_v_row(const attn_deepseek_v3_prefill_kv *kv, int64_t hk, int64_t j)
 {
     return kv->v + j * kv->v_key + hk * kv->v_head;
+}
+
+/* Key j and value j of kv head hk, to write (appending: lib/append), on a
+ * page of the pools with paged.  The cache is the caller's writable memory
+ * behind attn_args' const pointers. */
+static inline uint16_t *attn_deepseek_v3_prefill_k_row_mut(const attn_deepseek_v3_prefill_kv *kv, int64_t hk, int64_t j)
+{
+    return (uint16_t *)attn_deepseek_v3_prefill_k_row(kv, hk, j);
+}
+
+static inline uint16_t *attn_deepseek_v3_prefill_v_row_mut(const attn_deepseek_v3_prefill_kv *kv, int64_t hk, int64_t j)
+{
+    return (uint16_t *)attn_deepseek_v3_prefill_v_row(kv, hk, j);
 }
 
 /* Asks for the cache lines of the n elements at p ahead of use (a no-op where
@@ -11024,6 +11037,75 @@ ATTN_NO_AUTOVEC attn_status attn_deepseek_v3_prefill_fwd__scalar(const attn_args
     return failed ? ATTN_ERR_NOMEM : ATTN_OK;
 }
 #endif /* build part of scalar */
+#if !defined(ATTN_BUILD_PART) || ATTN_BUILD_PART == 0
+
+/* Stores new row t of batch b (k_new, v_new) as key seqlens_k[b] + t of the
+ * cache, every kv head: widened to f32,
+ * then stored as bf16, rounded to nearest even.  Rows in order, one thread: the
+ * result depends on nothing else; no other row of the cache is written. */
+static void attn_deepseek_v3_prefill_append_store(const attn_args *args)
+{
+    float row[192];
+    int64_t b, t, hk;
+    for (b = 0; b < args->batch; b++) {
+        const attn_deepseek_v3_prefill_kv kv = attn_deepseek_v3_prefill_kv_of(args, b);
+        for (t = 0; t < args->seq_new; t++) {
+            const int64_t j = args->seqlens_k[b] + t;
+            for (hk = 0; hk < HKV; hk++) {
+                const uint16_t *kn = (const uint16_t *)args->k_new + b * args->kn_stride[0] + t * args->kn_stride[1] +
+                                 hk * args->kn_stride[2];
+                const uint16_t *vn = (const uint16_t *)args->v_new + b * args->vn_stride[0] + t * args->vn_stride[1] +
+                                 hk * args->vn_stride[2];
+                attn_dtype_to_f32_array(ATTN_DTYPE_BF16, kn, row, D);
+                attn_f32_to_dtype_array(ATTN_DTYPE_BF16, row, attn_deepseek_v3_prefill_k_row_mut(&kv, hk, j), D);
+                attn_dtype_to_f32_array(ATTN_DTYPE_BF16, vn, row, DV);
+                attn_f32_to_dtype_array(ATTN_DTYPE_BF16, row, attn_deepseek_v3_prefill_v_row_mut(&kv, hk, j), DV);
+            }
+        }
+    }
+}
+
+attn_status attn_deepseek_v3_prefill_append(const attn_args *args)
+{
+    const attn_status st = attn_check_append(&attn_deepseek_v3_prefill_kernel.spec, args);
+    if (st != ATTN_OK) return st;
+    if (args->k_new != NULL) attn_deepseek_v3_prefill_append_store(args);
+    return ATTN_OK;
+}
+
+/* The entry point given k_new: every check of the store and of the call
+ * over Lk_b = seqlens_k[b] + seq_new keys first (nothing is written when one
+ * fails), then the store, then the call. */
+static attn_status attn_deepseek_v3_prefill_append_attend(const attn_args *args)
+{
+    int32_t few[64], *lens = few; /* seqlens_k[b] + seq_new */
+    attn_args a2;
+    attn_status st = attn_check_append(&attn_deepseek_v3_prefill_kernel.spec, args);
+    int64_t b;
+    if (st != ATTN_OK) return st;
+    if (args->batch > 64) {
+        lens = (int32_t *)attn_alloc(sizeof(int32_t) * (size_t)args->batch);
+        if (lens == NULL) return ATTN_ERR_NOMEM;
+    }
+    for (b = 0; b < args->batch; b++) {
+        if (args->seqlens_k[b] + args->seq_new > INT32_MAX) st = ATTN_ERR_TOO_LARGE;
+        lens[b] = (int32_t)(st == ATTN_OK ? args->seqlens_k[b] + args->seq_new : 0);
+        /* without padding every sequence attends over seq_k keys */
+        if (st == ATTN_OK && lens[b] != args->seq_k) st = ATTN_ERR_SEQLENS;
+    }
+    a2 = *args;
+    a2.k_new = a2.v_new = NULL;
+    a2.seq_new = 0;
+    a2.seqlens_k = lens;
+    if (st == ATTN_OK) st = attn_check_args(&attn_deepseek_v3_prefill_kernel.spec, &a2);
+    if (st == ATTN_OK) {
+        attn_deepseek_v3_prefill_append_store(args);
+        st = attn_deepseek_v3_prefill_fwd(&a2);
+    }
+    if (lens != few) attn_free(lens);
+    return st;
+}
+#endif /* build part 0 */
 
 /* ======================================================================== */
 /* descriptor and dispatch                                                  */
@@ -11086,6 +11168,7 @@ attn_status attn_deepseek_v3_prefill_fwd(const attn_args *args)
     const attn_variant *v;
     const attn_status st = attn_check_args(&attn_deepseek_v3_prefill_kernel.spec, args);
     if (st != ATTN_OK) return st;
+    if (args->k_new != NULL || args->v_new != NULL) return attn_deepseek_v3_prefill_append_attend(args); /* store, then attend */
 #if defined(__GNUC__)
     v = __atomic_load_n(&chosen, __ATOMIC_ACQUIRE);
 #else

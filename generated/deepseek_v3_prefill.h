@@ -14,7 +14,7 @@
  *   global_tokens = 0,
  *   padding = false,
  *   mask = "none",
- *   scale = 0.13523377886088009,
+ *   scale = 0.1352337788608801,
  *   alibi = false,
  *   decode_max_q = 16,
  *   dtype = "bf16",
@@ -43,6 +43,15 @@ extern "C" {
  * for the tensors in args (layout and rules: attn_runtime.h).
  */
 attn_status attn_deepseek_v3_prefill_fwd(const attn_args *args);
+
+/*
+ * attn_deepseek_v3_prefill_append(): args->k_new and v_new (seq_new rows a sequence, in Q's
+ * storage type) stored into the cache K and V as keys seqlens_k[b] on.
+ * No other row is written; seqlens_k is not changed.  attn_deepseek_v3_prefill_fwd()
+ * given k_new stores the same way, then attends over seqlens_k[b] + seq_new
+ * keys.  attn_check_append (attn_runtime.h) lists the statuses.
+ */
+attn_status attn_deepseek_v3_prefill_append(const attn_args *args);
 
 /* The spec and the ISA variants compiled in, for tests and benchmarks. */
 extern const attn_kernel attn_deepseek_v3_prefill_kernel;

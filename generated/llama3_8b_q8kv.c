@@ -233,16 +233,17 @@ static inline const attn_block_q8_0 *attn_llama3_8b_q8kv_v_row(const attn_llama3
     return kv->v + j * kv->v_key + hk * kv->v_head;
 }
 
-/* Key j and value j of kv head hk, to write (appending: lib/append).  The
- * cache is the caller's writable memory behind attn_args' const pointers. */
+/* Key j and value j of kv head hk, to write (appending: lib/append), on a
+ * page of the pools with paged.  The cache is the caller's writable memory
+ * behind attn_args' const pointers. */
 static inline attn_block_q8_0 *attn_llama3_8b_q8kv_k_row_mut(const attn_llama3_8b_q8kv_kv *kv, int64_t hk, int64_t j)
 {
-    return (attn_block_q8_0 *)(kv->k + j * kv->k_key + hk * kv->k_head);
+    return (attn_block_q8_0 *)attn_llama3_8b_q8kv_k_row(kv, hk, j);
 }
 
 static inline attn_block_q8_0 *attn_llama3_8b_q8kv_v_row_mut(const attn_llama3_8b_q8kv_kv *kv, int64_t hk, int64_t j)
 {
-    return (attn_block_q8_0 *)(kv->v + j * kv->v_key + hk * kv->v_head);
+    return (attn_block_q8_0 *)attn_llama3_8b_q8kv_v_row(kv, hk, j);
 }
 
 /* Asks for the cache lines of the n elements at p ahead of use (a no-op where

@@ -185,16 +185,17 @@ static inline const float *attn_longformer_base_v_row(const attn_longformer_base
     return kv->v + j * kv->v_key + hk * kv->v_head;
 }
 
-/* Key j and value j of kv head hk, to write (appending: lib/append).  The
- * cache is the caller's writable memory behind attn_args' const pointers. */
+/* Key j and value j of kv head hk, to write (appending: lib/append), on a
+ * page of the pools with paged.  The cache is the caller's writable memory
+ * behind attn_args' const pointers. */
 static inline float *attn_longformer_base_k_row_mut(const attn_longformer_base_kv *kv, int64_t hk, int64_t j)
 {
-    return (float *)(kv->k + j * kv->k_key + hk * kv->k_head);
+    return (float *)attn_longformer_base_k_row(kv, hk, j);
 }
 
 static inline float *attn_longformer_base_v_row_mut(const attn_longformer_base_kv *kv, int64_t hk, int64_t j)
 {
-    return (float *)(kv->v + j * kv->v_key + hk * kv->v_head);
+    return (float *)attn_longformer_base_v_row(kv, hk, j);
 }
 
 /* Asks for the cache lines of the n elements at p ahead of use (a no-op where

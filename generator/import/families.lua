@@ -51,7 +51,8 @@ local GEMMA3_DEFAULTS = { num_attention_heads = 8, num_key_value_heads = 4, head
 local GEMMA3_NOTE = "Gemma-3 normalizes Q and K (RMS norm, q_norm and k_norm) outside the kernel, before the "
   .. "kernel's RoPE, which has two bases (rope_local_base_freq on sliding-window layers, rope_theta with "
   .. "rope_scaling on global ones)."
-local QWEN3_NOTE = "Qwen3 normalizes Q and K (RMS norm, q_norm and k_norm) outside the kernel, before the kernel's RoPE."
+local QWEN3_NOTE = "Qwen3 normalizes Q and K (RMS norm, q_norm and k_norm) outside the kernel, before the "
+  .. "kernel's RoPE."
 local FAMILIES = {
   llama = { label = "Llama", role = "decoder", rope = true, defaults = { rope_theta = 10000 } },
   llama4 = { label = "Llama 4", role = "decoder", chunked = "llama4", text_config = true, defaults = LLAMA4_DEFAULTS,

@@ -7,7 +7,6 @@ local schema = require("schema")
 local util = require("util")
 local naming = require("naming")
 local decode = require("planner.sdpa_decode")
-local naming = require("naming")
 
 local M = {}
 

@@ -444,7 +444,8 @@ local function rope(raw, c, u)
     return nil, "rope", "'rope' rotates f32 query rows: it does not go with matmul = \"bf16\""
   end
   if raw.matmul == "int8" then
-    return nil, "rope", "'rope' does not go with matmul = \"int8\" yet: Q would have to be rotated before it is quantized"
+    return nil, "rope",
+      "'rope' does not go with matmul = \"int8\" yet: Q would have to be rotated before it is quantized"
   end
   c.rope = out
   return true

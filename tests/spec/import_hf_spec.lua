@@ -102,6 +102,7 @@ describe("import-hf", function()
       llama3_8b = { llama3_8b = { heads_q = 32, heads_kv = 8, head_dim = 128, causal = true, window = -1 } },
       mistral_7b = { mistral_7b = { heads_q = 32, heads_kv = 8, head_dim = 128, causal = true, window = 4095 } },
       qwen2_7b = { qwen2_7b = { heads_q = 28, heads_kv = 4, head_dim = 128, causal = true, window = -1 } },
+      gpt_neox_20b = { gpt_neox_20b = { heads_q = 64, heads_kv = 64, head_dim = 96, causal = true, window = -1 } },
       gemma2_9b = {
         gemma2_9b_local = { heads_q = 16, heads_kv = 8, head_dim = 256, causal = true, window = 4095,
           softcap = 50, scale = 1 / 16 },
@@ -887,7 +888,8 @@ describe("import-hf", function()
       -- values that change nothing pass; the rope types whose rotation stays outside the kernel pass
       assert.is_table(import_table(with({ attn_temperature_tuning = false, no_rope_layers = {},
         kv_lora_rank = json.null })))
-      assert.is_table(import_table(with({ rope_scaling = { rope_type = "llama3", factor = 8 } })))
+      assert.is_table(import_table(with({ rope_scaling = { rope_type = "llama3", factor = 8, low_freq_factor = 1,
+        high_freq_factor = 4, original_max_position_embeddings = 8192 } })))
       -- --common-keys reads the old way and says what it left out
       local res = assert(import_table(with({ kv_lora_rank = 512, rope_scaling = { rope_type = "mrope" } }), "t", nil,
         true))
