@@ -1646,7 +1646,7 @@ static void check_new_rows(const attn_spec *s, const attn_args *a, const unsigne
     const size_t qsz = attn_dtype_size(s->dtype_q);
     int64_t d;
     int pass;
-    for (pass = 0; pass < 2; pass++) {
+    for (pass = 0; pass < (s->shared_kv ? 1 : 2); pass++) {
         const int64_t n = pass ? s->head_dim_v : s->head_dim;
         const void *src = (const unsigned char *)(pass ? a->v_new : a->k_new) + (size_t)(((b * Ln + t) * Hkv + h) * n) * qsz;
         float *want = row, *got = row + n;
@@ -1690,6 +1690,11 @@ static void append_case(const attn_kernel *k, attn_status (*append)(const attn_a
     float *row = malloc(sizeof(float) * (size_t)(D > Dv ? D : Dv) * 2 + 1), *tmp;
     float *cs = NULL;
     int32_t lens2[8], bad[8];
+    int32_t *table = NULL; /* paged configs: the cache read through a table of its rows */
+    /* the cache's own layout [B][Lk][Hkv][D] (in blocks for a block type), whatever the kernel's view */
+    const int64_t ks[3] = { Lk * Hkv * (D / kvv), Hkv * (D / kvv), D / kvv };
+    const int64_t vs[3] = { Lk * Hkv * (Dv / kvv), Hkv * (Dv / kvv), Dv / kvv };
+    const int shared = s->shared_kv; /* V is the first Dv values of each K row: no V of its own */
     uint64_t x = 99;
     attn_args a, a2;
     int64_t b, j, h, d;
@@ -1705,13 +1710,18 @@ static void append_case(const attn_kernel *k, attn_status (*append)(const attn_a
     a.seq_q = Lq;
     a.seq_k = Lk;
     attn_args_set_contiguous(&a, s);
+    if (s->page > 0) {
+        table = malloc(sizeof(int32_t) * (size_t)(B * ((Lk + s->page - 1) / s->page)) + 1);
+        cr_assert(table != NULL);
+        cr_assert_eq(attn_args_set_contiguous_pages(&a, s, table), ATTN_OK);
+    }
     for (b = 0; b < B; b++)
         for (j = 0; j < lens[b]; j++)
             for (h = 0; h < Hkv; h++) {
                 for (d = 0; d < D; d++) row[d] = rnd_unit(&x);
-                store_values(s->dtype_kv, row, kc + (size_t)((b * a.k_stride[0] + j * a.k_stride[1] + h * a.k_stride[2]) * ksz), D);
+                store_values(s->dtype_kv, row, kc + (size_t)((b * ks[0] + j * ks[1] + h * ks[2]) * ksz), D);
                 for (d = 0; d < Dv; d++) row[d] = rnd_unit(&x);
-                store_values(s->dtype_kv, row, vc + (size_t)((b * a.v_stride[0] + j * a.v_stride[1] + h * a.v_stride[2]) * ksz), Dv);
+                store_values(s->dtype_kv, row, vc + (size_t)((b * vs[0] + j * vs[1] + h * vs[2]) * ksz), Dv);
             }
     for (i = 0; i < nq; i++) tmp[i] = rnd_unit(&x);
     attn_f32_to_dtype_array(s->dtype_q, tmp, q, nq);
@@ -1723,7 +1733,7 @@ static void append_case(const attn_kernel *k, attn_status (*append)(const attn_a
     memcpy(v0, vc, vbytes);
     a.q = q;
     a.k = kc;
-    a.v = vc;
+    a.v = shared ? NULL : vc;
     a.o = o;
     a.seqlens_k = lens;
     a.threads = 2;
@@ -1742,7 +1752,7 @@ static void append_case(const attn_kernel *k, attn_status (*append)(const attn_a
         a.rope_rows = rows;
     }
     a.k_new = kn;
-    a.v_new = vn;
+    a.v_new = shared ? NULL : vn;
     a.seq_new = Ln;
     a.kn_stride[2] = D;
     a.kn_stride[1] = Hkv * D;
@@ -1755,8 +1765,8 @@ static void append_case(const attn_kernel *k, attn_status (*append)(const attn_a
     for (b = 0; b < B; b++)
         for (j = 0; j < Lk; j++)
             for (h = 0; h < Hkv; h++) {
-                const size_t ko = (size_t)((b * a.k_stride[0] + j * a.k_stride[1] + h * a.k_stride[2]) * ksz);
-                const size_t vo = (size_t)((b * a.v_stride[0] + j * a.v_stride[1] + h * a.v_stride[2]) * ksz);
+                const size_t ko = (size_t)((b * ks[0] + j * ks[1] + h * ks[2]) * ksz);
+                const size_t vo = (size_t)((b * vs[0] + j * vs[1] + h * vs[2]) * ksz);
                 const int64_t t = j - lens[b];
                 if (t < 0 || t >= Ln) {
                     cr_assert(memcmp(kc + ko, k0 + ko, (size_t)(D / kvv * ksz)) == 0 &&
@@ -1800,10 +1810,22 @@ static void append_case(const attn_kernel *k, attn_status (*append)(const attn_a
         cr_expect(memcmp(kc, k0, kbytes) == 0 && memcmp(vc, v0, vbytes) == 0, "%s: a refused call wrote", s->name);
         cr_expect_eq(append(&a), ATTN_OK); /* the store alone has no such rule */
     }
+    if (table != NULL) { /* a new row on an evicted page: ATTN_ERR_PAGE, nothing written */
+        const int64_t per = a.block_table_stride, e = lens[0] / s->page;
+        const int32_t keep = table[e];
+        a.seqlens_k = lens;
+        table[e] = -1;
+        cr_expect_eq(k->fwd(&a), ATTN_ERR_PAGE, "%s: a new row on an evicted page", s->name);
+        cr_expect_eq(append(&a), ATTN_ERR_PAGE);
+        cr_expect(memcmp(kc, k0, kbytes) == 0 && memcmp(vc, v0, vbytes) == 0 && memcmp(o, o2, no * osz) == 0,
+                  "%s: a refused call wrote", s->name);
+        table[e] = keep;
+        (void)per;
+    }
     cr_expect_str_eq(attn_status_string(ATTN_ERR_CAPACITY),
                      "appending: seqlens_k[b] + seq_new is past the cache's seq_k");
     free(kc); free(vc); free(k0); free(v0); free(k1); free(v1);
-    free(q); free(o); free(o2); free(kn); free(vn); free(row); free(tmp); free(cs);
+    free(q); free(o); free(o2); free(kn); free(vn); free(row); free(tmp); free(cs); free(table);
 }
 
 Test(append, rope_f32_cache)
@@ -1814,6 +1836,11 @@ Test(append, rope_f32_cache)
 Test(append, rope_gptj_f16_cache) { static const int32_t lens[] = { 30, 1 }; append_case(&attn_t_f16_cache_kernel, attn_t_f16_cache_append, lens, 2, 150, 7); }
 Test(append, rope_table_top_left) { static const int32_t lens[] = { 3, 9 }; append_case(&attn_t_top_left_kernel, attn_t_top_left_append, lens, 2, 20, 4); }
 Test(append, q4_0_cache) { static const int32_t lens[] = { 2, 11 }; append_case(&attn_t_q4_0_kernel, attn_t_q4_0_append, lens, 2, 16, 1); }
+/* paged caches: the new rows land on their pages (3 keys a page, NHD; 16, HND, q8_0 blocks) */
+Test(append, paged_pages_of_3) { static const int32_t lens[] = { 4, 0, 8 }; append_case(&attn_t_paged_p3_kernel, attn_t_paged_p3_append, lens, 3, 15, 5); }
+Test(append, paged_q8_0_hnd) { static const int32_t lens[] = { 20, 31 }; append_case(&attn_t_paged_q8_kernel, attn_t_paged_q8_append, lens, 2, 48, 2); }
+/* shared_kv on pages: the latent row alone (no v_new), V its first blocks */
+Test(append, paged_shared_kv_q4_0) { static const int32_t lens[] = { 7, 2 }; append_case(&attn_t_shared_kv_q4_kernel, attn_t_shared_kv_q4_append, lens, 2, 20, 3); }
 
 /* Without padding every sequence attends over seq_k keys: the new rows must
    fill the cache to seq_k (ATTN_ERR_SEQLENS otherwise, append_case). */
