@@ -77,8 +77,7 @@ KERNEL_CFLAGS := $(TEST_CFLAGS:-g=-g1)
 # the runtime the tools and tests link: the verification harness
 # (attn_verify.c) and each family's cases (attn_cases_*.c, docs/architecture.md)
 CASES_SRC   := runtime/attn_cases_sdpa.c runtime/attn_cases_linear.c runtime/attn_cases_classic.c \
-               runtime/attn_cases_paged.c
-  runtime/attn_cases_sdpa_bwd.c
+               runtime/attn_cases_paged.c runtime/attn_cases_sdpa_bwd.c
 RUNTIME_SRC := runtime/attn_runtime.c runtime/attn_reference.c runtime/attn_npy.c runtime/attn_verify.c $(CASES_SRC)
 
 # (generate leaves a file it would write unchanged alone; the touch tells
