@@ -491,6 +491,61 @@ ATTN_SHARED static void attn_llama3_8b_q4kv_dresult(const float *o, float m, flo
     *lp = l == 0.0f ? -INFINITY : m * 0.693147181f + logf(l);
 }
 
+/* The decode path's memory, one block (args->workspace, or one allocation of the
+ * hook's): each split's partial O (units * R * DV floats), its LSE (units * R
+ * floats, twice with entropy), each batch's count of splits still to finish,
+ * then a scratch of DECODE_SCRATCH bytes a thread; each part on ATTN_ALIGN bytes. */
+enum { DECODE_SCRATCH = 911680 /* bytes of a thread's scratch: the largest variant's */ };
+typedef struct { size_t opart, lpart, left, scratch, bytes; } attn_llama3_8b_q4kv_dlayout;
+
+/* The threads of a call: args->threads, or OpenMP's default (1 without OpenMP). */
+ATTN_SHARED static int attn_llama3_8b_q4kv_decode_threads(int threads)
+{
+#ifdef _OPENMP
+    return threads > 0 ? threads : omp_get_max_threads();
+#else
+    return threads > 0 ? threads : 1;
+#endif
+}
+
+/* The block's layout for B batches of nsplit splits of R rows and nth threads,
+ * with ATTN_ALIGN bytes to align the block's start; 0 where a size overflows. */
+ATTN_SHARED static int attn_llama3_8b_q4kv_dlayout_of(int64_t B, int64_t R, int64_t nsplit, int nth, attn_llama3_8b_q4kv_dlayout *lay)
+{
+    const uint64_t A = ATTN_ALIGN, per = (uint64_t)R * (DV + 1) * sizeof(float);
+    uint64_t units, at;
+    if (B < 0 || R <= 0 || nsplit <= 0 || nth <= 0 || (uint64_t)B > (uint64_t)INT64_MAX / (uint64_t)nsplit) return 0;
+    units = (uint64_t)B * (uint64_t)nsplit;
+    if (units > (uint64_t)INT64_MAX / 4 / per || (uint64_t)nth > (uint64_t)INT64_MAX / 4 / DECODE_SCRATCH) return 0;
+    at = (units * (uint64_t)R * DV * sizeof(float) + A - 1) / A * A;
+    lay->opart = 0;
+    lay->lpart = (size_t)at;
+    at += (units * (uint64_t)R * 1 * sizeof(float) + A - 1) / A * A;
+    lay->left = (size_t)at;
+    at += ((uint64_t)B * sizeof(int) + A - 1) / A * A;
+    lay->scratch = (size_t)at;
+    at += (uint64_t)nth * DECODE_SCRATCH + A;
+    if (at > (uint64_t)SIZE_MAX) return 0;
+    lay->bytes = (size_t)at;
+    return 1;
+}
+
+/* The decode path's block for a call: args->workspace (aligned up inside it), or
+ * one allocation of the hook's (the caller frees it where args->workspace is NULL). */
+ATTN_SHARED static attn_status attn_llama3_8b_q4kv_decode_mem(const attn_args *args, int64_t R, int64_t nsplit, int nth,
+        attn_llama3_8b_q4kv_dlayout *lay, char **mem)
+{
+    if (!attn_llama3_8b_q4kv_dlayout_of(args->batch, R, nsplit, nth, lay)) return ATTN_ERR_TOO_LARGE;
+    if (args->workspace) {
+        const size_t pad = (size_t)((ATTN_ALIGN - (uintptr_t)args->workspace % ATTN_ALIGN) % ATTN_ALIGN);
+        if (args->workspace_bytes < lay->bytes) return ATTN_ERR_WORKSPACE;
+        *mem = (char *)args->workspace + pad;
+        return ATTN_OK;
+    }
+    *mem = (char *)attn_alloc(lay->bytes - ATTN_ALIGN);
+    return *mem ? ATTN_OK : ATTN_ERR_NOMEM;
+}
+
 /* Row pl of the blocked kernel's next block (its keys from jn), in address
  * order: key by key, the K rows of every kv head, then the V rows. */
 static inline const attn_block_q4_0 *attn_llama3_8b_q4kv_next_row(const attn_llama3_8b_q4kv_kv *kv, int64_t jn, int64_t pl)
@@ -2692,6 +2747,8 @@ typedef struct {
     int64_t lo[512], hi[512], sink_hi[512], first[512], last[512];
     int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
 } attn_llama3_8b_q4kv_dscratch__avx512;
+/* it fits a thread's slot of the decode path's memory (a negative size where it does not) */
+typedef char attn_llama3_8b_q4kv_dscratch_fits__avx512[sizeof(attn_llama3_8b_q4kv_dscratch__avx512) <= DECODE_SCRATCH ? 1 : -1];
 
 /* O[4 rows] *= lane r of alpha: the running max moved. */
 ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q4kv_srescale_4x128__avx512(float *restrict o, __m128 alpha)
@@ -3809,70 +3866,74 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q4kv_dmerge__a
     if (args->lse) args->lse[(b * HQ + h) * Lq + i] = mx + logf(sum);
 }
 
-/* The decode path: units of (batch, split), then the merge. */
+/* The decode path: units of (batch, split); the last unit of a batch to
+ * finish merges the batch's splits, so the region's end is the call's only
+ * wait.  Its memory is one block (decode_mem). */
 __attribute__((target("avx512f,fma"))) static attn_status attn_llama3_8b_q4kv_decode__avx512(const attn_args *args)
 {
     const int64_t B = args->batch, R = HQ * args->seq_q;
     const int64_t chunk = attn_llama3_8b_q4kv_split_keys(args->seq_k); /* keys per split (lib/split_kv) */
-    int64_t nsplit, units;
-    const int threads = args->threads;
+    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1, units = B * nsplit;
+    const int nth = attn_llama3_8b_q4kv_decode_threads(args->threads);
+    attn_llama3_8b_q4kv_dlayout lay;
+    char *mem;
     float *opart, *lpart;
-    int failed = 0;
-    (void)threads;
+    int *left; /* each batch's splits still to finish */
+    int64_t b;
+    const attn_status status = attn_llama3_8b_q4kv_decode_mem(args, R, nsplit, nth, &lay, &mem);
 
-    nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
-    units = B * nsplit;
-
-    if ((uint64_t)units > (uint64_t)INT64_MAX / 4 / (uint64_t)(R * (DV + 1))) return ATTN_ERR_TOO_LARGE;
-    opart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R * DV));
-    lpart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R));
-    if (!opart || !lpart) {
-        attn_free(opart);
-        attn_free(lpart);
-        return ATTN_ERR_NOMEM;
-    }
+    if (status != ATTN_OK) return status;
+    opart = (float *)(mem + lay.opart);
+    lpart = (float *)(mem + lay.lpart);
+    left = (int *)(mem + lay.left);
+    for (b = 0; b < B; b++) left[b] = (int)nsplit;
 #ifdef _OPENMP
-#pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
+#pragma omp parallel num_threads(nth)
 #endif
     {
-        attn_llama3_8b_q4kv_dscratch__avx512 *w = (attn_llama3_8b_q4kv_dscratch__avx512 *)attn_alloc(sizeof(*w));
+#ifdef _OPENMP
+        attn_llama3_8b_q4kv_dscratch__avx512 *w = (attn_llama3_8b_q4kv_dscratch__avx512 *)(mem + lay.scratch + (size_t)omp_get_thread_num() * DECODE_SCRATCH);
+#else
+        attn_llama3_8b_q4kv_dscratch__avx512 *w = (attn_llama3_8b_q4kv_dscratch__avx512 *)(mem + lay.scratch);
+#endif
         const int64_t rows = GROUP * args->seq_q; /* query rows a kv head */
         /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs (attn_runtime.h) */
         const int stream = rows <= attn_cpu()->decode_stream_rows[0];
-        int64_t u;
-        if (!w) {
+        int64_t u, r;
+        int last;
+        w->rows_of = -1;
 #ifdef _OPENMP
-#pragma omp critical
+#pragma omp for schedule(dynamic, 1) nowait
 #endif
-            failed = 1;
-        } else
-            w->rows_of = -1;
-#ifdef _OPENMP
-#pragma omp for schedule(dynamic, 1)
-#endif
-        for (u = 0; u < units; u++) /* u = b * nsplit + split */
-            if (w) {
-                if (stream) switch (rows) { /* the streaming kernel's rows */
-                case 4:
-                    attn_llama3_8b_q4kv_sunit_4x1__avx512(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-                    continue;
-                default:
-                    break;
-                }
-                attn_llama3_8b_q4kv_dunit__avx512(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
+        for (u = 0; u < units; u++) { /* u = b * nsplit + split */
+            int done = 0;
+            if (stream) switch (rows) { /* the streaming kernel's rows */
+            case 4:
+                attn_llama3_8b_q4kv_sunit_4x1__avx512(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
+                done = 1;
+                break;
+            default:
+                break;
             }
+            if (!done)
+                attn_llama3_8b_q4kv_dunit__avx512(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
+            /* the batch's last split to finish merges it (its partials flushed before the count) */
 #ifdef _OPENMP
-#pragma omp for schedule(static)
+#pragma omp flush
+#pragma omp atomic capture
 #endif
-        for (u = 0; u < B * R; u++)
-            if (!failed)
-                attn_llama3_8b_q4kv_dmerge__avx512(args, u / R, u % R, nsplit, opart + (u / R) * nsplit * R * DV,
-                        lpart + (u / R) * nsplit * R);
-        attn_free(w);
+            last = --left[u / nsplit];
+            if (last) continue;
+#ifdef _OPENMP
+#pragma omp flush
+#endif
+            for (r = 0; r < R; r++)
+                attn_llama3_8b_q4kv_dmerge__avx512(args, u / nsplit, r, nsplit, opart + (u / nsplit) * nsplit * R * DV,
+                        lpart + (u / nsplit) * nsplit * R);
+        }
     }
-    attn_free(opart);
-    attn_free(lpart);
-    return failed ? ATTN_ERR_NOMEM : ATTN_OK;
+    if (!args->workspace) attn_free(mem);
+    return ATTN_OK;
 }
 
 /* Per-thread scratch of the avx512 prefill path. */
@@ -5719,6 +5780,8 @@ typedef struct {
     int64_t lo[512], hi[512], sink_hi[512], first[512], last[512];
     int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
 } attn_llama3_8b_q4kv_dscratch__avx2;
+/* it fits a thread's slot of the decode path's memory (a negative size where it does not) */
+typedef char attn_llama3_8b_q4kv_dscratch_fits__avx2[sizeof(attn_llama3_8b_q4kv_dscratch__avx2) <= DECODE_SCRATCH ? 1 : -1];
 
 /* O[4 rows] *= lane r of alpha: the running max moved. */
 ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q4kv_srescale_4x128__avx2(float *restrict o, __m128 alpha)
@@ -6406,70 +6469,74 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q4kv_dmerge_
     if (args->lse) args->lse[(b * HQ + h) * Lq + i] = mx + logf(sum);
 }
 
-/* The decode path: units of (batch, split), then the merge. */
+/* The decode path: units of (batch, split); the last unit of a batch to
+ * finish merges the batch's splits, so the region's end is the call's only
+ * wait.  Its memory is one block (decode_mem). */
 __attribute__((target("avx2,fma,f16c"))) static attn_status attn_llama3_8b_q4kv_decode__avx2(const attn_args *args)
 {
     const int64_t B = args->batch, R = HQ * args->seq_q;
     const int64_t chunk = attn_llama3_8b_q4kv_split_keys(args->seq_k); /* keys per split (lib/split_kv) */
-    int64_t nsplit, units;
-    const int threads = args->threads;
+    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1, units = B * nsplit;
+    const int nth = attn_llama3_8b_q4kv_decode_threads(args->threads);
+    attn_llama3_8b_q4kv_dlayout lay;
+    char *mem;
     float *opart, *lpart;
-    int failed = 0;
-    (void)threads;
+    int *left; /* each batch's splits still to finish */
+    int64_t b;
+    const attn_status status = attn_llama3_8b_q4kv_decode_mem(args, R, nsplit, nth, &lay, &mem);
 
-    nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
-    units = B * nsplit;
-
-    if ((uint64_t)units > (uint64_t)INT64_MAX / 4 / (uint64_t)(R * (DV + 1))) return ATTN_ERR_TOO_LARGE;
-    opart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R * DV));
-    lpart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R));
-    if (!opart || !lpart) {
-        attn_free(opart);
-        attn_free(lpart);
-        return ATTN_ERR_NOMEM;
-    }
+    if (status != ATTN_OK) return status;
+    opart = (float *)(mem + lay.opart);
+    lpart = (float *)(mem + lay.lpart);
+    left = (int *)(mem + lay.left);
+    for (b = 0; b < B; b++) left[b] = (int)nsplit;
 #ifdef _OPENMP
-#pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
+#pragma omp parallel num_threads(nth)
 #endif
     {
-        attn_llama3_8b_q4kv_dscratch__avx2 *w = (attn_llama3_8b_q4kv_dscratch__avx2 *)attn_alloc(sizeof(*w));
+#ifdef _OPENMP
+        attn_llama3_8b_q4kv_dscratch__avx2 *w = (attn_llama3_8b_q4kv_dscratch__avx2 *)(mem + lay.scratch + (size_t)omp_get_thread_num() * DECODE_SCRATCH);
+#else
+        attn_llama3_8b_q4kv_dscratch__avx2 *w = (attn_llama3_8b_q4kv_dscratch__avx2 *)(mem + lay.scratch);
+#endif
         const int64_t rows = GROUP * args->seq_q; /* query rows a kv head */
         /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs (attn_runtime.h) */
         const int stream = rows <= attn_cpu()->decode_stream_rows[0];
-        int64_t u;
-        if (!w) {
+        int64_t u, r;
+        int last;
+        w->rows_of = -1;
 #ifdef _OPENMP
-#pragma omp critical
+#pragma omp for schedule(dynamic, 1) nowait
 #endif
-            failed = 1;
-        } else
-            w->rows_of = -1;
-#ifdef _OPENMP
-#pragma omp for schedule(dynamic, 1)
-#endif
-        for (u = 0; u < units; u++) /* u = b * nsplit + split */
-            if (w) {
-                if (stream) switch (rows) { /* the streaming kernel's rows */
-                case 4:
-                    attn_llama3_8b_q4kv_sunit_4x1__avx2(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-                    continue;
-                default:
-                    break;
-                }
-                attn_llama3_8b_q4kv_dunit__avx2(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
+        for (u = 0; u < units; u++) { /* u = b * nsplit + split */
+            int done = 0;
+            if (stream) switch (rows) { /* the streaming kernel's rows */
+            case 4:
+                attn_llama3_8b_q4kv_sunit_4x1__avx2(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
+                done = 1;
+                break;
+            default:
+                break;
             }
+            if (!done)
+                attn_llama3_8b_q4kv_dunit__avx2(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
+            /* the batch's last split to finish merges it (its partials flushed before the count) */
 #ifdef _OPENMP
-#pragma omp for schedule(static)
+#pragma omp flush
+#pragma omp atomic capture
 #endif
-        for (u = 0; u < B * R; u++)
-            if (!failed)
-                attn_llama3_8b_q4kv_dmerge__avx2(args, u / R, u % R, nsplit, opart + (u / R) * nsplit * R * DV,
-                        lpart + (u / R) * nsplit * R);
-        attn_free(w);
+            last = --left[u / nsplit];
+            if (last) continue;
+#ifdef _OPENMP
+#pragma omp flush
+#endif
+            for (r = 0; r < R; r++)
+                attn_llama3_8b_q4kv_dmerge__avx2(args, u / nsplit, r, nsplit, opart + (u / nsplit) * nsplit * R * DV,
+                        lpart + (u / nsplit) * nsplit * R);
+        }
     }
-    attn_free(opart);
-    attn_free(lpart);
-    return failed ? ATTN_ERR_NOMEM : ATTN_OK;
+    if (!args->workspace) attn_free(mem);
+    return ATTN_OK;
 }
 
 /* Per-thread scratch of the avx2 prefill path. */
@@ -8781,6 +8848,8 @@ typedef struct {
     int64_t lo[512], hi[512], sink_hi[512], first[512], last[512];
     int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
 } attn_llama3_8b_q4kv_dscratch__neon;
+/* it fits a thread's slot of the decode path's memory (a negative size where it does not) */
+typedef char attn_llama3_8b_q4kv_dscratch_fits__neon[sizeof(attn_llama3_8b_q4kv_dscratch__neon) <= DECODE_SCRATCH ? 1 : -1];
 
 /* O[4 rows] *= lane r of alpha: the running max moved. */
 ATTN_NOINLINE static void attn_llama3_8b_q4kv_srescale_4x128__neon(float *restrict o, float32x4_t alpha)
@@ -9373,70 +9442,74 @@ static void attn_llama3_8b_q4kv_dmerge__neon(const attn_args *args, int64_t b, i
     if (args->lse) args->lse[(b * HQ + h) * Lq + i] = mx + logf(sum);
 }
 
-/* The decode path: units of (batch, split), then the merge. */
+/* The decode path: units of (batch, split); the last unit of a batch to
+ * finish merges the batch's splits, so the region's end is the call's only
+ * wait.  Its memory is one block (decode_mem). */
 static attn_status attn_llama3_8b_q4kv_decode__neon(const attn_args *args)
 {
     const int64_t B = args->batch, R = HQ * args->seq_q;
     const int64_t chunk = attn_llama3_8b_q4kv_split_keys(args->seq_k); /* keys per split (lib/split_kv) */
-    int64_t nsplit, units;
-    const int threads = args->threads;
+    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1, units = B * nsplit;
+    const int nth = attn_llama3_8b_q4kv_decode_threads(args->threads);
+    attn_llama3_8b_q4kv_dlayout lay;
+    char *mem;
     float *opart, *lpart;
-    int failed = 0;
-    (void)threads;
+    int *left; /* each batch's splits still to finish */
+    int64_t b;
+    const attn_status status = attn_llama3_8b_q4kv_decode_mem(args, R, nsplit, nth, &lay, &mem);
 
-    nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
-    units = B * nsplit;
-
-    if ((uint64_t)units > (uint64_t)INT64_MAX / 4 / (uint64_t)(R * (DV + 1))) return ATTN_ERR_TOO_LARGE;
-    opart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R * DV));
-    lpart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R));
-    if (!opart || !lpart) {
-        attn_free(opart);
-        attn_free(lpart);
-        return ATTN_ERR_NOMEM;
-    }
+    if (status != ATTN_OK) return status;
+    opart = (float *)(mem + lay.opart);
+    lpart = (float *)(mem + lay.lpart);
+    left = (int *)(mem + lay.left);
+    for (b = 0; b < B; b++) left[b] = (int)nsplit;
 #ifdef _OPENMP
-#pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
+#pragma omp parallel num_threads(nth)
 #endif
     {
-        attn_llama3_8b_q4kv_dscratch__neon *w = (attn_llama3_8b_q4kv_dscratch__neon *)attn_alloc(sizeof(*w));
+#ifdef _OPENMP
+        attn_llama3_8b_q4kv_dscratch__neon *w = (attn_llama3_8b_q4kv_dscratch__neon *)(mem + lay.scratch + (size_t)omp_get_thread_num() * DECODE_SCRATCH);
+#else
+        attn_llama3_8b_q4kv_dscratch__neon *w = (attn_llama3_8b_q4kv_dscratch__neon *)(mem + lay.scratch);
+#endif
         const int64_t rows = GROUP * args->seq_q; /* query rows a kv head */
         /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs (attn_runtime.h) */
         const int stream = rows <= attn_cpu()->decode_stream_rows[0];
-        int64_t u;
-        if (!w) {
+        int64_t u, r;
+        int last;
+        w->rows_of = -1;
 #ifdef _OPENMP
-#pragma omp critical
+#pragma omp for schedule(dynamic, 1) nowait
 #endif
-            failed = 1;
-        } else
-            w->rows_of = -1;
-#ifdef _OPENMP
-#pragma omp for schedule(dynamic, 1)
-#endif
-        for (u = 0; u < units; u++) /* u = b * nsplit + split */
-            if (w) {
-                if (stream) switch (rows) { /* the streaming kernel's rows */
-                case 4:
-                    attn_llama3_8b_q4kv_sunit_4x1__neon(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-                    continue;
-                default:
-                    break;
-                }
-                attn_llama3_8b_q4kv_dunit__neon(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
+        for (u = 0; u < units; u++) { /* u = b * nsplit + split */
+            int done = 0;
+            if (stream) switch (rows) { /* the streaming kernel's rows */
+            case 4:
+                attn_llama3_8b_q4kv_sunit_4x1__neon(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
+                done = 1;
+                break;
+            default:
+                break;
             }
+            if (!done)
+                attn_llama3_8b_q4kv_dunit__neon(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
+            /* the batch's last split to finish merges it (its partials flushed before the count) */
 #ifdef _OPENMP
-#pragma omp for schedule(static)
+#pragma omp flush
+#pragma omp atomic capture
 #endif
-        for (u = 0; u < B * R; u++)
-            if (!failed)
-                attn_llama3_8b_q4kv_dmerge__neon(args, u / R, u % R, nsplit, opart + (u / R) * nsplit * R * DV,
-                        lpart + (u / R) * nsplit * R);
-        attn_free(w);
+            last = --left[u / nsplit];
+            if (last) continue;
+#ifdef _OPENMP
+#pragma omp flush
+#endif
+            for (r = 0; r < R; r++)
+                attn_llama3_8b_q4kv_dmerge__neon(args, u / nsplit, r, nsplit, opart + (u / nsplit) * nsplit * R * DV,
+                        lpart + (u / nsplit) * nsplit * R);
+        }
     }
-    attn_free(opart);
-    attn_free(lpart);
-    return failed ? ATTN_ERR_NOMEM : ATTN_OK;
+    if (!args->workspace) attn_free(mem);
+    return ATTN_OK;
 }
 
 /* Per-thread scratch of the neon prefill path. */
@@ -10761,6 +10834,8 @@ typedef struct {
     int64_t lo[512], hi[512], sink_hi[512], first[512], last[512];
     int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
 } attn_llama3_8b_q4kv_dscratch__scalar;
+/* it fits a thread's slot of the decode path's memory (a negative size where it does not) */
+typedef char attn_llama3_8b_q4kv_dscratch_fits__scalar[sizeof(attn_llama3_8b_q4kv_dscratch__scalar) <= DECODE_SCRATCH ? 1 : -1];
 
 /* The decode unit's rows (r' = hk * glp + g * Lq + i: query i of head hk * GROUP + g): each
  * row's Q, packed for the scores, and its span; padding rows see what row 0 sees. */
@@ -11032,60 +11107,61 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_q4kv_dmerge__scalar(const attn_args *
     if (args->lse) args->lse[(b * HQ + h) * Lq + i] = mx + logf(sum);
 }
 
-/* The decode path: units of (batch, split), then the merge. */
+/* The decode path: units of (batch, split); the last unit of a batch to
+ * finish merges the batch's splits, so the region's end is the call's only
+ * wait.  Its memory is one block (decode_mem). */
 ATTN_NO_AUTOVEC static attn_status attn_llama3_8b_q4kv_decode__scalar(const attn_args *args)
 {
     const int64_t B = args->batch, R = HQ * args->seq_q;
     const int64_t chunk = attn_llama3_8b_q4kv_split_keys(args->seq_k); /* keys per split (lib/split_kv) */
-    int64_t nsplit, units;
-    const int threads = args->threads;
+    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1, units = B * nsplit;
+    const int nth = attn_llama3_8b_q4kv_decode_threads(args->threads);
+    attn_llama3_8b_q4kv_dlayout lay;
+    char *mem;
     float *opart, *lpart;
-    int failed = 0;
-    (void)threads;
+    int *left; /* each batch's splits still to finish */
+    int64_t b;
+    const attn_status status = attn_llama3_8b_q4kv_decode_mem(args, R, nsplit, nth, &lay, &mem);
 
-    nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
-    units = B * nsplit;
-
-    if ((uint64_t)units > (uint64_t)INT64_MAX / 4 / (uint64_t)(R * (DV + 1))) return ATTN_ERR_TOO_LARGE;
-    opart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R * DV));
-    lpart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R));
-    if (!opart || !lpart) {
-        attn_free(opart);
-        attn_free(lpart);
-        return ATTN_ERR_NOMEM;
-    }
+    if (status != ATTN_OK) return status;
+    opart = (float *)(mem + lay.opart);
+    lpart = (float *)(mem + lay.lpart);
+    left = (int *)(mem + lay.left);
+    for (b = 0; b < B; b++) left[b] = (int)nsplit;
 #ifdef _OPENMP
-#pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
+#pragma omp parallel num_threads(nth)
 #endif
     {
-        attn_llama3_8b_q4kv_dscratch__scalar *w = (attn_llama3_8b_q4kv_dscratch__scalar *)attn_alloc(sizeof(*w));
-        int64_t u;
-        if (!w) {
 #ifdef _OPENMP
-#pragma omp critical
+        attn_llama3_8b_q4kv_dscratch__scalar *w = (attn_llama3_8b_q4kv_dscratch__scalar *)(mem + lay.scratch + (size_t)omp_get_thread_num() * DECODE_SCRATCH);
+#else
+        attn_llama3_8b_q4kv_dscratch__scalar *w = (attn_llama3_8b_q4kv_dscratch__scalar *)(mem + lay.scratch);
 #endif
-            failed = 1;
-        } else
-            w->rows_of = -1;
+        int64_t u, r;
+        int last;
+        w->rows_of = -1;
 #ifdef _OPENMP
-#pragma omp for schedule(dynamic, 1)
+#pragma omp for schedule(dynamic, 1) nowait
 #endif
-        for (u = 0; u < units; u++) /* u = b * nsplit + split */
-            if (w) {
-                attn_llama3_8b_q4kv_dunit__scalar(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-            }
+        for (u = 0; u < units; u++) { /* u = b * nsplit + split */
+            attn_llama3_8b_q4kv_dunit__scalar(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
+            /* the batch's last split to finish merges it (its partials flushed before the count) */
 #ifdef _OPENMP
-#pragma omp for schedule(static)
+#pragma omp flush
+#pragma omp atomic capture
 #endif
-        for (u = 0; u < B * R; u++)
-            if (!failed)
-                attn_llama3_8b_q4kv_dmerge__scalar(args, u / R, u % R, nsplit, opart + (u / R) * nsplit * R * DV,
-                        lpart + (u / R) * nsplit * R);
-        attn_free(w);
+            last = --left[u / nsplit];
+            if (last) continue;
+#ifdef _OPENMP
+#pragma omp flush
+#endif
+            for (r = 0; r < R; r++)
+                attn_llama3_8b_q4kv_dmerge__scalar(args, u / nsplit, r, nsplit, opart + (u / nsplit) * nsplit * R * DV,
+                        lpart + (u / nsplit) * nsplit * R);
+        }
     }
-    attn_free(opart);
-    attn_free(lpart);
-    return failed ? ATTN_ERR_NOMEM : ATTN_OK;
+    if (!args->workspace) attn_free(mem);
+    return ATTN_OK;
 }
 
 /* Per-thread scratch of the scalar prefill path. */
@@ -11522,7 +11598,8 @@ const attn_kernel attn_llama3_8b_q4kv_kernel = {
     attn_llama3_8b_q4kv_fwd,
     (int)(sizeof(attn_llama3_8b_q4kv_variants) / sizeof(attn_llama3_8b_q4kv_variants[0])) - 1,
     attn_llama3_8b_q4kv_variants,
-    0
+    0,
+    attn_llama3_8b_q4kv_workspace_size
 };
 
 attn_status attn_llama3_8b_q4kv_fwd(const attn_args *args)
@@ -11546,5 +11623,18 @@ attn_status attn_llama3_8b_q4kv_fwd(const attn_args *args)
 #endif
     }
     return v->fwd(args);
+}
+#endif /* build part 0 */
+#if !defined(ATTN_BUILD_PART) || ATTN_BUILD_PART == 0
+
+size_t attn_llama3_8b_q4kv_workspace_size(int64_t batch, int64_t seq_q, int64_t seq_k, int threads)
+{
+    attn_llama3_8b_q4kv_dlayout lay;
+    int64_t chunk;
+    if (batch <= 0 || seq_q <= 0 || seq_q > 16 || seq_k < 0 || threads < 0) return 0;
+    chunk = attn_llama3_8b_q4kv_split_keys(seq_k);
+    if (!attn_llama3_8b_q4kv_dlayout_of(batch, HQ * seq_q, seq_k > 0 ? (seq_k + chunk - 1) / chunk : 1,
+            attn_llama3_8b_q4kv_decode_threads(threads), &lay)) return SIZE_MAX;
+    return lay.bytes;
 }
 #endif /* build part 0 */

@@ -39,6 +39,7 @@ const char *attn_status_string(attn_status status)
     case ATTN_ERR_NOMEM: return "out of memory";
     case ATTN_ERR_TOO_LARGE: return "a tensor is too large for 64-bit element offsets";
     case ATTN_ERR_DROPOUT: return "dropout_p is outside [0, 1)";
+    case ATTN_ERR_WORKSPACE: return "workspace_bytes is below the kernel's workspace size";
     }
     return "unknown status";
 }

@@ -66,7 +66,8 @@ typedef enum attn_status {
     ATTN_ERR_ISA,         /* ATTNGEN_ISA names no variant this CPU can run */
     ATTN_ERR_NOMEM,       /* the allocation hook returned NULL */
     ATTN_ERR_TOO_LARGE,   /* a size overflows the kernel's index type */
-    ATTN_ERR_DROPOUT      /* dropout_p outside [0, 1) (NaN included) */
+    ATTN_ERR_DROPOUT,     /* dropout_p outside [0, 1) (NaN included) */
+    ATTN_ERR_WORKSPACE    /* args->workspace_bytes below the kernel's attn_NAME_workspace_size() */
 } attn_status;
 
 /* A short English sentence for a status; never NULL. */
@@ -233,6 +234,11 @@ typedef struct attn_args {
     float *state_z;             /* linear configs with state: z [B][Hkv][D], f32, contiguous, in/out */
     const float *rel_table;     /* configs with rel_bias: [attn_rel_rows(spec)][heads_q], f32, contiguous */
     int threads;                /* 0: OpenMP's default */
+    /* sdpa kernels' decode path: the caller's scratch memory, kept between calls, of at least
+       attn_NAME_workspace_size(batch, seq_q, seq_k, threads) bytes (any alignment);
+       NULL: the allocator hook's, once a call */
+    void *workspace;
+    size_t workspace_bytes;
 } attn_args;
 
 /* Fill the strides of a contiguous BSHD layout for a kernel's spec (K and V
@@ -502,6 +508,8 @@ typedef struct attn_kernel {
     int n_variants;
     const attn_variant *variants;  /* best first; only those compiled in */
     attn_classic_fwd_fn classic_fwd; /* the same for additive and luong kernels (NULL otherwise) */
+    /* sdpa kernels: attn_NAME_workspace_size, the bytes of args->workspace a call needs (NULL otherwise) */
+    size_t (*workspace_size)(int64_t batch, int64_t seq_q, int64_t seq_k, int threads);
 } attn_kernel;
 
 /* ---- services the generated code uses --------------------------------- */

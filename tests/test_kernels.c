@@ -1058,6 +1058,54 @@ Test(decode, threads_bitwise)
             }
 }
 
+/* The caller's workspace (args.workspace): its size is 0 where the call takes
+   the prefill path or has no rows, grows with the threads, and a byte short
+   of it is ATTN_ERR_WORKSPACE before anything is written; of the size (at any
+   alignment) the call gives the allocator's bits for 1, 2 and 3 threads.  The
+   two-thread runs of every kernel's cases use one too (attn_cases_sdpa.c). */
+Test(decode, workspace)
+{
+    const attn_kernel *k = &attn_llama3_8b_kernel;
+    const int64_t B = 1, Lq = 1, Lk = 700;
+    const int64_t hq = k->spec.heads_q, hkv = k->spec.heads_kv, d = k->spec.head_dim;
+    const size_t nq = (size_t)(B * Lq * hq * d), nkv = (size_t)(B * Lk * hkv * d);
+    float *q = malloc(nq * sizeof(float)), *kk = malloc(nkv * sizeof(float)), *v = malloc(nkv * sizeof(float));
+    float *o[4], lse[4][32];
+    char *ws;
+    size_t n, i;
+    int t;
+    attn_args a;
+    cr_assert(k->workspace_size != NULL);
+    cr_expect_eq(k->workspace_size(B, 0, Lk, 1), 0);
+    cr_expect_eq(k->workspace_size(B, 65, Lk, 1), 0, "the prefill path (more than decode_max_q rows, 64 at most) needs none");
+    cr_expect_gt(k->workspace_size(B, Lq, Lk, 2), k->workspace_size(B, Lq, Lk, 1));
+    for (i = 0; i < nq; i++) q[i] = (float)((i * 37) % 101) / 101.0f - 0.5f;
+    for (i = 0; i < nkv; i++) kk[i] = (float)((i * 53) % 97) / 97.0f - 0.5f, v[i] = (float)((i * 29) % 89) / 89.0f;
+    for (t = 0; t < 4; t++) o[t] = malloc(nq * sizeof(float));
+    memset(&a, 0, sizeof a);
+    a.batch = B, a.seq_q = Lq, a.seq_k = Lk, a.q = q, a.k = kk, a.v = v;
+    attn_args_set_contiguous(&a, &k->spec);
+    a.o = o[0], a.lse = lse[0], a.threads = 1;
+    cr_assert_eq(k->fwd(&a), ATTN_OK);
+    for (t = 1; t <= 3; t++) {
+        n = k->workspace_size(B, Lq, Lk, t);
+        ws = malloc(n + 3);
+        a.o = o[t], a.lse = lse[t], a.threads = t;
+        a.workspace = ws + 3, a.workspace_bytes = n - 1;
+        memset(o[t], 0, nq * sizeof(float));
+        cr_expect_eq(k->fwd(&a), ATTN_ERR_WORKSPACE, "%d threads, a byte short", t);
+        cr_expect_eq(o[t][0], 0.0f, "O written before the workspace was checked");
+        a.workspace_bytes = n;
+        cr_expect_eq(k->fwd(&a), ATTN_OK, "%d threads", t);
+        cr_expect_eq(memcmp(o[t], o[0], nq * sizeof(float)), 0, "%d threads: O differs from the allocator's", t);
+        cr_expect_eq(memcmp(lse[t], lse[0], (size_t)(hq * Lq) * sizeof(float)), 0, "%d threads: LSE differs", t);
+        free(ws);
+    }
+    cr_expect_str_eq(attn_status_string(ATTN_ERR_WORKSPACE), "workspace_bytes is below the kernel's workspace size");
+    for (t = 0; t < 4; t++) free(o[t]);
+    free(q), free(kk), free(v);
+}
+
 /* ---- dropout ------------------------------------------------------------ */
 
 extern const attn_kernel attn_t_dropout_weights_bf16_kernel, attn_t_weights_bf16_window_kernel,
