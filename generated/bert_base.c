@@ -344,6 +344,7 @@ ATTN_SHARED static int attn_bert_base_sees(const int64_t *first, const int64_t *
 enum {
     DECODE_SPLIT = 512, /* keys of a split (before doubling) */
     DECODE_MAX_SPLITS = 32, /* splits a sequence at most, while a split can double */
+    DECODE_HEAD_SPLIT = 8, /* below this many splits (all batches), a unit is one kv head's */
     DECODE_BLOCK = 16, /* keys of a block inside a split */
     /* the blocked kernel's, where its prefetch goes to L2 (AMD Zen 4 and 5), by its rows a kv head: */
     DECODE_BLOCK_FEW = 8, /* in pairs or dot products, below one panel */
@@ -377,8 +378,9 @@ ATTN_SHARED static void attn_bert_base_dresult(const float *o, float m, float l,
 }
 
 /* The decode path's memory, one block (args->workspace, or one allocation of the
- * hook's): each split's partial O (units * R * DV floats), its LSE (units * R
- * floats, twice with entropy), each batch's count of splits still to finish,
+ * hook's): each split's partial O (B * nsplit * R * DV floats), its LSE (B * nsplit
+ * * R floats, twice with entropy), each (batch, kv heads)'s count of splits still
+ * to finish,
  * then a scratch of DECODE_SCRATCH bytes a thread; each part on ATTN_ALIGN bytes. */
 enum { DECODE_SCRATCH = 438208 /* bytes of a thread's scratch: the largest variant's */ };
 typedef struct { size_t opart, lpart, left, scratch, bytes; } attn_bert_base_dlayout;
@@ -407,7 +409,7 @@ ATTN_SHARED static int attn_bert_base_dlayout_of(int64_t B, int64_t R, int64_t n
     lay->lpart = (size_t)at;
     at += (units * (uint64_t)R * 1 * sizeof(float) + A - 1) / A * A;
     lay->left = (size_t)at;
-    at += ((uint64_t)B * sizeof(int) + A - 1) / A * A;
+    at += ((uint64_t)B * HKV * sizeof(int) + A - 1) / A * A;
     lay->scratch = (size_t)at;
     at += (uint64_t)nth * DECODE_SCRATCH + A;
     if (at > (uint64_t)SIZE_MAX) return 0;
@@ -1924,11 +1926,13 @@ __attribute__((target("avx512f,fma"))) static void attn_bert_base_kvpack_f32__av
 /* ---- decode: up to 16 query rows against a long KV cache ---------------- */
 /*
  * A unit is (batch, split of DECODE_SPLIT keys, doubled while a sequence
- * would have more than DECODE_MAX_SPLITS splits).  Its rows are every query
- * head times every query row, grouped by kv head, so each K and V row is
+ * would have more than DECODE_MAX_SPLITS splits, kv heads).  Its rows are every
+ * query head times every query row, grouped by kv head, so each K and V row is
  * read once, straight from the cache tensors (no packing), and the keys of
  * one block are read for all kv heads together (a contiguous stretch of the
- * cache).  Scores are computed transposed, S^T = K Q^T, with the rows along
+ * cache).  A call with fewer than DECODE_HEAD_SPLIT splits (a short cache)
+ * gives each kv head a unit of its own instead, so that threads share it from
+ * the first token; a row's arithmetic is the same either way.  Scores are computed transposed, S^T = K Q^T, with the rows along
  * the vector lanes: K values broadcast against packed Q^T panels (the scores
  * micro-kernel) or against one vector of a kv head's rows, or pairs of K
  * values against half a vector of rows (two values of D a row) or, where
@@ -2032,6 +2036,7 @@ typedef struct {
     float m[384], l[384], alpha[384];
     int64_t lo[384], hi[384], sink_hi[384], first[384], last[384];
     int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
+    int64_t hk_lo, hk_hi; /* the blocked unit's kv heads (the driver's) */
 } attn_bert_base_dscratch__avx512;
 /* it fits a thread's slot of the decode path's memory (a negative size where it does not) */
 typedef char attn_bert_base_dscratch_fits__avx512[sizeof(attn_bert_base_dscratch__avx512) <= DECODE_SCRATCH ? 1 : -1];
@@ -3147,7 +3152,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_bert_
     int64_t r, c, hk, pl = *plp;
 
     if (lanes) { /* S^T = K Q^T, kv head by kv head: pairs of K values broadcast against one vector of rows, in two vectors */
-        for (hk = 0; hk < HKV; hk++) {
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             const float *qp = w->qt + hk * glp * D; /* its rows' Q in pairs of D */
             for (c = 0; c < kb;) {
                 const float *k0 = attn_bert_base_k_row(&kv, hk, j0 + c);
@@ -3173,7 +3178,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_bert_
         }
     } else
     if (hpairs) { /* S^T = K Q^T, kv head by kv head: pairs of K values broadcast against a quarter vector of rows, on half-width vectors */
-        for (hk = 0; hk < HKV; hk++) {
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             const float *qp = w->qt + hk * glp * D; /* its rows' Q in pairs of D */
             for (c = 0; c < kb;) {
                 const float *k0 = attn_bert_base_k_row(&kv, hk, j0 + c);
@@ -3199,7 +3204,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_bert_
         }
     } else
     if (pairs) { /* S^T = K Q^T, kv head by kv head: pairs of K values broadcast against half a vector of rows */
-        for (hk = 0; hk < HKV; hk++) {
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             const float *qp = w->qt + hk * glp * D; /* its rows' Q in pairs of D */
             for (c = 0; c < kb;) {
                 const float *k0 = attn_bert_base_k_row(&kv, hk, j0 + c);
@@ -3227,7 +3232,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_bert_
     if (dots) { /* keys in pairs; a lone last key pairs with itself */
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
-            for (hk = 0; hk < HKV; hk++) {
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                 attn_bert_base_dot_4x2_f32__avx512(w->q + hk * glp * Q_STRIDE, glp, attn_bert_base_k_row(&kv, hk, j0 + c),
                         attn_bert_base_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
@@ -3242,7 +3247,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_bert_
         }
     } else {
         const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
-        for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) { /* S^T = K Q^T, panel by panel */
             for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
@@ -3297,7 +3302,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_bert_
     int64_t r, hk, pl = *plp;
 
     /* O = alpha * O + P V, kv head by kv head, 8 rows at a time */
-    for (hk = 0; hk < HKV; hk++) {
+    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
         const float *vh = attn_bert_base_v_row(&kv, hk, j0);
         for (r = hk * glp; r < hk * glp + gl;) {
             /* the widest kernel that fits the rows left; past two widths a head, or
@@ -3364,15 +3369,17 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_bert_
     /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        if (r >= HKV * glp || rr >= gl) continue; /* a padding row */
+        if (r < w->hk_lo * glp || r >= w->hk_hi * glp || rr >= gl) continue; /* a padding row, or another unit's */
         attn_bert_base_dresult(w->o + r * O_STRIDE, w->m[r], w->l[r], opart + row * DV, lpart + row);
     }
 }
 
-/* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
- * g * Lq + i is query i of head hk * GROUP + g (glp: a kv head's rows, padded).
- * Writes each real row's normalized partial output and LSE (natural log),
- * indexed by h * Lq + i. */
+/* One decode unit: batch b, keys [j_begin, j_begin + chunk), kv heads [w->hk_lo,
+ * w->hk_hi).  Row r' = hk * glp + g * Lq + i is query i of head hk * GROUP + g (glp:
+ * a kv head's rows, padded); the rows of every kv head are packed, the others'
+ * scores neither computed nor stored.  Writes each real row of its kv heads'
+ * normalized partial output and LSE (natural log), indexed by h * Lq + i.  A row's
+ * arithmetic does not depend on the unit's other kv heads. */
 __attribute__((target("avx512f,fma"))) static void attn_bert_base_dunit__avx512(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_bert_base_dscratch__avx512 *w, float *restrict opart, float *restrict lpart)
 {
@@ -3419,8 +3426,10 @@ __attribute__((target("avx512f,fma"))) static void attn_bert_base_dunit__avx512(
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
-    memset(w->o, 0, sizeof(float) * (size_t)rp * O_STRIDE);
-    memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
+    /* the unit's kv heads' rows of O; the scores of every row, as many keys as a block of
+       the split has (padding rows' scores stay finite) */
+    memset(w->o + w->hk_lo * glp * O_STRIDE, 0, sizeof(float) * (size_t)((w->hk_hi - w->hk_lo) * glp * O_STRIDE));
+    memset(w->s, 0, sizeof(float) * (size_t)((j_end - j_begin < bk ? (j_end > j_begin ? j_end - j_begin : 0) : bk) * rp));
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_bert_base_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
 
@@ -3445,7 +3454,7 @@ __attribute__((target("avx512f,fma"))) static void attn_bert_base_dunit__avx512(
         attn_bert_base_dscores__avx512(kv, w, j0, kb, rp, glp, lanes, hpairs, pairs, dots, pf, jn, pn, &pl);
         attn_bert_base_dmasks__avx512(w, j0, kb, rp, cls);
         /* online softmax over whole vectors of rows */
-        for (r = 0; r < rp; r += ROWS_VEC) attn_bert_base_softmax_t__avx512(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
+        for (r = w->hk_lo * glp / ROWS_VEC * ROWS_VEC; r < w->hk_hi * glp; r += ROWS_VEC) attn_bert_base_softmax_t__avx512(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
 
         attn_bert_base_dpv__avx512(kv, w, j0, kb, rp, glp, gl, even, pf, jn, pn, &pl);
     }
@@ -3997,27 +4006,36 @@ __attribute__((target("avx512f,fma"))) static void attn_bert_base_dmerge__avx512
     if (args->lse) args->lse[(b * HQ + h) * Lq + i] = mx + logf(sum);
 }
 
-/* The decode path: units of (batch, split); the last unit of a batch to
- * finish merges the batch's splits, so the region's end is the call's only
- * wait.  Its memory is one block (decode_mem). */
+/* The decode path: units of (batch, split, kv heads): every kv head, or one kv
+ * head where the call has fewer than DECODE_HEAD_SPLIT splits (of all batches
+ * together), so that the threads share a short cache too; the choice depends on
+ * the shapes alone, and a row's arithmetic does not depend on it.  The last unit
+ * of a (batch, kv heads) to finish merges their rows' splits, so the region's end
+ * is the call's only wait.  Its memory is one block (decode_mem). */
 __attribute__((target("avx512f,fma"))) static attn_status attn_bert_base_decode__avx512(const attn_args *args)
 {
-    const int64_t B = args->batch, R = HQ * args->seq_q;
+    const int64_t B = args->batch, Lq = args->seq_q, R = HQ * Lq;
     const int64_t chunk = attn_bert_base_split_keys(args->seq_k); /* keys per split (lib/split_kv) */
-    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1, units = B * nsplit;
+    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
+    const int64_t rows = GROUP * Lq; /* query rows a kv head */
+    /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs
+       (attn_runtime.h); its units take every kv head */
+    const int stream = rows <= attn_cpu()->decode_stream_rows[1];
+    const int64_t nhg = !stream && B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
+    const int64_t units = B * nsplit * nhg, hpg = HKV / nhg; /* kv heads a unit */
     const int nth = attn_bert_base_decode_threads(args->threads);
     attn_bert_base_dlayout lay;
     char *mem;
     float *opart, *lpart;
-    int *left; /* each batch's splits still to finish */
-    int64_t b;
+    int *left; /* each (batch, kv heads)'s splits still to finish */
+    int64_t g;
     const attn_status status = attn_bert_base_decode_mem(args, R, nsplit, nth, &lay, &mem);
 
     if (status != ATTN_OK) return status;
     opart = (float *)(mem + lay.opart);
     lpart = (float *)(mem + lay.lpart);
     left = (int *)(mem + lay.left);
-    for (b = 0; b < B; b++) left[b] = (int)nsplit;
+    for (g = 0; g < B * nhg; g++) left[g] = (int)nsplit;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nth)
 #endif
@@ -4027,52 +4045,48 @@ __attribute__((target("avx512f,fma"))) static attn_status attn_bert_base_decode_
 #else
         attn_bert_base_dscratch__avx512 *w = (attn_bert_base_dscratch__avx512 *)(mem + lay.scratch);
 #endif
-        const int64_t rows = GROUP * args->seq_q; /* query rows a kv head */
-        /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs (attn_runtime.h) */
-        const int stream = rows <= attn_cpu()->decode_stream_rows[1];
         int64_t u, r;
         int last;
         w->rows_of = -1;
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1) nowait
 #endif
-        for (u = 0; u < units; u++) { /* u = b * nsplit + split */
-            int done = 0;
+        for (u = 0; u < units; u++) { /* u = (b * nsplit + split) * nhg + kv head group */
+            const int64_t su = u / nhg, b = su / nsplit, j0 = (su % nsplit) * chunk, bg = b * nhg + u % nhg;
+            w->hk_lo = (u % nhg) * hpg;
+            w->hk_hi = w->hk_lo + hpg;
             if (stream) switch (rows) { /* the streaming kernel's rows */
             case 1:
-                attn_bert_base_sunit_1x1__avx512(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-                done = 1;
-                break;
+                attn_bert_base_sunit_1x1__avx512(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+                goto merge;
             case 2:
-                attn_bert_base_sunit_2x1__avx512(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-                done = 1;
-                break;
+                attn_bert_base_sunit_2x1__avx512(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+                goto merge;
             case 3:
-                attn_bert_base_sunit_3x1__avx512(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-                done = 1;
-                break;
+                attn_bert_base_sunit_3x1__avx512(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+                goto merge;
             case 4:
-                attn_bert_base_sunit_4x1__avx512(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-                done = 1;
-                break;
+                attn_bert_base_sunit_4x1__avx512(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+                goto merge;
             default:
                 break;
             }
-            if (!done)
-                attn_bert_base_dunit__avx512(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-            /* the batch's last split to finish merges it (its partials flushed before the count) */
+            attn_bert_base_dunit__avx512(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+        merge:;
+            /* the last split of these kv heads to finish merges their rows (the partials
+               flushed before the count) */
 #ifdef _OPENMP
 #pragma omp flush
 #pragma omp atomic capture
 #endif
-            last = --left[u / nsplit];
+            last = --left[bg];
             if (last) continue;
 #ifdef _OPENMP
 #pragma omp flush
 #endif
-            for (r = 0; r < R; r++)
-                attn_bert_base_dmerge__avx512(args, u / nsplit, r, nsplit, opart + (u / nsplit) * nsplit * R * DV,
-                        lpart + (u / nsplit) * nsplit * R);
+            for (r = w->hk_lo * GROUP * Lq; r < w->hk_hi * GROUP * Lq; r++)
+                attn_bert_base_dmerge__avx512(args, b, r, nsplit, opart + b * nsplit * R * DV,
+                        lpart + b * nsplit * R);
         }
     }
     if (!args->workspace) attn_free(mem);
@@ -5826,11 +5840,13 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_bert_base_kvpack_f32__
 /* ---- decode: up to 16 query rows against a long KV cache ---------------- */
 /*
  * A unit is (batch, split of DECODE_SPLIT keys, doubled while a sequence
- * would have more than DECODE_MAX_SPLITS splits).  Its rows are every query
- * head times every query row, grouped by kv head, so each K and V row is
+ * would have more than DECODE_MAX_SPLITS splits, kv heads).  Its rows are every
+ * query head times every query row, grouped by kv head, so each K and V row is
  * read once, straight from the cache tensors (no packing), and the keys of
  * one block are read for all kv heads together (a contiguous stretch of the
- * cache).  Scores are computed transposed, S^T = K Q^T, with the rows along
+ * cache).  A call with fewer than DECODE_HEAD_SPLIT splits (a short cache)
+ * gives each kv head a unit of its own instead, so that threads share it from
+ * the first token; a row's arithmetic is the same either way.  Scores are computed transposed, S^T = K Q^T, with the rows along
  * the vector lanes: K values broadcast against packed Q^T panels (the scores
  * micro-kernel) or against one vector of a kv head's rows, or pairs of K
  * values against half a vector of rows (two values of D a row) or, where
@@ -5994,6 +6010,7 @@ typedef struct {
     float m[192], l[192], alpha[192];
     int64_t lo[192], hi[192], sink_hi[192], first[192], last[192];
     int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
+    int64_t hk_lo, hk_hi; /* the blocked unit's kv heads (the driver's) */
 } attn_bert_base_dscratch__avx2;
 /* it fits a thread's slot of the decode path's memory (a negative size where it does not) */
 typedef char attn_bert_base_dscratch_fits__avx2[sizeof(attn_bert_base_dscratch__avx2) <= DECODE_SCRATCH ? 1 : -1];
@@ -7605,7 +7622,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_ber
     int64_t r, c, hk, pl = *plp;
 
     if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
-        for (hk = 0; hk < HKV; hk++) {
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             const float *qt = w->qt + (hk * glp / ROWS_PANEL) * ROWS_PANEL * D + (hk * glp) % ROWS_PANEL; /* its rows' Q^T */
             for (c = 0; c < kb;) {
                 const float *k0 = attn_bert_base_k_row(&kv, hk, j0 + c);
@@ -7631,7 +7648,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_ber
         }
     } else
     if (pairs) { /* S^T = K Q^T, kv head by kv head: pairs of K values broadcast against half a vector of rows */
-        for (hk = 0; hk < HKV; hk++) {
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             const float *qp = w->qt + hk * glp * D; /* its rows' Q in pairs of D */
             for (c = 0; c < kb;) {
                 const float *k0 = attn_bert_base_k_row(&kv, hk, j0 + c);
@@ -7659,7 +7676,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_ber
     if (dots) { /* keys in pairs; a lone last key pairs with itself */
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
-            for (hk = 0; hk < HKV; hk++) {
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                 attn_bert_base_dot_4x2_f32__avx2(w->q + hk * glp * Q_STRIDE, glp, attn_bert_base_k_row(&kv, hk, j0 + c),
                         attn_bert_base_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
@@ -7674,7 +7691,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_ber
         }
     } else {
         const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
-        for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) { /* S^T = K Q^T, panel by panel */
             for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
@@ -7729,7 +7746,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_ber
     int64_t r, hk, pl = *plp;
 
     /* O = alpha * O + P V, kv head by kv head, 6 rows at a time */
-    for (hk = 0; hk < HKV; hk++) {
+    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
         const float *vh = attn_bert_base_v_row(&kv, hk, j0);
         for (r = hk * glp; r < hk * glp + gl;) {
             /* the widest kernel that fits the rows left; past two widths a head, or
@@ -7788,15 +7805,17 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_ber
     /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        if (r >= HKV * glp || rr >= gl) continue; /* a padding row */
+        if (r < w->hk_lo * glp || r >= w->hk_hi * glp || rr >= gl) continue; /* a padding row, or another unit's */
         attn_bert_base_dresult(w->o + r * O_STRIDE, w->m[r], w->l[r], opart + row * DV, lpart + row);
     }
 }
 
-/* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
- * g * Lq + i is query i of head hk * GROUP + g (glp: a kv head's rows, padded).
- * Writes each real row's normalized partial output and LSE (natural log),
- * indexed by h * Lq + i. */
+/* One decode unit: batch b, keys [j_begin, j_begin + chunk), kv heads [w->hk_lo,
+ * w->hk_hi).  Row r' = hk * glp + g * Lq + i is query i of head hk * GROUP + g (glp:
+ * a kv head's rows, padded); the rows of every kv head are packed, the others'
+ * scores neither computed nor stored.  Writes each real row of its kv heads'
+ * normalized partial output and LSE (natural log), indexed by h * Lq + i.  A row's
+ * arithmetic does not depend on the unit's other kv heads. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_bert_base_dunit__avx2(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_bert_base_dscratch__avx2 *w, float *restrict opart, float *restrict lpart)
 {
@@ -7840,8 +7859,10 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_bert_base_dunit__avx2(
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
-    memset(w->o, 0, sizeof(float) * (size_t)rp * O_STRIDE);
-    memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
+    /* the unit's kv heads' rows of O; the scores of every row, as many keys as a block of
+       the split has (padding rows' scores stay finite) */
+    memset(w->o + w->hk_lo * glp * O_STRIDE, 0, sizeof(float) * (size_t)((w->hk_hi - w->hk_lo) * glp * O_STRIDE));
+    memset(w->s, 0, sizeof(float) * (size_t)((j_end - j_begin < bk ? (j_end > j_begin ? j_end - j_begin : 0) : bk) * rp));
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_bert_base_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
 
@@ -7866,7 +7887,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_bert_base_dunit__avx2(
         attn_bert_base_dscores__avx2(kv, w, j0, kb, rp, glp, lanes, pairs, dots, pf, jn, pn, &pl);
         attn_bert_base_dmasks__avx2(w, j0, kb, rp, cls);
         /* online softmax over whole vectors of rows */
-        for (r = 0; r < rp; r += ROWS_VEC) attn_bert_base_softmax_t__avx2(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
+        for (r = w->hk_lo * glp / ROWS_VEC * ROWS_VEC; r < w->hk_hi * glp; r += ROWS_VEC) attn_bert_base_softmax_t__avx2(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
 
         attn_bert_base_dpv__avx2(kv, w, j0, kb, rp, glp, gl, even, pf, jn, pn, &pl);
     }
@@ -8418,27 +8439,36 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_bert_base_dmerge__avx2
     if (args->lse) args->lse[(b * HQ + h) * Lq + i] = mx + logf(sum);
 }
 
-/* The decode path: units of (batch, split); the last unit of a batch to
- * finish merges the batch's splits, so the region's end is the call's only
- * wait.  Its memory is one block (decode_mem). */
+/* The decode path: units of (batch, split, kv heads): every kv head, or one kv
+ * head where the call has fewer than DECODE_HEAD_SPLIT splits (of all batches
+ * together), so that the threads share a short cache too; the choice depends on
+ * the shapes alone, and a row's arithmetic does not depend on it.  The last unit
+ * of a (batch, kv heads) to finish merges their rows' splits, so the region's end
+ * is the call's only wait.  Its memory is one block (decode_mem). */
 __attribute__((target("avx2,fma,f16c"))) static attn_status attn_bert_base_decode__avx2(const attn_args *args)
 {
-    const int64_t B = args->batch, R = HQ * args->seq_q;
+    const int64_t B = args->batch, Lq = args->seq_q, R = HQ * Lq;
     const int64_t chunk = attn_bert_base_split_keys(args->seq_k); /* keys per split (lib/split_kv) */
-    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1, units = B * nsplit;
+    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
+    const int64_t rows = GROUP * Lq; /* query rows a kv head */
+    /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs
+       (attn_runtime.h); its units take every kv head */
+    const int stream = rows <= attn_cpu()->decode_stream_rows[0];
+    const int64_t nhg = !stream && B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
+    const int64_t units = B * nsplit * nhg, hpg = HKV / nhg; /* kv heads a unit */
     const int nth = attn_bert_base_decode_threads(args->threads);
     attn_bert_base_dlayout lay;
     char *mem;
     float *opart, *lpart;
-    int *left; /* each batch's splits still to finish */
-    int64_t b;
+    int *left; /* each (batch, kv heads)'s splits still to finish */
+    int64_t g;
     const attn_status status = attn_bert_base_decode_mem(args, R, nsplit, nth, &lay, &mem);
 
     if (status != ATTN_OK) return status;
     opart = (float *)(mem + lay.opart);
     lpart = (float *)(mem + lay.lpart);
     left = (int *)(mem + lay.left);
-    for (b = 0; b < B; b++) left[b] = (int)nsplit;
+    for (g = 0; g < B * nhg; g++) left[g] = (int)nsplit;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nth)
 #endif
@@ -8448,52 +8478,48 @@ __attribute__((target("avx2,fma,f16c"))) static attn_status attn_bert_base_decod
 #else
         attn_bert_base_dscratch__avx2 *w = (attn_bert_base_dscratch__avx2 *)(mem + lay.scratch);
 #endif
-        const int64_t rows = GROUP * args->seq_q; /* query rows a kv head */
-        /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs (attn_runtime.h) */
-        const int stream = rows <= attn_cpu()->decode_stream_rows[0];
         int64_t u, r;
         int last;
         w->rows_of = -1;
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1) nowait
 #endif
-        for (u = 0; u < units; u++) { /* u = b * nsplit + split */
-            int done = 0;
+        for (u = 0; u < units; u++) { /* u = (b * nsplit + split) * nhg + kv head group */
+            const int64_t su = u / nhg, b = su / nsplit, j0 = (su % nsplit) * chunk, bg = b * nhg + u % nhg;
+            w->hk_lo = (u % nhg) * hpg;
+            w->hk_hi = w->hk_lo + hpg;
             if (stream) switch (rows) { /* the streaming kernel's rows */
             case 1:
-                attn_bert_base_sunit_1x1__avx2(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-                done = 1;
-                break;
+                attn_bert_base_sunit_1x1__avx2(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+                goto merge;
             case 2:
-                attn_bert_base_sunit_2x1__avx2(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-                done = 1;
-                break;
+                attn_bert_base_sunit_2x1__avx2(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+                goto merge;
             case 3:
-                attn_bert_base_sunit_3x1__avx2(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-                done = 1;
-                break;
+                attn_bert_base_sunit_3x1__avx2(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+                goto merge;
             case 4:
-                attn_bert_base_sunit_4x1__avx2(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-                done = 1;
-                break;
+                attn_bert_base_sunit_4x1__avx2(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+                goto merge;
             default:
                 break;
             }
-            if (!done)
-                attn_bert_base_dunit__avx2(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-            /* the batch's last split to finish merges it (its partials flushed before the count) */
+            attn_bert_base_dunit__avx2(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+        merge:;
+            /* the last split of these kv heads to finish merges their rows (the partials
+               flushed before the count) */
 #ifdef _OPENMP
 #pragma omp flush
 #pragma omp atomic capture
 #endif
-            last = --left[u / nsplit];
+            last = --left[bg];
             if (last) continue;
 #ifdef _OPENMP
 #pragma omp flush
 #endif
-            for (r = 0; r < R; r++)
-                attn_bert_base_dmerge__avx2(args, u / nsplit, r, nsplit, opart + (u / nsplit) * nsplit * R * DV,
-                        lpart + (u / nsplit) * nsplit * R);
+            for (r = w->hk_lo * GROUP * Lq; r < w->hk_hi * GROUP * Lq; r++)
+                attn_bert_base_dmerge__avx2(args, b, r, nsplit, opart + b * nsplit * R * DV,
+                        lpart + b * nsplit * R);
         }
     }
     if (!args->workspace) attn_free(mem);
@@ -10668,11 +10694,13 @@ static void attn_bert_base_kvpack_f32__neon(const attn_bert_base_kv *kvs, int64_
 /* ---- decode: up to 16 query rows against a long KV cache ---------------- */
 /*
  * A unit is (batch, split of DECODE_SPLIT keys, doubled while a sequence
- * would have more than DECODE_MAX_SPLITS splits).  Its rows are every query
- * head times every query row, grouped by kv head, so each K and V row is
+ * would have more than DECODE_MAX_SPLITS splits, kv heads).  Its rows are every
+ * query head times every query row, grouped by kv head, so each K and V row is
  * read once, straight from the cache tensors (no packing), and the keys of
  * one block are read for all kv heads together (a contiguous stretch of the
- * cache).  Scores are computed transposed, S^T = K Q^T, with the rows along
+ * cache).  A call with fewer than DECODE_HEAD_SPLIT splits (a short cache)
+ * gives each kv head a unit of its own instead, so that threads share it from
+ * the first token; a row's arithmetic is the same either way.  Scores are computed transposed, S^T = K Q^T, with the rows along
  * the vector lanes: K values broadcast against packed Q^T panels (the scores
  * micro-kernel) or against one vector of a kv head's rows, or pairs of K
  * values against half a vector of rows (two values of D a row) or, where
@@ -10732,6 +10760,7 @@ typedef struct {
     float m[192], l[192], alpha[192];
     int64_t lo[192], hi[192], sink_hi[192], first[192], last[192];
     int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
+    int64_t hk_lo, hk_hi; /* the blocked unit's kv heads (the driver's) */
 } attn_bert_base_dscratch__neon;
 /* it fits a thread's slot of the decode path's memory (a negative size where it does not) */
 typedef char attn_bert_base_dscratch_fits__neon[sizeof(attn_bert_base_dscratch__neon) <= DECODE_SCRATCH ? 1 : -1];
@@ -11239,7 +11268,7 @@ static ATTN_ALWAYS_INLINE void attn_bert_base_dscores__neon(const attn_bert_base
     int64_t r, c, hk, pl = *plp;
 
     if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
-        for (hk = 0; hk < HKV; hk++) {
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             const float *qt = w->qt + (hk * glp / ROWS_PANEL) * ROWS_PANEL * D + (hk * glp) % ROWS_PANEL; /* its rows' Q^T */
             for (c = 0; c < kb;) {
                 const float *k0 = attn_bert_base_k_row(&kv, hk, j0 + c);
@@ -11265,7 +11294,7 @@ static ATTN_ALWAYS_INLINE void attn_bert_base_dscores__neon(const attn_bert_base
         }
     } else
     if (pairs) { /* S^T = K Q^T, kv head by kv head: pairs of K values broadcast against half a vector of rows */
-        for (hk = 0; hk < HKV; hk++) {
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             const float *qp = w->qt + hk * glp * D; /* its rows' Q in pairs of D */
             for (c = 0; c < kb;) {
                 const float *k0 = attn_bert_base_k_row(&kv, hk, j0 + c);
@@ -11293,7 +11322,7 @@ static ATTN_ALWAYS_INLINE void attn_bert_base_dscores__neon(const attn_bert_base
     if (dots) { /* keys in pairs; a lone last key pairs with itself */
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
-            for (hk = 0; hk < HKV; hk++) {
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                 attn_bert_base_dot_4x2_f32__neon(w->q + hk * glp * Q_STRIDE, glp, attn_bert_base_k_row(&kv, hk, j0 + c),
                         attn_bert_base_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
@@ -11308,7 +11337,7 @@ static ATTN_ALWAYS_INLINE void attn_bert_base_dscores__neon(const attn_bert_base
         }
     } else {
         const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
-        for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) { /* S^T = K Q^T, panel by panel */
             for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
@@ -11363,7 +11392,7 @@ static ATTN_ALWAYS_INLINE void attn_bert_base_dpv__neon(const attn_bert_base_kv 
     int64_t r, hk, pl = *plp;
 
     /* O = alpha * O + P V, kv head by kv head, 6 rows at a time */
-    for (hk = 0; hk < HKV; hk++) {
+    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
         const float *vh = attn_bert_base_v_row(&kv, hk, j0);
         for (r = hk * glp; r < hk * glp + gl;) {
             /* the widest kernel that fits the rows left; past two widths a head, or
@@ -11422,15 +11451,17 @@ static ATTN_ALWAYS_INLINE void attn_bert_base_dsplit__neon(const attn_bert_base_
     /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        if (r >= HKV * glp || rr >= gl) continue; /* a padding row */
+        if (r < w->hk_lo * glp || r >= w->hk_hi * glp || rr >= gl) continue; /* a padding row, or another unit's */
         attn_bert_base_dresult(w->o + r * O_STRIDE, w->m[r], w->l[r], opart + row * DV, lpart + row);
     }
 }
 
-/* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
- * g * Lq + i is query i of head hk * GROUP + g (glp: a kv head's rows, padded).
- * Writes each real row's normalized partial output and LSE (natural log),
- * indexed by h * Lq + i. */
+/* One decode unit: batch b, keys [j_begin, j_begin + chunk), kv heads [w->hk_lo,
+ * w->hk_hi).  Row r' = hk * glp + g * Lq + i is query i of head hk * GROUP + g (glp:
+ * a kv head's rows, padded); the rows of every kv head are packed, the others'
+ * scores neither computed nor stored.  Writes each real row of its kv heads'
+ * normalized partial output and LSE (natural log), indexed by h * Lq + i.  A row's
+ * arithmetic does not depend on the unit's other kv heads. */
 static void attn_bert_base_dunit__neon(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_bert_base_dscratch__neon *w, float *restrict opart, float *restrict lpart)
 {
@@ -11474,8 +11505,10 @@ static void attn_bert_base_dunit__neon(const attn_args *args, int64_t b, int64_t
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
-    memset(w->o, 0, sizeof(float) * (size_t)rp * O_STRIDE);
-    memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
+    /* the unit's kv heads' rows of O; the scores of every row, as many keys as a block of
+       the split has (padding rows' scores stay finite) */
+    memset(w->o + w->hk_lo * glp * O_STRIDE, 0, sizeof(float) * (size_t)((w->hk_hi - w->hk_lo) * glp * O_STRIDE));
+    memset(w->s, 0, sizeof(float) * (size_t)((j_end - j_begin < bk ? (j_end > j_begin ? j_end - j_begin : 0) : bk) * rp));
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_bert_base_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
 
@@ -11500,7 +11533,7 @@ static void attn_bert_base_dunit__neon(const attn_args *args, int64_t b, int64_t
         attn_bert_base_dscores__neon(kv, w, j0, kb, rp, glp, lanes, pairs, dots, pf, jn, pn, &pl);
         attn_bert_base_dmasks__neon(w, j0, kb, rp, cls);
         /* online softmax over whole vectors of rows */
-        for (r = 0; r < rp; r += ROWS_VEC) attn_bert_base_softmax_t__neon(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
+        for (r = w->hk_lo * glp / ROWS_VEC * ROWS_VEC; r < w->hk_hi * glp; r += ROWS_VEC) attn_bert_base_softmax_t__neon(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
 
         attn_bert_base_dpv__neon(kv, w, j0, kb, rp, glp, gl, even, pf, jn, pn, &pl);
     }
@@ -11952,27 +11985,36 @@ static void attn_bert_base_dmerge__neon(const attn_args *args, int64_t b, int64_
     if (args->lse) args->lse[(b * HQ + h) * Lq + i] = mx + logf(sum);
 }
 
-/* The decode path: units of (batch, split); the last unit of a batch to
- * finish merges the batch's splits, so the region's end is the call's only
- * wait.  Its memory is one block (decode_mem). */
+/* The decode path: units of (batch, split, kv heads): every kv head, or one kv
+ * head where the call has fewer than DECODE_HEAD_SPLIT splits (of all batches
+ * together), so that the threads share a short cache too; the choice depends on
+ * the shapes alone, and a row's arithmetic does not depend on it.  The last unit
+ * of a (batch, kv heads) to finish merges their rows' splits, so the region's end
+ * is the call's only wait.  Its memory is one block (decode_mem). */
 static attn_status attn_bert_base_decode__neon(const attn_args *args)
 {
-    const int64_t B = args->batch, R = HQ * args->seq_q;
+    const int64_t B = args->batch, Lq = args->seq_q, R = HQ * Lq;
     const int64_t chunk = attn_bert_base_split_keys(args->seq_k); /* keys per split (lib/split_kv) */
-    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1, units = B * nsplit;
+    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
+    const int64_t rows = GROUP * Lq; /* query rows a kv head */
+    /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs
+       (attn_runtime.h); its units take every kv head */
+    const int stream = rows <= attn_cpu()->decode_stream_rows[0];
+    const int64_t nhg = !stream && B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
+    const int64_t units = B * nsplit * nhg, hpg = HKV / nhg; /* kv heads a unit */
     const int nth = attn_bert_base_decode_threads(args->threads);
     attn_bert_base_dlayout lay;
     char *mem;
     float *opart, *lpart;
-    int *left; /* each batch's splits still to finish */
-    int64_t b;
+    int *left; /* each (batch, kv heads)'s splits still to finish */
+    int64_t g;
     const attn_status status = attn_bert_base_decode_mem(args, R, nsplit, nth, &lay, &mem);
 
     if (status != ATTN_OK) return status;
     opart = (float *)(mem + lay.opart);
     lpart = (float *)(mem + lay.lpart);
     left = (int *)(mem + lay.left);
-    for (b = 0; b < B; b++) left[b] = (int)nsplit;
+    for (g = 0; g < B * nhg; g++) left[g] = (int)nsplit;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nth)
 #endif
@@ -11982,52 +12024,48 @@ static attn_status attn_bert_base_decode__neon(const attn_args *args)
 #else
         attn_bert_base_dscratch__neon *w = (attn_bert_base_dscratch__neon *)(mem + lay.scratch);
 #endif
-        const int64_t rows = GROUP * args->seq_q; /* query rows a kv head */
-        /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs (attn_runtime.h) */
-        const int stream = rows <= attn_cpu()->decode_stream_rows[0];
         int64_t u, r;
         int last;
         w->rows_of = -1;
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1) nowait
 #endif
-        for (u = 0; u < units; u++) { /* u = b * nsplit + split */
-            int done = 0;
+        for (u = 0; u < units; u++) { /* u = (b * nsplit + split) * nhg + kv head group */
+            const int64_t su = u / nhg, b = su / nsplit, j0 = (su % nsplit) * chunk, bg = b * nhg + u % nhg;
+            w->hk_lo = (u % nhg) * hpg;
+            w->hk_hi = w->hk_lo + hpg;
             if (stream) switch (rows) { /* the streaming kernel's rows */
             case 1:
-                attn_bert_base_sunit_1x1__neon(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-                done = 1;
-                break;
+                attn_bert_base_sunit_1x1__neon(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+                goto merge;
             case 2:
-                attn_bert_base_sunit_2x1__neon(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-                done = 1;
-                break;
+                attn_bert_base_sunit_2x1__neon(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+                goto merge;
             case 3:
-                attn_bert_base_sunit_3x1__neon(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-                done = 1;
-                break;
+                attn_bert_base_sunit_3x1__neon(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+                goto merge;
             case 4:
-                attn_bert_base_sunit_4x1__neon(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-                done = 1;
-                break;
+                attn_bert_base_sunit_4x1__neon(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+                goto merge;
             default:
                 break;
             }
-            if (!done)
-                attn_bert_base_dunit__neon(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-            /* the batch's last split to finish merges it (its partials flushed before the count) */
+            attn_bert_base_dunit__neon(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+        merge:;
+            /* the last split of these kv heads to finish merges their rows (the partials
+               flushed before the count) */
 #ifdef _OPENMP
 #pragma omp flush
 #pragma omp atomic capture
 #endif
-            last = --left[u / nsplit];
+            last = --left[bg];
             if (last) continue;
 #ifdef _OPENMP
 #pragma omp flush
 #endif
-            for (r = 0; r < R; r++)
-                attn_bert_base_dmerge__neon(args, u / nsplit, r, nsplit, opart + (u / nsplit) * nsplit * R * DV,
-                        lpart + (u / nsplit) * nsplit * R);
+            for (r = w->hk_lo * GROUP * Lq; r < w->hk_hi * GROUP * Lq; r++)
+                attn_bert_base_dmerge__neon(args, b, r, nsplit, opart + b * nsplit * R * DV,
+                        lpart + b * nsplit * R);
         }
     }
     if (!args->workspace) attn_free(mem);
@@ -12912,11 +12950,13 @@ ATTN_NO_AUTOVEC static void attn_bert_base_kvpack_f32__scalar(const attn_bert_ba
 /* ---- decode: up to 16 query rows against a long KV cache ---------------- */
 /*
  * A unit is (batch, split of DECODE_SPLIT keys, doubled while a sequence
- * would have more than DECODE_MAX_SPLITS splits).  Its rows are every query
- * head times every query row, grouped by kv head, so each K and V row is
+ * would have more than DECODE_MAX_SPLITS splits, kv heads).  Its rows are every
+ * query head times every query row, grouped by kv head, so each K and V row is
  * read once, straight from the cache tensors (no packing), and the keys of
  * one block are read for all kv heads together (a contiguous stretch of the
- * cache).  Scores are computed transposed, S^T = K Q^T, with the rows along
+ * cache).  A call with fewer than DECODE_HEAD_SPLIT splits (a short cache)
+ * gives each kv head a unit of its own instead, so that threads share it from
+ * the first token; a row's arithmetic is the same either way.  Scores are computed transposed, S^T = K Q^T, with the rows along
  * the vector lanes: K values broadcast against packed Q^T panels (the scores
  * micro-kernel) or against one vector of a kv head's rows, or pairs of K
  * values against half a vector of rows (two values of D a row) or, where
@@ -12972,6 +13012,7 @@ typedef struct {
     float m[192], l[192], alpha[192];
     int64_t lo[192], hi[192], sink_hi[192], first[192], last[192];
     int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
+    int64_t hk_lo, hk_hi; /* the blocked unit's kv heads (the driver's) */
 } attn_bert_base_dscratch__scalar;
 /* it fits a thread's slot of the decode path's memory (a negative size where it does not) */
 typedef char attn_bert_base_dscratch_fits__scalar[sizeof(attn_bert_base_dscratch__scalar) <= DECODE_SCRATCH ? 1 : -1];
@@ -13025,7 +13066,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_bert_base_dscores__scalar(co
     if (dots) { /* keys in pairs; a lone last key pairs with itself */
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
-            for (hk = 0; hk < HKV; hk++) {
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                 attn_bert_base_dot_4x2_f32__scalar(w->q + hk * glp * Q_STRIDE, glp, attn_bert_base_k_row(&kv, hk, j0 + c),
                         attn_bert_base_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
@@ -13040,7 +13081,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_bert_base_dscores__scalar(co
         }
     } else {
         const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
-        for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) { /* S^T = K Q^T, panel by panel */
             for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
@@ -13094,7 +13135,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_bert_base_dpv__scalar(const 
     int64_t r, hk, pl = *plp;
 
     /* O = alpha * O + P V, kv head by kv head, 4 rows at a time */
-    for (hk = 0; hk < HKV; hk++) {
+    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
         const float *vh = attn_bert_base_v_row(&kv, hk, j0);
         for (r = hk * glp; r < hk * glp + gl;) {
             const int64_t take = hk * glp + gl - r; /* the widest kernel that fits the rows left */
@@ -13132,15 +13173,17 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_bert_base_dsplit__scalar(con
     /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        if (r >= HKV * glp || rr >= gl) continue; /* a padding row */
+        if (r < w->hk_lo * glp || r >= w->hk_hi * glp || rr >= gl) continue; /* a padding row, or another unit's */
         attn_bert_base_dresult(w->o + r * O_STRIDE, w->m[r], w->l[r], opart + row * DV, lpart + row);
     }
 }
 
-/* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
- * g * Lq + i is query i of head hk * GROUP + g (glp: a kv head's rows, padded).
- * Writes each real row's normalized partial output and LSE (natural log),
- * indexed by h * Lq + i. */
+/* One decode unit: batch b, keys [j_begin, j_begin + chunk), kv heads [w->hk_lo,
+ * w->hk_hi).  Row r' = hk * glp + g * Lq + i is query i of head hk * GROUP + g (glp:
+ * a kv head's rows, padded); the rows of every kv head are packed, the others'
+ * scores neither computed nor stored.  Writes each real row of its kv heads'
+ * normalized partial output and LSE (natural log), indexed by h * Lq + i.  A row's
+ * arithmetic does not depend on the unit's other kv heads. */
 ATTN_NO_AUTOVEC static void attn_bert_base_dunit__scalar(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_bert_base_dscratch__scalar *w, float *restrict opart, float *restrict lpart)
 {
@@ -13183,8 +13226,10 @@ ATTN_NO_AUTOVEC static void attn_bert_base_dunit__scalar(const attn_args *args, 
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
-    memset(w->o, 0, sizeof(float) * (size_t)rp * O_STRIDE);
-    memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
+    /* the unit's kv heads' rows of O; the scores of every row, as many keys as a block of
+       the split has (padding rows' scores stay finite) */
+    memset(w->o + w->hk_lo * glp * O_STRIDE, 0, sizeof(float) * (size_t)((w->hk_hi - w->hk_lo) * glp * O_STRIDE));
+    memset(w->s, 0, sizeof(float) * (size_t)((j_end - j_begin < bk ? (j_end > j_begin ? j_end - j_begin : 0) : bk) * rp));
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_bert_base_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
 
@@ -13209,7 +13254,7 @@ ATTN_NO_AUTOVEC static void attn_bert_base_dunit__scalar(const attn_args *args, 
         attn_bert_base_dscores__scalar(kv, w, j0, kb, rp, glp, dots, pf, jn, pn, &pl);
         attn_bert_base_dmasks__scalar(w, j0, kb, rp, cls);
         /* online softmax over whole vectors of rows */
-        for (r = 0; r < rp; r += ROWS_VEC) attn_bert_base_softmax_t__scalar(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
+        for (r = w->hk_lo * glp / ROWS_VEC * ROWS_VEC; r < w->hk_hi * glp; r += ROWS_VEC) attn_bert_base_softmax_t__scalar(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
 
         attn_bert_base_dpv__scalar(kv, w, j0, kb, rp, glp, gl, pf, jn, pn, &pl);
     }
@@ -13246,27 +13291,32 @@ ATTN_NO_AUTOVEC static void attn_bert_base_dmerge__scalar(const attn_args *args,
     if (args->lse) args->lse[(b * HQ + h) * Lq + i] = mx + logf(sum);
 }
 
-/* The decode path: units of (batch, split); the last unit of a batch to
- * finish merges the batch's splits, so the region's end is the call's only
- * wait.  Its memory is one block (decode_mem). */
+/* The decode path: units of (batch, split, kv heads): every kv head, or one kv
+ * head where the call has fewer than DECODE_HEAD_SPLIT splits (of all batches
+ * together), so that the threads share a short cache too; the choice depends on
+ * the shapes alone, and a row's arithmetic does not depend on it.  The last unit
+ * of a (batch, kv heads) to finish merges their rows' splits, so the region's end
+ * is the call's only wait.  Its memory is one block (decode_mem). */
 ATTN_NO_AUTOVEC static attn_status attn_bert_base_decode__scalar(const attn_args *args)
 {
-    const int64_t B = args->batch, R = HQ * args->seq_q;
+    const int64_t B = args->batch, Lq = args->seq_q, R = HQ * Lq;
     const int64_t chunk = attn_bert_base_split_keys(args->seq_k); /* keys per split (lib/split_kv) */
-    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1, units = B * nsplit;
+    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
+    const int64_t nhg = B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
+    const int64_t units = B * nsplit * nhg, hpg = HKV / nhg; /* kv heads a unit */
     const int nth = attn_bert_base_decode_threads(args->threads);
     attn_bert_base_dlayout lay;
     char *mem;
     float *opart, *lpart;
-    int *left; /* each batch's splits still to finish */
-    int64_t b;
+    int *left; /* each (batch, kv heads)'s splits still to finish */
+    int64_t g;
     const attn_status status = attn_bert_base_decode_mem(args, R, nsplit, nth, &lay, &mem);
 
     if (status != ATTN_OK) return status;
     opart = (float *)(mem + lay.opart);
     lpart = (float *)(mem + lay.lpart);
     left = (int *)(mem + lay.left);
-    for (b = 0; b < B; b++) left[b] = (int)nsplit;
+    for (g = 0; g < B * nhg; g++) left[g] = (int)nsplit;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nth)
 #endif
@@ -13282,21 +13332,25 @@ ATTN_NO_AUTOVEC static attn_status attn_bert_base_decode__scalar(const attn_args
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1) nowait
 #endif
-        for (u = 0; u < units; u++) { /* u = b * nsplit + split */
-            attn_bert_base_dunit__scalar(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-            /* the batch's last split to finish merges it (its partials flushed before the count) */
+        for (u = 0; u < units; u++) { /* u = (b * nsplit + split) * nhg + kv head group */
+            const int64_t su = u / nhg, b = su / nsplit, j0 = (su % nsplit) * chunk, bg = b * nhg + u % nhg;
+            w->hk_lo = (u % nhg) * hpg;
+            w->hk_hi = w->hk_lo + hpg;
+            attn_bert_base_dunit__scalar(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+            /* the last split of these kv heads to finish merges their rows (the partials
+               flushed before the count) */
 #ifdef _OPENMP
 #pragma omp flush
 #pragma omp atomic capture
 #endif
-            last = --left[u / nsplit];
+            last = --left[bg];
             if (last) continue;
 #ifdef _OPENMP
 #pragma omp flush
 #endif
-            for (r = 0; r < R; r++)
-                attn_bert_base_dmerge__scalar(args, u / nsplit, r, nsplit, opart + (u / nsplit) * nsplit * R * DV,
-                        lpart + (u / nsplit) * nsplit * R);
+            for (r = w->hk_lo * GROUP * Lq; r < w->hk_hi * GROUP * Lq; r++)
+                attn_bert_base_dmerge__scalar(args, b, r, nsplit, opart + b * nsplit * R * DV,
+                        lpart + b * nsplit * R);
         }
     }
     if (!args->workspace) attn_free(mem);

@@ -333,6 +333,7 @@ ATTN_SHARED static int attn_falcon_7b_sees(const int64_t *first, const int64_t *
 enum {
     DECODE_SPLIT = 512, /* keys of a split (before doubling) */
     DECODE_MAX_SPLITS = 32, /* splits a sequence at most, while a split can double */
+    DECODE_HEAD_SPLIT = 8, /* below this many splits (all batches), a unit is one kv head's */
     DECODE_BLOCK = 64, /* keys of a block inside a split */
     /* the blocked kernel's, where its prefetch goes to L2 (AMD Zen 4 and 5), by its rows a kv head: */
     DECODE_BLOCK_FEW = 32, /* in pairs or dot products, below one panel */
@@ -361,8 +362,9 @@ ATTN_SHARED static void attn_falcon_7b_dresult(const float *o, float m, float l,
 }
 
 /* The decode path's memory, one block (args->workspace, or one allocation of the
- * hook's): each split's partial O (units * R * DV floats), its LSE (units * R
- * floats, twice with entropy), each batch's count of splits still to finish,
+ * hook's): each split's partial O (B * nsplit * R * DV floats), its LSE (B * nsplit
+ * * R floats, twice with entropy), each (batch, kv heads)'s count of splits still
+ * to finish,
  * then a scratch of DECODE_SCRATCH bytes a thread; each part on ATTN_ALIGN bytes. */
 enum { DECODE_SCRATCH = 1239616 /* bytes of a thread's scratch: the largest variant's */ };
 typedef struct { size_t opart, lpart, left, scratch, bytes; } attn_falcon_7b_dlayout;
@@ -391,7 +393,7 @@ ATTN_SHARED static int attn_falcon_7b_dlayout_of(int64_t B, int64_t R, int64_t n
     lay->lpart = (size_t)at;
     at += (units * (uint64_t)R * 1 * sizeof(float) + A - 1) / A * A;
     lay->left = (size_t)at;
-    at += ((uint64_t)B * sizeof(int) + A - 1) / A * A;
+    at += ((uint64_t)B * HKV * sizeof(int) + A - 1) / A * A;
     lay->scratch = (size_t)at;
     at += (uint64_t)nth * DECODE_SCRATCH + A;
     if (at > (uint64_t)SIZE_MAX) return 0;
@@ -1876,11 +1878,13 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_kvpack_f32__av
 /* ---- decode: up to 16 query rows against a long KV cache ---------------- */
 /*
  * A unit is (batch, split of DECODE_SPLIT keys, doubled while a sequence
- * would have more than DECODE_MAX_SPLITS splits).  Its rows are every query
- * head times every query row, grouped by kv head, so each K and V row is
+ * would have more than DECODE_MAX_SPLITS splits, kv heads).  Its rows are every
+ * query head times every query row, grouped by kv head, so each K and V row is
  * read once, straight from the cache tensors (no packing), and the keys of
  * one block are read for all kv heads together (a contiguous stretch of the
- * cache).  Scores are computed transposed, S^T = K Q^T, with the rows along
+ * cache).  A call with fewer than DECODE_HEAD_SPLIT splits (a short cache)
+ * gives each kv head a unit of its own instead, so that threads share it from
+ * the first token; a row's arithmetic is the same either way.  Scores are computed transposed, S^T = K Q^T, with the rows along
  * the vector lanes: K values broadcast against packed Q^T panels (the scores
  * micro-kernel) or against one vector of a kv head's rows, or pairs of K
  * values against half a vector of rows (two values of D a row) or, where
@@ -1980,6 +1984,7 @@ typedef struct {
     float m[1152], l[1152], alpha[1152];
     int64_t lo[1152], hi[1152], sink_hi[1152], first[1152], last[1152];
     int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
+    int64_t hk_lo, hk_hi; /* the blocked unit's kv heads (the driver's) */
 } attn_falcon_7b_dscratch__avx512;
 /* it fits a thread's slot of the decode path's memory (a negative size where it does not) */
 typedef char attn_falcon_7b_dscratch_fits__avx512[sizeof(attn_falcon_7b_dscratch__avx512) <= DECODE_SCRATCH ? 1 : -1];
@@ -2167,7 +2172,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_falco
     int64_t r, c, hk, pl = *plp;
 
     if (lanes) { /* S^T = K Q^T, kv head by kv head: pairs of K values broadcast against one vector of rows, in two vectors */
-        for (hk = 0; hk < HKV; hk++) {
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             const float *qp = w->qt + hk * glp * D; /* its rows' Q in pairs of D */
             for (c = 0; c < kb;) {
                 const float *k0 = attn_falcon_7b_k_row(&kv, hk, j0 + c);
@@ -2193,7 +2198,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_falco
         }
     } else
     if (hpairs) { /* S^T = K Q^T, kv head by kv head: pairs of K values broadcast against a quarter vector of rows, on half-width vectors */
-        for (hk = 0; hk < HKV; hk++) {
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             const float *qp = w->qt + hk * glp * D; /* its rows' Q in pairs of D */
             for (c = 0; c < kb;) {
                 const float *k0 = attn_falcon_7b_k_row(&kv, hk, j0 + c);
@@ -2219,7 +2224,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_falco
         }
     } else
     if (pairs) { /* S^T = K Q^T, kv head by kv head: pairs of K values broadcast against half a vector of rows */
-        for (hk = 0; hk < HKV; hk++) {
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             const float *qp = w->qt + hk * glp * D; /* its rows' Q in pairs of D */
             for (c = 0; c < kb;) {
                 const float *k0 = attn_falcon_7b_k_row(&kv, hk, j0 + c);
@@ -2247,7 +2252,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_falco
     if (dots) { /* keys in pairs; a lone last key pairs with itself */
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
-            for (hk = 0; hk < HKV; hk++) {
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                 attn_falcon_7b_dot_4x2_f32__avx512(w->q + hk * glp * Q_STRIDE, glp, attn_falcon_7b_k_row(&kv, hk, j0 + c),
                         attn_falcon_7b_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
@@ -2262,7 +2267,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_falco
         }
     } else {
         const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
-        for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) { /* S^T = K Q^T, panel by panel */
             for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
@@ -2317,7 +2322,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_falco
     int64_t r, hk, pl = *plp;
 
     /* O = alpha * O + P V, kv head by kv head, 8 rows at a time */
-    for (hk = 0; hk < HKV; hk++) {
+    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
         const float *vh = attn_falcon_7b_v_row(&kv, hk, j0);
         for (r = hk * glp; r < hk * glp + gl;) {
             /* the widest kernel that fits the rows left; past two widths a head, or
@@ -2384,15 +2389,17 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_falco
     /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        if (r >= HKV * glp || rr >= gl) continue; /* a padding row */
+        if (r < w->hk_lo * glp || r >= w->hk_hi * glp || rr >= gl) continue; /* a padding row, or another unit's */
         attn_falcon_7b_dresult(w->o + r * O_STRIDE, w->m[r], w->l[r], opart + row * DV, lpart + row);
     }
 }
 
-/* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
- * g * Lq + i is query i of head hk * GROUP + g (glp: a kv head's rows, padded).
- * Writes each real row's normalized partial output and LSE (natural log),
- * indexed by h * Lq + i. */
+/* One decode unit: batch b, keys [j_begin, j_begin + chunk), kv heads [w->hk_lo,
+ * w->hk_hi).  Row r' = hk * glp + g * Lq + i is query i of head hk * GROUP + g (glp:
+ * a kv head's rows, padded); the rows of every kv head are packed, the others'
+ * scores neither computed nor stored.  Writes each real row of its kv heads'
+ * normalized partial output and LSE (natural log), indexed by h * Lq + i.  A row's
+ * arithmetic does not depend on the unit's other kv heads. */
 __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_dunit__avx512(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_falcon_7b_dscratch__avx512 *w, float *restrict opart, float *restrict lpart)
 {
@@ -2439,8 +2446,10 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_dunit__avx512(
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
-    memset(w->o, 0, sizeof(float) * (size_t)rp * O_STRIDE);
-    memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
+    /* the unit's kv heads' rows of O; the scores of every row, as many keys as a block of
+       the split has (padding rows' scores stay finite) */
+    memset(w->o + w->hk_lo * glp * O_STRIDE, 0, sizeof(float) * (size_t)((w->hk_hi - w->hk_lo) * glp * O_STRIDE));
+    memset(w->s, 0, sizeof(float) * (size_t)((j_end - j_begin < bk ? (j_end > j_begin ? j_end - j_begin : 0) : bk) * rp));
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_falcon_7b_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
 
@@ -2465,7 +2474,7 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_dunit__avx512(
         attn_falcon_7b_dscores__avx512(kv, w, j0, kb, rp, glp, lanes, hpairs, pairs, dots, pf, jn, pn, &pl);
         attn_falcon_7b_dmasks__avx512(w, j0, kb, rp, cls);
         /* online softmax over whole vectors of rows */
-        for (r = 0; r < rp; r += ROWS_VEC) attn_falcon_7b_softmax_t__avx512(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
+        for (r = w->hk_lo * glp / ROWS_VEC * ROWS_VEC; r < w->hk_hi * glp; r += ROWS_VEC) attn_falcon_7b_softmax_t__avx512(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
 
         attn_falcon_7b_dpv__avx512(kv, w, j0, kb, rp, glp, gl, even, pf, jn, pn, &pl);
     }
@@ -2502,27 +2511,32 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_dmerge__avx512
     if (args->lse) args->lse[(b * HQ + h) * Lq + i] = mx + logf(sum);
 }
 
-/* The decode path: units of (batch, split); the last unit of a batch to
- * finish merges the batch's splits, so the region's end is the call's only
- * wait.  Its memory is one block (decode_mem). */
+/* The decode path: units of (batch, split, kv heads): every kv head, or one kv
+ * head where the call has fewer than DECODE_HEAD_SPLIT splits (of all batches
+ * together), so that the threads share a short cache too; the choice depends on
+ * the shapes alone, and a row's arithmetic does not depend on it.  The last unit
+ * of a (batch, kv heads) to finish merges their rows' splits, so the region's end
+ * is the call's only wait.  Its memory is one block (decode_mem). */
 __attribute__((target("avx512f,fma"))) static attn_status attn_falcon_7b_decode__avx512(const attn_args *args)
 {
-    const int64_t B = args->batch, R = HQ * args->seq_q;
+    const int64_t B = args->batch, Lq = args->seq_q, R = HQ * Lq;
     const int64_t chunk = attn_falcon_7b_split_keys(args->seq_k); /* keys per split (lib/split_kv) */
-    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1, units = B * nsplit;
+    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
+    const int64_t nhg = B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
+    const int64_t units = B * nsplit * nhg, hpg = HKV / nhg; /* kv heads a unit */
     const int nth = attn_falcon_7b_decode_threads(args->threads);
     attn_falcon_7b_dlayout lay;
     char *mem;
     float *opart, *lpart;
-    int *left; /* each batch's splits still to finish */
-    int64_t b;
+    int *left; /* each (batch, kv heads)'s splits still to finish */
+    int64_t g;
     const attn_status status = attn_falcon_7b_decode_mem(args, R, nsplit, nth, &lay, &mem);
 
     if (status != ATTN_OK) return status;
     opart = (float *)(mem + lay.opart);
     lpart = (float *)(mem + lay.lpart);
     left = (int *)(mem + lay.left);
-    for (b = 0; b < B; b++) left[b] = (int)nsplit;
+    for (g = 0; g < B * nhg; g++) left[g] = (int)nsplit;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nth)
 #endif
@@ -2538,21 +2552,25 @@ __attribute__((target("avx512f,fma"))) static attn_status attn_falcon_7b_decode_
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1) nowait
 #endif
-        for (u = 0; u < units; u++) { /* u = b * nsplit + split */
-            attn_falcon_7b_dunit__avx512(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-            /* the batch's last split to finish merges it (its partials flushed before the count) */
+        for (u = 0; u < units; u++) { /* u = (b * nsplit + split) * nhg + kv head group */
+            const int64_t su = u / nhg, b = su / nsplit, j0 = (su % nsplit) * chunk, bg = b * nhg + u % nhg;
+            w->hk_lo = (u % nhg) * hpg;
+            w->hk_hi = w->hk_lo + hpg;
+            attn_falcon_7b_dunit__avx512(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+            /* the last split of these kv heads to finish merges their rows (the partials
+               flushed before the count) */
 #ifdef _OPENMP
 #pragma omp flush
 #pragma omp atomic capture
 #endif
-            last = --left[u / nsplit];
+            last = --left[bg];
             if (last) continue;
 #ifdef _OPENMP
 #pragma omp flush
 #endif
-            for (r = 0; r < R; r++)
-                attn_falcon_7b_dmerge__avx512(args, u / nsplit, r, nsplit, opart + (u / nsplit) * nsplit * R * DV,
-                        lpart + (u / nsplit) * nsplit * R);
+            for (r = w->hk_lo * GROUP * Lq; r < w->hk_hi * GROUP * Lq; r++)
+                attn_falcon_7b_dmerge__avx512(args, b, r, nsplit, opart + b * nsplit * R * DV,
+                        lpart + b * nsplit * R);
         }
     }
     if (!args->workspace) attn_free(mem);
@@ -4286,11 +4304,13 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_kvpack_f32__
 /* ---- decode: up to 16 query rows against a long KV cache ---------------- */
 /*
  * A unit is (batch, split of DECODE_SPLIT keys, doubled while a sequence
- * would have more than DECODE_MAX_SPLITS splits).  Its rows are every query
- * head times every query row, grouped by kv head, so each K and V row is
+ * would have more than DECODE_MAX_SPLITS splits, kv heads).  Its rows are every
+ * query head times every query row, grouped by kv head, so each K and V row is
  * read once, straight from the cache tensors (no packing), and the keys of
  * one block are read for all kv heads together (a contiguous stretch of the
- * cache).  Scores are computed transposed, S^T = K Q^T, with the rows along
+ * cache).  A call with fewer than DECODE_HEAD_SPLIT splits (a short cache)
+ * gives each kv head a unit of its own instead, so that threads share it from
+ * the first token; a row's arithmetic is the same either way.  Scores are computed transposed, S^T = K Q^T, with the rows along
  * the vector lanes: K values broadcast against packed Q^T panels (the scores
  * micro-kernel) or against one vector of a kv head's rows, or pairs of K
  * values against half a vector of rows (two values of D a row) or, where
@@ -4450,6 +4470,7 @@ typedef struct {
     float m[1136], l[1136], alpha[1136];
     int64_t lo[1136], hi[1136], sink_hi[1136], first[1136], last[1136];
     int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
+    int64_t hk_lo, hk_hi; /* the blocked unit's kv heads (the driver's) */
 } attn_falcon_7b_dscratch__avx2;
 /* it fits a thread's slot of the decode path's memory (a negative size where it does not) */
 typedef char attn_falcon_7b_dscratch_fits__avx2[sizeof(attn_falcon_7b_dscratch__avx2) <= DECODE_SCRATCH ? 1 : -1];
@@ -4577,7 +4598,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_fal
     int64_t r, c, hk, pl = *plp;
 
     if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
-        for (hk = 0; hk < HKV; hk++) {
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             const float *qt = w->qt + (hk * glp / ROWS_PANEL) * ROWS_PANEL * D + (hk * glp) % ROWS_PANEL; /* its rows' Q^T */
             for (c = 0; c < kb;) {
                 const float *k0 = attn_falcon_7b_k_row(&kv, hk, j0 + c);
@@ -4603,7 +4624,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_fal
         }
     } else
     if (pairs) { /* S^T = K Q^T, kv head by kv head: pairs of K values broadcast against half a vector of rows */
-        for (hk = 0; hk < HKV; hk++) {
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             const float *qp = w->qt + hk * glp * D; /* its rows' Q in pairs of D */
             for (c = 0; c < kb;) {
                 const float *k0 = attn_falcon_7b_k_row(&kv, hk, j0 + c);
@@ -4631,7 +4652,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_fal
     if (dots) { /* keys in pairs; a lone last key pairs with itself */
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
-            for (hk = 0; hk < HKV; hk++) {
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                 attn_falcon_7b_dot_4x2_f32__avx2(w->q + hk * glp * Q_STRIDE, glp, attn_falcon_7b_k_row(&kv, hk, j0 + c),
                         attn_falcon_7b_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
@@ -4646,7 +4667,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_fal
         }
     } else {
         const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
-        for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) { /* S^T = K Q^T, panel by panel */
             for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
@@ -4701,7 +4722,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_fal
     int64_t r, hk, pl = *plp;
 
     /* O = alpha * O + P V, kv head by kv head, 6 rows at a time */
-    for (hk = 0; hk < HKV; hk++) {
+    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
         const float *vh = attn_falcon_7b_v_row(&kv, hk, j0);
         for (r = hk * glp; r < hk * glp + gl;) {
             /* the widest kernel that fits the rows left; past two widths a head, or
@@ -4760,15 +4781,17 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_fal
     /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        if (r >= HKV * glp || rr >= gl) continue; /* a padding row */
+        if (r < w->hk_lo * glp || r >= w->hk_hi * glp || rr >= gl) continue; /* a padding row, or another unit's */
         attn_falcon_7b_dresult(w->o + r * O_STRIDE, w->m[r], w->l[r], opart + row * DV, lpart + row);
     }
 }
 
-/* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
- * g * Lq + i is query i of head hk * GROUP + g (glp: a kv head's rows, padded).
- * Writes each real row's normalized partial output and LSE (natural log),
- * indexed by h * Lq + i. */
+/* One decode unit: batch b, keys [j_begin, j_begin + chunk), kv heads [w->hk_lo,
+ * w->hk_hi).  Row r' = hk * glp + g * Lq + i is query i of head hk * GROUP + g (glp:
+ * a kv head's rows, padded); the rows of every kv head are packed, the others'
+ * scores neither computed nor stored.  Writes each real row of its kv heads'
+ * normalized partial output and LSE (natural log), indexed by h * Lq + i.  A row's
+ * arithmetic does not depend on the unit's other kv heads. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_dunit__avx2(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_falcon_7b_dscratch__avx2 *w, float *restrict opart, float *restrict lpart)
 {
@@ -4812,8 +4835,10 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_dunit__avx2(
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
-    memset(w->o, 0, sizeof(float) * (size_t)rp * O_STRIDE);
-    memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
+    /* the unit's kv heads' rows of O; the scores of every row, as many keys as a block of
+       the split has (padding rows' scores stay finite) */
+    memset(w->o + w->hk_lo * glp * O_STRIDE, 0, sizeof(float) * (size_t)((w->hk_hi - w->hk_lo) * glp * O_STRIDE));
+    memset(w->s, 0, sizeof(float) * (size_t)((j_end - j_begin < bk ? (j_end > j_begin ? j_end - j_begin : 0) : bk) * rp));
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_falcon_7b_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
 
@@ -4838,7 +4863,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_dunit__avx2(
         attn_falcon_7b_dscores__avx2(kv, w, j0, kb, rp, glp, lanes, pairs, dots, pf, jn, pn, &pl);
         attn_falcon_7b_dmasks__avx2(w, j0, kb, rp, cls);
         /* online softmax over whole vectors of rows */
-        for (r = 0; r < rp; r += ROWS_VEC) attn_falcon_7b_softmax_t__avx2(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
+        for (r = w->hk_lo * glp / ROWS_VEC * ROWS_VEC; r < w->hk_hi * glp; r += ROWS_VEC) attn_falcon_7b_softmax_t__avx2(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
 
         attn_falcon_7b_dpv__avx2(kv, w, j0, kb, rp, glp, gl, even, pf, jn, pn, &pl);
     }
@@ -4875,27 +4900,32 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_dmerge__avx2
     if (args->lse) args->lse[(b * HQ + h) * Lq + i] = mx + logf(sum);
 }
 
-/* The decode path: units of (batch, split); the last unit of a batch to
- * finish merges the batch's splits, so the region's end is the call's only
- * wait.  Its memory is one block (decode_mem). */
+/* The decode path: units of (batch, split, kv heads): every kv head, or one kv
+ * head where the call has fewer than DECODE_HEAD_SPLIT splits (of all batches
+ * together), so that the threads share a short cache too; the choice depends on
+ * the shapes alone, and a row's arithmetic does not depend on it.  The last unit
+ * of a (batch, kv heads) to finish merges their rows' splits, so the region's end
+ * is the call's only wait.  Its memory is one block (decode_mem). */
 __attribute__((target("avx2,fma,f16c"))) static attn_status attn_falcon_7b_decode__avx2(const attn_args *args)
 {
-    const int64_t B = args->batch, R = HQ * args->seq_q;
+    const int64_t B = args->batch, Lq = args->seq_q, R = HQ * Lq;
     const int64_t chunk = attn_falcon_7b_split_keys(args->seq_k); /* keys per split (lib/split_kv) */
-    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1, units = B * nsplit;
+    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
+    const int64_t nhg = B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
+    const int64_t units = B * nsplit * nhg, hpg = HKV / nhg; /* kv heads a unit */
     const int nth = attn_falcon_7b_decode_threads(args->threads);
     attn_falcon_7b_dlayout lay;
     char *mem;
     float *opart, *lpart;
-    int *left; /* each batch's splits still to finish */
-    int64_t b;
+    int *left; /* each (batch, kv heads)'s splits still to finish */
+    int64_t g;
     const attn_status status = attn_falcon_7b_decode_mem(args, R, nsplit, nth, &lay, &mem);
 
     if (status != ATTN_OK) return status;
     opart = (float *)(mem + lay.opart);
     lpart = (float *)(mem + lay.lpart);
     left = (int *)(mem + lay.left);
-    for (b = 0; b < B; b++) left[b] = (int)nsplit;
+    for (g = 0; g < B * nhg; g++) left[g] = (int)nsplit;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nth)
 #endif
@@ -4911,21 +4941,25 @@ __attribute__((target("avx2,fma,f16c"))) static attn_status attn_falcon_7b_decod
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1) nowait
 #endif
-        for (u = 0; u < units; u++) { /* u = b * nsplit + split */
-            attn_falcon_7b_dunit__avx2(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-            /* the batch's last split to finish merges it (its partials flushed before the count) */
+        for (u = 0; u < units; u++) { /* u = (b * nsplit + split) * nhg + kv head group */
+            const int64_t su = u / nhg, b = su / nsplit, j0 = (su % nsplit) * chunk, bg = b * nhg + u % nhg;
+            w->hk_lo = (u % nhg) * hpg;
+            w->hk_hi = w->hk_lo + hpg;
+            attn_falcon_7b_dunit__avx2(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+            /* the last split of these kv heads to finish merges their rows (the partials
+               flushed before the count) */
 #ifdef _OPENMP
 #pragma omp flush
 #pragma omp atomic capture
 #endif
-            last = --left[u / nsplit];
+            last = --left[bg];
             if (last) continue;
 #ifdef _OPENMP
 #pragma omp flush
 #endif
-            for (r = 0; r < R; r++)
-                attn_falcon_7b_dmerge__avx2(args, u / nsplit, r, nsplit, opart + (u / nsplit) * nsplit * R * DV,
-                        lpart + (u / nsplit) * nsplit * R);
+            for (r = w->hk_lo * GROUP * Lq; r < w->hk_hi * GROUP * Lq; r++)
+                attn_falcon_7b_dmerge__avx2(args, b, r, nsplit, opart + b * nsplit * R * DV,
+                        lpart + b * nsplit * R);
         }
     }
     if (!args->workspace) attn_free(mem);
@@ -7080,11 +7114,13 @@ static void attn_falcon_7b_kvpack_f32__neon(const attn_falcon_7b_kv *kvs, int64_
 /* ---- decode: up to 16 query rows against a long KV cache ---------------- */
 /*
  * A unit is (batch, split of DECODE_SPLIT keys, doubled while a sequence
- * would have more than DECODE_MAX_SPLITS splits).  Its rows are every query
- * head times every query row, grouped by kv head, so each K and V row is
+ * would have more than DECODE_MAX_SPLITS splits, kv heads).  Its rows are every
+ * query head times every query row, grouped by kv head, so each K and V row is
  * read once, straight from the cache tensors (no packing), and the keys of
  * one block are read for all kv heads together (a contiguous stretch of the
- * cache).  Scores are computed transposed, S^T = K Q^T, with the rows along
+ * cache).  A call with fewer than DECODE_HEAD_SPLIT splits (a short cache)
+ * gives each kv head a unit of its own instead, so that threads share it from
+ * the first token; a row's arithmetic is the same either way.  Scores are computed transposed, S^T = K Q^T, with the rows along
  * the vector lanes: K values broadcast against packed Q^T panels (the scores
  * micro-kernel) or against one vector of a kv head's rows, or pairs of K
  * values against half a vector of rows (two values of D a row) or, where
@@ -7140,6 +7176,7 @@ typedef struct {
     float m[1136], l[1136], alpha[1136];
     int64_t lo[1136], hi[1136], sink_hi[1136], first[1136], last[1136];
     int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
+    int64_t hk_lo, hk_hi; /* the blocked unit's kv heads (the driver's) */
 } attn_falcon_7b_dscratch__neon;
 /* it fits a thread's slot of the decode path's memory (a negative size where it does not) */
 typedef char attn_falcon_7b_dscratch_fits__neon[sizeof(attn_falcon_7b_dscratch__neon) <= DECODE_SCRATCH ? 1 : -1];
@@ -7267,7 +7304,7 @@ static ATTN_ALWAYS_INLINE void attn_falcon_7b_dscores__neon(const attn_falcon_7b
     int64_t r, c, hk, pl = *plp;
 
     if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
-        for (hk = 0; hk < HKV; hk++) {
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             const float *qt = w->qt + (hk * glp / ROWS_PANEL) * ROWS_PANEL * D + (hk * glp) % ROWS_PANEL; /* its rows' Q^T */
             for (c = 0; c < kb;) {
                 const float *k0 = attn_falcon_7b_k_row(&kv, hk, j0 + c);
@@ -7293,7 +7330,7 @@ static ATTN_ALWAYS_INLINE void attn_falcon_7b_dscores__neon(const attn_falcon_7b
         }
     } else
     if (pairs) { /* S^T = K Q^T, kv head by kv head: pairs of K values broadcast against half a vector of rows */
-        for (hk = 0; hk < HKV; hk++) {
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             const float *qp = w->qt + hk * glp * D; /* its rows' Q in pairs of D */
             for (c = 0; c < kb;) {
                 const float *k0 = attn_falcon_7b_k_row(&kv, hk, j0 + c);
@@ -7321,7 +7358,7 @@ static ATTN_ALWAYS_INLINE void attn_falcon_7b_dscores__neon(const attn_falcon_7b
     if (dots) { /* keys in pairs; a lone last key pairs with itself */
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
-            for (hk = 0; hk < HKV; hk++) {
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                 attn_falcon_7b_dot_4x2_f32__neon(w->q + hk * glp * Q_STRIDE, glp, attn_falcon_7b_k_row(&kv, hk, j0 + c),
                         attn_falcon_7b_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
@@ -7336,7 +7373,7 @@ static ATTN_ALWAYS_INLINE void attn_falcon_7b_dscores__neon(const attn_falcon_7b
         }
     } else {
         const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
-        for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) { /* S^T = K Q^T, panel by panel */
             for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
@@ -7391,7 +7428,7 @@ static ATTN_ALWAYS_INLINE void attn_falcon_7b_dpv__neon(const attn_falcon_7b_kv 
     int64_t r, hk, pl = *plp;
 
     /* O = alpha * O + P V, kv head by kv head, 6 rows at a time */
-    for (hk = 0; hk < HKV; hk++) {
+    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
         const float *vh = attn_falcon_7b_v_row(&kv, hk, j0);
         for (r = hk * glp; r < hk * glp + gl;) {
             /* the widest kernel that fits the rows left; past two widths a head, or
@@ -7450,15 +7487,17 @@ static ATTN_ALWAYS_INLINE void attn_falcon_7b_dsplit__neon(const attn_falcon_7b_
     /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        if (r >= HKV * glp || rr >= gl) continue; /* a padding row */
+        if (r < w->hk_lo * glp || r >= w->hk_hi * glp || rr >= gl) continue; /* a padding row, or another unit's */
         attn_falcon_7b_dresult(w->o + r * O_STRIDE, w->m[r], w->l[r], opart + row * DV, lpart + row);
     }
 }
 
-/* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
- * g * Lq + i is query i of head hk * GROUP + g (glp: a kv head's rows, padded).
- * Writes each real row's normalized partial output and LSE (natural log),
- * indexed by h * Lq + i. */
+/* One decode unit: batch b, keys [j_begin, j_begin + chunk), kv heads [w->hk_lo,
+ * w->hk_hi).  Row r' = hk * glp + g * Lq + i is query i of head hk * GROUP + g (glp:
+ * a kv head's rows, padded); the rows of every kv head are packed, the others'
+ * scores neither computed nor stored.  Writes each real row of its kv heads'
+ * normalized partial output and LSE (natural log), indexed by h * Lq + i.  A row's
+ * arithmetic does not depend on the unit's other kv heads. */
 static void attn_falcon_7b_dunit__neon(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_falcon_7b_dscratch__neon *w, float *restrict opart, float *restrict lpart)
 {
@@ -7502,8 +7541,10 @@ static void attn_falcon_7b_dunit__neon(const attn_args *args, int64_t b, int64_t
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
-    memset(w->o, 0, sizeof(float) * (size_t)rp * O_STRIDE);
-    memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
+    /* the unit's kv heads' rows of O; the scores of every row, as many keys as a block of
+       the split has (padding rows' scores stay finite) */
+    memset(w->o + w->hk_lo * glp * O_STRIDE, 0, sizeof(float) * (size_t)((w->hk_hi - w->hk_lo) * glp * O_STRIDE));
+    memset(w->s, 0, sizeof(float) * (size_t)((j_end - j_begin < bk ? (j_end > j_begin ? j_end - j_begin : 0) : bk) * rp));
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_falcon_7b_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
 
@@ -7528,7 +7569,7 @@ static void attn_falcon_7b_dunit__neon(const attn_args *args, int64_t b, int64_t
         attn_falcon_7b_dscores__neon(kv, w, j0, kb, rp, glp, lanes, pairs, dots, pf, jn, pn, &pl);
         attn_falcon_7b_dmasks__neon(w, j0, kb, rp, cls);
         /* online softmax over whole vectors of rows */
-        for (r = 0; r < rp; r += ROWS_VEC) attn_falcon_7b_softmax_t__neon(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
+        for (r = w->hk_lo * glp / ROWS_VEC * ROWS_VEC; r < w->hk_hi * glp; r += ROWS_VEC) attn_falcon_7b_softmax_t__neon(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
 
         attn_falcon_7b_dpv__neon(kv, w, j0, kb, rp, glp, gl, even, pf, jn, pn, &pl);
     }
@@ -7565,27 +7606,32 @@ static void attn_falcon_7b_dmerge__neon(const attn_args *args, int64_t b, int64_
     if (args->lse) args->lse[(b * HQ + h) * Lq + i] = mx + logf(sum);
 }
 
-/* The decode path: units of (batch, split); the last unit of a batch to
- * finish merges the batch's splits, so the region's end is the call's only
- * wait.  Its memory is one block (decode_mem). */
+/* The decode path: units of (batch, split, kv heads): every kv head, or one kv
+ * head where the call has fewer than DECODE_HEAD_SPLIT splits (of all batches
+ * together), so that the threads share a short cache too; the choice depends on
+ * the shapes alone, and a row's arithmetic does not depend on it.  The last unit
+ * of a (batch, kv heads) to finish merges their rows' splits, so the region's end
+ * is the call's only wait.  Its memory is one block (decode_mem). */
 static attn_status attn_falcon_7b_decode__neon(const attn_args *args)
 {
-    const int64_t B = args->batch, R = HQ * args->seq_q;
+    const int64_t B = args->batch, Lq = args->seq_q, R = HQ * Lq;
     const int64_t chunk = attn_falcon_7b_split_keys(args->seq_k); /* keys per split (lib/split_kv) */
-    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1, units = B * nsplit;
+    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
+    const int64_t nhg = B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
+    const int64_t units = B * nsplit * nhg, hpg = HKV / nhg; /* kv heads a unit */
     const int nth = attn_falcon_7b_decode_threads(args->threads);
     attn_falcon_7b_dlayout lay;
     char *mem;
     float *opart, *lpart;
-    int *left; /* each batch's splits still to finish */
-    int64_t b;
+    int *left; /* each (batch, kv heads)'s splits still to finish */
+    int64_t g;
     const attn_status status = attn_falcon_7b_decode_mem(args, R, nsplit, nth, &lay, &mem);
 
     if (status != ATTN_OK) return status;
     opart = (float *)(mem + lay.opart);
     lpart = (float *)(mem + lay.lpart);
     left = (int *)(mem + lay.left);
-    for (b = 0; b < B; b++) left[b] = (int)nsplit;
+    for (g = 0; g < B * nhg; g++) left[g] = (int)nsplit;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nth)
 #endif
@@ -7601,21 +7647,25 @@ static attn_status attn_falcon_7b_decode__neon(const attn_args *args)
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1) nowait
 #endif
-        for (u = 0; u < units; u++) { /* u = b * nsplit + split */
-            attn_falcon_7b_dunit__neon(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-            /* the batch's last split to finish merges it (its partials flushed before the count) */
+        for (u = 0; u < units; u++) { /* u = (b * nsplit + split) * nhg + kv head group */
+            const int64_t su = u / nhg, b = su / nsplit, j0 = (su % nsplit) * chunk, bg = b * nhg + u % nhg;
+            w->hk_lo = (u % nhg) * hpg;
+            w->hk_hi = w->hk_lo + hpg;
+            attn_falcon_7b_dunit__neon(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+            /* the last split of these kv heads to finish merges their rows (the partials
+               flushed before the count) */
 #ifdef _OPENMP
 #pragma omp flush
 #pragma omp atomic capture
 #endif
-            last = --left[u / nsplit];
+            last = --left[bg];
             if (last) continue;
 #ifdef _OPENMP
 #pragma omp flush
 #endif
-            for (r = 0; r < R; r++)
-                attn_falcon_7b_dmerge__neon(args, u / nsplit, r, nsplit, opart + (u / nsplit) * nsplit * R * DV,
-                        lpart + (u / nsplit) * nsplit * R);
+            for (r = w->hk_lo * GROUP * Lq; r < w->hk_hi * GROUP * Lq; r++)
+                attn_falcon_7b_dmerge__neon(args, b, r, nsplit, opart + b * nsplit * R * DV,
+                        lpart + b * nsplit * R);
         }
     }
     if (!args->workspace) attn_free(mem);
@@ -8500,11 +8550,13 @@ ATTN_NO_AUTOVEC static void attn_falcon_7b_kvpack_f32__scalar(const attn_falcon_
 /* ---- decode: up to 16 query rows against a long KV cache ---------------- */
 /*
  * A unit is (batch, split of DECODE_SPLIT keys, doubled while a sequence
- * would have more than DECODE_MAX_SPLITS splits).  Its rows are every query
- * head times every query row, grouped by kv head, so each K and V row is
+ * would have more than DECODE_MAX_SPLITS splits, kv heads).  Its rows are every
+ * query head times every query row, grouped by kv head, so each K and V row is
  * read once, straight from the cache tensors (no packing), and the keys of
  * one block are read for all kv heads together (a contiguous stretch of the
- * cache).  Scores are computed transposed, S^T = K Q^T, with the rows along
+ * cache).  A call with fewer than DECODE_HEAD_SPLIT splits (a short cache)
+ * gives each kv head a unit of its own instead, so that threads share it from
+ * the first token; a row's arithmetic is the same either way.  Scores are computed transposed, S^T = K Q^T, with the rows along
  * the vector lanes: K values broadcast against packed Q^T panels (the scores
  * micro-kernel) or against one vector of a kv head's rows, or pairs of K
  * values against half a vector of rows (two values of D a row) or, where
@@ -8560,6 +8612,7 @@ typedef struct {
     float m[1136], l[1136], alpha[1136];
     int64_t lo[1136], hi[1136], sink_hi[1136], first[1136], last[1136];
     int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
+    int64_t hk_lo, hk_hi; /* the blocked unit's kv heads (the driver's) */
 } attn_falcon_7b_dscratch__scalar;
 /* it fits a thread's slot of the decode path's memory (a negative size where it does not) */
 typedef char attn_falcon_7b_dscratch_fits__scalar[sizeof(attn_falcon_7b_dscratch__scalar) <= DECODE_SCRATCH ? 1 : -1];
@@ -8613,7 +8666,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_falcon_7b_dscores__scalar(co
     if (dots) { /* keys in pairs; a lone last key pairs with itself */
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
-            for (hk = 0; hk < HKV; hk++) {
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                 attn_falcon_7b_dot_4x2_f32__scalar(w->q + hk * glp * Q_STRIDE, glp, attn_falcon_7b_k_row(&kv, hk, j0 + c),
                         attn_falcon_7b_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
@@ -8628,7 +8681,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_falcon_7b_dscores__scalar(co
         }
     } else {
         const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
-        for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) { /* S^T = K Q^T, panel by panel */
             for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
@@ -8682,7 +8735,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_falcon_7b_dpv__scalar(const 
     int64_t r, hk, pl = *plp;
 
     /* O = alpha * O + P V, kv head by kv head, 4 rows at a time */
-    for (hk = 0; hk < HKV; hk++) {
+    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
         const float *vh = attn_falcon_7b_v_row(&kv, hk, j0);
         for (r = hk * glp; r < hk * glp + gl;) {
             const int64_t take = hk * glp + gl - r; /* the widest kernel that fits the rows left */
@@ -8720,15 +8773,17 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_falcon_7b_dsplit__scalar(con
     /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        if (r >= HKV * glp || rr >= gl) continue; /* a padding row */
+        if (r < w->hk_lo * glp || r >= w->hk_hi * glp || rr >= gl) continue; /* a padding row, or another unit's */
         attn_falcon_7b_dresult(w->o + r * O_STRIDE, w->m[r], w->l[r], opart + row * DV, lpart + row);
     }
 }
 
-/* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
- * g * Lq + i is query i of head hk * GROUP + g (glp: a kv head's rows, padded).
- * Writes each real row's normalized partial output and LSE (natural log),
- * indexed by h * Lq + i. */
+/* One decode unit: batch b, keys [j_begin, j_begin + chunk), kv heads [w->hk_lo,
+ * w->hk_hi).  Row r' = hk * glp + g * Lq + i is query i of head hk * GROUP + g (glp:
+ * a kv head's rows, padded); the rows of every kv head are packed, the others'
+ * scores neither computed nor stored.  Writes each real row of its kv heads'
+ * normalized partial output and LSE (natural log), indexed by h * Lq + i.  A row's
+ * arithmetic does not depend on the unit's other kv heads. */
 ATTN_NO_AUTOVEC static void attn_falcon_7b_dunit__scalar(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_falcon_7b_dscratch__scalar *w, float *restrict opart, float *restrict lpart)
 {
@@ -8771,8 +8826,10 @@ ATTN_NO_AUTOVEC static void attn_falcon_7b_dunit__scalar(const attn_args *args, 
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
-    memset(w->o, 0, sizeof(float) * (size_t)rp * O_STRIDE);
-    memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
+    /* the unit's kv heads' rows of O; the scores of every row, as many keys as a block of
+       the split has (padding rows' scores stay finite) */
+    memset(w->o + w->hk_lo * glp * O_STRIDE, 0, sizeof(float) * (size_t)((w->hk_hi - w->hk_lo) * glp * O_STRIDE));
+    memset(w->s, 0, sizeof(float) * (size_t)((j_end - j_begin < bk ? (j_end > j_begin ? j_end - j_begin : 0) : bk) * rp));
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_falcon_7b_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
 
@@ -8797,7 +8854,7 @@ ATTN_NO_AUTOVEC static void attn_falcon_7b_dunit__scalar(const attn_args *args, 
         attn_falcon_7b_dscores__scalar(kv, w, j0, kb, rp, glp, dots, pf, jn, pn, &pl);
         attn_falcon_7b_dmasks__scalar(w, j0, kb, rp, cls);
         /* online softmax over whole vectors of rows */
-        for (r = 0; r < rp; r += ROWS_VEC) attn_falcon_7b_softmax_t__scalar(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
+        for (r = w->hk_lo * glp / ROWS_VEC * ROWS_VEC; r < w->hk_hi * glp; r += ROWS_VEC) attn_falcon_7b_softmax_t__scalar(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
 
         attn_falcon_7b_dpv__scalar(kv, w, j0, kb, rp, glp, gl, pf, jn, pn, &pl);
     }
@@ -8834,27 +8891,32 @@ ATTN_NO_AUTOVEC static void attn_falcon_7b_dmerge__scalar(const attn_args *args,
     if (args->lse) args->lse[(b * HQ + h) * Lq + i] = mx + logf(sum);
 }
 
-/* The decode path: units of (batch, split); the last unit of a batch to
- * finish merges the batch's splits, so the region's end is the call's only
- * wait.  Its memory is one block (decode_mem). */
+/* The decode path: units of (batch, split, kv heads): every kv head, or one kv
+ * head where the call has fewer than DECODE_HEAD_SPLIT splits (of all batches
+ * together), so that the threads share a short cache too; the choice depends on
+ * the shapes alone, and a row's arithmetic does not depend on it.  The last unit
+ * of a (batch, kv heads) to finish merges their rows' splits, so the region's end
+ * is the call's only wait.  Its memory is one block (decode_mem). */
 ATTN_NO_AUTOVEC static attn_status attn_falcon_7b_decode__scalar(const attn_args *args)
 {
-    const int64_t B = args->batch, R = HQ * args->seq_q;
+    const int64_t B = args->batch, Lq = args->seq_q, R = HQ * Lq;
     const int64_t chunk = attn_falcon_7b_split_keys(args->seq_k); /* keys per split (lib/split_kv) */
-    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1, units = B * nsplit;
+    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
+    const int64_t nhg = B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
+    const int64_t units = B * nsplit * nhg, hpg = HKV / nhg; /* kv heads a unit */
     const int nth = attn_falcon_7b_decode_threads(args->threads);
     attn_falcon_7b_dlayout lay;
     char *mem;
     float *opart, *lpart;
-    int *left; /* each batch's splits still to finish */
-    int64_t b;
+    int *left; /* each (batch, kv heads)'s splits still to finish */
+    int64_t g;
     const attn_status status = attn_falcon_7b_decode_mem(args, R, nsplit, nth, &lay, &mem);
 
     if (status != ATTN_OK) return status;
     opart = (float *)(mem + lay.opart);
     lpart = (float *)(mem + lay.lpart);
     left = (int *)(mem + lay.left);
-    for (b = 0; b < B; b++) left[b] = (int)nsplit;
+    for (g = 0; g < B * nhg; g++) left[g] = (int)nsplit;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nth)
 #endif
@@ -8870,21 +8932,25 @@ ATTN_NO_AUTOVEC static attn_status attn_falcon_7b_decode__scalar(const attn_args
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1) nowait
 #endif
-        for (u = 0; u < units; u++) { /* u = b * nsplit + split */
-            attn_falcon_7b_dunit__scalar(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-            /* the batch's last split to finish merges it (its partials flushed before the count) */
+        for (u = 0; u < units; u++) { /* u = (b * nsplit + split) * nhg + kv head group */
+            const int64_t su = u / nhg, b = su / nsplit, j0 = (su % nsplit) * chunk, bg = b * nhg + u % nhg;
+            w->hk_lo = (u % nhg) * hpg;
+            w->hk_hi = w->hk_lo + hpg;
+            attn_falcon_7b_dunit__scalar(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+            /* the last split of these kv heads to finish merges their rows (the partials
+               flushed before the count) */
 #ifdef _OPENMP
 #pragma omp flush
 #pragma omp atomic capture
 #endif
-            last = --left[u / nsplit];
+            last = --left[bg];
             if (last) continue;
 #ifdef _OPENMP
 #pragma omp flush
 #endif
-            for (r = 0; r < R; r++)
-                attn_falcon_7b_dmerge__scalar(args, u / nsplit, r, nsplit, opart + (u / nsplit) * nsplit * R * DV,
-                        lpart + (u / nsplit) * nsplit * R);
+            for (r = w->hk_lo * GROUP * Lq; r < w->hk_hi * GROUP * Lq; r++)
+                attn_falcon_7b_dmerge__scalar(args, b, r, nsplit, opart + b * nsplit * R * DV,
+                        lpart + b * nsplit * R);
         }
     }
     if (!args->workspace) attn_free(mem);

@@ -384,6 +384,7 @@ ATTN_SHARED static int attn_llama3_8b_f16kv_sees(const int64_t *first, const int
 enum {
     DECODE_SPLIT = 512, /* keys of a split (before doubling) */
     DECODE_MAX_SPLITS = 32, /* splits a sequence at most, while a split can double */
+    DECODE_HEAD_SPLIT = 8, /* below this many splits (all batches), a unit is one kv head's */
     DECODE_BLOCK = 32, /* keys of a block inside a split */
     /* the blocked kernel's, where its prefetch goes to L2 (AMD Zen 4 and 5), by its rows a kv head: */
     DECODE_BLOCK_FEW = 16, /* in pairs or dot products, below one panel */
@@ -417,8 +418,9 @@ ATTN_SHARED static void attn_llama3_8b_f16kv_dresult(const float *o, float m, fl
 }
 
 /* The decode path's memory, one block (args->workspace, or one allocation of the
- * hook's): each split's partial O (units * R * DV floats), its LSE (units * R
- * floats, twice with entropy), each batch's count of splits still to finish,
+ * hook's): each split's partial O (B * nsplit * R * DV floats), its LSE (B * nsplit
+ * * R floats, twice with entropy), each (batch, kv heads)'s count of splits still
+ * to finish,
  * then a scratch of DECODE_SCRATCH bytes a thread; each part on ATTN_ALIGN bytes. */
 enum { DECODE_SCRATCH = 977216 /* bytes of a thread's scratch: the largest variant's */ };
 typedef struct { size_t opart, lpart, left, scratch, bytes; } attn_llama3_8b_f16kv_dlayout;
@@ -447,7 +449,7 @@ ATTN_SHARED static int attn_llama3_8b_f16kv_dlayout_of(int64_t B, int64_t R, int
     lay->lpart = (size_t)at;
     at += (units * (uint64_t)R * 1 * sizeof(float) + A - 1) / A * A;
     lay->left = (size_t)at;
-    at += ((uint64_t)B * sizeof(int) + A - 1) / A * A;
+    at += ((uint64_t)B * HKV * sizeof(int) + A - 1) / A * A;
     lay->scratch = (size_t)at;
     at += (uint64_t)nth * DECODE_SCRATCH + A;
     if (at > (uint64_t)SIZE_MAX) return 0;
@@ -2322,11 +2324,13 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_kvpack_f
 /* ---- decode: up to 16 query rows against a long KV cache ---------------- */
 /*
  * A unit is (batch, split of DECODE_SPLIT keys, doubled while a sequence
- * would have more than DECODE_MAX_SPLITS splits).  Its rows are every query
- * head times every query row, grouped by kv head, so each K and V row is
+ * would have more than DECODE_MAX_SPLITS splits, kv heads).  Its rows are every
+ * query head times every query row, grouped by kv head, so each K and V row is
  * read once, straight from the cache tensors (no packing), and the keys of
  * one block are read for all kv heads together (a contiguous stretch of the
- * cache).  Scores are computed transposed, S^T = K Q^T, with the rows along
+ * cache).  A call with fewer than DECODE_HEAD_SPLIT splits (a short cache)
+ * gives each kv head a unit of its own instead, so that threads share it from
+ * the first token; a row's arithmetic is the same either way.  Scores are computed transposed, S^T = K Q^T, with the rows along
  * the vector lanes: K values broadcast against packed Q^T panels (the scores
  * micro-kernel) or against one vector of a kv head's rows, or pairs of K
  * values against half a vector of rows (two values of D a row) or, where
@@ -2490,6 +2494,7 @@ typedef struct {
     float m[512], l[512], alpha[512];
     int64_t lo[512], hi[512], sink_hi[512], first[512], last[512];
     int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
+    int64_t hk_lo, hk_hi; /* the blocked unit's kv heads (the driver's) */
 } attn_llama3_8b_f16kv_dscratch__avx512;
 /* it fits a thread's slot of the decode path's memory (a negative size where it does not) */
 typedef char attn_llama3_8b_f16kv_dscratch_fits__avx512[sizeof(attn_llama3_8b_f16kv_dscratch__avx512) <= DECODE_SCRATCH ? 1 : -1];
@@ -3212,7 +3217,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_llama
     int64_t r, c, hk, pl = *plp;
 
     if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
-        for (hk = 0; hk < HKV; hk++) {
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             const float *qt = w->qt + (hk * glp / ROWS_PANEL) * ROWS_PANEL * D + (hk * glp) % ROWS_PANEL; /* its rows' Q^T */
             for (c = 0; c < kb;) {
                 const uint16_t *k0 = attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c);
@@ -3240,7 +3245,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_llama
     if (dots) { /* keys in pairs; a lone last key pairs with itself */
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
-            for (hk = 0; hk < HKV; hk++) {
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                 attn_llama3_8b_f16kv_dot_4x2_f16__avx512(w->q + hk * glp * Q_STRIDE, glp, attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c),
                         attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
@@ -3255,7 +3260,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_llama
         }
     } else {
         const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
-        for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) { /* S^T = K Q^T, panel by panel */
             for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
@@ -3310,7 +3315,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_llama
     int64_t r, hk, pl = *plp;
 
     /* O = alpha * O + P V, kv head by kv head, 6 rows at a time */
-    for (hk = 0; hk < HKV; hk++) {
+    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
         const uint16_t *vh = attn_llama3_8b_f16kv_v_row(&kv, hk, j0);
         for (r = hk * glp; r < hk * glp + gl;) {
             /* the widest kernel that fits the rows left; past two widths a head, or
@@ -3369,15 +3374,17 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_llama
     /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        if (r >= HKV * glp || rr >= gl) continue; /* a padding row */
+        if (r < w->hk_lo * glp || r >= w->hk_hi * glp || rr >= gl) continue; /* a padding row, or another unit's */
         attn_llama3_8b_f16kv_dresult(w->o + r * O_STRIDE, w->m[r], w->l[r], opart + row * DV, lpart + row);
     }
 }
 
-/* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
- * g * Lq + i is query i of head hk * GROUP + g (glp: a kv head's rows, padded).
- * Writes each real row's normalized partial output and LSE (natural log),
- * indexed by h * Lq + i. */
+/* One decode unit: batch b, keys [j_begin, j_begin + chunk), kv heads [w->hk_lo,
+ * w->hk_hi).  Row r' = hk * glp + g * Lq + i is query i of head hk * GROUP + g (glp:
+ * a kv head's rows, padded); the rows of every kv head are packed, the others'
+ * scores neither computed nor stored.  Writes each real row of its kv heads'
+ * normalized partial output and LSE (natural log), indexed by h * Lq + i.  A row's
+ * arithmetic does not depend on the unit's other kv heads. */
 __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_dunit__avx512(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_llama3_8b_f16kv_dscratch__avx512 *w, float *restrict opart, float *restrict lpart)
 {
@@ -3421,8 +3428,10 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_dunit__a
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
-    memset(w->o, 0, sizeof(float) * (size_t)rp * O_STRIDE);
-    memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
+    /* the unit's kv heads' rows of O; the scores of every row, as many keys as a block of
+       the split has (padding rows' scores stay finite) */
+    memset(w->o + w->hk_lo * glp * O_STRIDE, 0, sizeof(float) * (size_t)((w->hk_hi - w->hk_lo) * glp * O_STRIDE));
+    memset(w->s, 0, sizeof(float) * (size_t)((j_end - j_begin < bk ? (j_end > j_begin ? j_end - j_begin : 0) : bk) * rp));
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_llama3_8b_f16kv_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
 
@@ -3447,7 +3456,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_dunit__a
         attn_llama3_8b_f16kv_dscores__avx512(kv, w, j0, kb, rp, glp, lanes, dots, pf, jn, pn, &pl);
         attn_llama3_8b_f16kv_dmasks__avx512(w, j0, kb, rp, cls);
         /* online softmax over whole vectors of rows */
-        for (r = 0; r < rp; r += ROWS_VEC) attn_llama3_8b_f16kv_softmax_t__avx512(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
+        for (r = w->hk_lo * glp / ROWS_VEC * ROWS_VEC; r < w->hk_hi * glp; r += ROWS_VEC) attn_llama3_8b_f16kv_softmax_t__avx512(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
 
         attn_llama3_8b_f16kv_dpv__avx512(kv, w, j0, kb, rp, glp, gl, even, pf, jn, pn, &pl);
     }
@@ -3614,27 +3623,36 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_dmerge__
     if (args->lse) args->lse[(b * HQ + h) * Lq + i] = mx + logf(sum);
 }
 
-/* The decode path: units of (batch, split); the last unit of a batch to
- * finish merges the batch's splits, so the region's end is the call's only
- * wait.  Its memory is one block (decode_mem). */
+/* The decode path: units of (batch, split, kv heads): every kv head, or one kv
+ * head where the call has fewer than DECODE_HEAD_SPLIT splits (of all batches
+ * together), so that the threads share a short cache too; the choice depends on
+ * the shapes alone, and a row's arithmetic does not depend on it.  The last unit
+ * of a (batch, kv heads) to finish merges their rows' splits, so the region's end
+ * is the call's only wait.  Its memory is one block (decode_mem). */
 __attribute__((target("avx512f,fma"))) static attn_status attn_llama3_8b_f16kv_decode__avx512(const attn_args *args)
 {
-    const int64_t B = args->batch, R = HQ * args->seq_q;
+    const int64_t B = args->batch, Lq = args->seq_q, R = HQ * Lq;
     const int64_t chunk = attn_llama3_8b_f16kv_split_keys(args->seq_k); /* keys per split (lib/split_kv) */
-    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1, units = B * nsplit;
+    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
+    const int64_t rows = GROUP * Lq; /* query rows a kv head */
+    /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs
+       (attn_runtime.h); its units take every kv head */
+    const int stream = rows <= attn_cpu()->decode_stream_rows[0];
+    const int64_t nhg = !stream && B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
+    const int64_t units = B * nsplit * nhg, hpg = HKV / nhg; /* kv heads a unit */
     const int nth = attn_llama3_8b_f16kv_decode_threads(args->threads);
     attn_llama3_8b_f16kv_dlayout lay;
     char *mem;
     float *opart, *lpart;
-    int *left; /* each batch's splits still to finish */
-    int64_t b;
+    int *left; /* each (batch, kv heads)'s splits still to finish */
+    int64_t g;
     const attn_status status = attn_llama3_8b_f16kv_decode_mem(args, R, nsplit, nth, &lay, &mem);
 
     if (status != ATTN_OK) return status;
     opart = (float *)(mem + lay.opart);
     lpart = (float *)(mem + lay.lpart);
     left = (int *)(mem + lay.left);
-    for (b = 0; b < B; b++) left[b] = (int)nsplit;
+    for (g = 0; g < B * nhg; g++) left[g] = (int)nsplit;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nth)
 #endif
@@ -3644,40 +3662,39 @@ __attribute__((target("avx512f,fma"))) static attn_status attn_llama3_8b_f16kv_d
 #else
         attn_llama3_8b_f16kv_dscratch__avx512 *w = (attn_llama3_8b_f16kv_dscratch__avx512 *)(mem + lay.scratch);
 #endif
-        const int64_t rows = GROUP * args->seq_q; /* query rows a kv head */
-        /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs (attn_runtime.h) */
-        const int stream = rows <= attn_cpu()->decode_stream_rows[0];
         int64_t u, r;
         int last;
         w->rows_of = -1;
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1) nowait
 #endif
-        for (u = 0; u < units; u++) { /* u = b * nsplit + split */
-            int done = 0;
+        for (u = 0; u < units; u++) { /* u = (b * nsplit + split) * nhg + kv head group */
+            const int64_t su = u / nhg, b = su / nsplit, j0 = (su % nsplit) * chunk, bg = b * nhg + u % nhg;
+            w->hk_lo = (u % nhg) * hpg;
+            w->hk_hi = w->hk_lo + hpg;
             if (stream) switch (rows) { /* the streaming kernel's rows */
             case 4:
-                attn_llama3_8b_f16kv_sunit_4x1__avx512(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-                done = 1;
-                break;
+                attn_llama3_8b_f16kv_sunit_4x1__avx512(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+                goto merge;
             default:
                 break;
             }
-            if (!done)
-                attn_llama3_8b_f16kv_dunit__avx512(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-            /* the batch's last split to finish merges it (its partials flushed before the count) */
+            attn_llama3_8b_f16kv_dunit__avx512(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+        merge:;
+            /* the last split of these kv heads to finish merges their rows (the partials
+               flushed before the count) */
 #ifdef _OPENMP
 #pragma omp flush
 #pragma omp atomic capture
 #endif
-            last = --left[u / nsplit];
+            last = --left[bg];
             if (last) continue;
 #ifdef _OPENMP
 #pragma omp flush
 #endif
-            for (r = 0; r < R; r++)
-                attn_llama3_8b_f16kv_dmerge__avx512(args, u / nsplit, r, nsplit, opart + (u / nsplit) * nsplit * R * DV,
-                        lpart + (u / nsplit) * nsplit * R);
+            for (r = w->hk_lo * GROUP * Lq; r < w->hk_hi * GROUP * Lq; r++)
+                attn_llama3_8b_f16kv_dmerge__avx512(args, b, r, nsplit, opart + b * nsplit * R * DV,
+                        lpart + b * nsplit * R);
         }
     }
     if (!args->workspace) attn_free(mem);
@@ -5334,11 +5351,13 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_kvpack
 /* ---- decode: up to 16 query rows against a long KV cache ---------------- */
 /*
  * A unit is (batch, split of DECODE_SPLIT keys, doubled while a sequence
- * would have more than DECODE_MAX_SPLITS splits).  Its rows are every query
- * head times every query row, grouped by kv head, so each K and V row is
+ * would have more than DECODE_MAX_SPLITS splits, kv heads).  Its rows are every
+ * query head times every query row, grouped by kv head, so each K and V row is
  * read once, straight from the cache tensors (no packing), and the keys of
  * one block are read for all kv heads together (a contiguous stretch of the
- * cache).  Scores are computed transposed, S^T = K Q^T, with the rows along
+ * cache).  A call with fewer than DECODE_HEAD_SPLIT splits (a short cache)
+ * gives each kv head a unit of its own instead, so that threads share it from
+ * the first token; a row's arithmetic is the same either way.  Scores are computed transposed, S^T = K Q^T, with the rows along
  * the vector lanes: K values broadcast against packed Q^T panels (the scores
  * micro-kernel) or against one vector of a kv head's rows, or pairs of K
  * values against half a vector of rows (two values of D a row) or, where
@@ -5398,6 +5417,7 @@ typedef struct {
     float m[512], l[512], alpha[512];
     int64_t lo[512], hi[512], sink_hi[512], first[512], last[512];
     int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
+    int64_t hk_lo, hk_hi; /* the blocked unit's kv heads (the driver's) */
 } attn_llama3_8b_f16kv_dscratch__avx2;
 /* it fits a thread's slot of the decode path's memory (a negative size where it does not) */
 typedef char attn_llama3_8b_f16kv_dscratch_fits__avx2[sizeof(attn_llama3_8b_f16kv_dscratch__avx2) <= DECODE_SCRATCH ? 1 : -1];
@@ -5686,7 +5706,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_lla
     int64_t r, c, hk, pl = *plp;
 
     if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
-        for (hk = 0; hk < HKV; hk++) {
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             const float *qt = w->qt + (hk * glp / ROWS_PANEL) * ROWS_PANEL * D + (hk * glp) % ROWS_PANEL; /* its rows' Q^T */
             for (c = 0; c < kb;) {
                 const uint16_t *k0 = attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c);
@@ -5714,7 +5734,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_lla
     if (dots) { /* keys in pairs; a lone last key pairs with itself */
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
-            for (hk = 0; hk < HKV; hk++) {
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                 attn_llama3_8b_f16kv_dot_4x2_f16__avx2(w->q + hk * glp * Q_STRIDE, glp, attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c),
                         attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
@@ -5729,7 +5749,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_lla
         }
     } else {
         const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
-        for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) { /* S^T = K Q^T, panel by panel */
             for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
@@ -5784,7 +5804,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_lla
     int64_t r, hk, pl = *plp;
 
     /* O = alpha * O + P V, kv head by kv head, 6 rows at a time */
-    for (hk = 0; hk < HKV; hk++) {
+    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
         const uint16_t *vh = attn_llama3_8b_f16kv_v_row(&kv, hk, j0);
         for (r = hk * glp; r < hk * glp + gl;) {
             /* the widest kernel that fits the rows left; past two widths a head, or
@@ -5843,15 +5863,17 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_lla
     /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        if (r >= HKV * glp || rr >= gl) continue; /* a padding row */
+        if (r < w->hk_lo * glp || r >= w->hk_hi * glp || rr >= gl) continue; /* a padding row, or another unit's */
         attn_llama3_8b_f16kv_dresult(w->o + r * O_STRIDE, w->m[r], w->l[r], opart + row * DV, lpart + row);
     }
 }
 
-/* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
- * g * Lq + i is query i of head hk * GROUP + g (glp: a kv head's rows, padded).
- * Writes each real row's normalized partial output and LSE (natural log),
- * indexed by h * Lq + i. */
+/* One decode unit: batch b, keys [j_begin, j_begin + chunk), kv heads [w->hk_lo,
+ * w->hk_hi).  Row r' = hk * glp + g * Lq + i is query i of head hk * GROUP + g (glp:
+ * a kv head's rows, padded); the rows of every kv head are packed, the others'
+ * scores neither computed nor stored.  Writes each real row of its kv heads'
+ * normalized partial output and LSE (natural log), indexed by h * Lq + i.  A row's
+ * arithmetic does not depend on the unit's other kv heads. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_dunit__avx2(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_llama3_8b_f16kv_dscratch__avx2 *w, float *restrict opart, float *restrict lpart)
 {
@@ -5895,8 +5917,10 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_dunit_
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
-    memset(w->o, 0, sizeof(float) * (size_t)rp * O_STRIDE);
-    memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
+    /* the unit's kv heads' rows of O; the scores of every row, as many keys as a block of
+       the split has (padding rows' scores stay finite) */
+    memset(w->o + w->hk_lo * glp * O_STRIDE, 0, sizeof(float) * (size_t)((w->hk_hi - w->hk_lo) * glp * O_STRIDE));
+    memset(w->s, 0, sizeof(float) * (size_t)((j_end - j_begin < bk ? (j_end > j_begin ? j_end - j_begin : 0) : bk) * rp));
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_llama3_8b_f16kv_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
 
@@ -5921,7 +5945,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_dunit_
         attn_llama3_8b_f16kv_dscores__avx2(kv, w, j0, kb, rp, glp, lanes, dots, pf, jn, pn, &pl);
         attn_llama3_8b_f16kv_dmasks__avx2(w, j0, kb, rp, cls);
         /* online softmax over whole vectors of rows */
-        for (r = 0; r < rp; r += ROWS_VEC) attn_llama3_8b_f16kv_softmax_t__avx2(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
+        for (r = w->hk_lo * glp / ROWS_VEC * ROWS_VEC; r < w->hk_hi * glp; r += ROWS_VEC) attn_llama3_8b_f16kv_softmax_t__avx2(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
 
         attn_llama3_8b_f16kv_dpv__avx2(kv, w, j0, kb, rp, glp, gl, even, pf, jn, pn, &pl);
     }
@@ -6088,27 +6112,36 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_dmerge
     if (args->lse) args->lse[(b * HQ + h) * Lq + i] = mx + logf(sum);
 }
 
-/* The decode path: units of (batch, split); the last unit of a batch to
- * finish merges the batch's splits, so the region's end is the call's only
- * wait.  Its memory is one block (decode_mem). */
+/* The decode path: units of (batch, split, kv heads): every kv head, or one kv
+ * head where the call has fewer than DECODE_HEAD_SPLIT splits (of all batches
+ * together), so that the threads share a short cache too; the choice depends on
+ * the shapes alone, and a row's arithmetic does not depend on it.  The last unit
+ * of a (batch, kv heads) to finish merges their rows' splits, so the region's end
+ * is the call's only wait.  Its memory is one block (decode_mem). */
 __attribute__((target("avx2,fma,f16c"))) static attn_status attn_llama3_8b_f16kv_decode__avx2(const attn_args *args)
 {
-    const int64_t B = args->batch, R = HQ * args->seq_q;
+    const int64_t B = args->batch, Lq = args->seq_q, R = HQ * Lq;
     const int64_t chunk = attn_llama3_8b_f16kv_split_keys(args->seq_k); /* keys per split (lib/split_kv) */
-    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1, units = B * nsplit;
+    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
+    const int64_t rows = GROUP * Lq; /* query rows a kv head */
+    /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs
+       (attn_runtime.h); its units take every kv head */
+    const int stream = rows <= attn_cpu()->decode_stream_rows[0];
+    const int64_t nhg = !stream && B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
+    const int64_t units = B * nsplit * nhg, hpg = HKV / nhg; /* kv heads a unit */
     const int nth = attn_llama3_8b_f16kv_decode_threads(args->threads);
     attn_llama3_8b_f16kv_dlayout lay;
     char *mem;
     float *opart, *lpart;
-    int *left; /* each batch's splits still to finish */
-    int64_t b;
+    int *left; /* each (batch, kv heads)'s splits still to finish */
+    int64_t g;
     const attn_status status = attn_llama3_8b_f16kv_decode_mem(args, R, nsplit, nth, &lay, &mem);
 
     if (status != ATTN_OK) return status;
     opart = (float *)(mem + lay.opart);
     lpart = (float *)(mem + lay.lpart);
     left = (int *)(mem + lay.left);
-    for (b = 0; b < B; b++) left[b] = (int)nsplit;
+    for (g = 0; g < B * nhg; g++) left[g] = (int)nsplit;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nth)
 #endif
@@ -6118,40 +6151,39 @@ __attribute__((target("avx2,fma,f16c"))) static attn_status attn_llama3_8b_f16kv
 #else
         attn_llama3_8b_f16kv_dscratch__avx2 *w = (attn_llama3_8b_f16kv_dscratch__avx2 *)(mem + lay.scratch);
 #endif
-        const int64_t rows = GROUP * args->seq_q; /* query rows a kv head */
-        /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs (attn_runtime.h) */
-        const int stream = rows <= attn_cpu()->decode_stream_rows[0];
         int64_t u, r;
         int last;
         w->rows_of = -1;
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1) nowait
 #endif
-        for (u = 0; u < units; u++) { /* u = b * nsplit + split */
-            int done = 0;
+        for (u = 0; u < units; u++) { /* u = (b * nsplit + split) * nhg + kv head group */
+            const int64_t su = u / nhg, b = su / nsplit, j0 = (su % nsplit) * chunk, bg = b * nhg + u % nhg;
+            w->hk_lo = (u % nhg) * hpg;
+            w->hk_hi = w->hk_lo + hpg;
             if (stream) switch (rows) { /* the streaming kernel's rows */
             case 4:
-                attn_llama3_8b_f16kv_sunit_4x1__avx2(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-                done = 1;
-                break;
+                attn_llama3_8b_f16kv_sunit_4x1__avx2(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+                goto merge;
             default:
                 break;
             }
-            if (!done)
-                attn_llama3_8b_f16kv_dunit__avx2(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-            /* the batch's last split to finish merges it (its partials flushed before the count) */
+            attn_llama3_8b_f16kv_dunit__avx2(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+        merge:;
+            /* the last split of these kv heads to finish merges their rows (the partials
+               flushed before the count) */
 #ifdef _OPENMP
 #pragma omp flush
 #pragma omp atomic capture
 #endif
-            last = --left[u / nsplit];
+            last = --left[bg];
             if (last) continue;
 #ifdef _OPENMP
 #pragma omp flush
 #endif
-            for (r = 0; r < R; r++)
-                attn_llama3_8b_f16kv_dmerge__avx2(args, u / nsplit, r, nsplit, opart + (u / nsplit) * nsplit * R * DV,
-                        lpart + (u / nsplit) * nsplit * R);
+            for (r = w->hk_lo * GROUP * Lq; r < w->hk_hi * GROUP * Lq; r++)
+                attn_llama3_8b_f16kv_dmerge__avx2(args, b, r, nsplit, opart + b * nsplit * R * DV,
+                        lpart + b * nsplit * R);
         }
     }
     if (!args->workspace) attn_free(mem);
@@ -8217,11 +8249,13 @@ static void attn_llama3_8b_f16kv_kvpack_f16__neon(const attn_llama3_8b_f16kv_kv 
 /* ---- decode: up to 16 query rows against a long KV cache ---------------- */
 /*
  * A unit is (batch, split of DECODE_SPLIT keys, doubled while a sequence
- * would have more than DECODE_MAX_SPLITS splits).  Its rows are every query
- * head times every query row, grouped by kv head, so each K and V row is
+ * would have more than DECODE_MAX_SPLITS splits, kv heads).  Its rows are every
+ * query head times every query row, grouped by kv head, so each K and V row is
  * read once, straight from the cache tensors (no packing), and the keys of
  * one block are read for all kv heads together (a contiguous stretch of the
- * cache).  Scores are computed transposed, S^T = K Q^T, with the rows along
+ * cache).  A call with fewer than DECODE_HEAD_SPLIT splits (a short cache)
+ * gives each kv head a unit of its own instead, so that threads share it from
+ * the first token; a row's arithmetic is the same either way.  Scores are computed transposed, S^T = K Q^T, with the rows along
  * the vector lanes: K values broadcast against packed Q^T panels (the scores
  * micro-kernel) or against one vector of a kv head's rows, or pairs of K
  * values against half a vector of rows (two values of D a row) or, where
@@ -8281,6 +8315,7 @@ typedef struct {
     float m[512], l[512], alpha[512];
     int64_t lo[512], hi[512], sink_hi[512], first[512], last[512];
     int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
+    int64_t hk_lo, hk_hi; /* the blocked unit's kv heads (the driver's) */
 } attn_llama3_8b_f16kv_dscratch__neon;
 /* it fits a thread's slot of the decode path's memory (a negative size where it does not) */
 typedef char attn_llama3_8b_f16kv_dscratch_fits__neon[sizeof(attn_llama3_8b_f16kv_dscratch__neon) <= DECODE_SCRATCH ? 1 : -1];
@@ -8569,7 +8604,7 @@ static ATTN_ALWAYS_INLINE void attn_llama3_8b_f16kv_dscores__neon(const attn_lla
     int64_t r, c, hk, pl = *plp;
 
     if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
-        for (hk = 0; hk < HKV; hk++) {
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             const float *qt = w->qt + (hk * glp / ROWS_PANEL) * ROWS_PANEL * D + (hk * glp) % ROWS_PANEL; /* its rows' Q^T */
             for (c = 0; c < kb;) {
                 const uint16_t *k0 = attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c);
@@ -8597,7 +8632,7 @@ static ATTN_ALWAYS_INLINE void attn_llama3_8b_f16kv_dscores__neon(const attn_lla
     if (dots) { /* keys in pairs; a lone last key pairs with itself */
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
-            for (hk = 0; hk < HKV; hk++) {
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                 attn_llama3_8b_f16kv_dot_4x2_f16__neon(w->q + hk * glp * Q_STRIDE, glp, attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c),
                         attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
@@ -8612,7 +8647,7 @@ static ATTN_ALWAYS_INLINE void attn_llama3_8b_f16kv_dscores__neon(const attn_lla
         }
     } else {
         const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
-        for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) { /* S^T = K Q^T, panel by panel */
             for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
@@ -8667,7 +8702,7 @@ static ATTN_ALWAYS_INLINE void attn_llama3_8b_f16kv_dpv__neon(const attn_llama3_
     int64_t r, hk, pl = *plp;
 
     /* O = alpha * O + P V, kv head by kv head, 6 rows at a time */
-    for (hk = 0; hk < HKV; hk++) {
+    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
         const uint16_t *vh = attn_llama3_8b_f16kv_v_row(&kv, hk, j0);
         for (r = hk * glp; r < hk * glp + gl;) {
             /* the widest kernel that fits the rows left; past two widths a head, or
@@ -8726,15 +8761,17 @@ static ATTN_ALWAYS_INLINE void attn_llama3_8b_f16kv_dsplit__neon(const attn_llam
     /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        if (r >= HKV * glp || rr >= gl) continue; /* a padding row */
+        if (r < w->hk_lo * glp || r >= w->hk_hi * glp || rr >= gl) continue; /* a padding row, or another unit's */
         attn_llama3_8b_f16kv_dresult(w->o + r * O_STRIDE, w->m[r], w->l[r], opart + row * DV, lpart + row);
     }
 }
 
-/* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
- * g * Lq + i is query i of head hk * GROUP + g (glp: a kv head's rows, padded).
- * Writes each real row's normalized partial output and LSE (natural log),
- * indexed by h * Lq + i. */
+/* One decode unit: batch b, keys [j_begin, j_begin + chunk), kv heads [w->hk_lo,
+ * w->hk_hi).  Row r' = hk * glp + g * Lq + i is query i of head hk * GROUP + g (glp:
+ * a kv head's rows, padded); the rows of every kv head are packed, the others'
+ * scores neither computed nor stored.  Writes each real row of its kv heads'
+ * normalized partial output and LSE (natural log), indexed by h * Lq + i.  A row's
+ * arithmetic does not depend on the unit's other kv heads. */
 static void attn_llama3_8b_f16kv_dunit__neon(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_llama3_8b_f16kv_dscratch__neon *w, float *restrict opart, float *restrict lpart)
 {
@@ -8778,8 +8815,10 @@ static void attn_llama3_8b_f16kv_dunit__neon(const attn_args *args, int64_t b, i
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
-    memset(w->o, 0, sizeof(float) * (size_t)rp * O_STRIDE);
-    memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
+    /* the unit's kv heads' rows of O; the scores of every row, as many keys as a block of
+       the split has (padding rows' scores stay finite) */
+    memset(w->o + w->hk_lo * glp * O_STRIDE, 0, sizeof(float) * (size_t)((w->hk_hi - w->hk_lo) * glp * O_STRIDE));
+    memset(w->s, 0, sizeof(float) * (size_t)((j_end - j_begin < bk ? (j_end > j_begin ? j_end - j_begin : 0) : bk) * rp));
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_llama3_8b_f16kv_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
 
@@ -8804,7 +8843,7 @@ static void attn_llama3_8b_f16kv_dunit__neon(const attn_args *args, int64_t b, i
         attn_llama3_8b_f16kv_dscores__neon(kv, w, j0, kb, rp, glp, lanes, dots, pf, jn, pn, &pl);
         attn_llama3_8b_f16kv_dmasks__neon(w, j0, kb, rp, cls);
         /* online softmax over whole vectors of rows */
-        for (r = 0; r < rp; r += ROWS_VEC) attn_llama3_8b_f16kv_softmax_t__neon(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
+        for (r = w->hk_lo * glp / ROWS_VEC * ROWS_VEC; r < w->hk_hi * glp; r += ROWS_VEC) attn_llama3_8b_f16kv_softmax_t__neon(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
 
         attn_llama3_8b_f16kv_dpv__neon(kv, w, j0, kb, rp, glp, gl, even, pf, jn, pn, &pl);
     }
@@ -8971,27 +9010,36 @@ static void attn_llama3_8b_f16kv_dmerge__neon(const attn_args *args, int64_t b, 
     if (args->lse) args->lse[(b * HQ + h) * Lq + i] = mx + logf(sum);
 }
 
-/* The decode path: units of (batch, split); the last unit of a batch to
- * finish merges the batch's splits, so the region's end is the call's only
- * wait.  Its memory is one block (decode_mem). */
+/* The decode path: units of (batch, split, kv heads): every kv head, or one kv
+ * head where the call has fewer than DECODE_HEAD_SPLIT splits (of all batches
+ * together), so that the threads share a short cache too; the choice depends on
+ * the shapes alone, and a row's arithmetic does not depend on it.  The last unit
+ * of a (batch, kv heads) to finish merges their rows' splits, so the region's end
+ * is the call's only wait.  Its memory is one block (decode_mem). */
 static attn_status attn_llama3_8b_f16kv_decode__neon(const attn_args *args)
 {
-    const int64_t B = args->batch, R = HQ * args->seq_q;
+    const int64_t B = args->batch, Lq = args->seq_q, R = HQ * Lq;
     const int64_t chunk = attn_llama3_8b_f16kv_split_keys(args->seq_k); /* keys per split (lib/split_kv) */
-    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1, units = B * nsplit;
+    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
+    const int64_t rows = GROUP * Lq; /* query rows a kv head */
+    /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs
+       (attn_runtime.h); its units take every kv head */
+    const int stream = rows <= attn_cpu()->decode_stream_rows[0];
+    const int64_t nhg = !stream && B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
+    const int64_t units = B * nsplit * nhg, hpg = HKV / nhg; /* kv heads a unit */
     const int nth = attn_llama3_8b_f16kv_decode_threads(args->threads);
     attn_llama3_8b_f16kv_dlayout lay;
     char *mem;
     float *opart, *lpart;
-    int *left; /* each batch's splits still to finish */
-    int64_t b;
+    int *left; /* each (batch, kv heads)'s splits still to finish */
+    int64_t g;
     const attn_status status = attn_llama3_8b_f16kv_decode_mem(args, R, nsplit, nth, &lay, &mem);
 
     if (status != ATTN_OK) return status;
     opart = (float *)(mem + lay.opart);
     lpart = (float *)(mem + lay.lpart);
     left = (int *)(mem + lay.left);
-    for (b = 0; b < B; b++) left[b] = (int)nsplit;
+    for (g = 0; g < B * nhg; g++) left[g] = (int)nsplit;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nth)
 #endif
@@ -9001,40 +9049,39 @@ static attn_status attn_llama3_8b_f16kv_decode__neon(const attn_args *args)
 #else
         attn_llama3_8b_f16kv_dscratch__neon *w = (attn_llama3_8b_f16kv_dscratch__neon *)(mem + lay.scratch);
 #endif
-        const int64_t rows = GROUP * args->seq_q; /* query rows a kv head */
-        /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs (attn_runtime.h) */
-        const int stream = rows <= attn_cpu()->decode_stream_rows[0];
         int64_t u, r;
         int last;
         w->rows_of = -1;
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1) nowait
 #endif
-        for (u = 0; u < units; u++) { /* u = b * nsplit + split */
-            int done = 0;
+        for (u = 0; u < units; u++) { /* u = (b * nsplit + split) * nhg + kv head group */
+            const int64_t su = u / nhg, b = su / nsplit, j0 = (su % nsplit) * chunk, bg = b * nhg + u % nhg;
+            w->hk_lo = (u % nhg) * hpg;
+            w->hk_hi = w->hk_lo + hpg;
             if (stream) switch (rows) { /* the streaming kernel's rows */
             case 4:
-                attn_llama3_8b_f16kv_sunit_4x1__neon(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-                done = 1;
-                break;
+                attn_llama3_8b_f16kv_sunit_4x1__neon(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+                goto merge;
             default:
                 break;
             }
-            if (!done)
-                attn_llama3_8b_f16kv_dunit__neon(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-            /* the batch's last split to finish merges it (its partials flushed before the count) */
+            attn_llama3_8b_f16kv_dunit__neon(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+        merge:;
+            /* the last split of these kv heads to finish merges their rows (the partials
+               flushed before the count) */
 #ifdef _OPENMP
 #pragma omp flush
 #pragma omp atomic capture
 #endif
-            last = --left[u / nsplit];
+            last = --left[bg];
             if (last) continue;
 #ifdef _OPENMP
 #pragma omp flush
 #endif
-            for (r = 0; r < R; r++)
-                attn_llama3_8b_f16kv_dmerge__neon(args, u / nsplit, r, nsplit, opart + (u / nsplit) * nsplit * R * DV,
-                        lpart + (u / nsplit) * nsplit * R);
+            for (r = w->hk_lo * GROUP * Lq; r < w->hk_hi * GROUP * Lq; r++)
+                attn_llama3_8b_f16kv_dmerge__neon(args, b, r, nsplit, opart + b * nsplit * R * DV,
+                        lpart + b * nsplit * R);
         }
     }
     if (!args->workspace) attn_free(mem);
@@ -10288,11 +10335,13 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_kvpack_f16__scalar(const attn_l
 /* ---- decode: up to 16 query rows against a long KV cache ---------------- */
 /*
  * A unit is (batch, split of DECODE_SPLIT keys, doubled while a sequence
- * would have more than DECODE_MAX_SPLITS splits).  Its rows are every query
- * head times every query row, grouped by kv head, so each K and V row is
+ * would have more than DECODE_MAX_SPLITS splits, kv heads).  Its rows are every
+ * query head times every query row, grouped by kv head, so each K and V row is
  * read once, straight from the cache tensors (no packing), and the keys of
  * one block are read for all kv heads together (a contiguous stretch of the
- * cache).  Scores are computed transposed, S^T = K Q^T, with the rows along
+ * cache).  A call with fewer than DECODE_HEAD_SPLIT splits (a short cache)
+ * gives each kv head a unit of its own instead, so that threads share it from
+ * the first token; a row's arithmetic is the same either way.  Scores are computed transposed, S^T = K Q^T, with the rows along
  * the vector lanes: K values broadcast against packed Q^T panels (the scores
  * micro-kernel) or against one vector of a kv head's rows, or pairs of K
  * values against half a vector of rows (two values of D a row) or, where
@@ -10348,6 +10397,7 @@ typedef struct {
     float m[512], l[512], alpha[512];
     int64_t lo[512], hi[512], sink_hi[512], first[512], last[512];
     int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
+    int64_t hk_lo, hk_hi; /* the blocked unit's kv heads (the driver's) */
 } attn_llama3_8b_f16kv_dscratch__scalar;
 /* it fits a thread's slot of the decode path's memory (a negative size where it does not) */
 typedef char attn_llama3_8b_f16kv_dscratch_fits__scalar[sizeof(attn_llama3_8b_f16kv_dscratch__scalar) <= DECODE_SCRATCH ? 1 : -1];
@@ -10401,7 +10451,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_llama3_8b_f16kv_dscores__sca
     if (dots) { /* keys in pairs; a lone last key pairs with itself */
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
-            for (hk = 0; hk < HKV; hk++) {
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                 attn_llama3_8b_f16kv_dot_4x2_f16__scalar(w->q + hk * glp * Q_STRIDE, glp, attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c),
                         attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
@@ -10416,7 +10466,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_llama3_8b_f16kv_dscores__sca
         }
     } else {
         const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
-        for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) { /* S^T = K Q^T, panel by panel */
             for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
@@ -10470,7 +10520,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_llama3_8b_f16kv_dpv__scalar(
     int64_t r, hk, pl = *plp;
 
     /* O = alpha * O + P V, kv head by kv head, 4 rows at a time */
-    for (hk = 0; hk < HKV; hk++) {
+    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
         const uint16_t *vh = attn_llama3_8b_f16kv_v_row(&kv, hk, j0);
         for (r = hk * glp; r < hk * glp + gl;) {
             const int64_t take = hk * glp + gl - r; /* the widest kernel that fits the rows left */
@@ -10508,15 +10558,17 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_llama3_8b_f16kv_dsplit__scal
     /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        if (r >= HKV * glp || rr >= gl) continue; /* a padding row */
+        if (r < w->hk_lo * glp || r >= w->hk_hi * glp || rr >= gl) continue; /* a padding row, or another unit's */
         attn_llama3_8b_f16kv_dresult(w->o + r * O_STRIDE, w->m[r], w->l[r], opart + row * DV, lpart + row);
     }
 }
 
-/* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
- * g * Lq + i is query i of head hk * GROUP + g (glp: a kv head's rows, padded).
- * Writes each real row's normalized partial output and LSE (natural log),
- * indexed by h * Lq + i. */
+/* One decode unit: batch b, keys [j_begin, j_begin + chunk), kv heads [w->hk_lo,
+ * w->hk_hi).  Row r' = hk * glp + g * Lq + i is query i of head hk * GROUP + g (glp:
+ * a kv head's rows, padded); the rows of every kv head are packed, the others'
+ * scores neither computed nor stored.  Writes each real row of its kv heads'
+ * normalized partial output and LSE (natural log), indexed by h * Lq + i.  A row's
+ * arithmetic does not depend on the unit's other kv heads. */
 ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_dunit__scalar(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_llama3_8b_f16kv_dscratch__scalar *w, float *restrict opart, float *restrict lpart)
 {
@@ -10559,8 +10611,10 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_dunit__scalar(const attn_args *
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
-    memset(w->o, 0, sizeof(float) * (size_t)rp * O_STRIDE);
-    memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
+    /* the unit's kv heads' rows of O; the scores of every row, as many keys as a block of
+       the split has (padding rows' scores stay finite) */
+    memset(w->o + w->hk_lo * glp * O_STRIDE, 0, sizeof(float) * (size_t)((w->hk_hi - w->hk_lo) * glp * O_STRIDE));
+    memset(w->s, 0, sizeof(float) * (size_t)((j_end - j_begin < bk ? (j_end > j_begin ? j_end - j_begin : 0) : bk) * rp));
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_llama3_8b_f16kv_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
 
@@ -10585,7 +10639,7 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_dunit__scalar(const attn_args *
         attn_llama3_8b_f16kv_dscores__scalar(kv, w, j0, kb, rp, glp, dots, pf, jn, pn, &pl);
         attn_llama3_8b_f16kv_dmasks__scalar(w, j0, kb, rp, cls);
         /* online softmax over whole vectors of rows */
-        for (r = 0; r < rp; r += ROWS_VEC) attn_llama3_8b_f16kv_softmax_t__scalar(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
+        for (r = w->hk_lo * glp / ROWS_VEC * ROWS_VEC; r < w->hk_hi * glp; r += ROWS_VEC) attn_llama3_8b_f16kv_softmax_t__scalar(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
 
         attn_llama3_8b_f16kv_dpv__scalar(kv, w, j0, kb, rp, glp, gl, pf, jn, pn, &pl);
     }
@@ -10622,27 +10676,32 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_dmerge__scalar(const attn_args 
     if (args->lse) args->lse[(b * HQ + h) * Lq + i] = mx + logf(sum);
 }
 
-/* The decode path: units of (batch, split); the last unit of a batch to
- * finish merges the batch's splits, so the region's end is the call's only
- * wait.  Its memory is one block (decode_mem). */
+/* The decode path: units of (batch, split, kv heads): every kv head, or one kv
+ * head where the call has fewer than DECODE_HEAD_SPLIT splits (of all batches
+ * together), so that the threads share a short cache too; the choice depends on
+ * the shapes alone, and a row's arithmetic does not depend on it.  The last unit
+ * of a (batch, kv heads) to finish merges their rows' splits, so the region's end
+ * is the call's only wait.  Its memory is one block (decode_mem). */
 ATTN_NO_AUTOVEC static attn_status attn_llama3_8b_f16kv_decode__scalar(const attn_args *args)
 {
-    const int64_t B = args->batch, R = HQ * args->seq_q;
+    const int64_t B = args->batch, Lq = args->seq_q, R = HQ * Lq;
     const int64_t chunk = attn_llama3_8b_f16kv_split_keys(args->seq_k); /* keys per split (lib/split_kv) */
-    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1, units = B * nsplit;
+    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
+    const int64_t nhg = B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
+    const int64_t units = B * nsplit * nhg, hpg = HKV / nhg; /* kv heads a unit */
     const int nth = attn_llama3_8b_f16kv_decode_threads(args->threads);
     attn_llama3_8b_f16kv_dlayout lay;
     char *mem;
     float *opart, *lpart;
-    int *left; /* each batch's splits still to finish */
-    int64_t b;
+    int *left; /* each (batch, kv heads)'s splits still to finish */
+    int64_t g;
     const attn_status status = attn_llama3_8b_f16kv_decode_mem(args, R, nsplit, nth, &lay, &mem);
 
     if (status != ATTN_OK) return status;
     opart = (float *)(mem + lay.opart);
     lpart = (float *)(mem + lay.lpart);
     left = (int *)(mem + lay.left);
-    for (b = 0; b < B; b++) left[b] = (int)nsplit;
+    for (g = 0; g < B * nhg; g++) left[g] = (int)nsplit;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nth)
 #endif
@@ -10658,21 +10717,25 @@ ATTN_NO_AUTOVEC static attn_status attn_llama3_8b_f16kv_decode__scalar(const att
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1) nowait
 #endif
-        for (u = 0; u < units; u++) { /* u = b * nsplit + split */
-            attn_llama3_8b_f16kv_dunit__scalar(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-            /* the batch's last split to finish merges it (its partials flushed before the count) */
+        for (u = 0; u < units; u++) { /* u = (b * nsplit + split) * nhg + kv head group */
+            const int64_t su = u / nhg, b = su / nsplit, j0 = (su % nsplit) * chunk, bg = b * nhg + u % nhg;
+            w->hk_lo = (u % nhg) * hpg;
+            w->hk_hi = w->hk_lo + hpg;
+            attn_llama3_8b_f16kv_dunit__scalar(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+            /* the last split of these kv heads to finish merges their rows (the partials
+               flushed before the count) */
 #ifdef _OPENMP
 #pragma omp flush
 #pragma omp atomic capture
 #endif
-            last = --left[u / nsplit];
+            last = --left[bg];
             if (last) continue;
 #ifdef _OPENMP
 #pragma omp flush
 #endif
-            for (r = 0; r < R; r++)
-                attn_llama3_8b_f16kv_dmerge__scalar(args, u / nsplit, r, nsplit, opart + (u / nsplit) * nsplit * R * DV,
-                        lpart + (u / nsplit) * nsplit * R);
+            for (r = w->hk_lo * GROUP * Lq; r < w->hk_hi * GROUP * Lq; r++)
+                attn_llama3_8b_f16kv_dmerge__scalar(args, b, r, nsplit, opart + b * nsplit * R * DV,
+                        lpart + b * nsplit * R);
         }
     }
     if (!args->workspace) attn_free(mem);

@@ -459,6 +459,7 @@ ATTN_SHARED static int attn_llama3_8b_q4kv_sees(const int64_t *first, const int6
 enum {
     DECODE_SPLIT = 512, /* keys of a split (before doubling) */
     DECODE_MAX_SPLITS = 32, /* splits a sequence at most, while a split can double */
+    DECODE_HEAD_SPLIT = 8, /* below this many splits (all batches), a unit is one kv head's */
     DECODE_BLOCK = 8, /* keys of a block inside a split */
     /* the blocked kernel's, where its prefetch goes to L2 (AMD Zen 4 and 5), by its rows a kv head: */
     DECODE_BLOCK_FEW = 8, /* in pairs or dot products, below one panel */
@@ -492,8 +493,9 @@ ATTN_SHARED static void attn_llama3_8b_q4kv_dresult(const float *o, float m, flo
 }
 
 /* The decode path's memory, one block (args->workspace, or one allocation of the
- * hook's): each split's partial O (units * R * DV floats), its LSE (units * R
- * floats, twice with entropy), each batch's count of splits still to finish,
+ * hook's): each split's partial O (B * nsplit * R * DV floats), its LSE (B * nsplit
+ * * R floats, twice with entropy), each (batch, kv heads)'s count of splits still
+ * to finish,
  * then a scratch of DECODE_SCRATCH bytes a thread; each part on ATTN_ALIGN bytes. */
 enum { DECODE_SCRATCH = 911680 /* bytes of a thread's scratch: the largest variant's */ };
 typedef struct { size_t opart, lpart, left, scratch, bytes; } attn_llama3_8b_q4kv_dlayout;
@@ -522,7 +524,7 @@ ATTN_SHARED static int attn_llama3_8b_q4kv_dlayout_of(int64_t B, int64_t R, int6
     lay->lpart = (size_t)at;
     at += (units * (uint64_t)R * 1 * sizeof(float) + A - 1) / A * A;
     lay->left = (size_t)at;
-    at += ((uint64_t)B * sizeof(int) + A - 1) / A * A;
+    at += ((uint64_t)B * HKV * sizeof(int) + A - 1) / A * A;
     lay->scratch = (size_t)at;
     at += (uint64_t)nth * DECODE_SCRATCH + A;
     if (at > (uint64_t)SIZE_MAX) return 0;
@@ -2578,11 +2580,13 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q4kv_kvpack_q4
 /* ---- decode: up to 16 query rows against a long KV cache ---------------- */
 /*
  * A unit is (batch, split of DECODE_SPLIT keys, doubled while a sequence
- * would have more than DECODE_MAX_SPLITS splits).  Its rows are every query
- * head times every query row, grouped by kv head, so each K and V row is
+ * would have more than DECODE_MAX_SPLITS splits, kv heads).  Its rows are every
+ * query head times every query row, grouped by kv head, so each K and V row is
  * read once, straight from the cache tensors (no packing), and the keys of
  * one block are read for all kv heads together (a contiguous stretch of the
- * cache).  Scores are computed transposed, S^T = K Q^T, with the rows along
+ * cache).  A call with fewer than DECODE_HEAD_SPLIT splits (a short cache)
+ * gives each kv head a unit of its own instead, so that threads share it from
+ * the first token; a row's arithmetic is the same either way.  Scores are computed transposed, S^T = K Q^T, with the rows along
  * the vector lanes: K values broadcast against packed Q^T panels (the scores
  * micro-kernel) or against one vector of a kv head's rows, or pairs of K
  * values against half a vector of rows (two values of D a row) or, where
@@ -2746,6 +2750,7 @@ typedef struct {
     float m[512], l[512], alpha[512];
     int64_t lo[512], hi[512], sink_hi[512], first[512], last[512];
     int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
+    int64_t hk_lo, hk_hi; /* the blocked unit's kv heads (the driver's) */
 } attn_llama3_8b_q4kv_dscratch__avx512;
 /* it fits a thread's slot of the decode path's memory (a negative size where it does not) */
 typedef char attn_llama3_8b_q4kv_dscratch_fits__avx512[sizeof(attn_llama3_8b_q4kv_dscratch__avx512) <= DECODE_SCRATCH ? 1 : -1];
@@ -3464,7 +3469,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_llama
     int64_t r, c, hk, pl = *plp;
 
     if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
-        for (hk = 0; hk < HKV; hk++) {
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             const float *qt = w->qt + (hk * glp / ROWS_PANEL) * ROWS_PANEL * D + (hk * glp) % ROWS_PANEL; /* its rows' Q^T */
             for (c = 0; c < kb;) {
                 const attn_block_q4_0 *k0 = attn_llama3_8b_q4kv_k_row(&kv, hk, j0 + c);
@@ -3492,7 +3497,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_llama
     if (dots) { /* keys in pairs; a lone last key pairs with itself */
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
-            for (hk = 0; hk < HKV; hk++) {
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                 attn_llama3_8b_q4kv_dot_4x2_q4_0__avx512(w->q + hk * glp * Q_STRIDE, glp, attn_llama3_8b_q4kv_k_row(&kv, hk, j0 + c),
                         attn_llama3_8b_q4kv_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
@@ -3507,7 +3512,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_llama
         }
     } else {
         const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
-        for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) { /* S^T = K Q^T, panel by panel */
             for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
@@ -3562,7 +3567,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_llama
     int64_t r, hk, pl = *plp;
 
     /* O = alpha * O + P V, kv head by kv head, 6 rows at a time */
-    for (hk = 0; hk < HKV; hk++) {
+    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
         const attn_block_q4_0 *vh = attn_llama3_8b_q4kv_v_row(&kv, hk, j0);
         for (r = hk * glp; r < hk * glp + gl;) {
             /* the widest kernel that fits the rows left; past two widths a head, or
@@ -3621,15 +3626,17 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_llama
     /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        if (r >= HKV * glp || rr >= gl) continue; /* a padding row */
+        if (r < w->hk_lo * glp || r >= w->hk_hi * glp || rr >= gl) continue; /* a padding row, or another unit's */
         attn_llama3_8b_q4kv_dresult(w->o + r * O_STRIDE, w->m[r], w->l[r], opart + row * DV, lpart + row);
     }
 }
 
-/* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
- * g * Lq + i is query i of head hk * GROUP + g (glp: a kv head's rows, padded).
- * Writes each real row's normalized partial output and LSE (natural log),
- * indexed by h * Lq + i. */
+/* One decode unit: batch b, keys [j_begin, j_begin + chunk), kv heads [w->hk_lo,
+ * w->hk_hi).  Row r' = hk * glp + g * Lq + i is query i of head hk * GROUP + g (glp:
+ * a kv head's rows, padded); the rows of every kv head are packed, the others'
+ * scores neither computed nor stored.  Writes each real row of its kv heads'
+ * normalized partial output and LSE (natural log), indexed by h * Lq + i.  A row's
+ * arithmetic does not depend on the unit's other kv heads. */
 __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q4kv_dunit__avx512(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_llama3_8b_q4kv_dscratch__avx512 *w, float *restrict opart, float *restrict lpart)
 {
@@ -3673,8 +3680,10 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q4kv_dunit__av
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
-    memset(w->o, 0, sizeof(float) * (size_t)rp * O_STRIDE);
-    memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
+    /* the unit's kv heads' rows of O; the scores of every row, as many keys as a block of
+       the split has (padding rows' scores stay finite) */
+    memset(w->o + w->hk_lo * glp * O_STRIDE, 0, sizeof(float) * (size_t)((w->hk_hi - w->hk_lo) * glp * O_STRIDE));
+    memset(w->s, 0, sizeof(float) * (size_t)((j_end - j_begin < bk ? (j_end > j_begin ? j_end - j_begin : 0) : bk) * rp));
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_llama3_8b_q4kv_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
 
@@ -3699,7 +3708,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q4kv_dunit__av
         attn_llama3_8b_q4kv_dscores__avx512(kv, w, j0, kb, rp, glp, lanes, dots, pf, jn, pn, &pl);
         attn_llama3_8b_q4kv_dmasks__avx512(w, j0, kb, rp, cls);
         /* online softmax over whole vectors of rows */
-        for (r = 0; r < rp; r += ROWS_VEC) attn_llama3_8b_q4kv_softmax_t__avx512(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
+        for (r = w->hk_lo * glp / ROWS_VEC * ROWS_VEC; r < w->hk_hi * glp; r += ROWS_VEC) attn_llama3_8b_q4kv_softmax_t__avx512(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
 
         attn_llama3_8b_q4kv_dpv__avx512(kv, w, j0, kb, rp, glp, gl, even, pf, jn, pn, &pl);
     }
@@ -3866,27 +3875,36 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q4kv_dmerge__a
     if (args->lse) args->lse[(b * HQ + h) * Lq + i] = mx + logf(sum);
 }
 
-/* The decode path: units of (batch, split); the last unit of a batch to
- * finish merges the batch's splits, so the region's end is the call's only
- * wait.  Its memory is one block (decode_mem). */
+/* The decode path: units of (batch, split, kv heads): every kv head, or one kv
+ * head where the call has fewer than DECODE_HEAD_SPLIT splits (of all batches
+ * together), so that the threads share a short cache too; the choice depends on
+ * the shapes alone, and a row's arithmetic does not depend on it.  The last unit
+ * of a (batch, kv heads) to finish merges their rows' splits, so the region's end
+ * is the call's only wait.  Its memory is one block (decode_mem). */
 __attribute__((target("avx512f,fma"))) static attn_status attn_llama3_8b_q4kv_decode__avx512(const attn_args *args)
 {
-    const int64_t B = args->batch, R = HQ * args->seq_q;
+    const int64_t B = args->batch, Lq = args->seq_q, R = HQ * Lq;
     const int64_t chunk = attn_llama3_8b_q4kv_split_keys(args->seq_k); /* keys per split (lib/split_kv) */
-    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1, units = B * nsplit;
+    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
+    const int64_t rows = GROUP * Lq; /* query rows a kv head */
+    /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs
+       (attn_runtime.h); its units take every kv head */
+    const int stream = rows <= attn_cpu()->decode_stream_rows[0];
+    const int64_t nhg = !stream && B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
+    const int64_t units = B * nsplit * nhg, hpg = HKV / nhg; /* kv heads a unit */
     const int nth = attn_llama3_8b_q4kv_decode_threads(args->threads);
     attn_llama3_8b_q4kv_dlayout lay;
     char *mem;
     float *opart, *lpart;
-    int *left; /* each batch's splits still to finish */
-    int64_t b;
+    int *left; /* each (batch, kv heads)'s splits still to finish */
+    int64_t g;
     const attn_status status = attn_llama3_8b_q4kv_decode_mem(args, R, nsplit, nth, &lay, &mem);
 
     if (status != ATTN_OK) return status;
     opart = (float *)(mem + lay.opart);
     lpart = (float *)(mem + lay.lpart);
     left = (int *)(mem + lay.left);
-    for (b = 0; b < B; b++) left[b] = (int)nsplit;
+    for (g = 0; g < B * nhg; g++) left[g] = (int)nsplit;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nth)
 #endif
@@ -3896,40 +3914,39 @@ __attribute__((target("avx512f,fma"))) static attn_status attn_llama3_8b_q4kv_de
 #else
         attn_llama3_8b_q4kv_dscratch__avx512 *w = (attn_llama3_8b_q4kv_dscratch__avx512 *)(mem + lay.scratch);
 #endif
-        const int64_t rows = GROUP * args->seq_q; /* query rows a kv head */
-        /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs (attn_runtime.h) */
-        const int stream = rows <= attn_cpu()->decode_stream_rows[0];
         int64_t u, r;
         int last;
         w->rows_of = -1;
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1) nowait
 #endif
-        for (u = 0; u < units; u++) { /* u = b * nsplit + split */
-            int done = 0;
+        for (u = 0; u < units; u++) { /* u = (b * nsplit + split) * nhg + kv head group */
+            const int64_t su = u / nhg, b = su / nsplit, j0 = (su % nsplit) * chunk, bg = b * nhg + u % nhg;
+            w->hk_lo = (u % nhg) * hpg;
+            w->hk_hi = w->hk_lo + hpg;
             if (stream) switch (rows) { /* the streaming kernel's rows */
             case 4:
-                attn_llama3_8b_q4kv_sunit_4x1__avx512(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-                done = 1;
-                break;
+                attn_llama3_8b_q4kv_sunit_4x1__avx512(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+                goto merge;
             default:
                 break;
             }
-            if (!done)
-                attn_llama3_8b_q4kv_dunit__avx512(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-            /* the batch's last split to finish merges it (its partials flushed before the count) */
+            attn_llama3_8b_q4kv_dunit__avx512(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+        merge:;
+            /* the last split of these kv heads to finish merges their rows (the partials
+               flushed before the count) */
 #ifdef _OPENMP
 #pragma omp flush
 #pragma omp atomic capture
 #endif
-            last = --left[u / nsplit];
+            last = --left[bg];
             if (last) continue;
 #ifdef _OPENMP
 #pragma omp flush
 #endif
-            for (r = 0; r < R; r++)
-                attn_llama3_8b_q4kv_dmerge__avx512(args, u / nsplit, r, nsplit, opart + (u / nsplit) * nsplit * R * DV,
-                        lpart + (u / nsplit) * nsplit * R);
+            for (r = w->hk_lo * GROUP * Lq; r < w->hk_hi * GROUP * Lq; r++)
+                attn_llama3_8b_q4kv_dmerge__avx512(args, b, r, nsplit, opart + b * nsplit * R * DV,
+                        lpart + b * nsplit * R);
         }
     }
     if (!args->workspace) attn_free(mem);
@@ -5715,11 +5732,13 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q4kv_kvpack_
 /* ---- decode: up to 16 query rows against a long KV cache ---------------- */
 /*
  * A unit is (batch, split of DECODE_SPLIT keys, doubled while a sequence
- * would have more than DECODE_MAX_SPLITS splits).  Its rows are every query
- * head times every query row, grouped by kv head, so each K and V row is
+ * would have more than DECODE_MAX_SPLITS splits, kv heads).  Its rows are every
+ * query head times every query row, grouped by kv head, so each K and V row is
  * read once, straight from the cache tensors (no packing), and the keys of
  * one block are read for all kv heads together (a contiguous stretch of the
- * cache).  Scores are computed transposed, S^T = K Q^T, with the rows along
+ * cache).  A call with fewer than DECODE_HEAD_SPLIT splits (a short cache)
+ * gives each kv head a unit of its own instead, so that threads share it from
+ * the first token; a row's arithmetic is the same either way.  Scores are computed transposed, S^T = K Q^T, with the rows along
  * the vector lanes: K values broadcast against packed Q^T panels (the scores
  * micro-kernel) or against one vector of a kv head's rows, or pairs of K
  * values against half a vector of rows (two values of D a row) or, where
@@ -5779,6 +5798,7 @@ typedef struct {
     float m[512], l[512], alpha[512];
     int64_t lo[512], hi[512], sink_hi[512], first[512], last[512];
     int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
+    int64_t hk_lo, hk_hi; /* the blocked unit's kv heads (the driver's) */
 } attn_llama3_8b_q4kv_dscratch__avx2;
 /* it fits a thread's slot of the decode path's memory (a negative size where it does not) */
 typedef char attn_llama3_8b_q4kv_dscratch_fits__avx2[sizeof(attn_llama3_8b_q4kv_dscratch__avx2) <= DECODE_SCRATCH ? 1 : -1];
@@ -6067,7 +6087,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_lla
     int64_t r, c, hk, pl = *plp;
 
     if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
-        for (hk = 0; hk < HKV; hk++) {
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             const float *qt = w->qt + (hk * glp / ROWS_PANEL) * ROWS_PANEL * D + (hk * glp) % ROWS_PANEL; /* its rows' Q^T */
             for (c = 0; c < kb;) {
                 const attn_block_q4_0 *k0 = attn_llama3_8b_q4kv_k_row(&kv, hk, j0 + c);
@@ -6095,7 +6115,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_lla
     if (dots) { /* keys in pairs; a lone last key pairs with itself */
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
-            for (hk = 0; hk < HKV; hk++) {
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                 attn_llama3_8b_q4kv_dot_4x2_q4_0__avx2(w->q + hk * glp * Q_STRIDE, glp, attn_llama3_8b_q4kv_k_row(&kv, hk, j0 + c),
                         attn_llama3_8b_q4kv_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
@@ -6110,7 +6130,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_lla
         }
     } else {
         const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
-        for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) { /* S^T = K Q^T, panel by panel */
             for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
@@ -6165,7 +6185,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_lla
     int64_t r, hk, pl = *plp;
 
     /* O = alpha * O + P V, kv head by kv head, 6 rows at a time */
-    for (hk = 0; hk < HKV; hk++) {
+    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
         const attn_block_q4_0 *vh = attn_llama3_8b_q4kv_v_row(&kv, hk, j0);
         for (r = hk * glp; r < hk * glp + gl;) {
             /* the widest kernel that fits the rows left; past two widths a head, or
@@ -6224,15 +6244,17 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_lla
     /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        if (r >= HKV * glp || rr >= gl) continue; /* a padding row */
+        if (r < w->hk_lo * glp || r >= w->hk_hi * glp || rr >= gl) continue; /* a padding row, or another unit's */
         attn_llama3_8b_q4kv_dresult(w->o + r * O_STRIDE, w->m[r], w->l[r], opart + row * DV, lpart + row);
     }
 }
 
-/* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
- * g * Lq + i is query i of head hk * GROUP + g (glp: a kv head's rows, padded).
- * Writes each real row's normalized partial output and LSE (natural log),
- * indexed by h * Lq + i. */
+/* One decode unit: batch b, keys [j_begin, j_begin + chunk), kv heads [w->hk_lo,
+ * w->hk_hi).  Row r' = hk * glp + g * Lq + i is query i of head hk * GROUP + g (glp:
+ * a kv head's rows, padded); the rows of every kv head are packed, the others'
+ * scores neither computed nor stored.  Writes each real row of its kv heads'
+ * normalized partial output and LSE (natural log), indexed by h * Lq + i.  A row's
+ * arithmetic does not depend on the unit's other kv heads. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q4kv_dunit__avx2(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_llama3_8b_q4kv_dscratch__avx2 *w, float *restrict opart, float *restrict lpart)
 {
@@ -6276,8 +6298,10 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q4kv_dunit__
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
-    memset(w->o, 0, sizeof(float) * (size_t)rp * O_STRIDE);
-    memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
+    /* the unit's kv heads' rows of O; the scores of every row, as many keys as a block of
+       the split has (padding rows' scores stay finite) */
+    memset(w->o + w->hk_lo * glp * O_STRIDE, 0, sizeof(float) * (size_t)((w->hk_hi - w->hk_lo) * glp * O_STRIDE));
+    memset(w->s, 0, sizeof(float) * (size_t)((j_end - j_begin < bk ? (j_end > j_begin ? j_end - j_begin : 0) : bk) * rp));
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_llama3_8b_q4kv_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
 
@@ -6302,7 +6326,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q4kv_dunit__
         attn_llama3_8b_q4kv_dscores__avx2(kv, w, j0, kb, rp, glp, lanes, dots, pf, jn, pn, &pl);
         attn_llama3_8b_q4kv_dmasks__avx2(w, j0, kb, rp, cls);
         /* online softmax over whole vectors of rows */
-        for (r = 0; r < rp; r += ROWS_VEC) attn_llama3_8b_q4kv_softmax_t__avx2(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
+        for (r = w->hk_lo * glp / ROWS_VEC * ROWS_VEC; r < w->hk_hi * glp; r += ROWS_VEC) attn_llama3_8b_q4kv_softmax_t__avx2(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
 
         attn_llama3_8b_q4kv_dpv__avx2(kv, w, j0, kb, rp, glp, gl, even, pf, jn, pn, &pl);
     }
@@ -6469,27 +6493,36 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q4kv_dmerge_
     if (args->lse) args->lse[(b * HQ + h) * Lq + i] = mx + logf(sum);
 }
 
-/* The decode path: units of (batch, split); the last unit of a batch to
- * finish merges the batch's splits, so the region's end is the call's only
- * wait.  Its memory is one block (decode_mem). */
+/* The decode path: units of (batch, split, kv heads): every kv head, or one kv
+ * head where the call has fewer than DECODE_HEAD_SPLIT splits (of all batches
+ * together), so that the threads share a short cache too; the choice depends on
+ * the shapes alone, and a row's arithmetic does not depend on it.  The last unit
+ * of a (batch, kv heads) to finish merges their rows' splits, so the region's end
+ * is the call's only wait.  Its memory is one block (decode_mem). */
 __attribute__((target("avx2,fma,f16c"))) static attn_status attn_llama3_8b_q4kv_decode__avx2(const attn_args *args)
 {
-    const int64_t B = args->batch, R = HQ * args->seq_q;
+    const int64_t B = args->batch, Lq = args->seq_q, R = HQ * Lq;
     const int64_t chunk = attn_llama3_8b_q4kv_split_keys(args->seq_k); /* keys per split (lib/split_kv) */
-    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1, units = B * nsplit;
+    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
+    const int64_t rows = GROUP * Lq; /* query rows a kv head */
+    /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs
+       (attn_runtime.h); its units take every kv head */
+    const int stream = rows <= attn_cpu()->decode_stream_rows[0];
+    const int64_t nhg = !stream && B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
+    const int64_t units = B * nsplit * nhg, hpg = HKV / nhg; /* kv heads a unit */
     const int nth = attn_llama3_8b_q4kv_decode_threads(args->threads);
     attn_llama3_8b_q4kv_dlayout lay;
     char *mem;
     float *opart, *lpart;
-    int *left; /* each batch's splits still to finish */
-    int64_t b;
+    int *left; /* each (batch, kv heads)'s splits still to finish */
+    int64_t g;
     const attn_status status = attn_llama3_8b_q4kv_decode_mem(args, R, nsplit, nth, &lay, &mem);
 
     if (status != ATTN_OK) return status;
     opart = (float *)(mem + lay.opart);
     lpart = (float *)(mem + lay.lpart);
     left = (int *)(mem + lay.left);
-    for (b = 0; b < B; b++) left[b] = (int)nsplit;
+    for (g = 0; g < B * nhg; g++) left[g] = (int)nsplit;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nth)
 #endif
@@ -6499,40 +6532,39 @@ __attribute__((target("avx2,fma,f16c"))) static attn_status attn_llama3_8b_q4kv_
 #else
         attn_llama3_8b_q4kv_dscratch__avx2 *w = (attn_llama3_8b_q4kv_dscratch__avx2 *)(mem + lay.scratch);
 #endif
-        const int64_t rows = GROUP * args->seq_q; /* query rows a kv head */
-        /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs (attn_runtime.h) */
-        const int stream = rows <= attn_cpu()->decode_stream_rows[0];
         int64_t u, r;
         int last;
         w->rows_of = -1;
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1) nowait
 #endif
-        for (u = 0; u < units; u++) { /* u = b * nsplit + split */
-            int done = 0;
+        for (u = 0; u < units; u++) { /* u = (b * nsplit + split) * nhg + kv head group */
+            const int64_t su = u / nhg, b = su / nsplit, j0 = (su % nsplit) * chunk, bg = b * nhg + u % nhg;
+            w->hk_lo = (u % nhg) * hpg;
+            w->hk_hi = w->hk_lo + hpg;
             if (stream) switch (rows) { /* the streaming kernel's rows */
             case 4:
-                attn_llama3_8b_q4kv_sunit_4x1__avx2(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-                done = 1;
-                break;
+                attn_llama3_8b_q4kv_sunit_4x1__avx2(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+                goto merge;
             default:
                 break;
             }
-            if (!done)
-                attn_llama3_8b_q4kv_dunit__avx2(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-            /* the batch's last split to finish merges it (its partials flushed before the count) */
+            attn_llama3_8b_q4kv_dunit__avx2(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+        merge:;
+            /* the last split of these kv heads to finish merges their rows (the partials
+               flushed before the count) */
 #ifdef _OPENMP
 #pragma omp flush
 #pragma omp atomic capture
 #endif
-            last = --left[u / nsplit];
+            last = --left[bg];
             if (last) continue;
 #ifdef _OPENMP
 #pragma omp flush
 #endif
-            for (r = 0; r < R; r++)
-                attn_llama3_8b_q4kv_dmerge__avx2(args, u / nsplit, r, nsplit, opart + (u / nsplit) * nsplit * R * DV,
-                        lpart + (u / nsplit) * nsplit * R);
+            for (r = w->hk_lo * GROUP * Lq; r < w->hk_hi * GROUP * Lq; r++)
+                attn_llama3_8b_q4kv_dmerge__avx2(args, b, r, nsplit, opart + b * nsplit * R * DV,
+                        lpart + b * nsplit * R);
         }
     }
     if (!args->workspace) attn_free(mem);
@@ -8783,11 +8815,13 @@ static void attn_llama3_8b_q4kv_kvpack_q4_0__neon(const attn_llama3_8b_q4kv_kv *
 /* ---- decode: up to 16 query rows against a long KV cache ---------------- */
 /*
  * A unit is (batch, split of DECODE_SPLIT keys, doubled while a sequence
- * would have more than DECODE_MAX_SPLITS splits).  Its rows are every query
- * head times every query row, grouped by kv head, so each K and V row is
+ * would have more than DECODE_MAX_SPLITS splits, kv heads).  Its rows are every
+ * query head times every query row, grouped by kv head, so each K and V row is
  * read once, straight from the cache tensors (no packing), and the keys of
  * one block are read for all kv heads together (a contiguous stretch of the
- * cache).  Scores are computed transposed, S^T = K Q^T, with the rows along
+ * cache).  A call with fewer than DECODE_HEAD_SPLIT splits (a short cache)
+ * gives each kv head a unit of its own instead, so that threads share it from
+ * the first token; a row's arithmetic is the same either way.  Scores are computed transposed, S^T = K Q^T, with the rows along
  * the vector lanes: K values broadcast against packed Q^T panels (the scores
  * micro-kernel) or against one vector of a kv head's rows, or pairs of K
  * values against half a vector of rows (two values of D a row) or, where
@@ -8847,6 +8881,7 @@ typedef struct {
     float m[512], l[512], alpha[512];
     int64_t lo[512], hi[512], sink_hi[512], first[512], last[512];
     int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
+    int64_t hk_lo, hk_hi; /* the blocked unit's kv heads (the driver's) */
 } attn_llama3_8b_q4kv_dscratch__neon;
 /* it fits a thread's slot of the decode path's memory (a negative size where it does not) */
 typedef char attn_llama3_8b_q4kv_dscratch_fits__neon[sizeof(attn_llama3_8b_q4kv_dscratch__neon) <= DECODE_SCRATCH ? 1 : -1];
@@ -9058,7 +9093,7 @@ static ATTN_ALWAYS_INLINE void attn_llama3_8b_q4kv_dscores__neon(const attn_llam
     int64_t r, c, hk, pl = *plp;
 
     if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
-        for (hk = 0; hk < HKV; hk++) {
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             const float *qt = w->qt + (hk * glp / ROWS_PANEL) * ROWS_PANEL * D + (hk * glp) % ROWS_PANEL; /* its rows' Q^T */
             for (c = 0; c < kb;) {
                 const attn_block_q4_0 *k0 = attn_llama3_8b_q4kv_k_row(&kv, hk, j0 + c);
@@ -9086,7 +9121,7 @@ static ATTN_ALWAYS_INLINE void attn_llama3_8b_q4kv_dscores__neon(const attn_llam
     if (dots) { /* keys in pairs; a lone last key pairs with itself */
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
-            for (hk = 0; hk < HKV; hk++) {
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                 attn_llama3_8b_q4kv_dot_4x2_q4_0__neon(w->q + hk * glp * Q_STRIDE, glp, attn_llama3_8b_q4kv_k_row(&kv, hk, j0 + c),
                         attn_llama3_8b_q4kv_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
@@ -9101,7 +9136,7 @@ static ATTN_ALWAYS_INLINE void attn_llama3_8b_q4kv_dscores__neon(const attn_llam
         }
     } else {
         const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
-        for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) { /* S^T = K Q^T, panel by panel */
             for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
@@ -9156,7 +9191,7 @@ static ATTN_ALWAYS_INLINE void attn_llama3_8b_q4kv_dpv__neon(const attn_llama3_8
     int64_t r, hk, pl = *plp;
 
     /* O = alpha * O + P V, kv head by kv head, 6 rows at a time */
-    for (hk = 0; hk < HKV; hk++) {
+    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
         const attn_block_q4_0 *vh = attn_llama3_8b_q4kv_v_row(&kv, hk, j0);
         for (r = hk * glp; r < hk * glp + gl;) {
             /* the widest kernel that fits the rows left; past two widths a head, or
@@ -9215,15 +9250,17 @@ static ATTN_ALWAYS_INLINE void attn_llama3_8b_q4kv_dsplit__neon(const attn_llama
     /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        if (r >= HKV * glp || rr >= gl) continue; /* a padding row */
+        if (r < w->hk_lo * glp || r >= w->hk_hi * glp || rr >= gl) continue; /* a padding row, or another unit's */
         attn_llama3_8b_q4kv_dresult(w->o + r * O_STRIDE, w->m[r], w->l[r], opart + row * DV, lpart + row);
     }
 }
 
-/* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
- * g * Lq + i is query i of head hk * GROUP + g (glp: a kv head's rows, padded).
- * Writes each real row's normalized partial output and LSE (natural log),
- * indexed by h * Lq + i. */
+/* One decode unit: batch b, keys [j_begin, j_begin + chunk), kv heads [w->hk_lo,
+ * w->hk_hi).  Row r' = hk * glp + g * Lq + i is query i of head hk * GROUP + g (glp:
+ * a kv head's rows, padded); the rows of every kv head are packed, the others'
+ * scores neither computed nor stored.  Writes each real row of its kv heads'
+ * normalized partial output and LSE (natural log), indexed by h * Lq + i.  A row's
+ * arithmetic does not depend on the unit's other kv heads. */
 static void attn_llama3_8b_q4kv_dunit__neon(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_llama3_8b_q4kv_dscratch__neon *w, float *restrict opart, float *restrict lpart)
 {
@@ -9267,8 +9304,10 @@ static void attn_llama3_8b_q4kv_dunit__neon(const attn_args *args, int64_t b, in
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
-    memset(w->o, 0, sizeof(float) * (size_t)rp * O_STRIDE);
-    memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
+    /* the unit's kv heads' rows of O; the scores of every row, as many keys as a block of
+       the split has (padding rows' scores stay finite) */
+    memset(w->o + w->hk_lo * glp * O_STRIDE, 0, sizeof(float) * (size_t)((w->hk_hi - w->hk_lo) * glp * O_STRIDE));
+    memset(w->s, 0, sizeof(float) * (size_t)((j_end - j_begin < bk ? (j_end > j_begin ? j_end - j_begin : 0) : bk) * rp));
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_llama3_8b_q4kv_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
 
@@ -9293,7 +9332,7 @@ static void attn_llama3_8b_q4kv_dunit__neon(const attn_args *args, int64_t b, in
         attn_llama3_8b_q4kv_dscores__neon(kv, w, j0, kb, rp, glp, lanes, dots, pf, jn, pn, &pl);
         attn_llama3_8b_q4kv_dmasks__neon(w, j0, kb, rp, cls);
         /* online softmax over whole vectors of rows */
-        for (r = 0; r < rp; r += ROWS_VEC) attn_llama3_8b_q4kv_softmax_t__neon(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
+        for (r = w->hk_lo * glp / ROWS_VEC * ROWS_VEC; r < w->hk_hi * glp; r += ROWS_VEC) attn_llama3_8b_q4kv_softmax_t__neon(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
 
         attn_llama3_8b_q4kv_dpv__neon(kv, w, j0, kb, rp, glp, gl, even, pf, jn, pn, &pl);
     }
@@ -9442,27 +9481,36 @@ static void attn_llama3_8b_q4kv_dmerge__neon(const attn_args *args, int64_t b, i
     if (args->lse) args->lse[(b * HQ + h) * Lq + i] = mx + logf(sum);
 }
 
-/* The decode path: units of (batch, split); the last unit of a batch to
- * finish merges the batch's splits, so the region's end is the call's only
- * wait.  Its memory is one block (decode_mem). */
+/* The decode path: units of (batch, split, kv heads): every kv head, or one kv
+ * head where the call has fewer than DECODE_HEAD_SPLIT splits (of all batches
+ * together), so that the threads share a short cache too; the choice depends on
+ * the shapes alone, and a row's arithmetic does not depend on it.  The last unit
+ * of a (batch, kv heads) to finish merges their rows' splits, so the region's end
+ * is the call's only wait.  Its memory is one block (decode_mem). */
 static attn_status attn_llama3_8b_q4kv_decode__neon(const attn_args *args)
 {
-    const int64_t B = args->batch, R = HQ * args->seq_q;
+    const int64_t B = args->batch, Lq = args->seq_q, R = HQ * Lq;
     const int64_t chunk = attn_llama3_8b_q4kv_split_keys(args->seq_k); /* keys per split (lib/split_kv) */
-    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1, units = B * nsplit;
+    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
+    const int64_t rows = GROUP * Lq; /* query rows a kv head */
+    /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs
+       (attn_runtime.h); its units take every kv head */
+    const int stream = rows <= attn_cpu()->decode_stream_rows[0];
+    const int64_t nhg = !stream && B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
+    const int64_t units = B * nsplit * nhg, hpg = HKV / nhg; /* kv heads a unit */
     const int nth = attn_llama3_8b_q4kv_decode_threads(args->threads);
     attn_llama3_8b_q4kv_dlayout lay;
     char *mem;
     float *opart, *lpart;
-    int *left; /* each batch's splits still to finish */
-    int64_t b;
+    int *left; /* each (batch, kv heads)'s splits still to finish */
+    int64_t g;
     const attn_status status = attn_llama3_8b_q4kv_decode_mem(args, R, nsplit, nth, &lay, &mem);
 
     if (status != ATTN_OK) return status;
     opart = (float *)(mem + lay.opart);
     lpart = (float *)(mem + lay.lpart);
     left = (int *)(mem + lay.left);
-    for (b = 0; b < B; b++) left[b] = (int)nsplit;
+    for (g = 0; g < B * nhg; g++) left[g] = (int)nsplit;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nth)
 #endif
@@ -9472,40 +9520,39 @@ static attn_status attn_llama3_8b_q4kv_decode__neon(const attn_args *args)
 #else
         attn_llama3_8b_q4kv_dscratch__neon *w = (attn_llama3_8b_q4kv_dscratch__neon *)(mem + lay.scratch);
 #endif
-        const int64_t rows = GROUP * args->seq_q; /* query rows a kv head */
-        /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs (attn_runtime.h) */
-        const int stream = rows <= attn_cpu()->decode_stream_rows[0];
         int64_t u, r;
         int last;
         w->rows_of = -1;
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1) nowait
 #endif
-        for (u = 0; u < units; u++) { /* u = b * nsplit + split */
-            int done = 0;
+        for (u = 0; u < units; u++) { /* u = (b * nsplit + split) * nhg + kv head group */
+            const int64_t su = u / nhg, b = su / nsplit, j0 = (su % nsplit) * chunk, bg = b * nhg + u % nhg;
+            w->hk_lo = (u % nhg) * hpg;
+            w->hk_hi = w->hk_lo + hpg;
             if (stream) switch (rows) { /* the streaming kernel's rows */
             case 4:
-                attn_llama3_8b_q4kv_sunit_4x1__neon(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-                done = 1;
-                break;
+                attn_llama3_8b_q4kv_sunit_4x1__neon(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+                goto merge;
             default:
                 break;
             }
-            if (!done)
-                attn_llama3_8b_q4kv_dunit__neon(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-            /* the batch's last split to finish merges it (its partials flushed before the count) */
+            attn_llama3_8b_q4kv_dunit__neon(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+        merge:;
+            /* the last split of these kv heads to finish merges their rows (the partials
+               flushed before the count) */
 #ifdef _OPENMP
 #pragma omp flush
 #pragma omp atomic capture
 #endif
-            last = --left[u / nsplit];
+            last = --left[bg];
             if (last) continue;
 #ifdef _OPENMP
 #pragma omp flush
 #endif
-            for (r = 0; r < R; r++)
-                attn_llama3_8b_q4kv_dmerge__neon(args, u / nsplit, r, nsplit, opart + (u / nsplit) * nsplit * R * DV,
-                        lpart + (u / nsplit) * nsplit * R);
+            for (r = w->hk_lo * GROUP * Lq; r < w->hk_hi * GROUP * Lq; r++)
+                attn_llama3_8b_q4kv_dmerge__neon(args, b, r, nsplit, opart + b * nsplit * R * DV,
+                        lpart + b * nsplit * R);
         }
     }
     if (!args->workspace) attn_free(mem);
@@ -10773,11 +10820,13 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_q4kv_kvpack_q4_0__scalar(const attn_l
 /* ---- decode: up to 16 query rows against a long KV cache ---------------- */
 /*
  * A unit is (batch, split of DECODE_SPLIT keys, doubled while a sequence
- * would have more than DECODE_MAX_SPLITS splits).  Its rows are every query
- * head times every query row, grouped by kv head, so each K and V row is
+ * would have more than DECODE_MAX_SPLITS splits, kv heads).  Its rows are every
+ * query head times every query row, grouped by kv head, so each K and V row is
  * read once, straight from the cache tensors (no packing), and the keys of
  * one block are read for all kv heads together (a contiguous stretch of the
- * cache).  Scores are computed transposed, S^T = K Q^T, with the rows along
+ * cache).  A call with fewer than DECODE_HEAD_SPLIT splits (a short cache)
+ * gives each kv head a unit of its own instead, so that threads share it from
+ * the first token; a row's arithmetic is the same either way.  Scores are computed transposed, S^T = K Q^T, with the rows along
  * the vector lanes: K values broadcast against packed Q^T panels (the scores
  * micro-kernel) or against one vector of a kv head's rows, or pairs of K
  * values against half a vector of rows (two values of D a row) or, where
@@ -10833,6 +10882,7 @@ typedef struct {
     float m[512], l[512], alpha[512];
     int64_t lo[512], hi[512], sink_hi[512], first[512], last[512];
     int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
+    int64_t hk_lo, hk_hi; /* the blocked unit's kv heads (the driver's) */
 } attn_llama3_8b_q4kv_dscratch__scalar;
 /* it fits a thread's slot of the decode path's memory (a negative size where it does not) */
 typedef char attn_llama3_8b_q4kv_dscratch_fits__scalar[sizeof(attn_llama3_8b_q4kv_dscratch__scalar) <= DECODE_SCRATCH ? 1 : -1];
@@ -10886,7 +10936,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_llama3_8b_q4kv_dscores__scal
     if (dots) { /* keys in pairs; a lone last key pairs with itself */
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
-            for (hk = 0; hk < HKV; hk++) {
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                 attn_llama3_8b_q4kv_dot_4x2_q4_0__scalar(w->q + hk * glp * Q_STRIDE, glp, attn_llama3_8b_q4kv_k_row(&kv, hk, j0 + c),
                         attn_llama3_8b_q4kv_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
@@ -10901,7 +10951,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_llama3_8b_q4kv_dscores__scal
         }
     } else {
         const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
-        for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) { /* S^T = K Q^T, panel by panel */
             for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
@@ -10955,7 +11005,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_llama3_8b_q4kv_dpv__scalar(c
     int64_t r, hk, pl = *plp;
 
     /* O = alpha * O + P V, kv head by kv head, 4 rows at a time */
-    for (hk = 0; hk < HKV; hk++) {
+    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
         const attn_block_q4_0 *vh = attn_llama3_8b_q4kv_v_row(&kv, hk, j0);
         for (r = hk * glp; r < hk * glp + gl;) {
             const int64_t take = hk * glp + gl - r; /* the widest kernel that fits the rows left */
@@ -10993,15 +11043,17 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_llama3_8b_q4kv_dsplit__scala
     /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        if (r >= HKV * glp || rr >= gl) continue; /* a padding row */
+        if (r < w->hk_lo * glp || r >= w->hk_hi * glp || rr >= gl) continue; /* a padding row, or another unit's */
         attn_llama3_8b_q4kv_dresult(w->o + r * O_STRIDE, w->m[r], w->l[r], opart + row * DV, lpart + row);
     }
 }
 
-/* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
- * g * Lq + i is query i of head hk * GROUP + g (glp: a kv head's rows, padded).
- * Writes each real row's normalized partial output and LSE (natural log),
- * indexed by h * Lq + i. */
+/* One decode unit: batch b, keys [j_begin, j_begin + chunk), kv heads [w->hk_lo,
+ * w->hk_hi).  Row r' = hk * glp + g * Lq + i is query i of head hk * GROUP + g (glp:
+ * a kv head's rows, padded); the rows of every kv head are packed, the others'
+ * scores neither computed nor stored.  Writes each real row of its kv heads'
+ * normalized partial output and LSE (natural log), indexed by h * Lq + i.  A row's
+ * arithmetic does not depend on the unit's other kv heads. */
 ATTN_NO_AUTOVEC static void attn_llama3_8b_q4kv_dunit__scalar(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_llama3_8b_q4kv_dscratch__scalar *w, float *restrict opart, float *restrict lpart)
 {
@@ -11044,8 +11096,10 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_q4kv_dunit__scalar(const attn_args *a
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
-    memset(w->o, 0, sizeof(float) * (size_t)rp * O_STRIDE);
-    memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
+    /* the unit's kv heads' rows of O; the scores of every row, as many keys as a block of
+       the split has (padding rows' scores stay finite) */
+    memset(w->o + w->hk_lo * glp * O_STRIDE, 0, sizeof(float) * (size_t)((w->hk_hi - w->hk_lo) * glp * O_STRIDE));
+    memset(w->s, 0, sizeof(float) * (size_t)((j_end - j_begin < bk ? (j_end > j_begin ? j_end - j_begin : 0) : bk) * rp));
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_llama3_8b_q4kv_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
 
@@ -11070,7 +11124,7 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_q4kv_dunit__scalar(const attn_args *a
         attn_llama3_8b_q4kv_dscores__scalar(kv, w, j0, kb, rp, glp, dots, pf, jn, pn, &pl);
         attn_llama3_8b_q4kv_dmasks__scalar(w, j0, kb, rp, cls);
         /* online softmax over whole vectors of rows */
-        for (r = 0; r < rp; r += ROWS_VEC) attn_llama3_8b_q4kv_softmax_t__scalar(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
+        for (r = w->hk_lo * glp / ROWS_VEC * ROWS_VEC; r < w->hk_hi * glp; r += ROWS_VEC) attn_llama3_8b_q4kv_softmax_t__scalar(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
 
         attn_llama3_8b_q4kv_dpv__scalar(kv, w, j0, kb, rp, glp, gl, pf, jn, pn, &pl);
     }
@@ -11107,27 +11161,32 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_q4kv_dmerge__scalar(const attn_args *
     if (args->lse) args->lse[(b * HQ + h) * Lq + i] = mx + logf(sum);
 }
 
-/* The decode path: units of (batch, split); the last unit of a batch to
- * finish merges the batch's splits, so the region's end is the call's only
- * wait.  Its memory is one block (decode_mem). */
+/* The decode path: units of (batch, split, kv heads): every kv head, or one kv
+ * head where the call has fewer than DECODE_HEAD_SPLIT splits (of all batches
+ * together), so that the threads share a short cache too; the choice depends on
+ * the shapes alone, and a row's arithmetic does not depend on it.  The last unit
+ * of a (batch, kv heads) to finish merges their rows' splits, so the region's end
+ * is the call's only wait.  Its memory is one block (decode_mem). */
 ATTN_NO_AUTOVEC static attn_status attn_llama3_8b_q4kv_decode__scalar(const attn_args *args)
 {
-    const int64_t B = args->batch, R = HQ * args->seq_q;
+    const int64_t B = args->batch, Lq = args->seq_q, R = HQ * Lq;
     const int64_t chunk = attn_llama3_8b_q4kv_split_keys(args->seq_k); /* keys per split (lib/split_kv) */
-    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1, units = B * nsplit;
+    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
+    const int64_t nhg = B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
+    const int64_t units = B * nsplit * nhg, hpg = HKV / nhg; /* kv heads a unit */
     const int nth = attn_llama3_8b_q4kv_decode_threads(args->threads);
     attn_llama3_8b_q4kv_dlayout lay;
     char *mem;
     float *opart, *lpart;
-    int *left; /* each batch's splits still to finish */
-    int64_t b;
+    int *left; /* each (batch, kv heads)'s splits still to finish */
+    int64_t g;
     const attn_status status = attn_llama3_8b_q4kv_decode_mem(args, R, nsplit, nth, &lay, &mem);
 
     if (status != ATTN_OK) return status;
     opart = (float *)(mem + lay.opart);
     lpart = (float *)(mem + lay.lpart);
     left = (int *)(mem + lay.left);
-    for (b = 0; b < B; b++) left[b] = (int)nsplit;
+    for (g = 0; g < B * nhg; g++) left[g] = (int)nsplit;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nth)
 #endif
@@ -11143,21 +11202,25 @@ ATTN_NO_AUTOVEC static attn_status attn_llama3_8b_q4kv_decode__scalar(const attn
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1) nowait
 #endif
-        for (u = 0; u < units; u++) { /* u = b * nsplit + split */
-            attn_llama3_8b_q4kv_dunit__scalar(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-            /* the batch's last split to finish merges it (its partials flushed before the count) */
+        for (u = 0; u < units; u++) { /* u = (b * nsplit + split) * nhg + kv head group */
+            const int64_t su = u / nhg, b = su / nsplit, j0 = (su % nsplit) * chunk, bg = b * nhg + u % nhg;
+            w->hk_lo = (u % nhg) * hpg;
+            w->hk_hi = w->hk_lo + hpg;
+            attn_llama3_8b_q4kv_dunit__scalar(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+            /* the last split of these kv heads to finish merges their rows (the partials
+               flushed before the count) */
 #ifdef _OPENMP
 #pragma omp flush
 #pragma omp atomic capture
 #endif
-            last = --left[u / nsplit];
+            last = --left[bg];
             if (last) continue;
 #ifdef _OPENMP
 #pragma omp flush
 #endif
-            for (r = 0; r < R; r++)
-                attn_llama3_8b_q4kv_dmerge__scalar(args, u / nsplit, r, nsplit, opart + (u / nsplit) * nsplit * R * DV,
-                        lpart + (u / nsplit) * nsplit * R);
+            for (r = w->hk_lo * GROUP * Lq; r < w->hk_hi * GROUP * Lq; r++)
+                attn_llama3_8b_q4kv_dmerge__scalar(args, b, r, nsplit, opart + b * nsplit * R * DV,
+                        lpart + b * nsplit * R);
         }
     }
     if (!args->workspace) attn_free(mem);

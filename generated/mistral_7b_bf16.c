@@ -363,6 +363,7 @@ ATTN_SHARED static int attn_mistral_7b_bf16_sees(const int64_t *first, const int
 enum {
     DECODE_SPLIT = 512, /* keys of a split (before doubling) */
     DECODE_MAX_SPLITS = 32, /* splits a sequence at most, while a split can double */
+    DECODE_HEAD_SPLIT = 8, /* below this many splits (all batches), a unit is one kv head's */
     DECODE_BLOCK = 32, /* keys of a block inside a split */
     /* the blocked kernel's, where its prefetch goes to L2 (AMD Zen 4 and 5), by its rows a kv head: */
     DECODE_BLOCK_FEW = 16, /* in pairs or dot products, below one panel */
@@ -396,8 +397,9 @@ ATTN_SHARED static void attn_mistral_7b_bf16_dresult(const float *o, float m, fl
 }
 
 /* The decode path's memory, one block (args->workspace, or one allocation of the
- * hook's): each split's partial O (units * R * DV floats), its LSE (units * R
- * floats, twice with entropy), each batch's count of splits still to finish,
+ * hook's): each split's partial O (B * nsplit * R * DV floats), its LSE (B * nsplit
+ * * R floats, twice with entropy), each (batch, kv heads)'s count of splits still
+ * to finish,
  * then a scratch of DECODE_SCRATCH bytes a thread; each part on ATTN_ALIGN bytes. */
 enum { DECODE_SCRATCH = 977216 /* bytes of a thread's scratch: the largest variant's */ };
 typedef struct { size_t opart, lpart, left, scratch, bytes; } attn_mistral_7b_bf16_dlayout;
@@ -426,7 +428,7 @@ ATTN_SHARED static int attn_mistral_7b_bf16_dlayout_of(int64_t B, int64_t R, int
     lay->lpart = (size_t)at;
     at += (units * (uint64_t)R * 1 * sizeof(float) + A - 1) / A * A;
     lay->left = (size_t)at;
-    at += ((uint64_t)B * sizeof(int) + A - 1) / A * A;
+    at += ((uint64_t)B * HKV * sizeof(int) + A - 1) / A * A;
     lay->scratch = (size_t)at;
     at += (uint64_t)nth * DECODE_SCRATCH + A;
     if (at > (uint64_t)SIZE_MAX) return 0;
@@ -2482,11 +2484,13 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_kvpack_b
 /* ---- decode: up to 16 query rows against a long KV cache ---------------- */
 /*
  * A unit is (batch, split of DECODE_SPLIT keys, doubled while a sequence
- * would have more than DECODE_MAX_SPLITS splits).  Its rows are every query
- * head times every query row, grouped by kv head, so each K and V row is
+ * would have more than DECODE_MAX_SPLITS splits, kv heads).  Its rows are every
+ * query head times every query row, grouped by kv head, so each K and V row is
  * read once, straight from the cache tensors (no packing), and the keys of
  * one block are read for all kv heads together (a contiguous stretch of the
- * cache).  Scores are computed transposed, S^T = K Q^T, with the rows along
+ * cache).  A call with fewer than DECODE_HEAD_SPLIT splits (a short cache)
+ * gives each kv head a unit of its own instead, so that threads share it from
+ * the first token; a row's arithmetic is the same either way.  Scores are computed transposed, S^T = K Q^T, with the rows along
  * the vector lanes: K values broadcast against packed Q^T panels (the scores
  * micro-kernel) or against one vector of a kv head's rows, or pairs of K
  * values against half a vector of rows (two values of D a row) or, where
@@ -2650,6 +2654,7 @@ typedef struct {
     float m[512], l[512], alpha[512];
     int64_t lo[512], hi[512], sink_hi[512], first[512], last[512];
     int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
+    int64_t hk_lo, hk_hi; /* the blocked unit's kv heads (the driver's) */
 } attn_mistral_7b_bf16_dscratch__avx512;
 /* it fits a thread's slot of the decode path's memory (a negative size where it does not) */
 typedef char attn_mistral_7b_bf16_dscratch_fits__avx512[sizeof(attn_mistral_7b_bf16_dscratch__avx512) <= DECODE_SCRATCH ? 1 : -1];
@@ -3372,7 +3377,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_mistr
     int64_t r, c, hk, pl = *plp;
 
     if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
-        for (hk = 0; hk < HKV; hk++) {
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             const float *qt = w->qt + (hk * glp / ROWS_PANEL) * ROWS_PANEL * D + (hk * glp) % ROWS_PANEL; /* its rows' Q^T */
             for (c = 0; c < kb;) {
                 const uint16_t *k0 = attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c);
@@ -3400,7 +3405,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_mistr
     if (dots) { /* keys in pairs; a lone last key pairs with itself */
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
-            for (hk = 0; hk < HKV; hk++) {
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                 attn_mistral_7b_bf16_dot_4x2_bf16__avx512(w->q + hk * glp * Q_STRIDE, glp, attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c),
                         attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
@@ -3415,7 +3420,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_mistr
         }
     } else {
         const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
-        for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) { /* S^T = K Q^T, panel by panel */
             for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
@@ -3470,7 +3475,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_mistr
     int64_t r, hk, pl = *plp;
 
     /* O = alpha * O + P V, kv head by kv head, 6 rows at a time */
-    for (hk = 0; hk < HKV; hk++) {
+    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
         const uint16_t *vh = attn_mistral_7b_bf16_v_row(&kv, hk, j0);
         for (r = hk * glp; r < hk * glp + gl;) {
             /* the widest kernel that fits the rows left; past two widths a head, or
@@ -3529,15 +3534,17 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_mistr
     /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        if (r >= HKV * glp || rr >= gl) continue; /* a padding row */
+        if (r < w->hk_lo * glp || r >= w->hk_hi * glp || rr >= gl) continue; /* a padding row, or another unit's */
         attn_mistral_7b_bf16_dresult(w->o + r * O_STRIDE, w->m[r], w->l[r], opart + row * DV, lpart + row);
     }
 }
 
-/* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
- * g * Lq + i is query i of head hk * GROUP + g (glp: a kv head's rows, padded).
- * Writes each real row's normalized partial output and LSE (natural log),
- * indexed by h * Lq + i. */
+/* One decode unit: batch b, keys [j_begin, j_begin + chunk), kv heads [w->hk_lo,
+ * w->hk_hi).  Row r' = hk * glp + g * Lq + i is query i of head hk * GROUP + g (glp:
+ * a kv head's rows, padded); the rows of every kv head are packed, the others'
+ * scores neither computed nor stored.  Writes each real row of its kv heads'
+ * normalized partial output and LSE (natural log), indexed by h * Lq + i.  A row's
+ * arithmetic does not depend on the unit's other kv heads. */
 __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_dunit__avx512(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_mistral_7b_bf16_dscratch__avx512 *w, float *restrict opart, float *restrict lpart)
 {
@@ -3581,8 +3588,10 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_dunit__a
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
-    memset(w->o, 0, sizeof(float) * (size_t)rp * O_STRIDE);
-    memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
+    /* the unit's kv heads' rows of O; the scores of every row, as many keys as a block of
+       the split has (padding rows' scores stay finite) */
+    memset(w->o + w->hk_lo * glp * O_STRIDE, 0, sizeof(float) * (size_t)((w->hk_hi - w->hk_lo) * glp * O_STRIDE));
+    memset(w->s, 0, sizeof(float) * (size_t)((j_end - j_begin < bk ? (j_end > j_begin ? j_end - j_begin : 0) : bk) * rp));
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_mistral_7b_bf16_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
 
@@ -3607,7 +3616,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_dunit__a
         attn_mistral_7b_bf16_dscores__avx512(kv, w, j0, kb, rp, glp, lanes, dots, pf, jn, pn, &pl);
         attn_mistral_7b_bf16_dmasks__avx512(w, j0, kb, rp, cls);
         /* online softmax over whole vectors of rows */
-        for (r = 0; r < rp; r += ROWS_VEC) attn_mistral_7b_bf16_softmax_t__avx512(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
+        for (r = w->hk_lo * glp / ROWS_VEC * ROWS_VEC; r < w->hk_hi * glp; r += ROWS_VEC) attn_mistral_7b_bf16_softmax_t__avx512(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
 
         attn_mistral_7b_bf16_dpv__avx512(kv, w, j0, kb, rp, glp, gl, even, pf, jn, pn, &pl);
     }
@@ -3776,27 +3785,36 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_dmerge__
     if (args->lse) args->lse[(b * HQ + h) * Lq + i] = mx + logf(sum);
 }
 
-/* The decode path: units of (batch, split); the last unit of a batch to
- * finish merges the batch's splits, so the region's end is the call's only
- * wait.  Its memory is one block (decode_mem). */
+/* The decode path: units of (batch, split, kv heads): every kv head, or one kv
+ * head where the call has fewer than DECODE_HEAD_SPLIT splits (of all batches
+ * together), so that the threads share a short cache too; the choice depends on
+ * the shapes alone, and a row's arithmetic does not depend on it.  The last unit
+ * of a (batch, kv heads) to finish merges their rows' splits, so the region's end
+ * is the call's only wait.  Its memory is one block (decode_mem). */
 __attribute__((target("avx512f,fma"))) static attn_status attn_mistral_7b_bf16_decode__avx512(const attn_args *args)
 {
-    const int64_t B = args->batch, R = HQ * args->seq_q;
+    const int64_t B = args->batch, Lq = args->seq_q, R = HQ * Lq;
     const int64_t chunk = attn_mistral_7b_bf16_split_keys(args->seq_k); /* keys per split (lib/split_kv) */
-    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1, units = B * nsplit;
+    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
+    const int64_t rows = GROUP * Lq; /* query rows a kv head */
+    /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs
+       (attn_runtime.h); its units take every kv head */
+    const int stream = rows <= attn_cpu()->decode_stream_rows[0];
+    const int64_t nhg = !stream && B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
+    const int64_t units = B * nsplit * nhg, hpg = HKV / nhg; /* kv heads a unit */
     const int nth = attn_mistral_7b_bf16_decode_threads(args->threads);
     attn_mistral_7b_bf16_dlayout lay;
     char *mem;
     float *opart, *lpart;
-    int *left; /* each batch's splits still to finish */
-    int64_t b;
+    int *left; /* each (batch, kv heads)'s splits still to finish */
+    int64_t g;
     const attn_status status = attn_mistral_7b_bf16_decode_mem(args, R, nsplit, nth, &lay, &mem);
 
     if (status != ATTN_OK) return status;
     opart = (float *)(mem + lay.opart);
     lpart = (float *)(mem + lay.lpart);
     left = (int *)(mem + lay.left);
-    for (b = 0; b < B; b++) left[b] = (int)nsplit;
+    for (g = 0; g < B * nhg; g++) left[g] = (int)nsplit;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nth)
 #endif
@@ -3806,40 +3824,39 @@ __attribute__((target("avx512f,fma"))) static attn_status attn_mistral_7b_bf16_d
 #else
         attn_mistral_7b_bf16_dscratch__avx512 *w = (attn_mistral_7b_bf16_dscratch__avx512 *)(mem + lay.scratch);
 #endif
-        const int64_t rows = GROUP * args->seq_q; /* query rows a kv head */
-        /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs (attn_runtime.h) */
-        const int stream = rows <= attn_cpu()->decode_stream_rows[0];
         int64_t u, r;
         int last;
         w->rows_of = -1;
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1) nowait
 #endif
-        for (u = 0; u < units; u++) { /* u = b * nsplit + split */
-            int done = 0;
+        for (u = 0; u < units; u++) { /* u = (b * nsplit + split) * nhg + kv head group */
+            const int64_t su = u / nhg, b = su / nsplit, j0 = (su % nsplit) * chunk, bg = b * nhg + u % nhg;
+            w->hk_lo = (u % nhg) * hpg;
+            w->hk_hi = w->hk_lo + hpg;
             if (stream) switch (rows) { /* the streaming kernel's rows */
             case 4:
-                attn_mistral_7b_bf16_sunit_4x1__avx512(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-                done = 1;
-                break;
+                attn_mistral_7b_bf16_sunit_4x1__avx512(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+                goto merge;
             default:
                 break;
             }
-            if (!done)
-                attn_mistral_7b_bf16_dunit__avx512(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-            /* the batch's last split to finish merges it (its partials flushed before the count) */
+            attn_mistral_7b_bf16_dunit__avx512(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+        merge:;
+            /* the last split of these kv heads to finish merges their rows (the partials
+               flushed before the count) */
 #ifdef _OPENMP
 #pragma omp flush
 #pragma omp atomic capture
 #endif
-            last = --left[u / nsplit];
+            last = --left[bg];
             if (last) continue;
 #ifdef _OPENMP
 #pragma omp flush
 #endif
-            for (r = 0; r < R; r++)
-                attn_mistral_7b_bf16_dmerge__avx512(args, u / nsplit, r, nsplit, opart + (u / nsplit) * nsplit * R * DV,
-                        lpart + (u / nsplit) * nsplit * R);
+            for (r = w->hk_lo * GROUP * Lq; r < w->hk_hi * GROUP * Lq; r++)
+                attn_mistral_7b_bf16_dmerge__avx512(args, b, r, nsplit, opart + b * nsplit * R * DV,
+                        lpart + b * nsplit * R);
         }
     }
     if (!args->workspace) attn_free(mem);
@@ -5612,11 +5629,13 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_kvpack
 /* ---- decode: up to 16 query rows against a long KV cache ---------------- */
 /*
  * A unit is (batch, split of DECODE_SPLIT keys, doubled while a sequence
- * would have more than DECODE_MAX_SPLITS splits).  Its rows are every query
- * head times every query row, grouped by kv head, so each K and V row is
+ * would have more than DECODE_MAX_SPLITS splits, kv heads).  Its rows are every
+ * query head times every query row, grouped by kv head, so each K and V row is
  * read once, straight from the cache tensors (no packing), and the keys of
  * one block are read for all kv heads together (a contiguous stretch of the
- * cache).  Scores are computed transposed, S^T = K Q^T, with the rows along
+ * cache).  A call with fewer than DECODE_HEAD_SPLIT splits (a short cache)
+ * gives each kv head a unit of its own instead, so that threads share it from
+ * the first token; a row's arithmetic is the same either way.  Scores are computed transposed, S^T = K Q^T, with the rows along
  * the vector lanes: K values broadcast against packed Q^T panels (the scores
  * micro-kernel) or against one vector of a kv head's rows, or pairs of K
  * values against half a vector of rows (two values of D a row) or, where
@@ -5676,6 +5695,7 @@ typedef struct {
     float m[512], l[512], alpha[512];
     int64_t lo[512], hi[512], sink_hi[512], first[512], last[512];
     int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
+    int64_t hk_lo, hk_hi; /* the blocked unit's kv heads (the driver's) */
 } attn_mistral_7b_bf16_dscratch__avx2;
 /* it fits a thread's slot of the decode path's memory (a negative size where it does not) */
 typedef char attn_mistral_7b_bf16_dscratch_fits__avx2[sizeof(attn_mistral_7b_bf16_dscratch__avx2) <= DECODE_SCRATCH ? 1 : -1];
@@ -5964,7 +5984,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_mis
     int64_t r, c, hk, pl = *plp;
 
     if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
-        for (hk = 0; hk < HKV; hk++) {
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             const float *qt = w->qt + (hk * glp / ROWS_PANEL) * ROWS_PANEL * D + (hk * glp) % ROWS_PANEL; /* its rows' Q^T */
             for (c = 0; c < kb;) {
                 const uint16_t *k0 = attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c);
@@ -5992,7 +6012,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_mis
     if (dots) { /* keys in pairs; a lone last key pairs with itself */
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
-            for (hk = 0; hk < HKV; hk++) {
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                 attn_mistral_7b_bf16_dot_4x2_bf16__avx2(w->q + hk * glp * Q_STRIDE, glp, attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c),
                         attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
@@ -6007,7 +6027,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_mis
         }
     } else {
         const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
-        for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) { /* S^T = K Q^T, panel by panel */
             for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
@@ -6062,7 +6082,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_mis
     int64_t r, hk, pl = *plp;
 
     /* O = alpha * O + P V, kv head by kv head, 6 rows at a time */
-    for (hk = 0; hk < HKV; hk++) {
+    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
         const uint16_t *vh = attn_mistral_7b_bf16_v_row(&kv, hk, j0);
         for (r = hk * glp; r < hk * glp + gl;) {
             /* the widest kernel that fits the rows left; past two widths a head, or
@@ -6121,15 +6141,17 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_mis
     /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        if (r >= HKV * glp || rr >= gl) continue; /* a padding row */
+        if (r < w->hk_lo * glp || r >= w->hk_hi * glp || rr >= gl) continue; /* a padding row, or another unit's */
         attn_mistral_7b_bf16_dresult(w->o + r * O_STRIDE, w->m[r], w->l[r], opart + row * DV, lpart + row);
     }
 }
 
-/* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
- * g * Lq + i is query i of head hk * GROUP + g (glp: a kv head's rows, padded).
- * Writes each real row's normalized partial output and LSE (natural log),
- * indexed by h * Lq + i. */
+/* One decode unit: batch b, keys [j_begin, j_begin + chunk), kv heads [w->hk_lo,
+ * w->hk_hi).  Row r' = hk * glp + g * Lq + i is query i of head hk * GROUP + g (glp:
+ * a kv head's rows, padded); the rows of every kv head are packed, the others'
+ * scores neither computed nor stored.  Writes each real row of its kv heads'
+ * normalized partial output and LSE (natural log), indexed by h * Lq + i.  A row's
+ * arithmetic does not depend on the unit's other kv heads. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_dunit__avx2(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_mistral_7b_bf16_dscratch__avx2 *w, float *restrict opart, float *restrict lpart)
 {
@@ -6173,8 +6195,10 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_dunit_
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
-    memset(w->o, 0, sizeof(float) * (size_t)rp * O_STRIDE);
-    memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
+    /* the unit's kv heads' rows of O; the scores of every row, as many keys as a block of
+       the split has (padding rows' scores stay finite) */
+    memset(w->o + w->hk_lo * glp * O_STRIDE, 0, sizeof(float) * (size_t)((w->hk_hi - w->hk_lo) * glp * O_STRIDE));
+    memset(w->s, 0, sizeof(float) * (size_t)((j_end - j_begin < bk ? (j_end > j_begin ? j_end - j_begin : 0) : bk) * rp));
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_mistral_7b_bf16_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
 
@@ -6199,7 +6223,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_dunit_
         attn_mistral_7b_bf16_dscores__avx2(kv, w, j0, kb, rp, glp, lanes, dots, pf, jn, pn, &pl);
         attn_mistral_7b_bf16_dmasks__avx2(w, j0, kb, rp, cls);
         /* online softmax over whole vectors of rows */
-        for (r = 0; r < rp; r += ROWS_VEC) attn_mistral_7b_bf16_softmax_t__avx2(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
+        for (r = w->hk_lo * glp / ROWS_VEC * ROWS_VEC; r < w->hk_hi * glp; r += ROWS_VEC) attn_mistral_7b_bf16_softmax_t__avx2(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
 
         attn_mistral_7b_bf16_dpv__avx2(kv, w, j0, kb, rp, glp, gl, even, pf, jn, pn, &pl);
     }
@@ -6368,27 +6392,36 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_dmerge
     if (args->lse) args->lse[(b * HQ + h) * Lq + i] = mx + logf(sum);
 }
 
-/* The decode path: units of (batch, split); the last unit of a batch to
- * finish merges the batch's splits, so the region's end is the call's only
- * wait.  Its memory is one block (decode_mem). */
+/* The decode path: units of (batch, split, kv heads): every kv head, or one kv
+ * head where the call has fewer than DECODE_HEAD_SPLIT splits (of all batches
+ * together), so that the threads share a short cache too; the choice depends on
+ * the shapes alone, and a row's arithmetic does not depend on it.  The last unit
+ * of a (batch, kv heads) to finish merges their rows' splits, so the region's end
+ * is the call's only wait.  Its memory is one block (decode_mem). */
 __attribute__((target("avx2,fma,f16c"))) static attn_status attn_mistral_7b_bf16_decode__avx2(const attn_args *args)
 {
-    const int64_t B = args->batch, R = HQ * args->seq_q;
+    const int64_t B = args->batch, Lq = args->seq_q, R = HQ * Lq;
     const int64_t chunk = attn_mistral_7b_bf16_split_keys(args->seq_k); /* keys per split (lib/split_kv) */
-    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1, units = B * nsplit;
+    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
+    const int64_t rows = GROUP * Lq; /* query rows a kv head */
+    /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs
+       (attn_runtime.h); its units take every kv head */
+    const int stream = rows <= attn_cpu()->decode_stream_rows[0];
+    const int64_t nhg = !stream && B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
+    const int64_t units = B * nsplit * nhg, hpg = HKV / nhg; /* kv heads a unit */
     const int nth = attn_mistral_7b_bf16_decode_threads(args->threads);
     attn_mistral_7b_bf16_dlayout lay;
     char *mem;
     float *opart, *lpart;
-    int *left; /* each batch's splits still to finish */
-    int64_t b;
+    int *left; /* each (batch, kv heads)'s splits still to finish */
+    int64_t g;
     const attn_status status = attn_mistral_7b_bf16_decode_mem(args, R, nsplit, nth, &lay, &mem);
 
     if (status != ATTN_OK) return status;
     opart = (float *)(mem + lay.opart);
     lpart = (float *)(mem + lay.lpart);
     left = (int *)(mem + lay.left);
-    for (b = 0; b < B; b++) left[b] = (int)nsplit;
+    for (g = 0; g < B * nhg; g++) left[g] = (int)nsplit;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nth)
 #endif
@@ -6398,40 +6431,39 @@ __attribute__((target("avx2,fma,f16c"))) static attn_status attn_mistral_7b_bf16
 #else
         attn_mistral_7b_bf16_dscratch__avx2 *w = (attn_mistral_7b_bf16_dscratch__avx2 *)(mem + lay.scratch);
 #endif
-        const int64_t rows = GROUP * args->seq_q; /* query rows a kv head */
-        /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs (attn_runtime.h) */
-        const int stream = rows <= attn_cpu()->decode_stream_rows[0];
         int64_t u, r;
         int last;
         w->rows_of = -1;
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1) nowait
 #endif
-        for (u = 0; u < units; u++) { /* u = b * nsplit + split */
-            int done = 0;
+        for (u = 0; u < units; u++) { /* u = (b * nsplit + split) * nhg + kv head group */
+            const int64_t su = u / nhg, b = su / nsplit, j0 = (su % nsplit) * chunk, bg = b * nhg + u % nhg;
+            w->hk_lo = (u % nhg) * hpg;
+            w->hk_hi = w->hk_lo + hpg;
             if (stream) switch (rows) { /* the streaming kernel's rows */
             case 4:
-                attn_mistral_7b_bf16_sunit_4x1__avx2(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-                done = 1;
-                break;
+                attn_mistral_7b_bf16_sunit_4x1__avx2(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+                goto merge;
             default:
                 break;
             }
-            if (!done)
-                attn_mistral_7b_bf16_dunit__avx2(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-            /* the batch's last split to finish merges it (its partials flushed before the count) */
+            attn_mistral_7b_bf16_dunit__avx2(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+        merge:;
+            /* the last split of these kv heads to finish merges their rows (the partials
+               flushed before the count) */
 #ifdef _OPENMP
 #pragma omp flush
 #pragma omp atomic capture
 #endif
-            last = --left[u / nsplit];
+            last = --left[bg];
             if (last) continue;
 #ifdef _OPENMP
 #pragma omp flush
 #endif
-            for (r = 0; r < R; r++)
-                attn_mistral_7b_bf16_dmerge__avx2(args, u / nsplit, r, nsplit, opart + (u / nsplit) * nsplit * R * DV,
-                        lpart + (u / nsplit) * nsplit * R);
+            for (r = w->hk_lo * GROUP * Lq; r < w->hk_hi * GROUP * Lq; r++)
+                attn_mistral_7b_bf16_dmerge__avx2(args, b, r, nsplit, opart + b * nsplit * R * DV,
+                        lpart + b * nsplit * R);
         }
     }
     if (!args->workspace) attn_free(mem);
@@ -8656,11 +8688,13 @@ static void attn_mistral_7b_bf16_kvpack_bf16__neon(const attn_mistral_7b_bf16_kv
 /* ---- decode: up to 16 query rows against a long KV cache ---------------- */
 /*
  * A unit is (batch, split of DECODE_SPLIT keys, doubled while a sequence
- * would have more than DECODE_MAX_SPLITS splits).  Its rows are every query
- * head times every query row, grouped by kv head, so each K and V row is
+ * would have more than DECODE_MAX_SPLITS splits, kv heads).  Its rows are every
+ * query head times every query row, grouped by kv head, so each K and V row is
  * read once, straight from the cache tensors (no packing), and the keys of
  * one block are read for all kv heads together (a contiguous stretch of the
- * cache).  Scores are computed transposed, S^T = K Q^T, with the rows along
+ * cache).  A call with fewer than DECODE_HEAD_SPLIT splits (a short cache)
+ * gives each kv head a unit of its own instead, so that threads share it from
+ * the first token; a row's arithmetic is the same either way.  Scores are computed transposed, S^T = K Q^T, with the rows along
  * the vector lanes: K values broadcast against packed Q^T panels (the scores
  * micro-kernel) or against one vector of a kv head's rows, or pairs of K
  * values against half a vector of rows (two values of D a row) or, where
@@ -8720,6 +8754,7 @@ typedef struct {
     float m[512], l[512], alpha[512];
     int64_t lo[512], hi[512], sink_hi[512], first[512], last[512];
     int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
+    int64_t hk_lo, hk_hi; /* the blocked unit's kv heads (the driver's) */
 } attn_mistral_7b_bf16_dscratch__neon;
 /* it fits a thread's slot of the decode path's memory (a negative size where it does not) */
 typedef char attn_mistral_7b_bf16_dscratch_fits__neon[sizeof(attn_mistral_7b_bf16_dscratch__neon) <= DECODE_SCRATCH ? 1 : -1];
@@ -9008,7 +9043,7 @@ static ATTN_ALWAYS_INLINE void attn_mistral_7b_bf16_dscores__neon(const attn_mis
     int64_t r, c, hk, pl = *plp;
 
     if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
-        for (hk = 0; hk < HKV; hk++) {
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             const float *qt = w->qt + (hk * glp / ROWS_PANEL) * ROWS_PANEL * D + (hk * glp) % ROWS_PANEL; /* its rows' Q^T */
             for (c = 0; c < kb;) {
                 const uint16_t *k0 = attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c);
@@ -9036,7 +9071,7 @@ static ATTN_ALWAYS_INLINE void attn_mistral_7b_bf16_dscores__neon(const attn_mis
     if (dots) { /* keys in pairs; a lone last key pairs with itself */
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
-            for (hk = 0; hk < HKV; hk++) {
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                 attn_mistral_7b_bf16_dot_4x2_bf16__neon(w->q + hk * glp * Q_STRIDE, glp, attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c),
                         attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
@@ -9051,7 +9086,7 @@ static ATTN_ALWAYS_INLINE void attn_mistral_7b_bf16_dscores__neon(const attn_mis
         }
     } else {
         const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
-        for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) { /* S^T = K Q^T, panel by panel */
             for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
@@ -9106,7 +9141,7 @@ static ATTN_ALWAYS_INLINE void attn_mistral_7b_bf16_dpv__neon(const attn_mistral
     int64_t r, hk, pl = *plp;
 
     /* O = alpha * O + P V, kv head by kv head, 6 rows at a time */
-    for (hk = 0; hk < HKV; hk++) {
+    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
         const uint16_t *vh = attn_mistral_7b_bf16_v_row(&kv, hk, j0);
         for (r = hk * glp; r < hk * glp + gl;) {
             /* the widest kernel that fits the rows left; past two widths a head, or
@@ -9165,15 +9200,17 @@ static ATTN_ALWAYS_INLINE void attn_mistral_7b_bf16_dsplit__neon(const attn_mist
     /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        if (r >= HKV * glp || rr >= gl) continue; /* a padding row */
+        if (r < w->hk_lo * glp || r >= w->hk_hi * glp || rr >= gl) continue; /* a padding row, or another unit's */
         attn_mistral_7b_bf16_dresult(w->o + r * O_STRIDE, w->m[r], w->l[r], opart + row * DV, lpart + row);
     }
 }
 
-/* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
- * g * Lq + i is query i of head hk * GROUP + g (glp: a kv head's rows, padded).
- * Writes each real row's normalized partial output and LSE (natural log),
- * indexed by h * Lq + i. */
+/* One decode unit: batch b, keys [j_begin, j_begin + chunk), kv heads [w->hk_lo,
+ * w->hk_hi).  Row r' = hk * glp + g * Lq + i is query i of head hk * GROUP + g (glp:
+ * a kv head's rows, padded); the rows of every kv head are packed, the others'
+ * scores neither computed nor stored.  Writes each real row of its kv heads'
+ * normalized partial output and LSE (natural log), indexed by h * Lq + i.  A row's
+ * arithmetic does not depend on the unit's other kv heads. */
 static void attn_mistral_7b_bf16_dunit__neon(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_mistral_7b_bf16_dscratch__neon *w, float *restrict opart, float *restrict lpart)
 {
@@ -9217,8 +9254,10 @@ static void attn_mistral_7b_bf16_dunit__neon(const attn_args *args, int64_t b, i
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
-    memset(w->o, 0, sizeof(float) * (size_t)rp * O_STRIDE);
-    memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
+    /* the unit's kv heads' rows of O; the scores of every row, as many keys as a block of
+       the split has (padding rows' scores stay finite) */
+    memset(w->o + w->hk_lo * glp * O_STRIDE, 0, sizeof(float) * (size_t)((w->hk_hi - w->hk_lo) * glp * O_STRIDE));
+    memset(w->s, 0, sizeof(float) * (size_t)((j_end - j_begin < bk ? (j_end > j_begin ? j_end - j_begin : 0) : bk) * rp));
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_mistral_7b_bf16_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
 
@@ -9243,7 +9282,7 @@ static void attn_mistral_7b_bf16_dunit__neon(const attn_args *args, int64_t b, i
         attn_mistral_7b_bf16_dscores__neon(kv, w, j0, kb, rp, glp, lanes, dots, pf, jn, pn, &pl);
         attn_mistral_7b_bf16_dmasks__neon(w, j0, kb, rp, cls);
         /* online softmax over whole vectors of rows */
-        for (r = 0; r < rp; r += ROWS_VEC) attn_mistral_7b_bf16_softmax_t__neon(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
+        for (r = w->hk_lo * glp / ROWS_VEC * ROWS_VEC; r < w->hk_hi * glp; r += ROWS_VEC) attn_mistral_7b_bf16_softmax_t__neon(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
 
         attn_mistral_7b_bf16_dpv__neon(kv, w, j0, kb, rp, glp, gl, even, pf, jn, pn, &pl);
     }
@@ -9412,27 +9451,36 @@ static void attn_mistral_7b_bf16_dmerge__neon(const attn_args *args, int64_t b, 
     if (args->lse) args->lse[(b * HQ + h) * Lq + i] = mx + logf(sum);
 }
 
-/* The decode path: units of (batch, split); the last unit of a batch to
- * finish merges the batch's splits, so the region's end is the call's only
- * wait.  Its memory is one block (decode_mem). */
+/* The decode path: units of (batch, split, kv heads): every kv head, or one kv
+ * head where the call has fewer than DECODE_HEAD_SPLIT splits (of all batches
+ * together), so that the threads share a short cache too; the choice depends on
+ * the shapes alone, and a row's arithmetic does not depend on it.  The last unit
+ * of a (batch, kv heads) to finish merges their rows' splits, so the region's end
+ * is the call's only wait.  Its memory is one block (decode_mem). */
 static attn_status attn_mistral_7b_bf16_decode__neon(const attn_args *args)
 {
-    const int64_t B = args->batch, R = HQ * args->seq_q;
+    const int64_t B = args->batch, Lq = args->seq_q, R = HQ * Lq;
     const int64_t chunk = attn_mistral_7b_bf16_split_keys(args->seq_k); /* keys per split (lib/split_kv) */
-    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1, units = B * nsplit;
+    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
+    const int64_t rows = GROUP * Lq; /* query rows a kv head */
+    /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs
+       (attn_runtime.h); its units take every kv head */
+    const int stream = rows <= attn_cpu()->decode_stream_rows[0];
+    const int64_t nhg = !stream && B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
+    const int64_t units = B * nsplit * nhg, hpg = HKV / nhg; /* kv heads a unit */
     const int nth = attn_mistral_7b_bf16_decode_threads(args->threads);
     attn_mistral_7b_bf16_dlayout lay;
     char *mem;
     float *opart, *lpart;
-    int *left; /* each batch's splits still to finish */
-    int64_t b;
+    int *left; /* each (batch, kv heads)'s splits still to finish */
+    int64_t g;
     const attn_status status = attn_mistral_7b_bf16_decode_mem(args, R, nsplit, nth, &lay, &mem);
 
     if (status != ATTN_OK) return status;
     opart = (float *)(mem + lay.opart);
     lpart = (float *)(mem + lay.lpart);
     left = (int *)(mem + lay.left);
-    for (b = 0; b < B; b++) left[b] = (int)nsplit;
+    for (g = 0; g < B * nhg; g++) left[g] = (int)nsplit;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nth)
 #endif
@@ -9442,40 +9490,39 @@ static attn_status attn_mistral_7b_bf16_decode__neon(const attn_args *args)
 #else
         attn_mistral_7b_bf16_dscratch__neon *w = (attn_mistral_7b_bf16_dscratch__neon *)(mem + lay.scratch);
 #endif
-        const int64_t rows = GROUP * args->seq_q; /* query rows a kv head */
-        /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs (attn_runtime.h) */
-        const int stream = rows <= attn_cpu()->decode_stream_rows[0];
         int64_t u, r;
         int last;
         w->rows_of = -1;
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1) nowait
 #endif
-        for (u = 0; u < units; u++) { /* u = b * nsplit + split */
-            int done = 0;
+        for (u = 0; u < units; u++) { /* u = (b * nsplit + split) * nhg + kv head group */
+            const int64_t su = u / nhg, b = su / nsplit, j0 = (su % nsplit) * chunk, bg = b * nhg + u % nhg;
+            w->hk_lo = (u % nhg) * hpg;
+            w->hk_hi = w->hk_lo + hpg;
             if (stream) switch (rows) { /* the streaming kernel's rows */
             case 4:
-                attn_mistral_7b_bf16_sunit_4x1__neon(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-                done = 1;
-                break;
+                attn_mistral_7b_bf16_sunit_4x1__neon(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+                goto merge;
             default:
                 break;
             }
-            if (!done)
-                attn_mistral_7b_bf16_dunit__neon(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-            /* the batch's last split to finish merges it (its partials flushed before the count) */
+            attn_mistral_7b_bf16_dunit__neon(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+        merge:;
+            /* the last split of these kv heads to finish merges their rows (the partials
+               flushed before the count) */
 #ifdef _OPENMP
 #pragma omp flush
 #pragma omp atomic capture
 #endif
-            last = --left[u / nsplit];
+            last = --left[bg];
             if (last) continue;
 #ifdef _OPENMP
 #pragma omp flush
 #endif
-            for (r = 0; r < R; r++)
-                attn_mistral_7b_bf16_dmerge__neon(args, u / nsplit, r, nsplit, opart + (u / nsplit) * nsplit * R * DV,
-                        lpart + (u / nsplit) * nsplit * R);
+            for (r = w->hk_lo * GROUP * Lq; r < w->hk_hi * GROUP * Lq; r++)
+                attn_mistral_7b_bf16_dmerge__neon(args, b, r, nsplit, opart + b * nsplit * R * DV,
+                        lpart + b * nsplit * R);
         }
     }
     if (!args->workspace) attn_free(mem);
@@ -10729,11 +10776,13 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_kvpack_bf16__scalar(const attn_
 /* ---- decode: up to 16 query rows against a long KV cache ---------------- */
 /*
  * A unit is (batch, split of DECODE_SPLIT keys, doubled while a sequence
- * would have more than DECODE_MAX_SPLITS splits).  Its rows are every query
- * head times every query row, grouped by kv head, so each K and V row is
+ * would have more than DECODE_MAX_SPLITS splits, kv heads).  Its rows are every
+ * query head times every query row, grouped by kv head, so each K and V row is
  * read once, straight from the cache tensors (no packing), and the keys of
  * one block are read for all kv heads together (a contiguous stretch of the
- * cache).  Scores are computed transposed, S^T = K Q^T, with the rows along
+ * cache).  A call with fewer than DECODE_HEAD_SPLIT splits (a short cache)
+ * gives each kv head a unit of its own instead, so that threads share it from
+ * the first token; a row's arithmetic is the same either way.  Scores are computed transposed, S^T = K Q^T, with the rows along
  * the vector lanes: K values broadcast against packed Q^T panels (the scores
  * micro-kernel) or against one vector of a kv head's rows, or pairs of K
  * values against half a vector of rows (two values of D a row) or, where
@@ -10789,6 +10838,7 @@ typedef struct {
     float m[512], l[512], alpha[512];
     int64_t lo[512], hi[512], sink_hi[512], first[512], last[512];
     int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
+    int64_t hk_lo, hk_hi; /* the blocked unit's kv heads (the driver's) */
 } attn_mistral_7b_bf16_dscratch__scalar;
 /* it fits a thread's slot of the decode path's memory (a negative size where it does not) */
 typedef char attn_mistral_7b_bf16_dscratch_fits__scalar[sizeof(attn_mistral_7b_bf16_dscratch__scalar) <= DECODE_SCRATCH ? 1 : -1];
@@ -10842,7 +10892,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_mistral_7b_bf16_dscores__sca
     if (dots) { /* keys in pairs; a lone last key pairs with itself */
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
-            for (hk = 0; hk < HKV; hk++) {
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                 attn_mistral_7b_bf16_dot_4x2_bf16__scalar(w->q + hk * glp * Q_STRIDE, glp, attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c),
                         attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
@@ -10857,7 +10907,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_mistral_7b_bf16_dscores__sca
         }
     } else {
         const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
-        for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) { /* S^T = K Q^T, panel by panel */
             for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
@@ -10911,7 +10961,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_mistral_7b_bf16_dpv__scalar(
     int64_t r, hk, pl = *plp;
 
     /* O = alpha * O + P V, kv head by kv head, 4 rows at a time */
-    for (hk = 0; hk < HKV; hk++) {
+    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
         const uint16_t *vh = attn_mistral_7b_bf16_v_row(&kv, hk, j0);
         for (r = hk * glp; r < hk * glp + gl;) {
             const int64_t take = hk * glp + gl - r; /* the widest kernel that fits the rows left */
@@ -10949,15 +10999,17 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_mistral_7b_bf16_dsplit__scal
     /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        if (r >= HKV * glp || rr >= gl) continue; /* a padding row */
+        if (r < w->hk_lo * glp || r >= w->hk_hi * glp || rr >= gl) continue; /* a padding row, or another unit's */
         attn_mistral_7b_bf16_dresult(w->o + r * O_STRIDE, w->m[r], w->l[r], opart + row * DV, lpart + row);
     }
 }
 
-/* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
- * g * Lq + i is query i of head hk * GROUP + g (glp: a kv head's rows, padded).
- * Writes each real row's normalized partial output and LSE (natural log),
- * indexed by h * Lq + i. */
+/* One decode unit: batch b, keys [j_begin, j_begin + chunk), kv heads [w->hk_lo,
+ * w->hk_hi).  Row r' = hk * glp + g * Lq + i is query i of head hk * GROUP + g (glp:
+ * a kv head's rows, padded); the rows of every kv head are packed, the others'
+ * scores neither computed nor stored.  Writes each real row of its kv heads'
+ * normalized partial output and LSE (natural log), indexed by h * Lq + i.  A row's
+ * arithmetic does not depend on the unit's other kv heads. */
 ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_dunit__scalar(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_mistral_7b_bf16_dscratch__scalar *w, float *restrict opart, float *restrict lpart)
 {
@@ -11000,8 +11052,10 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_dunit__scalar(const attn_args *
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
-    memset(w->o, 0, sizeof(float) * (size_t)rp * O_STRIDE);
-    memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
+    /* the unit's kv heads' rows of O; the scores of every row, as many keys as a block of
+       the split has (padding rows' scores stay finite) */
+    memset(w->o + w->hk_lo * glp * O_STRIDE, 0, sizeof(float) * (size_t)((w->hk_hi - w->hk_lo) * glp * O_STRIDE));
+    memset(w->s, 0, sizeof(float) * (size_t)((j_end - j_begin < bk ? (j_end > j_begin ? j_end - j_begin : 0) : bk) * rp));
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_mistral_7b_bf16_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
 
@@ -11026,7 +11080,7 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_dunit__scalar(const attn_args *
         attn_mistral_7b_bf16_dscores__scalar(kv, w, j0, kb, rp, glp, dots, pf, jn, pn, &pl);
         attn_mistral_7b_bf16_dmasks__scalar(w, j0, kb, rp, cls);
         /* online softmax over whole vectors of rows */
-        for (r = 0; r < rp; r += ROWS_VEC) attn_mistral_7b_bf16_softmax_t__scalar(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
+        for (r = w->hk_lo * glp / ROWS_VEC * ROWS_VEC; r < w->hk_hi * glp; r += ROWS_VEC) attn_mistral_7b_bf16_softmax_t__scalar(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
 
         attn_mistral_7b_bf16_dpv__scalar(kv, w, j0, kb, rp, glp, gl, pf, jn, pn, &pl);
     }
@@ -11065,27 +11119,32 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_dmerge__scalar(const attn_args 
     if (args->lse) args->lse[(b * HQ + h) * Lq + i] = mx + logf(sum);
 }
 
-/* The decode path: units of (batch, split); the last unit of a batch to
- * finish merges the batch's splits, so the region's end is the call's only
- * wait.  Its memory is one block (decode_mem). */
+/* The decode path: units of (batch, split, kv heads): every kv head, or one kv
+ * head where the call has fewer than DECODE_HEAD_SPLIT splits (of all batches
+ * together), so that the threads share a short cache too; the choice depends on
+ * the shapes alone, and a row's arithmetic does not depend on it.  The last unit
+ * of a (batch, kv heads) to finish merges their rows' splits, so the region's end
+ * is the call's only wait.  Its memory is one block (decode_mem). */
 ATTN_NO_AUTOVEC static attn_status attn_mistral_7b_bf16_decode__scalar(const attn_args *args)
 {
-    const int64_t B = args->batch, R = HQ * args->seq_q;
+    const int64_t B = args->batch, Lq = args->seq_q, R = HQ * Lq;
     const int64_t chunk = attn_mistral_7b_bf16_split_keys(args->seq_k); /* keys per split (lib/split_kv) */
-    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1, units = B * nsplit;
+    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
+    const int64_t nhg = B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
+    const int64_t units = B * nsplit * nhg, hpg = HKV / nhg; /* kv heads a unit */
     const int nth = attn_mistral_7b_bf16_decode_threads(args->threads);
     attn_mistral_7b_bf16_dlayout lay;
     char *mem;
     float *opart, *lpart;
-    int *left; /* each batch's splits still to finish */
-    int64_t b;
+    int *left; /* each (batch, kv heads)'s splits still to finish */
+    int64_t g;
     const attn_status status = attn_mistral_7b_bf16_decode_mem(args, R, nsplit, nth, &lay, &mem);
 
     if (status != ATTN_OK) return status;
     opart = (float *)(mem + lay.opart);
     lpart = (float *)(mem + lay.lpart);
     left = (int *)(mem + lay.left);
-    for (b = 0; b < B; b++) left[b] = (int)nsplit;
+    for (g = 0; g < B * nhg; g++) left[g] = (int)nsplit;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nth)
 #endif
@@ -11101,21 +11160,25 @@ ATTN_NO_AUTOVEC static attn_status attn_mistral_7b_bf16_decode__scalar(const att
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1) nowait
 #endif
-        for (u = 0; u < units; u++) { /* u = b * nsplit + split */
-            attn_mistral_7b_bf16_dunit__scalar(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-            /* the batch's last split to finish merges it (its partials flushed before the count) */
+        for (u = 0; u < units; u++) { /* u = (b * nsplit + split) * nhg + kv head group */
+            const int64_t su = u / nhg, b = su / nsplit, j0 = (su % nsplit) * chunk, bg = b * nhg + u % nhg;
+            w->hk_lo = (u % nhg) * hpg;
+            w->hk_hi = w->hk_lo + hpg;
+            attn_mistral_7b_bf16_dunit__scalar(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+            /* the last split of these kv heads to finish merges their rows (the partials
+               flushed before the count) */
 #ifdef _OPENMP
 #pragma omp flush
 #pragma omp atomic capture
 #endif
-            last = --left[u / nsplit];
+            last = --left[bg];
             if (last) continue;
 #ifdef _OPENMP
 #pragma omp flush
 #endif
-            for (r = 0; r < R; r++)
-                attn_mistral_7b_bf16_dmerge__scalar(args, u / nsplit, r, nsplit, opart + (u / nsplit) * nsplit * R * DV,
-                        lpart + (u / nsplit) * nsplit * R);
+            for (r = w->hk_lo * GROUP * Lq; r < w->hk_hi * GROUP * Lq; r++)
+                attn_mistral_7b_bf16_dmerge__scalar(args, b, r, nsplit, opart + b * nsplit * R * DV,
+                        lpart + b * nsplit * R);
         }
     }
     if (!args->workspace) attn_free(mem);

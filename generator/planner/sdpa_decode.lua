@@ -15,6 +15,16 @@
 -- decides nothing.
 local M = {}
 
+--- Below this many splits of the cache in a call (all batches together), a
+-- blocked decode unit takes one kv head, not all of them: a short cache has
+-- one split a sequence (DECODE_CHUNK keys), which alone would keep one thread
+-- busy.  Its rows' arithmetic is the same either way (each row's scores,
+-- softmax and P*V are its own), so the output does not depend on the choice;
+-- the choice depends on the shapes alone, never on the thread count.  Up to
+-- this many splits the per-unit work (packing, setup, its merge) stays small
+-- against a split's keys.
+M.HEAD_SPLIT = 8
+
 --- Keys a call of the lanes and pairs score kernels takes (their unroll).
 M.SCORE_KEYS = 8
 --- A kv head's rows scored by dot products are padded to a multiple of this
@@ -181,7 +191,7 @@ function M.scratch_bytes(p, v, s)
   floats = floats + rp * p.D + rp * v.dqs + p.decode.blocks.many * rp + rp * v.dvp + 3 * rp
   if p.entropy then floats = floats + rp end
   if p.alibi then floats = floats + 2 * rp end
-  local ints = 5 * rp + 1
+  local ints = 5 * rp + 3
   if p.sparse then ints = ints + 2 * rp end
   local bytes = math.ceil(floats * 4 / 8) * 8 + ints * 8
   return math.ceil(bytes / 64) * 64
