@@ -4003,7 +4003,9 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(
            iteration, where the lanes kernel's calls take all of them, and the P V half
            of one vector of rows inside its P*V calls; rows in panels ask for the whole
            block inside their products too (the scores' half inside qkpf) */
-        const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < bk ? lk - jn : bk);
+        /* (none where the unit takes some kv heads only, a short cache's: the rows in address
+           order are every kv head's, and every unit would ask for all of them) */
+        const int64_t jn = j0 + kb, pn = w->hk_hi - w->hk_lo < HKV ? 0 : 2 * HKV * (lk - jn < bk ? lk - jn : bk);
         int64_t pl = 0;
         /* the keys a block further whose pages' first lines are asked for (below), from ks */
         int64_t ks = jn + bk;
@@ -6350,7 +6352,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_dunit__avx2(
            worked on: half of them over the scores, half over P V;
            into L2, the scores' half inside the lanes and pairs score kernels, a line an
            iteration, where the lanes kernel's calls take all of them */
-        const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < bk ? lk - jn : bk);
+        /* (none where the unit takes some kv heads only, a short cache's: the rows in address
+           order are every kv head's, and every unit would ask for all of them) */
+        const int64_t jn = j0 + kb, pn = w->hk_hi - w->hk_lo < HKV ? 0 : 2 * HKV * (lk - jn < bk ? lk - jn : bk);
         int64_t pl = 0;
         /* the keys a block further whose pages' first lines are asked for (below), from ks */
         int64_t ks = jn + bk;
@@ -8929,7 +8933,9 @@ static void attn_llama3_8b_dunit__neon(const attn_args *args, int64_t b, int64_t
            worked on: half of them over the scores, half over P V;
            into L2, the scores' half inside the lanes and pairs score kernels, a line an
            iteration, where the lanes kernel's calls take all of them */
-        const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < bk ? lk - jn : bk);
+        /* (none where the unit takes some kv heads only, a short cache's: the rows in address
+           order are every kv head's, and every unit would ask for all of them) */
+        const int64_t jn = j0 + kb, pn = w->hk_hi - w->hk_lo < HKV ? 0 : 2 * HKV * (lk - jn < bk ? lk - jn : bk);
         int64_t pl = 0;
         /* the keys a block further whose pages' first lines are asked for (below), from ks */
         int64_t ks = jn + bk;
@@ -10426,7 +10432,9 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_dunit__scalar(const attn_args *args, 
            worked on: half of them over the scores, half over P V;
            into L2, the scores' half inside the lanes and pairs score kernels, a line an
            iteration, where the lanes kernel's calls take all of them */
-        const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < bk ? lk - jn : bk);
+        /* (none where the unit takes some kv heads only, a short cache's: the rows in address
+           order are every kv head's, and every unit would ask for all of them) */
+        const int64_t jn = j0 + kb, pn = w->hk_hi - w->hk_lo < HKV ? 0 : 2 * HKV * (lk - jn < bk ? lk - jn : bk);
         int64_t pl = 0;
         /* the keys a block further whose pages' first lines are asked for (below), from ks */
         int64_t ks = jn + bk;

@@ -3440,7 +3440,9 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_dunit__a
         const attn_llama3_8b_f16kv_tile_class cls = full ? TILE_FULL : attn_llama3_8b_f16kv_classify(rp, j0, j0 + kb, w->lo, w->hi, w->sink_hi, w->first, w->last);
         /* the next block's rows (K and V of every kv head), prefetched while this one is
            worked on: half of them over the scores, half over P V */
-        const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < bk ? lk - jn : bk);
+        /* (none where the unit takes some kv heads only, a short cache's: the rows in address
+           order are every kv head's, and every unit would ask for all of them) */
+        const int64_t jn = j0 + kb, pn = w->hk_hi - w->hk_lo < HKV ? 0 : 2 * HKV * (lk - jn < bk ? lk - jn : bk);
         int64_t pl = 0;
         /* the keys a block further whose pages' first lines are asked for (below), from ks */
         int64_t ks = jn + bk;
@@ -5929,7 +5931,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_dunit_
         const attn_llama3_8b_f16kv_tile_class cls = full ? TILE_FULL : attn_llama3_8b_f16kv_classify(rp, j0, j0 + kb, w->lo, w->hi, w->sink_hi, w->first, w->last);
         /* the next block's rows (K and V of every kv head), prefetched while this one is
            worked on: half of them over the scores, half over P V */
-        const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < bk ? lk - jn : bk);
+        /* (none where the unit takes some kv heads only, a short cache's: the rows in address
+           order are every kv head's, and every unit would ask for all of them) */
+        const int64_t jn = j0 + kb, pn = w->hk_hi - w->hk_lo < HKV ? 0 : 2 * HKV * (lk - jn < bk ? lk - jn : bk);
         int64_t pl = 0;
         /* the keys a block further whose pages' first lines are asked for (below), from ks */
         int64_t ks = jn + bk;
@@ -8827,7 +8831,9 @@ static void attn_llama3_8b_f16kv_dunit__neon(const attn_args *args, int64_t b, i
         const attn_llama3_8b_f16kv_tile_class cls = full ? TILE_FULL : attn_llama3_8b_f16kv_classify(rp, j0, j0 + kb, w->lo, w->hi, w->sink_hi, w->first, w->last);
         /* the next block's rows (K and V of every kv head), prefetched while this one is
            worked on: half of them over the scores, half over P V */
-        const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < bk ? lk - jn : bk);
+        /* (none where the unit takes some kv heads only, a short cache's: the rows in address
+           order are every kv head's, and every unit would ask for all of them) */
+        const int64_t jn = j0 + kb, pn = w->hk_hi - w->hk_lo < HKV ? 0 : 2 * HKV * (lk - jn < bk ? lk - jn : bk);
         int64_t pl = 0;
         /* the keys a block further whose pages' first lines are asked for (below), from ks */
         int64_t ks = jn + bk;
@@ -10623,7 +10629,9 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_dunit__scalar(const attn_args *
         const attn_llama3_8b_f16kv_tile_class cls = full ? TILE_FULL : attn_llama3_8b_f16kv_classify(rp, j0, j0 + kb, w->lo, w->hi, w->sink_hi, w->first, w->last);
         /* the next block's rows (K and V of every kv head), prefetched while this one is
            worked on: half of them over the scores, half over P V */
-        const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < bk ? lk - jn : bk);
+        /* (none where the unit takes some kv heads only, a short cache's: the rows in address
+           order are every kv head's, and every unit would ask for all of them) */
+        const int64_t jn = j0 + kb, pn = w->hk_hi - w->hk_lo < HKV ? 0 : 2 * HKV * (lk - jn < bk ? lk - jn : bk);
         int64_t pl = 0;
         /* the keys a block further whose pages' first lines are asked for (below), from ks */
         int64_t ks = jn + bk;
