@@ -283,6 +283,7 @@ bootstrap-optional:
 
 bench: bootstrap-optional
 	ATTNGEN_ROOT=$(CURDIR) $(LUA) bench/suite.lua
+	bench/decode_step.sh $(BUILD)
 
 bench-quick: bootstrap-optional
 	ATTNGEN_ROOT=$(CURDIR) $(LUA) bench/suite.lua --quick --out $(BUILD)/bench

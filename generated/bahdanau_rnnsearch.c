@@ -2229,7 +2229,8 @@ const attn_kernel attn_bahdanau_rnnsearch_kernel = {
     0,
     (int)(sizeof(attn_bahdanau_rnnsearch_variants) / sizeof(attn_bahdanau_rnnsearch_variants[0])) - 1,
     attn_bahdanau_rnnsearch_variants,
-    attn_bahdanau_rnnsearch_fwd
+    attn_bahdanau_rnnsearch_fwd,
+    0
 };
 
 attn_status attn_bahdanau_rnnsearch_fwd(const attn_classic_args *args)

@@ -5211,6 +5211,7 @@ const attn_kernel attn_linear_transformer_kernel = {
     attn_linear_transformer_fwd,
     (int)(sizeof(attn_linear_transformer_variants) / sizeof(attn_linear_transformer_variants[0])) - 1,
     attn_linear_transformer_variants,
+    0,
     0
 };
 

@@ -474,6 +474,7 @@ ATTN_SHARED static int attn_llama3_8b_sees(const int64_t *first, const int64_t *
 enum {
     DECODE_SPLIT = 512, /* keys of a split (before doubling) */
     DECODE_MAX_SPLITS = 32, /* splits a sequence at most, while a split can double */
+    DECODE_HEAD_SPLIT = 8, /* below this many splits (all batches), a unit is one kv head's */
     DECODE_BLOCK = 16, /* keys of a block inside a split */
     /* the blocked kernel's, where its prefetch goes to L2 (AMD Zen 4 and 5), by its rows a kv head: */
     DECODE_BLOCK_FEW = 8, /* in pairs or dot products, below one panel */
@@ -504,6 +505,62 @@ ATTN_SHARED static void attn_llama3_8b_dresult(const float *o, float m, float l,
     int64_t d;
     for (d = 0; d < DV; d++) op[d] = o[d] * inv;
     *lp = l == 0.0f ? -INFINITY : m * 0.693147181f + logf(l);
+}
+
+/* The decode path's memory, one block (args->workspace, or one allocation of the
+ * hook's): each split's partial O (B * nsplit * R * DV floats), its LSE (B * nsplit
+ * * R floats, twice with entropy), each (batch, kv heads)'s count of splits still
+ * to finish,
+ * then a scratch of DECODE_SCRATCH bytes a thread; each part on ATTN_ALIGN bytes. */
+enum { DECODE_SCRATCH = 977216 /* bytes of a thread's scratch: the largest variant's */ };
+typedef struct { size_t opart, lpart, left, scratch, bytes; } attn_llama3_8b_dlayout;
+
+/* The threads of a call: args->threads, or OpenMP's default (1 without OpenMP). */
+ATTN_SHARED static int attn_llama3_8b_decode_threads(int threads)
+{
+#ifdef _OPENMP
+    return threads > 0 ? threads : omp_get_max_threads();
+#else
+    return threads > 0 ? threads : 1;
+#endif
+}
+
+/* The block's layout for B batches of nsplit splits of R rows and nth threads,
+ * with ATTN_ALIGN bytes to align the block's start; 0 where a size overflows. */
+ATTN_SHARED static int attn_llama3_8b_dlayout_of(int64_t B, int64_t R, int64_t nsplit, int nth, attn_llama3_8b_dlayout *lay)
+{
+    const uint64_t A = ATTN_ALIGN, per = (uint64_t)R * (DV + 1) * sizeof(float);
+    uint64_t units, at;
+    if (B < 0 || R <= 0 || nsplit <= 0 || nth <= 0 || (uint64_t)B > (uint64_t)INT64_MAX / (uint64_t)nsplit) return 0;
+    units = (uint64_t)B * (uint64_t)nsplit;
+    if (units > (uint64_t)INT64_MAX / 4 / per || (uint64_t)nth > (uint64_t)INT64_MAX / 4 / DECODE_SCRATCH) return 0;
+    at = (units * (uint64_t)R * DV * sizeof(float) + A - 1) / A * A;
+    lay->opart = 0;
+    lay->lpart = (size_t)at;
+    at += (units * (uint64_t)R * 1 * sizeof(float) + A - 1) / A * A;
+    lay->left = (size_t)at;
+    at += ((uint64_t)B * HKV * sizeof(int) + A - 1) / A * A;
+    lay->scratch = (size_t)at;
+    at += (uint64_t)nth * DECODE_SCRATCH + A;
+    if (at > (uint64_t)SIZE_MAX) return 0;
+    lay->bytes = (size_t)at;
+    return 1;
+}
+
+/* The decode path's block for a call: args->workspace (aligned up inside it), or
+ * one allocation of the hook's (the caller frees it where args->workspace is NULL). */
+ATTN_SHARED static attn_status attn_llama3_8b_decode_mem(const attn_args *args, int64_t R, int64_t nsplit, int nth,
+        attn_llama3_8b_dlayout *lay, char **mem)
+{
+    if (!attn_llama3_8b_dlayout_of(args->batch, R, nsplit, nth, lay)) return ATTN_ERR_TOO_LARGE;
+    if (args->workspace) {
+        const size_t pad = (size_t)((ATTN_ALIGN - (uintptr_t)args->workspace % ATTN_ALIGN) % ATTN_ALIGN);
+        if (args->workspace_bytes < lay->bytes) return ATTN_ERR_WORKSPACE;
+        *mem = (char *)args->workspace + pad;
+        return ATTN_OK;
+    }
+    *mem = (char *)attn_alloc(lay->bytes - ATTN_ALIGN);
+    return *mem ? ATTN_OK : ATTN_ERR_NOMEM;
 }
 
 /* Row pl of the blocked kernel's next block (its keys from jn), in address
@@ -2700,11 +2757,13 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_kvpack_f32__av
 /* ---- decode: up to 16 query rows against a long KV cache ---------------- */
 /*
  * A unit is (batch, split of DECODE_SPLIT keys, doubled while a sequence
- * would have more than DECODE_MAX_SPLITS splits).  Its rows are every query
- * head times every query row, grouped by kv head, so each K and V row is
+ * would have more than DECODE_MAX_SPLITS splits, kv heads).  Its rows are every
+ * query head times every query row, grouped by kv head, so each K and V row is
  * read once, straight from the cache tensors (no packing), and the keys of
  * one block are read for all kv heads together (a contiguous stretch of the
- * cache).  Scores are computed transposed, S^T = K Q^T, with the rows along
+ * cache).  A call with fewer than DECODE_HEAD_SPLIT splits (a short cache)
+ * gives each kv head a unit of its own instead, so that threads share it from
+ * the first token; a row's arithmetic is the same either way.  Scores are computed transposed, S^T = K Q^T, with the rows along
  * the vector lanes: K values broadcast against packed Q^T panels (the scores
  * micro-kernel) or against one vector of a kv head's rows, or pairs of K
  * values against half a vector of rows (two values of D a row) or, where
@@ -2868,7 +2927,10 @@ typedef struct {
     float m[512], l[512], alpha[512];
     int64_t lo[512], hi[512], sink_hi[512], first[512], last[512];
     int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
+    int64_t hk_lo, hk_hi; /* the blocked unit's kv heads (the driver's) */
 } attn_llama3_8b_dscratch__avx512;
+/* it fits a thread's slot of the decode path's memory (a negative size where it does not) */
+typedef char attn_llama3_8b_dscratch_fits__avx512[sizeof(attn_llama3_8b_dscratch__avx512) <= DECODE_SCRATCH ? 1 : -1];
 
 /* O[4 rows] *= lane r of alpha: the running max moved. */
 ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_srescale_4x128__avx512(float *restrict o, __m128 alpha)
@@ -3746,7 +3808,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_llama
     int64_t ks = *ksp;
 
     if (lanes) { /* S^T = K Q^T, kv head by kv head: pairs of K values broadcast against one vector of rows, in two vectors */
-        for (hk = 0; hk < HKV; hk++) {
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             const float *qp = w->qt + hk * glp * D; /* its rows' Q in pairs of D */
             for (c = 0; c < kb;) {
                 const float *k0 = attn_llama3_8b_k_row(&kv, hk, j0 + c);
@@ -3776,7 +3838,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_llama
         }
     } else
     if (hpairs) { /* S^T = K Q^T, kv head by kv head: pairs of K values broadcast against a quarter vector of rows, on half-width vectors */
-        for (hk = 0; hk < HKV; hk++) {
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             const float *qp = w->qt + hk * glp * D; /* its rows' Q in pairs of D */
             for (c = 0; c < kb;) {
                 const float *k0 = attn_llama3_8b_k_row(&kv, hk, j0 + c);
@@ -3806,7 +3868,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_llama
         }
     } else
     if (pairs) { /* S^T = K Q^T, kv head by kv head: pairs of K values broadcast against half a vector of rows */
-        for (hk = 0; hk < HKV; hk++) {
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             const float *qp = w->qt + hk * glp * D; /* its rows' Q in pairs of D */
             for (c = 0; c < kb;) {
                 const float *k0 = attn_llama3_8b_k_row(&kv, hk, j0 + c);
@@ -3838,7 +3900,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_llama
     if (dots) { /* keys in pairs; a lone last key pairs with itself */
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
-            for (hk = 0; hk < HKV; hk++) {
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                 attn_llama3_8b_dot_4x2_f32__avx512(w->q + hk * glp * Q_STRIDE, glp, attn_llama3_8b_k_row(&kv, hk, j0 + c),
                         attn_llama3_8b_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
@@ -3853,7 +3915,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_llama
         }
     } else {
         const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
-        for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) { /* S^T = K Q^T, panel by panel */
             for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
@@ -3919,7 +3981,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_llama
     int64_t r, hk, pl = *plp;
 
     /* O = alpha * O + P V, kv head by kv head, 8 rows at a time */
-    for (hk = 0; hk < HKV; hk++) {
+    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
         const float *vh = attn_llama3_8b_v_row(&kv, hk, j0);
         const float *pr[PV_CHUNKS * DECODE_BLOCK_MANY / ROW_LINES + 1]; /* the next block's rows a P*V call asks for */
         for (r = hk * glp; r < hk * glp + gl;) {
@@ -3993,15 +4055,17 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_llama
     /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        if (r >= HKV * glp || rr >= gl) continue; /* a padding row */
+        if (r < w->hk_lo * glp || r >= w->hk_hi * glp || rr >= gl) continue; /* a padding row, or another unit's */
         attn_llama3_8b_dresult(w->o + r * O_STRIDE, w->m[r], w->l[r], opart + row * DV, lpart + row);
     }
 }
 
-/* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
- * g * Lq + i is query i of head hk * GROUP + g (glp: a kv head's rows, padded).
- * Writes each real row's normalized partial output and LSE (natural log),
- * indexed by h * Lq + i. */
+/* One decode unit: batch b, keys [j_begin, j_begin + chunk), kv heads [w->hk_lo,
+ * w->hk_hi).  Row r' = hk * glp + g * Lq + i is query i of head hk * GROUP + g (glp:
+ * a kv head's rows, padded); the rows of every kv head are packed, the others'
+ * scores neither computed nor stored.  Writes each real row of its kv heads'
+ * normalized partial output and LSE (natural log), indexed by h * Lq + i.  A row's
+ * arithmetic does not depend on the unit's other kv heads. */
 __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_llama3_8b_dscratch__avx512 *w, float *restrict opart, float *restrict lpart)
 {
@@ -4048,8 +4112,10 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
-    memset(w->o, 0, sizeof(float) * (size_t)rp * O_STRIDE);
-    memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
+    /* the unit's kv heads' rows of O; the scores of every row, as many keys as a block of
+       the split has (padding rows' scores stay finite) */
+    memset(w->o + w->hk_lo * glp * O_STRIDE, 0, sizeof(float) * (size_t)((w->hk_hi - w->hk_lo) * glp * O_STRIDE));
+    memset(w->s, 0, sizeof(float) * (size_t)((j_end - j_begin < bk ? (j_end > j_begin ? j_end - j_begin : 0) : bk) * rp));
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_llama3_8b_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
 
@@ -4062,7 +4128,9 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(
            iteration, where the lanes kernel's calls take all of them, and the P V half
            of one vector of rows inside its P*V calls; rows in panels ask for the whole
            block inside their products too (the scores' half inside qkpf) */
-        const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < bk ? lk - jn : bk);
+        /* (none where the unit takes some kv heads only, a short cache's: the rows in address
+           order are every kv head's, and every unit would ask for all of them) */
+        const int64_t jn = j0 + kb, pn = w->hk_hi - w->hk_lo < HKV ? 0 : 2 * HKV * (lk - jn < bk ? lk - jn : bk);
         int64_t pl = 0;
         /* the keys a block further whose pages' first lines are asked for (below), from ks */
         int64_t ks = jn + bk;
@@ -4084,7 +4152,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(
         attn_llama3_8b_dscores__avx512(kv, w, j0, kb, rp, glp, lanes, hpairs, pairs, dots, pf, jn, pn, &pl, &ks, ks_end, kper);
         attn_llama3_8b_dmasks__avx512(w, j0, kb, rp, cls);
         /* online softmax over whole vectors of rows */
-        for (r = 0; r < rp; r += ROWS_VEC) attn_llama3_8b_softmax_t__avx512(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
+        for (r = w->hk_lo * glp / ROWS_VEC * ROWS_VEC; r < w->hk_hi * glp; r += ROWS_VEC) attn_llama3_8b_softmax_t__avx512(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
 
         attn_llama3_8b_dpv__avx512(kv, w, j0, kb, rp, glp, gl, even, pairs, dots, pf, jn, pn, &pl);
     }
@@ -4286,70 +4354,82 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dmerge__avx512
     if (args->lse) args->lse[(b * HQ + h) * Lq + i] = mx + logf(sum);
 }
 
-/* The decode path: units of (batch, split), then the merge. */
+/* The decode path: units of (batch, split, kv heads): every kv head, or one kv
+ * head where the call has fewer than DECODE_HEAD_SPLIT splits (of all batches
+ * together), so that the threads share a short cache too; the choice depends on
+ * the shapes alone, and a row's arithmetic does not depend on it.  The last unit
+ * of a (batch, kv heads) to finish merges their rows' splits, so the region's end
+ * is the call's only wait.  Its memory is one block (decode_mem). */
 __attribute__((target("avx512f,fma"))) static attn_status attn_llama3_8b_decode__avx512(const attn_args *args)
 {
-    const int64_t B = args->batch, R = HQ * args->seq_q;
+    const int64_t B = args->batch, Lq = args->seq_q, R = HQ * Lq;
     const int64_t chunk = attn_llama3_8b_split_keys(args->seq_k); /* keys per split (lib/split_kv) */
-    int64_t nsplit, units;
-    const int threads = args->threads;
+    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
+    const int64_t rows = GROUP * Lq; /* query rows a kv head */
+    /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs
+       (attn_runtime.h); its units take every kv head */
+    const int stream = rows <= attn_cpu()->decode_stream_rows[1];
+    const int64_t nhg = !stream && B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
+    const int64_t units = B * nsplit * nhg, hpg = HKV / nhg; /* kv heads a unit */
+    const int nth = attn_llama3_8b_decode_threads(args->threads);
+    attn_llama3_8b_dlayout lay;
+    char *mem;
     float *opart, *lpart;
-    int failed = 0;
-    (void)threads;
+    int *left; /* each (batch, kv heads)'s splits still to finish */
+    int64_t g;
+    const attn_status status = attn_llama3_8b_decode_mem(args, R, nsplit, nth, &lay, &mem);
 
-    nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
-    units = B * nsplit;
-
-    if ((uint64_t)units > (uint64_t)INT64_MAX / 4 / (uint64_t)(R * (DV + 1))) return ATTN_ERR_TOO_LARGE;
-    opart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R * DV));
-    lpart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R));
-    if (!opart || !lpart) {
-        attn_free(opart);
-        attn_free(lpart);
-        return ATTN_ERR_NOMEM;
-    }
+    if (status != ATTN_OK) return status;
+    opart = (float *)(mem + lay.opart);
+    lpart = (float *)(mem + lay.lpart);
+    left = (int *)(mem + lay.left);
+    for (g = 0; g < B * nhg; g++) left[g] = (int)nsplit;
 #ifdef _OPENMP
-#pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
+#pragma omp parallel num_threads(nth)
 #endif
     {
-        attn_llama3_8b_dscratch__avx512 *w = (attn_llama3_8b_dscratch__avx512 *)attn_alloc(sizeof(*w));
-        const int64_t rows = GROUP * args->seq_q; /* query rows a kv head */
-        /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs (attn_runtime.h) */
-        const int stream = rows <= attn_cpu()->decode_stream_rows[1];
-        int64_t u;
-        if (!w) {
 #ifdef _OPENMP
-#pragma omp critical
+        attn_llama3_8b_dscratch__avx512 *w = (attn_llama3_8b_dscratch__avx512 *)(mem + lay.scratch + (size_t)omp_get_thread_num() * DECODE_SCRATCH);
+#else
+        attn_llama3_8b_dscratch__avx512 *w = (attn_llama3_8b_dscratch__avx512 *)(mem + lay.scratch);
 #endif
-            failed = 1;
-        } else
-            w->rows_of = -1;
+        int64_t u, r;
+        int last;
+        w->rows_of = -1;
 #ifdef _OPENMP
-#pragma omp for schedule(dynamic, 1)
+#pragma omp for schedule(dynamic, 1) nowait
 #endif
-        for (u = 0; u < units; u++) /* u = b * nsplit + split */
-            if (w) {
-                if (stream) switch (rows) { /* the streaming kernel's rows */
-                case 4:
-                    attn_llama3_8b_sunit_4x1__avx512(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-                    continue;
-                default:
-                    break;
-                }
-                attn_llama3_8b_dunit__avx512(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
+        for (u = 0; u < units; u++) { /* u = (b * nsplit + split) * nhg + kv head group */
+            const int64_t su = u / nhg, b = su / nsplit, j0 = (su % nsplit) * chunk, bg = b * nhg + u % nhg;
+            w->hk_lo = (u % nhg) * hpg;
+            w->hk_hi = w->hk_lo + hpg;
+            if (stream) switch (rows) { /* the streaming kernel's rows */
+            case 4:
+                attn_llama3_8b_sunit_4x1__avx512(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+                goto merge;
+            default:
+                break;
             }
+            attn_llama3_8b_dunit__avx512(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+        merge:;
+            /* the last split of these kv heads to finish merges their rows (the partials
+               flushed before the count) */
 #ifdef _OPENMP
-#pragma omp for schedule(static)
+#pragma omp flush
+#pragma omp atomic capture
 #endif
-        for (u = 0; u < B * R; u++)
-            if (!failed)
-                attn_llama3_8b_dmerge__avx512(args, u / R, u % R, nsplit, opart + (u / R) * nsplit * R * DV,
-                        lpart + (u / R) * nsplit * R);
-        attn_free(w);
+            last = --left[bg];
+            if (last) continue;
+#ifdef _OPENMP
+#pragma omp flush
+#endif
+            for (r = w->hk_lo * GROUP * Lq; r < w->hk_hi * GROUP * Lq; r++)
+                attn_llama3_8b_dmerge__avx512(args, b, r, nsplit, opart + b * nsplit * R * DV,
+                        lpart + b * nsplit * R);
+        }
     }
-    attn_free(opart);
-    attn_free(lpart);
-    return failed ? ATTN_ERR_NOMEM : ATTN_OK;
+    if (!args->workspace) attn_free(mem);
+    return ATTN_OK;
 }
 
 /* Per-thread scratch of the avx512 prefill path. */
@@ -5730,11 +5810,13 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_kvpack_f32__
 /* ---- decode: up to 16 query rows against a long KV cache ---------------- */
 /*
  * A unit is (batch, split of DECODE_SPLIT keys, doubled while a sequence
- * would have more than DECODE_MAX_SPLITS splits).  Its rows are every query
- * head times every query row, grouped by kv head, so each K and V row is
+ * would have more than DECODE_MAX_SPLITS splits, kv heads).  Its rows are every
+ * query head times every query row, grouped by kv head, so each K and V row is
  * read once, straight from the cache tensors (no packing), and the keys of
  * one block are read for all kv heads together (a contiguous stretch of the
- * cache).  Scores are computed transposed, S^T = K Q^T, with the rows along
+ * cache).  A call with fewer than DECODE_HEAD_SPLIT splits (a short cache)
+ * gives each kv head a unit of its own instead, so that threads share it from
+ * the first token; a row's arithmetic is the same either way.  Scores are computed transposed, S^T = K Q^T, with the rows along
  * the vector lanes: K values broadcast against packed Q^T panels (the scores
  * micro-kernel) or against one vector of a kv head's rows, or pairs of K
  * values against half a vector of rows (two values of D a row) or, where
@@ -5794,7 +5876,10 @@ typedef struct {
     float m[512], l[512], alpha[512];
     int64_t lo[512], hi[512], sink_hi[512], first[512], last[512];
     int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
+    int64_t hk_lo, hk_hi; /* the blocked unit's kv heads (the driver's) */
 } attn_llama3_8b_dscratch__avx2;
+/* it fits a thread's slot of the decode path's memory (a negative size where it does not) */
+typedef char attn_llama3_8b_dscratch_fits__avx2[sizeof(attn_llama3_8b_dscratch__avx2) <= DECODE_SCRATCH ? 1 : -1];
 
 /* O[4 rows] *= lane r of alpha: the running max moved. */
 ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_srescale_4x128__avx2(float *restrict o, __m128 alpha)
@@ -6141,7 +6226,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_lla
     int64_t ks = *ksp;
 
     if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
-        for (hk = 0; hk < HKV; hk++) {
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             const float *qt = w->qt + (hk * glp / ROWS_PANEL) * ROWS_PANEL * D + (hk * glp) % ROWS_PANEL; /* its rows' Q^T */
             for (c = 0; c < kb;) {
                 const float *k0 = attn_llama3_8b_k_row(&kv, hk, j0 + c);
@@ -6171,7 +6256,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_lla
         }
     } else
     if (pairs) { /* S^T = K Q^T, kv head by kv head: pairs of K values broadcast against half a vector of rows */
-        for (hk = 0; hk < HKV; hk++) {
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             const float *qp = w->qt + hk * glp * D; /* its rows' Q in pairs of D */
             for (c = 0; c < kb;) {
                 const float *k0 = attn_llama3_8b_k_row(&kv, hk, j0 + c);
@@ -6203,7 +6288,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_lla
     if (dots) { /* keys in pairs; a lone last key pairs with itself */
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
-            for (hk = 0; hk < HKV; hk++) {
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                 attn_llama3_8b_dot_4x2_f32__avx2(w->q + hk * glp * Q_STRIDE, glp, attn_llama3_8b_k_row(&kv, hk, j0 + c),
                         attn_llama3_8b_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
@@ -6218,7 +6303,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_lla
         }
     } else {
         const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
-        for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) { /* S^T = K Q^T, panel by panel */
             for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
@@ -6276,7 +6361,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_lla
     int64_t r, hk, pl = *plp;
 
     /* O = alpha * O + P V, kv head by kv head, 6 rows at a time */
-    for (hk = 0; hk < HKV; hk++) {
+    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
         const float *vh = attn_llama3_8b_v_row(&kv, hk, j0);
         for (r = hk * glp; r < hk * glp + gl;) {
             /* the widest kernel that fits the rows left; past two widths a head, or
@@ -6335,15 +6420,17 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_lla
     /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        if (r >= HKV * glp || rr >= gl) continue; /* a padding row */
+        if (r < w->hk_lo * glp || r >= w->hk_hi * glp || rr >= gl) continue; /* a padding row, or another unit's */
         attn_llama3_8b_dresult(w->o + r * O_STRIDE, w->m[r], w->l[r], opart + row * DV, lpart + row);
     }
 }
 
-/* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
- * g * Lq + i is query i of head hk * GROUP + g (glp: a kv head's rows, padded).
- * Writes each real row's normalized partial output and LSE (natural log),
- * indexed by h * Lq + i. */
+/* One decode unit: batch b, keys [j_begin, j_begin + chunk), kv heads [w->hk_lo,
+ * w->hk_hi).  Row r' = hk * glp + g * Lq + i is query i of head hk * GROUP + g (glp:
+ * a kv head's rows, padded); the rows of every kv head are packed, the others'
+ * scores neither computed nor stored.  Writes each real row of its kv heads'
+ * normalized partial output and LSE (natural log), indexed by h * Lq + i.  A row's
+ * arithmetic does not depend on the unit's other kv heads. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_dunit__avx2(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_llama3_8b_dscratch__avx2 *w, float *restrict opart, float *restrict lpart)
 {
@@ -6387,8 +6474,10 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_dunit__avx2(
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
-    memset(w->o, 0, sizeof(float) * (size_t)rp * O_STRIDE);
-    memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
+    /* the unit's kv heads' rows of O; the scores of every row, as many keys as a block of
+       the split has (padding rows' scores stay finite) */
+    memset(w->o + w->hk_lo * glp * O_STRIDE, 0, sizeof(float) * (size_t)((w->hk_hi - w->hk_lo) * glp * O_STRIDE));
+    memset(w->s, 0, sizeof(float) * (size_t)((j_end - j_begin < bk ? (j_end > j_begin ? j_end - j_begin : 0) : bk) * rp));
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_llama3_8b_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
 
@@ -6399,7 +6488,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_dunit__avx2(
            worked on: half of them over the scores, half over P V;
            into L2, the scores' half inside the lanes and pairs score kernels, a line an
            iteration, where the lanes kernel's calls take all of them */
-        const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < bk ? lk - jn : bk);
+        /* (none where the unit takes some kv heads only, a short cache's: the rows in address
+           order are every kv head's, and every unit would ask for all of them) */
+        const int64_t jn = j0 + kb, pn = w->hk_hi - w->hk_lo < HKV ? 0 : 2 * HKV * (lk - jn < bk ? lk - jn : bk);
         int64_t pl = 0;
         /* the keys a block further whose pages' first lines are asked for (below), from ks */
         int64_t ks = jn + bk;
@@ -6419,7 +6510,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_dunit__avx2(
         attn_llama3_8b_dscores__avx2(kv, w, j0, kb, rp, glp, lanes, pairs, dots, pf, jn, pn, &pl, &ks, ks_end, kper);
         attn_llama3_8b_dmasks__avx2(w, j0, kb, rp, cls);
         /* online softmax over whole vectors of rows */
-        for (r = 0; r < rp; r += ROWS_VEC) attn_llama3_8b_softmax_t__avx2(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
+        for (r = w->hk_lo * glp / ROWS_VEC * ROWS_VEC; r < w->hk_hi * glp; r += ROWS_VEC) attn_llama3_8b_softmax_t__avx2(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
 
         attn_llama3_8b_dpv__avx2(kv, w, j0, kb, rp, glp, gl, even, pf, jn, pn, &pl);
     }
@@ -6621,70 +6712,82 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_dmerge__avx2
     if (args->lse) args->lse[(b * HQ + h) * Lq + i] = mx + logf(sum);
 }
 
-/* The decode path: units of (batch, split), then the merge. */
+/* The decode path: units of (batch, split, kv heads): every kv head, or one kv
+ * head where the call has fewer than DECODE_HEAD_SPLIT splits (of all batches
+ * together), so that the threads share a short cache too; the choice depends on
+ * the shapes alone, and a row's arithmetic does not depend on it.  The last unit
+ * of a (batch, kv heads) to finish merges their rows' splits, so the region's end
+ * is the call's only wait.  Its memory is one block (decode_mem). */
 __attribute__((target("avx2,fma,f16c"))) static attn_status attn_llama3_8b_decode__avx2(const attn_args *args)
 {
-    const int64_t B = args->batch, R = HQ * args->seq_q;
+    const int64_t B = args->batch, Lq = args->seq_q, R = HQ * Lq;
     const int64_t chunk = attn_llama3_8b_split_keys(args->seq_k); /* keys per split (lib/split_kv) */
-    int64_t nsplit, units;
-    const int threads = args->threads;
+    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
+    const int64_t rows = GROUP * Lq; /* query rows a kv head */
+    /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs
+       (attn_runtime.h); its units take every kv head */
+    const int stream = rows <= attn_cpu()->decode_stream_rows[0];
+    const int64_t nhg = !stream && B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
+    const int64_t units = B * nsplit * nhg, hpg = HKV / nhg; /* kv heads a unit */
+    const int nth = attn_llama3_8b_decode_threads(args->threads);
+    attn_llama3_8b_dlayout lay;
+    char *mem;
     float *opart, *lpart;
-    int failed = 0;
-    (void)threads;
+    int *left; /* each (batch, kv heads)'s splits still to finish */
+    int64_t g;
+    const attn_status status = attn_llama3_8b_decode_mem(args, R, nsplit, nth, &lay, &mem);
 
-    nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
-    units = B * nsplit;
-
-    if ((uint64_t)units > (uint64_t)INT64_MAX / 4 / (uint64_t)(R * (DV + 1))) return ATTN_ERR_TOO_LARGE;
-    opart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R * DV));
-    lpart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R));
-    if (!opart || !lpart) {
-        attn_free(opart);
-        attn_free(lpart);
-        return ATTN_ERR_NOMEM;
-    }
+    if (status != ATTN_OK) return status;
+    opart = (float *)(mem + lay.opart);
+    lpart = (float *)(mem + lay.lpart);
+    left = (int *)(mem + lay.left);
+    for (g = 0; g < B * nhg; g++) left[g] = (int)nsplit;
 #ifdef _OPENMP
-#pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
+#pragma omp parallel num_threads(nth)
 #endif
     {
-        attn_llama3_8b_dscratch__avx2 *w = (attn_llama3_8b_dscratch__avx2 *)attn_alloc(sizeof(*w));
-        const int64_t rows = GROUP * args->seq_q; /* query rows a kv head */
-        /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs (attn_runtime.h) */
-        const int stream = rows <= attn_cpu()->decode_stream_rows[0];
-        int64_t u;
-        if (!w) {
 #ifdef _OPENMP
-#pragma omp critical
+        attn_llama3_8b_dscratch__avx2 *w = (attn_llama3_8b_dscratch__avx2 *)(mem + lay.scratch + (size_t)omp_get_thread_num() * DECODE_SCRATCH);
+#else
+        attn_llama3_8b_dscratch__avx2 *w = (attn_llama3_8b_dscratch__avx2 *)(mem + lay.scratch);
 #endif
-            failed = 1;
-        } else
-            w->rows_of = -1;
+        int64_t u, r;
+        int last;
+        w->rows_of = -1;
 #ifdef _OPENMP
-#pragma omp for schedule(dynamic, 1)
+#pragma omp for schedule(dynamic, 1) nowait
 #endif
-        for (u = 0; u < units; u++) /* u = b * nsplit + split */
-            if (w) {
-                if (stream) switch (rows) { /* the streaming kernel's rows */
-                case 4:
-                    attn_llama3_8b_sunit_4x1__avx2(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-                    continue;
-                default:
-                    break;
-                }
-                attn_llama3_8b_dunit__avx2(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
+        for (u = 0; u < units; u++) { /* u = (b * nsplit + split) * nhg + kv head group */
+            const int64_t su = u / nhg, b = su / nsplit, j0 = (su % nsplit) * chunk, bg = b * nhg + u % nhg;
+            w->hk_lo = (u % nhg) * hpg;
+            w->hk_hi = w->hk_lo + hpg;
+            if (stream) switch (rows) { /* the streaming kernel's rows */
+            case 4:
+                attn_llama3_8b_sunit_4x1__avx2(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+                goto merge;
+            default:
+                break;
             }
+            attn_llama3_8b_dunit__avx2(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+        merge:;
+            /* the last split of these kv heads to finish merges their rows (the partials
+               flushed before the count) */
 #ifdef _OPENMP
-#pragma omp for schedule(static)
+#pragma omp flush
+#pragma omp atomic capture
 #endif
-        for (u = 0; u < B * R; u++)
-            if (!failed)
-                attn_llama3_8b_dmerge__avx2(args, u / R, u % R, nsplit, opart + (u / R) * nsplit * R * DV,
-                        lpart + (u / R) * nsplit * R);
-        attn_free(w);
+            last = --left[bg];
+            if (last) continue;
+#ifdef _OPENMP
+#pragma omp flush
+#endif
+            for (r = w->hk_lo * GROUP * Lq; r < w->hk_hi * GROUP * Lq; r++)
+                attn_llama3_8b_dmerge__avx2(args, b, r, nsplit, opart + b * nsplit * R * DV,
+                        lpart + b * nsplit * R);
+        }
     }
-    attn_free(opart);
-    attn_free(lpart);
-    return failed ? ATTN_ERR_NOMEM : ATTN_OK;
+    if (!args->workspace) attn_free(mem);
+    return ATTN_OK;
 }
 
 /* Per-thread scratch of the avx2 prefill path. */
@@ -8376,11 +8479,13 @@ static void attn_llama3_8b_kvpack_f32__neon(const attn_llama3_8b_kv *kvs, int64_
 /* ---- decode: up to 16 query rows against a long KV cache ---------------- */
 /*
  * A unit is (batch, split of DECODE_SPLIT keys, doubled while a sequence
- * would have more than DECODE_MAX_SPLITS splits).  Its rows are every query
- * head times every query row, grouped by kv head, so each K and V row is
+ * would have more than DECODE_MAX_SPLITS splits, kv heads).  Its rows are every
+ * query head times every query row, grouped by kv head, so each K and V row is
  * read once, straight from the cache tensors (no packing), and the keys of
  * one block are read for all kv heads together (a contiguous stretch of the
- * cache).  Scores are computed transposed, S^T = K Q^T, with the rows along
+ * cache).  A call with fewer than DECODE_HEAD_SPLIT splits (a short cache)
+ * gives each kv head a unit of its own instead, so that threads share it from
+ * the first token; a row's arithmetic is the same either way.  Scores are computed transposed, S^T = K Q^T, with the rows along
  * the vector lanes: K values broadcast against packed Q^T panels (the scores
  * micro-kernel) or against one vector of a kv head's rows, or pairs of K
  * values against half a vector of rows (two values of D a row) or, where
@@ -8440,7 +8545,10 @@ typedef struct {
     float m[512], l[512], alpha[512];
     int64_t lo[512], hi[512], sink_hi[512], first[512], last[512];
     int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
+    int64_t hk_lo, hk_hi; /* the blocked unit's kv heads (the driver's) */
 } attn_llama3_8b_dscratch__neon;
+/* it fits a thread's slot of the decode path's memory (a negative size where it does not) */
+typedef char attn_llama3_8b_dscratch_fits__neon[sizeof(attn_llama3_8b_dscratch__neon) <= DECODE_SCRATCH ? 1 : -1];
 
 /* O[4 rows] *= lane r of alpha: the running max moved. */
 ATTN_NOINLINE static void attn_llama3_8b_srescale_4x128__neon(float *restrict o, float32x4_t alpha)
@@ -8710,7 +8818,7 @@ static ATTN_ALWAYS_INLINE void attn_llama3_8b_dscores__neon(const attn_llama3_8b
     int64_t ks = *ksp;
 
     if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
-        for (hk = 0; hk < HKV; hk++) {
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             const float *qt = w->qt + (hk * glp / ROWS_PANEL) * ROWS_PANEL * D + (hk * glp) % ROWS_PANEL; /* its rows' Q^T */
             for (c = 0; c < kb;) {
                 const float *k0 = attn_llama3_8b_k_row(&kv, hk, j0 + c);
@@ -8740,7 +8848,7 @@ static ATTN_ALWAYS_INLINE void attn_llama3_8b_dscores__neon(const attn_llama3_8b
         }
     } else
     if (pairs) { /* S^T = K Q^T, kv head by kv head: pairs of K values broadcast against half a vector of rows */
-        for (hk = 0; hk < HKV; hk++) {
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             const float *qp = w->qt + hk * glp * D; /* its rows' Q in pairs of D */
             for (c = 0; c < kb;) {
                 const float *k0 = attn_llama3_8b_k_row(&kv, hk, j0 + c);
@@ -8772,7 +8880,7 @@ static ATTN_ALWAYS_INLINE void attn_llama3_8b_dscores__neon(const attn_llama3_8b
     if (dots) { /* keys in pairs; a lone last key pairs with itself */
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
-            for (hk = 0; hk < HKV; hk++) {
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                 attn_llama3_8b_dot_4x2_f32__neon(w->q + hk * glp * Q_STRIDE, glp, attn_llama3_8b_k_row(&kv, hk, j0 + c),
                         attn_llama3_8b_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
@@ -8787,7 +8895,7 @@ static ATTN_ALWAYS_INLINE void attn_llama3_8b_dscores__neon(const attn_llama3_8b
         }
     } else {
         const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
-        for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) { /* S^T = K Q^T, panel by panel */
             for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
@@ -8845,7 +8953,7 @@ static ATTN_ALWAYS_INLINE void attn_llama3_8b_dpv__neon(const attn_llama3_8b_kv 
     int64_t r, hk, pl = *plp;
 
     /* O = alpha * O + P V, kv head by kv head, 6 rows at a time */
-    for (hk = 0; hk < HKV; hk++) {
+    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
         const float *vh = attn_llama3_8b_v_row(&kv, hk, j0);
         for (r = hk * glp; r < hk * glp + gl;) {
             /* the widest kernel that fits the rows left; past two widths a head, or
@@ -8904,15 +9012,17 @@ static ATTN_ALWAYS_INLINE void attn_llama3_8b_dsplit__neon(const attn_llama3_8b_
     /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        if (r >= HKV * glp || rr >= gl) continue; /* a padding row */
+        if (r < w->hk_lo * glp || r >= w->hk_hi * glp || rr >= gl) continue; /* a padding row, or another unit's */
         attn_llama3_8b_dresult(w->o + r * O_STRIDE, w->m[r], w->l[r], opart + row * DV, lpart + row);
     }
 }
 
-/* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
- * g * Lq + i is query i of head hk * GROUP + g (glp: a kv head's rows, padded).
- * Writes each real row's normalized partial output and LSE (natural log),
- * indexed by h * Lq + i. */
+/* One decode unit: batch b, keys [j_begin, j_begin + chunk), kv heads [w->hk_lo,
+ * w->hk_hi).  Row r' = hk * glp + g * Lq + i is query i of head hk * GROUP + g (glp:
+ * a kv head's rows, padded); the rows of every kv head are packed, the others'
+ * scores neither computed nor stored.  Writes each real row of its kv heads'
+ * normalized partial output and LSE (natural log), indexed by h * Lq + i.  A row's
+ * arithmetic does not depend on the unit's other kv heads. */
 static void attn_llama3_8b_dunit__neon(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_llama3_8b_dscratch__neon *w, float *restrict opart, float *restrict lpart)
 {
@@ -8956,8 +9066,10 @@ static void attn_llama3_8b_dunit__neon(const attn_args *args, int64_t b, int64_t
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
-    memset(w->o, 0, sizeof(float) * (size_t)rp * O_STRIDE);
-    memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
+    /* the unit's kv heads' rows of O; the scores of every row, as many keys as a block of
+       the split has (padding rows' scores stay finite) */
+    memset(w->o + w->hk_lo * glp * O_STRIDE, 0, sizeof(float) * (size_t)((w->hk_hi - w->hk_lo) * glp * O_STRIDE));
+    memset(w->s, 0, sizeof(float) * (size_t)((j_end - j_begin < bk ? (j_end > j_begin ? j_end - j_begin : 0) : bk) * rp));
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_llama3_8b_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
 
@@ -8968,7 +9080,9 @@ static void attn_llama3_8b_dunit__neon(const attn_args *args, int64_t b, int64_t
            worked on: half of them over the scores, half over P V;
            into L2, the scores' half inside the lanes and pairs score kernels, a line an
            iteration, where the lanes kernel's calls take all of them */
-        const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < bk ? lk - jn : bk);
+        /* (none where the unit takes some kv heads only, a short cache's: the rows in address
+           order are every kv head's, and every unit would ask for all of them) */
+        const int64_t jn = j0 + kb, pn = w->hk_hi - w->hk_lo < HKV ? 0 : 2 * HKV * (lk - jn < bk ? lk - jn : bk);
         int64_t pl = 0;
         /* the keys a block further whose pages' first lines are asked for (below), from ks */
         int64_t ks = jn + bk;
@@ -8988,7 +9102,7 @@ static void attn_llama3_8b_dunit__neon(const attn_args *args, int64_t b, int64_t
         attn_llama3_8b_dscores__neon(kv, w, j0, kb, rp, glp, lanes, pairs, dots, pf, jn, pn, &pl, &ks, ks_end, kper);
         attn_llama3_8b_dmasks__neon(w, j0, kb, rp, cls);
         /* online softmax over whole vectors of rows */
-        for (r = 0; r < rp; r += ROWS_VEC) attn_llama3_8b_softmax_t__neon(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
+        for (r = w->hk_lo * glp / ROWS_VEC * ROWS_VEC; r < w->hk_hi * glp; r += ROWS_VEC) attn_llama3_8b_softmax_t__neon(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
 
         attn_llama3_8b_dpv__neon(kv, w, j0, kb, rp, glp, gl, even, pf, jn, pn, &pl);
     }
@@ -9140,70 +9254,82 @@ static void attn_llama3_8b_dmerge__neon(const attn_args *args, int64_t b, int64_
     if (args->lse) args->lse[(b * HQ + h) * Lq + i] = mx + logf(sum);
 }
 
-/* The decode path: units of (batch, split), then the merge. */
+/* The decode path: units of (batch, split, kv heads): every kv head, or one kv
+ * head where the call has fewer than DECODE_HEAD_SPLIT splits (of all batches
+ * together), so that the threads share a short cache too; the choice depends on
+ * the shapes alone, and a row's arithmetic does not depend on it.  The last unit
+ * of a (batch, kv heads) to finish merges their rows' splits, so the region's end
+ * is the call's only wait.  Its memory is one block (decode_mem). */
 static attn_status attn_llama3_8b_decode__neon(const attn_args *args)
 {
-    const int64_t B = args->batch, R = HQ * args->seq_q;
+    const int64_t B = args->batch, Lq = args->seq_q, R = HQ * Lq;
     const int64_t chunk = attn_llama3_8b_split_keys(args->seq_k); /* keys per split (lib/split_kv) */
-    int64_t nsplit, units;
-    const int threads = args->threads;
+    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
+    const int64_t rows = GROUP * Lq; /* query rows a kv head */
+    /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs
+       (attn_runtime.h); its units take every kv head */
+    const int stream = rows <= attn_cpu()->decode_stream_rows[0];
+    const int64_t nhg = !stream && B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
+    const int64_t units = B * nsplit * nhg, hpg = HKV / nhg; /* kv heads a unit */
+    const int nth = attn_llama3_8b_decode_threads(args->threads);
+    attn_llama3_8b_dlayout lay;
+    char *mem;
     float *opart, *lpart;
-    int failed = 0;
-    (void)threads;
+    int *left; /* each (batch, kv heads)'s splits still to finish */
+    int64_t g;
+    const attn_status status = attn_llama3_8b_decode_mem(args, R, nsplit, nth, &lay, &mem);
 
-    nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
-    units = B * nsplit;
-
-    if ((uint64_t)units > (uint64_t)INT64_MAX / 4 / (uint64_t)(R * (DV + 1))) return ATTN_ERR_TOO_LARGE;
-    opart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R * DV));
-    lpart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R));
-    if (!opart || !lpart) {
-        attn_free(opart);
-        attn_free(lpart);
-        return ATTN_ERR_NOMEM;
-    }
+    if (status != ATTN_OK) return status;
+    opart = (float *)(mem + lay.opart);
+    lpart = (float *)(mem + lay.lpart);
+    left = (int *)(mem + lay.left);
+    for (g = 0; g < B * nhg; g++) left[g] = (int)nsplit;
 #ifdef _OPENMP
-#pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
+#pragma omp parallel num_threads(nth)
 #endif
     {
-        attn_llama3_8b_dscratch__neon *w = (attn_llama3_8b_dscratch__neon *)attn_alloc(sizeof(*w));
-        const int64_t rows = GROUP * args->seq_q; /* query rows a kv head */
-        /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs (attn_runtime.h) */
-        const int stream = rows <= attn_cpu()->decode_stream_rows[0];
-        int64_t u;
-        if (!w) {
 #ifdef _OPENMP
-#pragma omp critical
+        attn_llama3_8b_dscratch__neon *w = (attn_llama3_8b_dscratch__neon *)(mem + lay.scratch + (size_t)omp_get_thread_num() * DECODE_SCRATCH);
+#else
+        attn_llama3_8b_dscratch__neon *w = (attn_llama3_8b_dscratch__neon *)(mem + lay.scratch);
 #endif
-            failed = 1;
-        } else
-            w->rows_of = -1;
+        int64_t u, r;
+        int last;
+        w->rows_of = -1;
 #ifdef _OPENMP
-#pragma omp for schedule(dynamic, 1)
+#pragma omp for schedule(dynamic, 1) nowait
 #endif
-        for (u = 0; u < units; u++) /* u = b * nsplit + split */
-            if (w) {
-                if (stream) switch (rows) { /* the streaming kernel's rows */
-                case 4:
-                    attn_llama3_8b_sunit_4x1__neon(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-                    continue;
-                default:
-                    break;
-                }
-                attn_llama3_8b_dunit__neon(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
+        for (u = 0; u < units; u++) { /* u = (b * nsplit + split) * nhg + kv head group */
+            const int64_t su = u / nhg, b = su / nsplit, j0 = (su % nsplit) * chunk, bg = b * nhg + u % nhg;
+            w->hk_lo = (u % nhg) * hpg;
+            w->hk_hi = w->hk_lo + hpg;
+            if (stream) switch (rows) { /* the streaming kernel's rows */
+            case 4:
+                attn_llama3_8b_sunit_4x1__neon(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+                goto merge;
+            default:
+                break;
             }
+            attn_llama3_8b_dunit__neon(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+        merge:;
+            /* the last split of these kv heads to finish merges their rows (the partials
+               flushed before the count) */
 #ifdef _OPENMP
-#pragma omp for schedule(static)
+#pragma omp flush
+#pragma omp atomic capture
 #endif
-        for (u = 0; u < B * R; u++)
-            if (!failed)
-                attn_llama3_8b_dmerge__neon(args, u / R, u % R, nsplit, opart + (u / R) * nsplit * R * DV,
-                        lpart + (u / R) * nsplit * R);
-        attn_free(w);
+            last = --left[bg];
+            if (last) continue;
+#ifdef _OPENMP
+#pragma omp flush
+#endif
+            for (r = w->hk_lo * GROUP * Lq; r < w->hk_hi * GROUP * Lq; r++)
+                attn_llama3_8b_dmerge__neon(args, b, r, nsplit, opart + b * nsplit * R * DV,
+                        lpart + b * nsplit * R);
+        }
     }
-    attn_free(opart);
-    attn_free(lpart);
-    return failed ? ATTN_ERR_NOMEM : ATTN_OK;
+    if (!args->workspace) attn_free(mem);
+    return ATTN_OK;
 }
 
 /* Per-thread scratch of the neon prefill path. */
@@ -10169,11 +10295,13 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_kvpack_f32__scalar(const attn_llama3_
 /* ---- decode: up to 16 query rows against a long KV cache ---------------- */
 /*
  * A unit is (batch, split of DECODE_SPLIT keys, doubled while a sequence
- * would have more than DECODE_MAX_SPLITS splits).  Its rows are every query
- * head times every query row, grouped by kv head, so each K and V row is
+ * would have more than DECODE_MAX_SPLITS splits, kv heads).  Its rows are every
+ * query head times every query row, grouped by kv head, so each K and V row is
  * read once, straight from the cache tensors (no packing), and the keys of
  * one block are read for all kv heads together (a contiguous stretch of the
- * cache).  Scores are computed transposed, S^T = K Q^T, with the rows along
+ * cache).  A call with fewer than DECODE_HEAD_SPLIT splits (a short cache)
+ * gives each kv head a unit of its own instead, so that threads share it from
+ * the first token; a row's arithmetic is the same either way.  Scores are computed transposed, S^T = K Q^T, with the rows along
  * the vector lanes: K values broadcast against packed Q^T panels (the scores
  * micro-kernel) or against one vector of a kv head's rows, or pairs of K
  * values against half a vector of rows (two values of D a row) or, where
@@ -10229,7 +10357,10 @@ typedef struct {
     float m[512], l[512], alpha[512];
     int64_t lo[512], hi[512], sink_hi[512], first[512], last[512];
     int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
+    int64_t hk_lo, hk_hi; /* the blocked unit's kv heads (the driver's) */
 } attn_llama3_8b_dscratch__scalar;
+/* it fits a thread's slot of the decode path's memory (a negative size where it does not) */
+typedef char attn_llama3_8b_dscratch_fits__scalar[sizeof(attn_llama3_8b_dscratch__scalar) <= DECODE_SCRATCH ? 1 : -1];
 
 /* The decode unit's rows (r' = hk * glp + g * Lq + i: query i of head hk * GROUP + g): each
  * row's Q, packed for the scores, and its span; padding rows see what row 0 sees. */
@@ -10284,7 +10415,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_llama3_8b_dscores__scalar(co
     if (dots) { /* keys in pairs; a lone last key pairs with itself */
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
-            for (hk = 0; hk < HKV; hk++) {
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                 attn_llama3_8b_dot_4x2_f32__scalar(w->q + hk * glp * Q_STRIDE, glp, attn_llama3_8b_k_row(&kv, hk, j0 + c),
                         attn_llama3_8b_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
@@ -10299,7 +10430,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_llama3_8b_dscores__scalar(co
         }
     } else {
         const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
-        for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) { /* S^T = K Q^T, panel by panel */
             for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
@@ -10354,7 +10485,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_llama3_8b_dpv__scalar(const 
     int64_t r, hk, pl = *plp;
 
     /* O = alpha * O + P V, kv head by kv head, 4 rows at a time */
-    for (hk = 0; hk < HKV; hk++) {
+    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
         const float *vh = attn_llama3_8b_v_row(&kv, hk, j0);
         for (r = hk * glp; r < hk * glp + gl;) {
             const int64_t take = hk * glp + gl - r; /* the widest kernel that fits the rows left */
@@ -10392,15 +10523,17 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_llama3_8b_dsplit__scalar(con
     /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        if (r >= HKV * glp || rr >= gl) continue; /* a padding row */
+        if (r < w->hk_lo * glp || r >= w->hk_hi * glp || rr >= gl) continue; /* a padding row, or another unit's */
         attn_llama3_8b_dresult(w->o + r * O_STRIDE, w->m[r], w->l[r], opart + row * DV, lpart + row);
     }
 }
 
-/* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
- * g * Lq + i is query i of head hk * GROUP + g (glp: a kv head's rows, padded).
- * Writes each real row's normalized partial output and LSE (natural log),
- * indexed by h * Lq + i. */
+/* One decode unit: batch b, keys [j_begin, j_begin + chunk), kv heads [w->hk_lo,
+ * w->hk_hi).  Row r' = hk * glp + g * Lq + i is query i of head hk * GROUP + g (glp:
+ * a kv head's rows, padded); the rows of every kv head are packed, the others'
+ * scores neither computed nor stored.  Writes each real row of its kv heads'
+ * normalized partial output and LSE (natural log), indexed by h * Lq + i.  A row's
+ * arithmetic does not depend on the unit's other kv heads. */
 ATTN_NO_AUTOVEC static void attn_llama3_8b_dunit__scalar(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_llama3_8b_dscratch__scalar *w, float *restrict opart, float *restrict lpart)
 {
@@ -10443,8 +10576,10 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_dunit__scalar(const attn_args *args, 
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
-    memset(w->o, 0, sizeof(float) * (size_t)rp * O_STRIDE);
-    memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
+    /* the unit's kv heads' rows of O; the scores of every row, as many keys as a block of
+       the split has (padding rows' scores stay finite) */
+    memset(w->o + w->hk_lo * glp * O_STRIDE, 0, sizeof(float) * (size_t)((w->hk_hi - w->hk_lo) * glp * O_STRIDE));
+    memset(w->s, 0, sizeof(float) * (size_t)((j_end - j_begin < bk ? (j_end > j_begin ? j_end - j_begin : 0) : bk) * rp));
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_llama3_8b_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
 
@@ -10455,7 +10590,9 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_dunit__scalar(const attn_args *args, 
            worked on: half of them over the scores, half over P V;
            into L2, the scores' half inside the lanes and pairs score kernels, a line an
            iteration, where the lanes kernel's calls take all of them */
-        const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < bk ? lk - jn : bk);
+        /* (none where the unit takes some kv heads only, a short cache's: the rows in address
+           order are every kv head's, and every unit would ask for all of them) */
+        const int64_t jn = j0 + kb, pn = w->hk_hi - w->hk_lo < HKV ? 0 : 2 * HKV * (lk - jn < bk ? lk - jn : bk);
         int64_t pl = 0;
         /* the keys a block further whose pages' first lines are asked for (below), from ks */
         int64_t ks = jn + bk;
@@ -10471,7 +10608,7 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_dunit__scalar(const attn_args *args, 
         attn_llama3_8b_dscores__scalar(kv, w, j0, kb, rp, glp, dots, pf, jn, pn, &pl);
         attn_llama3_8b_dmasks__scalar(w, j0, kb, rp, cls);
         /* online softmax over whole vectors of rows */
-        for (r = 0; r < rp; r += ROWS_VEC) attn_llama3_8b_softmax_t__scalar(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
+        for (r = w->hk_lo * glp / ROWS_VEC * ROWS_VEC; r < w->hk_hi * glp; r += ROWS_VEC) attn_llama3_8b_softmax_t__scalar(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
 
         attn_llama3_8b_dpv__scalar(kv, w, j0, kb, rp, glp, gl, pf, jn, pn, &pl);
     }
@@ -10508,60 +10645,70 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_dmerge__scalar(const attn_args *args,
     if (args->lse) args->lse[(b * HQ + h) * Lq + i] = mx + logf(sum);
 }
 
-/* The decode path: units of (batch, split), then the merge. */
+/* The decode path: units of (batch, split, kv heads): every kv head, or one kv
+ * head where the call has fewer than DECODE_HEAD_SPLIT splits (of all batches
+ * together), so that the threads share a short cache too; the choice depends on
+ * the shapes alone, and a row's arithmetic does not depend on it.  The last unit
+ * of a (batch, kv heads) to finish merges their rows' splits, so the region's end
+ * is the call's only wait.  Its memory is one block (decode_mem). */
 ATTN_NO_AUTOVEC static attn_status attn_llama3_8b_decode__scalar(const attn_args *args)
 {
-    const int64_t B = args->batch, R = HQ * args->seq_q;
+    const int64_t B = args->batch, Lq = args->seq_q, R = HQ * Lq;
     const int64_t chunk = attn_llama3_8b_split_keys(args->seq_k); /* keys per split (lib/split_kv) */
-    int64_t nsplit, units;
-    const int threads = args->threads;
+    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
+    const int64_t nhg = B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
+    const int64_t units = B * nsplit * nhg, hpg = HKV / nhg; /* kv heads a unit */
+    const int nth = attn_llama3_8b_decode_threads(args->threads);
+    attn_llama3_8b_dlayout lay;
+    char *mem;
     float *opart, *lpart;
-    int failed = 0;
-    (void)threads;
+    int *left; /* each (batch, kv heads)'s splits still to finish */
+    int64_t g;
+    const attn_status status = attn_llama3_8b_decode_mem(args, R, nsplit, nth, &lay, &mem);
 
-    nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
-    units = B * nsplit;
-
-    if ((uint64_t)units > (uint64_t)INT64_MAX / 4 / (uint64_t)(R * (DV + 1))) return ATTN_ERR_TOO_LARGE;
-    opart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R * DV));
-    lpart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R));
-    if (!opart || !lpart) {
-        attn_free(opart);
-        attn_free(lpart);
-        return ATTN_ERR_NOMEM;
-    }
+    if (status != ATTN_OK) return status;
+    opart = (float *)(mem + lay.opart);
+    lpart = (float *)(mem + lay.lpart);
+    left = (int *)(mem + lay.left);
+    for (g = 0; g < B * nhg; g++) left[g] = (int)nsplit;
 #ifdef _OPENMP
-#pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
+#pragma omp parallel num_threads(nth)
 #endif
     {
-        attn_llama3_8b_dscratch__scalar *w = (attn_llama3_8b_dscratch__scalar *)attn_alloc(sizeof(*w));
-        int64_t u;
-        if (!w) {
 #ifdef _OPENMP
-#pragma omp critical
+        attn_llama3_8b_dscratch__scalar *w = (attn_llama3_8b_dscratch__scalar *)(mem + lay.scratch + (size_t)omp_get_thread_num() * DECODE_SCRATCH);
+#else
+        attn_llama3_8b_dscratch__scalar *w = (attn_llama3_8b_dscratch__scalar *)(mem + lay.scratch);
 #endif
-            failed = 1;
-        } else
-            w->rows_of = -1;
+        int64_t u, r;
+        int last;
+        w->rows_of = -1;
 #ifdef _OPENMP
-#pragma omp for schedule(dynamic, 1)
+#pragma omp for schedule(dynamic, 1) nowait
 #endif
-        for (u = 0; u < units; u++) /* u = b * nsplit + split */
-            if (w) {
-                attn_llama3_8b_dunit__scalar(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-            }
+        for (u = 0; u < units; u++) { /* u = (b * nsplit + split) * nhg + kv head group */
+            const int64_t su = u / nhg, b = su / nsplit, j0 = (su % nsplit) * chunk, bg = b * nhg + u % nhg;
+            w->hk_lo = (u % nhg) * hpg;
+            w->hk_hi = w->hk_lo + hpg;
+            attn_llama3_8b_dunit__scalar(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+            /* the last split of these kv heads to finish merges their rows (the partials
+               flushed before the count) */
 #ifdef _OPENMP
-#pragma omp for schedule(static)
+#pragma omp flush
+#pragma omp atomic capture
 #endif
-        for (u = 0; u < B * R; u++)
-            if (!failed)
-                attn_llama3_8b_dmerge__scalar(args, u / R, u % R, nsplit, opart + (u / R) * nsplit * R * DV,
-                        lpart + (u / R) * nsplit * R);
-        attn_free(w);
+            last = --left[bg];
+            if (last) continue;
+#ifdef _OPENMP
+#pragma omp flush
+#endif
+            for (r = w->hk_lo * GROUP * Lq; r < w->hk_hi * GROUP * Lq; r++)
+                attn_llama3_8b_dmerge__scalar(args, b, r, nsplit, opart + b * nsplit * R * DV,
+                        lpart + b * nsplit * R);
+        }
     }
-    attn_free(opart);
-    attn_free(lpart);
-    return failed ? ATTN_ERR_NOMEM : ATTN_OK;
+    if (!args->workspace) attn_free(mem);
+    return ATTN_OK;
 }
 
 /* Per-thread scratch of the scalar prefill path. */
@@ -11074,7 +11221,8 @@ const attn_kernel attn_llama3_8b_kernel = {
     attn_llama3_8b_fwd,
     (int)(sizeof(attn_llama3_8b_variants) / sizeof(attn_llama3_8b_variants[0])) - 1,
     attn_llama3_8b_variants,
-    0
+    0,
+    attn_llama3_8b_workspace_size
 };
 
 attn_status attn_llama3_8b_fwd(const attn_args *args)
@@ -11099,5 +11247,18 @@ attn_status attn_llama3_8b_fwd(const attn_args *args)
 #endif
     }
     return v->fwd(args);
+}
+#endif /* build part 0 */
+#if !defined(ATTN_BUILD_PART) || ATTN_BUILD_PART == 0
+
+size_t attn_llama3_8b_workspace_size(int64_t batch, int64_t seq_q, int64_t seq_k, int threads)
+{
+    attn_llama3_8b_dlayout lay;
+    int64_t chunk;
+    if (batch <= 0 || seq_q <= 0 || seq_q > 16 || seq_k < 0 || threads < 0) return 0;
+    chunk = attn_llama3_8b_split_keys(seq_k);
+    if (!attn_llama3_8b_dlayout_of(batch, HQ * seq_q, seq_k > 0 ? (seq_k + chunk - 1) / chunk : 1,
+            attn_llama3_8b_decode_threads(threads), &lay)) return SIZE_MAX;
+    return lay.bytes;
 }
 #endif /* build part 0 */

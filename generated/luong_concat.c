@@ -2208,7 +2208,8 @@ const attn_kernel attn_luong_concat_kernel = {
     0,
     (int)(sizeof(attn_luong_concat_variants) / sizeof(attn_luong_concat_variants[0])) - 1,
     attn_luong_concat_variants,
-    attn_luong_concat_fwd
+    attn_luong_concat_fwd,
+    0
 };
 
 attn_status attn_luong_concat_fwd(const attn_classic_args *args)

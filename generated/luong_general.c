@@ -1705,7 +1705,8 @@ const attn_kernel attn_luong_general_kernel = {
     0,
     (int)(sizeof(attn_luong_general_variants) / sizeof(attn_luong_general_variants[0])) - 1,
     attn_luong_general_variants,
-    attn_luong_general_fwd
+    attn_luong_general_fwd,
+    0
 };
 
 attn_status attn_luong_general_fwd(const attn_classic_args *args)

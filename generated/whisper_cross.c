@@ -357,6 +357,7 @@ ATTN_SHARED static int attn_whisper_cross_sees(const int64_t *first, const int64
 enum {
     DECODE_SPLIT = 512, /* keys of a split (before doubling) */
     DECODE_MAX_SPLITS = 32, /* splits a sequence at most, while a split can double */
+    DECODE_HEAD_SPLIT = 8, /* below this many splits (all batches), a unit is one kv head's */
     DECODE_BLOCK = 16, /* keys of a block inside a split */
     /* the blocked kernel's, where its prefetch goes to L2 (AMD Zen 4 and 5), by its rows a kv head: */
     DECODE_BLOCK_FEW = 8, /* in pairs or dot products, below one panel */
@@ -387,6 +388,62 @@ ATTN_SHARED static void attn_whisper_cross_dresult(const float *o, float m, floa
     int64_t d;
     for (d = 0; d < DV; d++) op[d] = o[d] * inv;
     *lp = l == 0.0f ? -INFINITY : m * 0.693147181f + logf(l);
+}
+
+/* The decode path's memory, one block (args->workspace, or one allocation of the
+ * hook's): each split's partial O (B * nsplit * R * DV floats), its LSE (B * nsplit
+ * * R floats, twice with entropy), each (batch, kv heads)'s count of splits still
+ * to finish,
+ * then a scratch of DECODE_SCRATCH bytes a thread; each part on ATTN_ALIGN bytes. */
+enum { DECODE_SCRATCH = 438208 /* bytes of a thread's scratch: the largest variant's */ };
+typedef struct { size_t opart, lpart, left, scratch, bytes; } attn_whisper_cross_dlayout;
+
+/* The threads of a call: args->threads, or OpenMP's default (1 without OpenMP). */
+ATTN_SHARED static int attn_whisper_cross_decode_threads(int threads)
+{
+#ifdef _OPENMP
+    return threads > 0 ? threads : omp_get_max_threads();
+#else
+    return threads > 0 ? threads : 1;
+#endif
+}
+
+/* The block's layout for B batches of nsplit splits of R rows and nth threads,
+ * with ATTN_ALIGN bytes to align the block's start; 0 where a size overflows. */
+ATTN_SHARED static int attn_whisper_cross_dlayout_of(int64_t B, int64_t R, int64_t nsplit, int nth, attn_whisper_cross_dlayout *lay)
+{
+    const uint64_t A = ATTN_ALIGN, per = (uint64_t)R * (DV + 1) * sizeof(float);
+    uint64_t units, at;
+    if (B < 0 || R <= 0 || nsplit <= 0 || nth <= 0 || (uint64_t)B > (uint64_t)INT64_MAX / (uint64_t)nsplit) return 0;
+    units = (uint64_t)B * (uint64_t)nsplit;
+    if (units > (uint64_t)INT64_MAX / 4 / per || (uint64_t)nth > (uint64_t)INT64_MAX / 4 / DECODE_SCRATCH) return 0;
+    at = (units * (uint64_t)R * DV * sizeof(float) + A - 1) / A * A;
+    lay->opart = 0;
+    lay->lpart = (size_t)at;
+    at += (units * (uint64_t)R * 1 * sizeof(float) + A - 1) / A * A;
+    lay->left = (size_t)at;
+    at += ((uint64_t)B * HKV * sizeof(int) + A - 1) / A * A;
+    lay->scratch = (size_t)at;
+    at += (uint64_t)nth * DECODE_SCRATCH + A;
+    if (at > (uint64_t)SIZE_MAX) return 0;
+    lay->bytes = (size_t)at;
+    return 1;
+}
+
+/* The decode path's block for a call: args->workspace (aligned up inside it), or
+ * one allocation of the hook's (the caller frees it where args->workspace is NULL). */
+ATTN_SHARED static attn_status attn_whisper_cross_decode_mem(const attn_args *args, int64_t R, int64_t nsplit, int nth,
+        attn_whisper_cross_dlayout *lay, char **mem)
+{
+    if (!attn_whisper_cross_dlayout_of(args->batch, R, nsplit, nth, lay)) return ATTN_ERR_TOO_LARGE;
+    if (args->workspace) {
+        const size_t pad = (size_t)((ATTN_ALIGN - (uintptr_t)args->workspace % ATTN_ALIGN) % ATTN_ALIGN);
+        if (args->workspace_bytes < lay->bytes) return ATTN_ERR_WORKSPACE;
+        *mem = (char *)args->workspace + pad;
+        return ATTN_OK;
+    }
+    *mem = (char *)attn_alloc(lay->bytes - ATTN_ALIGN);
+    return *mem ? ATTN_OK : ATTN_ERR_NOMEM;
 }
 
 /* Row pl of the blocked kernel's next block (its keys from jn), in address
@@ -1882,11 +1939,13 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_kvpack_f32
 /* ---- decode: up to 16 query rows against a long KV cache ---------------- */
 /*
  * A unit is (batch, split of DECODE_SPLIT keys, doubled while a sequence
- * would have more than DECODE_MAX_SPLITS splits).  Its rows are every query
- * head times every query row, grouped by kv head, so each K and V row is
+ * would have more than DECODE_MAX_SPLITS splits, kv heads).  Its rows are every
+ * query head times every query row, grouped by kv head, so each K and V row is
  * read once, straight from the cache tensors (no packing), and the keys of
  * one block are read for all kv heads together (a contiguous stretch of the
- * cache).  Scores are computed transposed, S^T = K Q^T, with the rows along
+ * cache).  A call with fewer than DECODE_HEAD_SPLIT splits (a short cache)
+ * gives each kv head a unit of its own instead, so that threads share it from
+ * the first token; a row's arithmetic is the same either way.  Scores are computed transposed, S^T = K Q^T, with the rows along
  * the vector lanes: K values broadcast against packed Q^T panels (the scores
  * micro-kernel) or against one vector of a kv head's rows, or pairs of K
  * values against half a vector of rows (two values of D a row) or, where
@@ -1990,7 +2049,10 @@ typedef struct {
     float m[384], l[384], alpha[384];
     int64_t lo[384], hi[384], sink_hi[384], first[384], last[384];
     int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
+    int64_t hk_lo, hk_hi; /* the blocked unit's kv heads (the driver's) */
 } attn_whisper_cross_dscratch__avx512;
+/* it fits a thread's slot of the decode path's memory (a negative size where it does not) */
+typedef char attn_whisper_cross_dscratch_fits__avx512[sizeof(attn_whisper_cross_dscratch__avx512) <= DECODE_SCRATCH ? 1 : -1];
 
 /* O[1 row] *= lane r of alpha: the running max moved. */
 ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_srescale_1x64__avx512(float *restrict o, __m128 alpha)
@@ -3103,7 +3165,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_whisp
     int64_t r, c, hk, pl = *plp;
 
     if (lanes) { /* S^T = K Q^T, kv head by kv head: pairs of K values broadcast against one vector of rows, in two vectors */
-        for (hk = 0; hk < HKV; hk++) {
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             const float *qp = w->qt + hk * glp * D; /* its rows' Q in pairs of D */
             for (c = 0; c < kb;) {
                 const float *k0 = attn_whisper_cross_k_row(&kv, hk, j0 + c);
@@ -3129,7 +3191,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_whisp
         }
     } else
     if (hpairs) { /* S^T = K Q^T, kv head by kv head: pairs of K values broadcast against a quarter vector of rows, on half-width vectors */
-        for (hk = 0; hk < HKV; hk++) {
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             const float *qp = w->qt + hk * glp * D; /* its rows' Q in pairs of D */
             for (c = 0; c < kb;) {
                 const float *k0 = attn_whisper_cross_k_row(&kv, hk, j0 + c);
@@ -3155,7 +3217,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_whisp
         }
     } else
     if (pairs) { /* S^T = K Q^T, kv head by kv head: pairs of K values broadcast against half a vector of rows */
-        for (hk = 0; hk < HKV; hk++) {
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             const float *qp = w->qt + hk * glp * D; /* its rows' Q in pairs of D */
             for (c = 0; c < kb;) {
                 const float *k0 = attn_whisper_cross_k_row(&kv, hk, j0 + c);
@@ -3183,7 +3245,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_whisp
     if (dots) { /* keys in pairs; a lone last key pairs with itself */
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
-            for (hk = 0; hk < HKV; hk++) {
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                 attn_whisper_cross_dot_4x2_f32__avx512(w->q + hk * glp * Q_STRIDE, glp, attn_whisper_cross_k_row(&kv, hk, j0 + c),
                         attn_whisper_cross_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
@@ -3198,7 +3260,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_whisp
         }
     } else {
         const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
-        for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) { /* S^T = K Q^T, panel by panel */
             for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
@@ -3253,7 +3315,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_whisp
     int64_t r, hk, pl = *plp;
 
     /* O = alpha * O + P V, kv head by kv head, 8 rows at a time */
-    for (hk = 0; hk < HKV; hk++) {
+    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
         const float *vh = attn_whisper_cross_v_row(&kv, hk, j0);
         for (r = hk * glp; r < hk * glp + gl;) {
             /* the widest kernel that fits the rows left; past two widths a head, or
@@ -3320,15 +3382,17 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_whisp
     /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        if (r >= HKV * glp || rr >= gl) continue; /* a padding row */
+        if (r < w->hk_lo * glp || r >= w->hk_hi * glp || rr >= gl) continue; /* a padding row, or another unit's */
         attn_whisper_cross_dresult(w->o + r * O_STRIDE, w->m[r], w->l[r], opart + row * DV, lpart + row);
     }
 }
 
-/* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
- * g * Lq + i is query i of head hk * GROUP + g (glp: a kv head's rows, padded).
- * Writes each real row's normalized partial output and LSE (natural log),
- * indexed by h * Lq + i. */
+/* One decode unit: batch b, keys [j_begin, j_begin + chunk), kv heads [w->hk_lo,
+ * w->hk_hi).  Row r' = hk * glp + g * Lq + i is query i of head hk * GROUP + g (glp:
+ * a kv head's rows, padded); the rows of every kv head are packed, the others'
+ * scores neither computed nor stored.  Writes each real row of its kv heads'
+ * normalized partial output and LSE (natural log), indexed by h * Lq + i.  A row's
+ * arithmetic does not depend on the unit's other kv heads. */
 __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_dunit__avx512(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_whisper_cross_dscratch__avx512 *w, float *restrict opart, float *restrict lpart)
 {
@@ -3375,8 +3439,10 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_dunit__avx
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
-    memset(w->o, 0, sizeof(float) * (size_t)rp * O_STRIDE);
-    memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
+    /* the unit's kv heads' rows of O; the scores of every row, as many keys as a block of
+       the split has (padding rows' scores stay finite) */
+    memset(w->o + w->hk_lo * glp * O_STRIDE, 0, sizeof(float) * (size_t)((w->hk_hi - w->hk_lo) * glp * O_STRIDE));
+    memset(w->s, 0, sizeof(float) * (size_t)((j_end - j_begin < bk ? (j_end > j_begin ? j_end - j_begin : 0) : bk) * rp));
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_whisper_cross_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
 
@@ -3385,7 +3451,9 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_dunit__avx
         const attn_whisper_cross_tile_class cls = full ? TILE_FULL : attn_whisper_cross_classify(rp, j0, j0 + kb, w->lo, w->hi, w->sink_hi, w->first, w->last);
         /* the next block's rows (K and V of every kv head), prefetched while this one is
            worked on: half of them over the scores, half over P V */
-        const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < bk ? lk - jn : bk);
+        /* (none where the unit takes some kv heads only, a short cache's: the rows in address
+           order are every kv head's, and every unit would ask for all of them) */
+        const int64_t jn = j0 + kb, pn = w->hk_hi - w->hk_lo < HKV ? 0 : 2 * HKV * (lk - jn < bk ? lk - jn : bk);
         int64_t pl = 0;
         /* the keys a block further whose pages' first lines are asked for (below), from ks */
         int64_t ks = jn + bk;
@@ -3401,7 +3469,7 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_dunit__avx
         attn_whisper_cross_dscores__avx512(kv, w, j0, kb, rp, glp, lanes, hpairs, pairs, dots, pf, jn, pn, &pl);
         attn_whisper_cross_dmasks__avx512(w, j0, kb, rp, cls);
         /* online softmax over whole vectors of rows */
-        for (r = 0; r < rp; r += ROWS_VEC) attn_whisper_cross_softmax_t__avx512(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
+        for (r = w->hk_lo * glp / ROWS_VEC * ROWS_VEC; r < w->hk_hi * glp; r += ROWS_VEC) attn_whisper_cross_softmax_t__avx512(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
 
         attn_whisper_cross_dpv__avx512(kv, w, j0, kb, rp, glp, gl, even, pf, jn, pn, &pl);
     }
@@ -3953,79 +4021,91 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_dmerge__av
     if (args->lse) args->lse[(b * HQ + h) * Lq + i] = mx + logf(sum);
 }
 
-/* The decode path: units of (batch, split), then the merge. */
+/* The decode path: units of (batch, split, kv heads): every kv head, or one kv
+ * head where the call has fewer than DECODE_HEAD_SPLIT splits (of all batches
+ * together), so that the threads share a short cache too; the choice depends on
+ * the shapes alone, and a row's arithmetic does not depend on it.  The last unit
+ * of a (batch, kv heads) to finish merges their rows' splits, so the region's end
+ * is the call's only wait.  Its memory is one block (decode_mem). */
 __attribute__((target("avx512f,fma"))) static attn_status attn_whisper_cross_decode__avx512(const attn_args *args)
 {
-    const int64_t B = args->batch, R = HQ * args->seq_q;
+    const int64_t B = args->batch, Lq = args->seq_q, R = HQ * Lq;
     const int64_t chunk = attn_whisper_cross_split_keys(args->seq_k); /* keys per split (lib/split_kv) */
-    int64_t nsplit, units;
-    const int threads = args->threads;
+    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
+    const int64_t rows = GROUP * Lq; /* query rows a kv head */
+    /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs
+       (attn_runtime.h); its units take every kv head */
+    const int stream = rows <= attn_cpu()->decode_stream_rows[1];
+    const int64_t nhg = !stream && B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
+    const int64_t units = B * nsplit * nhg, hpg = HKV / nhg; /* kv heads a unit */
+    const int nth = attn_whisper_cross_decode_threads(args->threads);
+    attn_whisper_cross_dlayout lay;
+    char *mem;
     float *opart, *lpart;
-    int failed = 0;
-    (void)threads;
+    int *left; /* each (batch, kv heads)'s splits still to finish */
+    int64_t g;
+    const attn_status status = attn_whisper_cross_decode_mem(args, R, nsplit, nth, &lay, &mem);
 
-    nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
-    units = B * nsplit;
-
-    if ((uint64_t)units > (uint64_t)INT64_MAX / 4 / (uint64_t)(R * (DV + 1))) return ATTN_ERR_TOO_LARGE;
-    opart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R * DV));
-    lpart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R));
-    if (!opart || !lpart) {
-        attn_free(opart);
-        attn_free(lpart);
-        return ATTN_ERR_NOMEM;
-    }
+    if (status != ATTN_OK) return status;
+    opart = (float *)(mem + lay.opart);
+    lpart = (float *)(mem + lay.lpart);
+    left = (int *)(mem + lay.left);
+    for (g = 0; g < B * nhg; g++) left[g] = (int)nsplit;
 #ifdef _OPENMP
-#pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
+#pragma omp parallel num_threads(nth)
 #endif
     {
-        attn_whisper_cross_dscratch__avx512 *w = (attn_whisper_cross_dscratch__avx512 *)attn_alloc(sizeof(*w));
-        const int64_t rows = GROUP * args->seq_q; /* query rows a kv head */
-        /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs (attn_runtime.h) */
-        const int stream = rows <= attn_cpu()->decode_stream_rows[1];
-        int64_t u;
-        if (!w) {
 #ifdef _OPENMP
-#pragma omp critical
+        attn_whisper_cross_dscratch__avx512 *w = (attn_whisper_cross_dscratch__avx512 *)(mem + lay.scratch + (size_t)omp_get_thread_num() * DECODE_SCRATCH);
+#else
+        attn_whisper_cross_dscratch__avx512 *w = (attn_whisper_cross_dscratch__avx512 *)(mem + lay.scratch);
 #endif
-            failed = 1;
-        } else
-            w->rows_of = -1;
+        int64_t u, r;
+        int last;
+        w->rows_of = -1;
 #ifdef _OPENMP
-#pragma omp for schedule(dynamic, 1)
+#pragma omp for schedule(dynamic, 1) nowait
 #endif
-        for (u = 0; u < units; u++) /* u = b * nsplit + split */
-            if (w) {
-                if (stream) switch (rows) { /* the streaming kernel's rows */
-                case 1:
-                    attn_whisper_cross_sunit_1x1__avx512(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-                    continue;
-                case 2:
-                    attn_whisper_cross_sunit_2x1__avx512(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-                    continue;
-                case 3:
-                    attn_whisper_cross_sunit_3x1__avx512(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-                    continue;
-                case 4:
-                    attn_whisper_cross_sunit_4x1__avx512(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-                    continue;
-                default:
-                    break;
-                }
-                attn_whisper_cross_dunit__avx512(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
+        for (u = 0; u < units; u++) { /* u = (b * nsplit + split) * nhg + kv head group */
+            const int64_t su = u / nhg, b = su / nsplit, j0 = (su % nsplit) * chunk, bg = b * nhg + u % nhg;
+            w->hk_lo = (u % nhg) * hpg;
+            w->hk_hi = w->hk_lo + hpg;
+            if (stream) switch (rows) { /* the streaming kernel's rows */
+            case 1:
+                attn_whisper_cross_sunit_1x1__avx512(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+                goto merge;
+            case 2:
+                attn_whisper_cross_sunit_2x1__avx512(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+                goto merge;
+            case 3:
+                attn_whisper_cross_sunit_3x1__avx512(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+                goto merge;
+            case 4:
+                attn_whisper_cross_sunit_4x1__avx512(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+                goto merge;
+            default:
+                break;
             }
+            attn_whisper_cross_dunit__avx512(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+        merge:;
+            /* the last split of these kv heads to finish merges their rows (the partials
+               flushed before the count) */
 #ifdef _OPENMP
-#pragma omp for schedule(static)
+#pragma omp flush
+#pragma omp atomic capture
 #endif
-        for (u = 0; u < B * R; u++)
-            if (!failed)
-                attn_whisper_cross_dmerge__avx512(args, u / R, u % R, nsplit, opart + (u / R) * nsplit * R * DV,
-                        lpart + (u / R) * nsplit * R);
-        attn_free(w);
+            last = --left[bg];
+            if (last) continue;
+#ifdef _OPENMP
+#pragma omp flush
+#endif
+            for (r = w->hk_lo * GROUP * Lq; r < w->hk_hi * GROUP * Lq; r++)
+                attn_whisper_cross_dmerge__avx512(args, b, r, nsplit, opart + b * nsplit * R * DV,
+                        lpart + b * nsplit * R);
+        }
     }
-    attn_free(opart);
-    attn_free(lpart);
-    return failed ? ATTN_ERR_NOMEM : ATTN_OK;
+    if (!args->workspace) attn_free(mem);
+    return ATTN_OK;
 }
 
 /* Per-thread scratch of the avx512 prefill path. */
@@ -5775,11 +5855,13 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_kvpack_f
 /* ---- decode: up to 16 query rows against a long KV cache ---------------- */
 /*
  * A unit is (batch, split of DECODE_SPLIT keys, doubled while a sequence
- * would have more than DECODE_MAX_SPLITS splits).  Its rows are every query
- * head times every query row, grouped by kv head, so each K and V row is
+ * would have more than DECODE_MAX_SPLITS splits, kv heads).  Its rows are every
+ * query head times every query row, grouped by kv head, so each K and V row is
  * read once, straight from the cache tensors (no packing), and the keys of
  * one block are read for all kv heads together (a contiguous stretch of the
- * cache).  Scores are computed transposed, S^T = K Q^T, with the rows along
+ * cache).  A call with fewer than DECODE_HEAD_SPLIT splits (a short cache)
+ * gives each kv head a unit of its own instead, so that threads share it from
+ * the first token; a row's arithmetic is the same either way.  Scores are computed transposed, S^T = K Q^T, with the rows along
  * the vector lanes: K values broadcast against packed Q^T panels (the scores
  * micro-kernel) or against one vector of a kv head's rows, or pairs of K
  * values against half a vector of rows (two values of D a row) or, where
@@ -5943,7 +6025,10 @@ typedef struct {
     float m[192], l[192], alpha[192];
     int64_t lo[192], hi[192], sink_hi[192], first[192], last[192];
     int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
+    int64_t hk_lo, hk_hi; /* the blocked unit's kv heads (the driver's) */
 } attn_whisper_cross_dscratch__avx2;
+/* it fits a thread's slot of the decode path's memory (a negative size where it does not) */
+typedef char attn_whisper_cross_dscratch_fits__avx2[sizeof(attn_whisper_cross_dscratch__avx2) <= DECODE_SCRATCH ? 1 : -1];
 
 /* O[1 row] *= lane r of alpha: the running max moved. */
 ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_srescale_1x64__avx2(float *restrict o, __m128 alpha)
@@ -7552,7 +7637,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_whi
     int64_t r, c, hk, pl = *plp;
 
     if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
-        for (hk = 0; hk < HKV; hk++) {
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             const float *qt = w->qt + (hk * glp / ROWS_PANEL) * ROWS_PANEL * D + (hk * glp) % ROWS_PANEL; /* its rows' Q^T */
             for (c = 0; c < kb;) {
                 const float *k0 = attn_whisper_cross_k_row(&kv, hk, j0 + c);
@@ -7578,7 +7663,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_whi
         }
     } else
     if (pairs) { /* S^T = K Q^T, kv head by kv head: pairs of K values broadcast against half a vector of rows */
-        for (hk = 0; hk < HKV; hk++) {
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             const float *qp = w->qt + hk * glp * D; /* its rows' Q in pairs of D */
             for (c = 0; c < kb;) {
                 const float *k0 = attn_whisper_cross_k_row(&kv, hk, j0 + c);
@@ -7606,7 +7691,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_whi
     if (dots) { /* keys in pairs; a lone last key pairs with itself */
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
-            for (hk = 0; hk < HKV; hk++) {
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                 attn_whisper_cross_dot_4x2_f32__avx2(w->q + hk * glp * Q_STRIDE, glp, attn_whisper_cross_k_row(&kv, hk, j0 + c),
                         attn_whisper_cross_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
@@ -7621,7 +7706,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_whi
         }
     } else {
         const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
-        for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) { /* S^T = K Q^T, panel by panel */
             for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
@@ -7676,7 +7761,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_whi
     int64_t r, hk, pl = *plp;
 
     /* O = alpha * O + P V, kv head by kv head, 6 rows at a time */
-    for (hk = 0; hk < HKV; hk++) {
+    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
         const float *vh = attn_whisper_cross_v_row(&kv, hk, j0);
         for (r = hk * glp; r < hk * glp + gl;) {
             /* the widest kernel that fits the rows left; past two widths a head, or
@@ -7735,15 +7820,17 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_whi
     /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        if (r >= HKV * glp || rr >= gl) continue; /* a padding row */
+        if (r < w->hk_lo * glp || r >= w->hk_hi * glp || rr >= gl) continue; /* a padding row, or another unit's */
         attn_whisper_cross_dresult(w->o + r * O_STRIDE, w->m[r], w->l[r], opart + row * DV, lpart + row);
     }
 }
 
-/* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
- * g * Lq + i is query i of head hk * GROUP + g (glp: a kv head's rows, padded).
- * Writes each real row's normalized partial output and LSE (natural log),
- * indexed by h * Lq + i. */
+/* One decode unit: batch b, keys [j_begin, j_begin + chunk), kv heads [w->hk_lo,
+ * w->hk_hi).  Row r' = hk * glp + g * Lq + i is query i of head hk * GROUP + g (glp:
+ * a kv head's rows, padded); the rows of every kv head are packed, the others'
+ * scores neither computed nor stored.  Writes each real row of its kv heads'
+ * normalized partial output and LSE (natural log), indexed by h * Lq + i.  A row's
+ * arithmetic does not depend on the unit's other kv heads. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_dunit__avx2(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_whisper_cross_dscratch__avx2 *w, float *restrict opart, float *restrict lpart)
 {
@@ -7787,8 +7874,10 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_dunit__a
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
-    memset(w->o, 0, sizeof(float) * (size_t)rp * O_STRIDE);
-    memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
+    /* the unit's kv heads' rows of O; the scores of every row, as many keys as a block of
+       the split has (padding rows' scores stay finite) */
+    memset(w->o + w->hk_lo * glp * O_STRIDE, 0, sizeof(float) * (size_t)((w->hk_hi - w->hk_lo) * glp * O_STRIDE));
+    memset(w->s, 0, sizeof(float) * (size_t)((j_end - j_begin < bk ? (j_end > j_begin ? j_end - j_begin : 0) : bk) * rp));
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_whisper_cross_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
 
@@ -7797,7 +7886,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_dunit__a
         const attn_whisper_cross_tile_class cls = full ? TILE_FULL : attn_whisper_cross_classify(rp, j0, j0 + kb, w->lo, w->hi, w->sink_hi, w->first, w->last);
         /* the next block's rows (K and V of every kv head), prefetched while this one is
            worked on: half of them over the scores, half over P V */
-        const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < bk ? lk - jn : bk);
+        /* (none where the unit takes some kv heads only, a short cache's: the rows in address
+           order are every kv head's, and every unit would ask for all of them) */
+        const int64_t jn = j0 + kb, pn = w->hk_hi - w->hk_lo < HKV ? 0 : 2 * HKV * (lk - jn < bk ? lk - jn : bk);
         int64_t pl = 0;
         /* the keys a block further whose pages' first lines are asked for (below), from ks */
         int64_t ks = jn + bk;
@@ -7813,7 +7904,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_dunit__a
         attn_whisper_cross_dscores__avx2(kv, w, j0, kb, rp, glp, lanes, pairs, dots, pf, jn, pn, &pl);
         attn_whisper_cross_dmasks__avx2(w, j0, kb, rp, cls);
         /* online softmax over whole vectors of rows */
-        for (r = 0; r < rp; r += ROWS_VEC) attn_whisper_cross_softmax_t__avx2(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
+        for (r = w->hk_lo * glp / ROWS_VEC * ROWS_VEC; r < w->hk_hi * glp; r += ROWS_VEC) attn_whisper_cross_softmax_t__avx2(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
 
         attn_whisper_cross_dpv__avx2(kv, w, j0, kb, rp, glp, gl, even, pf, jn, pn, &pl);
     }
@@ -8365,79 +8456,91 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_dmerge__
     if (args->lse) args->lse[(b * HQ + h) * Lq + i] = mx + logf(sum);
 }
 
-/* The decode path: units of (batch, split), then the merge. */
+/* The decode path: units of (batch, split, kv heads): every kv head, or one kv
+ * head where the call has fewer than DECODE_HEAD_SPLIT splits (of all batches
+ * together), so that the threads share a short cache too; the choice depends on
+ * the shapes alone, and a row's arithmetic does not depend on it.  The last unit
+ * of a (batch, kv heads) to finish merges their rows' splits, so the region's end
+ * is the call's only wait.  Its memory is one block (decode_mem). */
 __attribute__((target("avx2,fma,f16c"))) static attn_status attn_whisper_cross_decode__avx2(const attn_args *args)
 {
-    const int64_t B = args->batch, R = HQ * args->seq_q;
+    const int64_t B = args->batch, Lq = args->seq_q, R = HQ * Lq;
     const int64_t chunk = attn_whisper_cross_split_keys(args->seq_k); /* keys per split (lib/split_kv) */
-    int64_t nsplit, units;
-    const int threads = args->threads;
+    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
+    const int64_t rows = GROUP * Lq; /* query rows a kv head */
+    /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs
+       (attn_runtime.h); its units take every kv head */
+    const int stream = rows <= attn_cpu()->decode_stream_rows[0];
+    const int64_t nhg = !stream && B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
+    const int64_t units = B * nsplit * nhg, hpg = HKV / nhg; /* kv heads a unit */
+    const int nth = attn_whisper_cross_decode_threads(args->threads);
+    attn_whisper_cross_dlayout lay;
+    char *mem;
     float *opart, *lpart;
-    int failed = 0;
-    (void)threads;
+    int *left; /* each (batch, kv heads)'s splits still to finish */
+    int64_t g;
+    const attn_status status = attn_whisper_cross_decode_mem(args, R, nsplit, nth, &lay, &mem);
 
-    nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
-    units = B * nsplit;
-
-    if ((uint64_t)units > (uint64_t)INT64_MAX / 4 / (uint64_t)(R * (DV + 1))) return ATTN_ERR_TOO_LARGE;
-    opart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R * DV));
-    lpart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R));
-    if (!opart || !lpart) {
-        attn_free(opart);
-        attn_free(lpart);
-        return ATTN_ERR_NOMEM;
-    }
+    if (status != ATTN_OK) return status;
+    opart = (float *)(mem + lay.opart);
+    lpart = (float *)(mem + lay.lpart);
+    left = (int *)(mem + lay.left);
+    for (g = 0; g < B * nhg; g++) left[g] = (int)nsplit;
 #ifdef _OPENMP
-#pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
+#pragma omp parallel num_threads(nth)
 #endif
     {
-        attn_whisper_cross_dscratch__avx2 *w = (attn_whisper_cross_dscratch__avx2 *)attn_alloc(sizeof(*w));
-        const int64_t rows = GROUP * args->seq_q; /* query rows a kv head */
-        /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs (attn_runtime.h) */
-        const int stream = rows <= attn_cpu()->decode_stream_rows[0];
-        int64_t u;
-        if (!w) {
 #ifdef _OPENMP
-#pragma omp critical
+        attn_whisper_cross_dscratch__avx2 *w = (attn_whisper_cross_dscratch__avx2 *)(mem + lay.scratch + (size_t)omp_get_thread_num() * DECODE_SCRATCH);
+#else
+        attn_whisper_cross_dscratch__avx2 *w = (attn_whisper_cross_dscratch__avx2 *)(mem + lay.scratch);
 #endif
-            failed = 1;
-        } else
-            w->rows_of = -1;
+        int64_t u, r;
+        int last;
+        w->rows_of = -1;
 #ifdef _OPENMP
-#pragma omp for schedule(dynamic, 1)
+#pragma omp for schedule(dynamic, 1) nowait
 #endif
-        for (u = 0; u < units; u++) /* u = b * nsplit + split */
-            if (w) {
-                if (stream) switch (rows) { /* the streaming kernel's rows */
-                case 1:
-                    attn_whisper_cross_sunit_1x1__avx2(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-                    continue;
-                case 2:
-                    attn_whisper_cross_sunit_2x1__avx2(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-                    continue;
-                case 3:
-                    attn_whisper_cross_sunit_3x1__avx2(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-                    continue;
-                case 4:
-                    attn_whisper_cross_sunit_4x1__avx2(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-                    continue;
-                default:
-                    break;
-                }
-                attn_whisper_cross_dunit__avx2(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
+        for (u = 0; u < units; u++) { /* u = (b * nsplit + split) * nhg + kv head group */
+            const int64_t su = u / nhg, b = su / nsplit, j0 = (su % nsplit) * chunk, bg = b * nhg + u % nhg;
+            w->hk_lo = (u % nhg) * hpg;
+            w->hk_hi = w->hk_lo + hpg;
+            if (stream) switch (rows) { /* the streaming kernel's rows */
+            case 1:
+                attn_whisper_cross_sunit_1x1__avx2(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+                goto merge;
+            case 2:
+                attn_whisper_cross_sunit_2x1__avx2(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+                goto merge;
+            case 3:
+                attn_whisper_cross_sunit_3x1__avx2(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+                goto merge;
+            case 4:
+                attn_whisper_cross_sunit_4x1__avx2(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+                goto merge;
+            default:
+                break;
             }
+            attn_whisper_cross_dunit__avx2(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+        merge:;
+            /* the last split of these kv heads to finish merges their rows (the partials
+               flushed before the count) */
 #ifdef _OPENMP
-#pragma omp for schedule(static)
+#pragma omp flush
+#pragma omp atomic capture
 #endif
-        for (u = 0; u < B * R; u++)
-            if (!failed)
-                attn_whisper_cross_dmerge__avx2(args, u / R, u % R, nsplit, opart + (u / R) * nsplit * R * DV,
-                        lpart + (u / R) * nsplit * R);
-        attn_free(w);
+            last = --left[bg];
+            if (last) continue;
+#ifdef _OPENMP
+#pragma omp flush
+#endif
+            for (r = w->hk_lo * GROUP * Lq; r < w->hk_hi * GROUP * Lq; r++)
+                attn_whisper_cross_dmerge__avx2(args, b, r, nsplit, opart + b * nsplit * R * DV,
+                        lpart + b * nsplit * R);
+        }
     }
-    attn_free(opart);
-    attn_free(lpart);
-    return failed ? ATTN_ERR_NOMEM : ATTN_OK;
+    if (!args->workspace) attn_free(mem);
+    return ATTN_OK;
 }
 
 /* Per-thread scratch of the avx2 prefill path. */
@@ -10608,11 +10711,13 @@ static void attn_whisper_cross_kvpack_f32__neon(const attn_whisper_cross_kv *kvs
 /* ---- decode: up to 16 query rows against a long KV cache ---------------- */
 /*
  * A unit is (batch, split of DECODE_SPLIT keys, doubled while a sequence
- * would have more than DECODE_MAX_SPLITS splits).  Its rows are every query
- * head times every query row, grouped by kv head, so each K and V row is
+ * would have more than DECODE_MAX_SPLITS splits, kv heads).  Its rows are every
+ * query head times every query row, grouped by kv head, so each K and V row is
  * read once, straight from the cache tensors (no packing), and the keys of
  * one block are read for all kv heads together (a contiguous stretch of the
- * cache).  Scores are computed transposed, S^T = K Q^T, with the rows along
+ * cache).  A call with fewer than DECODE_HEAD_SPLIT splits (a short cache)
+ * gives each kv head a unit of its own instead, so that threads share it from
+ * the first token; a row's arithmetic is the same either way.  Scores are computed transposed, S^T = K Q^T, with the rows along
  * the vector lanes: K values broadcast against packed Q^T panels (the scores
  * micro-kernel) or against one vector of a kv head's rows, or pairs of K
  * values against half a vector of rows (two values of D a row) or, where
@@ -10672,7 +10777,10 @@ typedef struct {
     float m[192], l[192], alpha[192];
     int64_t lo[192], hi[192], sink_hi[192], first[192], last[192];
     int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
+    int64_t hk_lo, hk_hi; /* the blocked unit's kv heads (the driver's) */
 } attn_whisper_cross_dscratch__neon;
+/* it fits a thread's slot of the decode path's memory (a negative size where it does not) */
+typedef char attn_whisper_cross_dscratch_fits__neon[sizeof(attn_whisper_cross_dscratch__neon) <= DECODE_SCRATCH ? 1 : -1];
 
 /* O[1 row] *= lane r of alpha: the running max moved. */
 ATTN_NOINLINE static void attn_whisper_cross_srescale_1x64__neon(float *restrict o, float32x4_t alpha)
@@ -11177,7 +11285,7 @@ static ATTN_ALWAYS_INLINE void attn_whisper_cross_dscores__neon(const attn_whisp
     int64_t r, c, hk, pl = *plp;
 
     if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
-        for (hk = 0; hk < HKV; hk++) {
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             const float *qt = w->qt + (hk * glp / ROWS_PANEL) * ROWS_PANEL * D + (hk * glp) % ROWS_PANEL; /* its rows' Q^T */
             for (c = 0; c < kb;) {
                 const float *k0 = attn_whisper_cross_k_row(&kv, hk, j0 + c);
@@ -11203,7 +11311,7 @@ static ATTN_ALWAYS_INLINE void attn_whisper_cross_dscores__neon(const attn_whisp
         }
     } else
     if (pairs) { /* S^T = K Q^T, kv head by kv head: pairs of K values broadcast against half a vector of rows */
-        for (hk = 0; hk < HKV; hk++) {
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             const float *qp = w->qt + hk * glp * D; /* its rows' Q in pairs of D */
             for (c = 0; c < kb;) {
                 const float *k0 = attn_whisper_cross_k_row(&kv, hk, j0 + c);
@@ -11231,7 +11339,7 @@ static ATTN_ALWAYS_INLINE void attn_whisper_cross_dscores__neon(const attn_whisp
     if (dots) { /* keys in pairs; a lone last key pairs with itself */
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
-            for (hk = 0; hk < HKV; hk++) {
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                 attn_whisper_cross_dot_4x2_f32__neon(w->q + hk * glp * Q_STRIDE, glp, attn_whisper_cross_k_row(&kv, hk, j0 + c),
                         attn_whisper_cross_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
@@ -11246,7 +11354,7 @@ static ATTN_ALWAYS_INLINE void attn_whisper_cross_dscores__neon(const attn_whisp
         }
     } else {
         const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
-        for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) { /* S^T = K Q^T, panel by panel */
             for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
@@ -11301,7 +11409,7 @@ static ATTN_ALWAYS_INLINE void attn_whisper_cross_dpv__neon(const attn_whisper_c
     int64_t r, hk, pl = *plp;
 
     /* O = alpha * O + P V, kv head by kv head, 6 rows at a time */
-    for (hk = 0; hk < HKV; hk++) {
+    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
         const float *vh = attn_whisper_cross_v_row(&kv, hk, j0);
         for (r = hk * glp; r < hk * glp + gl;) {
             /* the widest kernel that fits the rows left; past two widths a head, or
@@ -11360,15 +11468,17 @@ static ATTN_ALWAYS_INLINE void attn_whisper_cross_dsplit__neon(const attn_whispe
     /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        if (r >= HKV * glp || rr >= gl) continue; /* a padding row */
+        if (r < w->hk_lo * glp || r >= w->hk_hi * glp || rr >= gl) continue; /* a padding row, or another unit's */
         attn_whisper_cross_dresult(w->o + r * O_STRIDE, w->m[r], w->l[r], opart + row * DV, lpart + row);
     }
 }
 
-/* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
- * g * Lq + i is query i of head hk * GROUP + g (glp: a kv head's rows, padded).
- * Writes each real row's normalized partial output and LSE (natural log),
- * indexed by h * Lq + i. */
+/* One decode unit: batch b, keys [j_begin, j_begin + chunk), kv heads [w->hk_lo,
+ * w->hk_hi).  Row r' = hk * glp + g * Lq + i is query i of head hk * GROUP + g (glp:
+ * a kv head's rows, padded); the rows of every kv head are packed, the others'
+ * scores neither computed nor stored.  Writes each real row of its kv heads'
+ * normalized partial output and LSE (natural log), indexed by h * Lq + i.  A row's
+ * arithmetic does not depend on the unit's other kv heads. */
 static void attn_whisper_cross_dunit__neon(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_whisper_cross_dscratch__neon *w, float *restrict opart, float *restrict lpart)
 {
@@ -11412,8 +11522,10 @@ static void attn_whisper_cross_dunit__neon(const attn_args *args, int64_t b, int
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
-    memset(w->o, 0, sizeof(float) * (size_t)rp * O_STRIDE);
-    memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
+    /* the unit's kv heads' rows of O; the scores of every row, as many keys as a block of
+       the split has (padding rows' scores stay finite) */
+    memset(w->o + w->hk_lo * glp * O_STRIDE, 0, sizeof(float) * (size_t)((w->hk_hi - w->hk_lo) * glp * O_STRIDE));
+    memset(w->s, 0, sizeof(float) * (size_t)((j_end - j_begin < bk ? (j_end > j_begin ? j_end - j_begin : 0) : bk) * rp));
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_whisper_cross_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
 
@@ -11422,7 +11534,9 @@ static void attn_whisper_cross_dunit__neon(const attn_args *args, int64_t b, int
         const attn_whisper_cross_tile_class cls = full ? TILE_FULL : attn_whisper_cross_classify(rp, j0, j0 + kb, w->lo, w->hi, w->sink_hi, w->first, w->last);
         /* the next block's rows (K and V of every kv head), prefetched while this one is
            worked on: half of them over the scores, half over P V */
-        const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < bk ? lk - jn : bk);
+        /* (none where the unit takes some kv heads only, a short cache's: the rows in address
+           order are every kv head's, and every unit would ask for all of them) */
+        const int64_t jn = j0 + kb, pn = w->hk_hi - w->hk_lo < HKV ? 0 : 2 * HKV * (lk - jn < bk ? lk - jn : bk);
         int64_t pl = 0;
         /* the keys a block further whose pages' first lines are asked for (below), from ks */
         int64_t ks = jn + bk;
@@ -11438,7 +11552,7 @@ static void attn_whisper_cross_dunit__neon(const attn_args *args, int64_t b, int
         attn_whisper_cross_dscores__neon(kv, w, j0, kb, rp, glp, lanes, pairs, dots, pf, jn, pn, &pl);
         attn_whisper_cross_dmasks__neon(w, j0, kb, rp, cls);
         /* online softmax over whole vectors of rows */
-        for (r = 0; r < rp; r += ROWS_VEC) attn_whisper_cross_softmax_t__neon(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
+        for (r = w->hk_lo * glp / ROWS_VEC * ROWS_VEC; r < w->hk_hi * glp; r += ROWS_VEC) attn_whisper_cross_softmax_t__neon(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
 
         attn_whisper_cross_dpv__neon(kv, w, j0, kb, rp, glp, gl, even, pf, jn, pn, &pl);
     }
@@ -11890,79 +12004,91 @@ static void attn_whisper_cross_dmerge__neon(const attn_args *args, int64_t b, in
     if (args->lse) args->lse[(b * HQ + h) * Lq + i] = mx + logf(sum);
 }
 
-/* The decode path: units of (batch, split), then the merge. */
+/* The decode path: units of (batch, split, kv heads): every kv head, or one kv
+ * head where the call has fewer than DECODE_HEAD_SPLIT splits (of all batches
+ * together), so that the threads share a short cache too; the choice depends on
+ * the shapes alone, and a row's arithmetic does not depend on it.  The last unit
+ * of a (batch, kv heads) to finish merges their rows' splits, so the region's end
+ * is the call's only wait.  Its memory is one block (decode_mem). */
 static attn_status attn_whisper_cross_decode__neon(const attn_args *args)
 {
-    const int64_t B = args->batch, R = HQ * args->seq_q;
+    const int64_t B = args->batch, Lq = args->seq_q, R = HQ * Lq;
     const int64_t chunk = attn_whisper_cross_split_keys(args->seq_k); /* keys per split (lib/split_kv) */
-    int64_t nsplit, units;
-    const int threads = args->threads;
+    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
+    const int64_t rows = GROUP * Lq; /* query rows a kv head */
+    /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs
+       (attn_runtime.h); its units take every kv head */
+    const int stream = rows <= attn_cpu()->decode_stream_rows[0];
+    const int64_t nhg = !stream && B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
+    const int64_t units = B * nsplit * nhg, hpg = HKV / nhg; /* kv heads a unit */
+    const int nth = attn_whisper_cross_decode_threads(args->threads);
+    attn_whisper_cross_dlayout lay;
+    char *mem;
     float *opart, *lpart;
-    int failed = 0;
-    (void)threads;
+    int *left; /* each (batch, kv heads)'s splits still to finish */
+    int64_t g;
+    const attn_status status = attn_whisper_cross_decode_mem(args, R, nsplit, nth, &lay, &mem);
 
-    nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
-    units = B * nsplit;
-
-    if ((uint64_t)units > (uint64_t)INT64_MAX / 4 / (uint64_t)(R * (DV + 1))) return ATTN_ERR_TOO_LARGE;
-    opart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R * DV));
-    lpart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R));
-    if (!opart || !lpart) {
-        attn_free(opart);
-        attn_free(lpart);
-        return ATTN_ERR_NOMEM;
-    }
+    if (status != ATTN_OK) return status;
+    opart = (float *)(mem + lay.opart);
+    lpart = (float *)(mem + lay.lpart);
+    left = (int *)(mem + lay.left);
+    for (g = 0; g < B * nhg; g++) left[g] = (int)nsplit;
 #ifdef _OPENMP
-#pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
+#pragma omp parallel num_threads(nth)
 #endif
     {
-        attn_whisper_cross_dscratch__neon *w = (attn_whisper_cross_dscratch__neon *)attn_alloc(sizeof(*w));
-        const int64_t rows = GROUP * args->seq_q; /* query rows a kv head */
-        /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs (attn_runtime.h) */
-        const int stream = rows <= attn_cpu()->decode_stream_rows[0];
-        int64_t u;
-        if (!w) {
 #ifdef _OPENMP
-#pragma omp critical
+        attn_whisper_cross_dscratch__neon *w = (attn_whisper_cross_dscratch__neon *)(mem + lay.scratch + (size_t)omp_get_thread_num() * DECODE_SCRATCH);
+#else
+        attn_whisper_cross_dscratch__neon *w = (attn_whisper_cross_dscratch__neon *)(mem + lay.scratch);
 #endif
-            failed = 1;
-        } else
-            w->rows_of = -1;
+        int64_t u, r;
+        int last;
+        w->rows_of = -1;
 #ifdef _OPENMP
-#pragma omp for schedule(dynamic, 1)
+#pragma omp for schedule(dynamic, 1) nowait
 #endif
-        for (u = 0; u < units; u++) /* u = b * nsplit + split */
-            if (w) {
-                if (stream) switch (rows) { /* the streaming kernel's rows */
-                case 1:
-                    attn_whisper_cross_sunit_1x1__neon(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-                    continue;
-                case 2:
-                    attn_whisper_cross_sunit_2x1__neon(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-                    continue;
-                case 3:
-                    attn_whisper_cross_sunit_3x1__neon(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-                    continue;
-                case 4:
-                    attn_whisper_cross_sunit_4x1__neon(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-                    continue;
-                default:
-                    break;
-                }
-                attn_whisper_cross_dunit__neon(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
+        for (u = 0; u < units; u++) { /* u = (b * nsplit + split) * nhg + kv head group */
+            const int64_t su = u / nhg, b = su / nsplit, j0 = (su % nsplit) * chunk, bg = b * nhg + u % nhg;
+            w->hk_lo = (u % nhg) * hpg;
+            w->hk_hi = w->hk_lo + hpg;
+            if (stream) switch (rows) { /* the streaming kernel's rows */
+            case 1:
+                attn_whisper_cross_sunit_1x1__neon(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+                goto merge;
+            case 2:
+                attn_whisper_cross_sunit_2x1__neon(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+                goto merge;
+            case 3:
+                attn_whisper_cross_sunit_3x1__neon(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+                goto merge;
+            case 4:
+                attn_whisper_cross_sunit_4x1__neon(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+                goto merge;
+            default:
+                break;
             }
+            attn_whisper_cross_dunit__neon(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+        merge:;
+            /* the last split of these kv heads to finish merges their rows (the partials
+               flushed before the count) */
 #ifdef _OPENMP
-#pragma omp for schedule(static)
+#pragma omp flush
+#pragma omp atomic capture
 #endif
-        for (u = 0; u < B * R; u++)
-            if (!failed)
-                attn_whisper_cross_dmerge__neon(args, u / R, u % R, nsplit, opart + (u / R) * nsplit * R * DV,
-                        lpart + (u / R) * nsplit * R);
-        attn_free(w);
+            last = --left[bg];
+            if (last) continue;
+#ifdef _OPENMP
+#pragma omp flush
+#endif
+            for (r = w->hk_lo * GROUP * Lq; r < w->hk_hi * GROUP * Lq; r++)
+                attn_whisper_cross_dmerge__neon(args, b, r, nsplit, opart + b * nsplit * R * DV,
+                        lpart + b * nsplit * R);
+        }
     }
-    attn_free(opart);
-    attn_free(lpart);
-    return failed ? ATTN_ERR_NOMEM : ATTN_OK;
+    if (!args->workspace) attn_free(mem);
+    return ATTN_OK;
 }
 
 /* Per-thread scratch of the neon prefill path. */
@@ -12843,11 +12969,13 @@ ATTN_NO_AUTOVEC static void attn_whisper_cross_kvpack_f32__scalar(const attn_whi
 /* ---- decode: up to 16 query rows against a long KV cache ---------------- */
 /*
  * A unit is (batch, split of DECODE_SPLIT keys, doubled while a sequence
- * would have more than DECODE_MAX_SPLITS splits).  Its rows are every query
- * head times every query row, grouped by kv head, so each K and V row is
+ * would have more than DECODE_MAX_SPLITS splits, kv heads).  Its rows are every
+ * query head times every query row, grouped by kv head, so each K and V row is
  * read once, straight from the cache tensors (no packing), and the keys of
  * one block are read for all kv heads together (a contiguous stretch of the
- * cache).  Scores are computed transposed, S^T = K Q^T, with the rows along
+ * cache).  A call with fewer than DECODE_HEAD_SPLIT splits (a short cache)
+ * gives each kv head a unit of its own instead, so that threads share it from
+ * the first token; a row's arithmetic is the same either way.  Scores are computed transposed, S^T = K Q^T, with the rows along
  * the vector lanes: K values broadcast against packed Q^T panels (the scores
  * micro-kernel) or against one vector of a kv head's rows, or pairs of K
  * values against half a vector of rows (two values of D a row) or, where
@@ -12903,7 +13031,10 @@ typedef struct {
     float m[192], l[192], alpha[192];
     int64_t lo[192], hi[192], sink_hi[192], first[192], last[192];
     int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
+    int64_t hk_lo, hk_hi; /* the blocked unit's kv heads (the driver's) */
 } attn_whisper_cross_dscratch__scalar;
+/* it fits a thread's slot of the decode path's memory (a negative size where it does not) */
+typedef char attn_whisper_cross_dscratch_fits__scalar[sizeof(attn_whisper_cross_dscratch__scalar) <= DECODE_SCRATCH ? 1 : -1];
 
 /* The decode unit's rows (r' = hk * glp + g * Lq + i: query i of head hk * GROUP + g): each
  * row's Q, packed for the scores, and its span; padding rows see what row 0 sees. */
@@ -12954,7 +13085,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_whisper_cross_dscores__scala
     if (dots) { /* keys in pairs; a lone last key pairs with itself */
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
-            for (hk = 0; hk < HKV; hk++) {
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                 attn_whisper_cross_dot_4x2_f32__scalar(w->q + hk * glp * Q_STRIDE, glp, attn_whisper_cross_k_row(&kv, hk, j0 + c),
                         attn_whisper_cross_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
@@ -12969,7 +13100,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_whisper_cross_dscores__scala
         }
     } else {
         const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
-        for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) { /* S^T = K Q^T, panel by panel */
             for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
@@ -13023,7 +13154,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_whisper_cross_dpv__scalar(co
     int64_t r, hk, pl = *plp;
 
     /* O = alpha * O + P V, kv head by kv head, 4 rows at a time */
-    for (hk = 0; hk < HKV; hk++) {
+    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
         const float *vh = attn_whisper_cross_v_row(&kv, hk, j0);
         for (r = hk * glp; r < hk * glp + gl;) {
             const int64_t take = hk * glp + gl - r; /* the widest kernel that fits the rows left */
@@ -13061,15 +13192,17 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_whisper_cross_dsplit__scalar
     /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        if (r >= HKV * glp || rr >= gl) continue; /* a padding row */
+        if (r < w->hk_lo * glp || r >= w->hk_hi * glp || rr >= gl) continue; /* a padding row, or another unit's */
         attn_whisper_cross_dresult(w->o + r * O_STRIDE, w->m[r], w->l[r], opart + row * DV, lpart + row);
     }
 }
 
-/* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
- * g * Lq + i is query i of head hk * GROUP + g (glp: a kv head's rows, padded).
- * Writes each real row's normalized partial output and LSE (natural log),
- * indexed by h * Lq + i. */
+/* One decode unit: batch b, keys [j_begin, j_begin + chunk), kv heads [w->hk_lo,
+ * w->hk_hi).  Row r' = hk * glp + g * Lq + i is query i of head hk * GROUP + g (glp:
+ * a kv head's rows, padded); the rows of every kv head are packed, the others'
+ * scores neither computed nor stored.  Writes each real row of its kv heads'
+ * normalized partial output and LSE (natural log), indexed by h * Lq + i.  A row's
+ * arithmetic does not depend on the unit's other kv heads. */
 ATTN_NO_AUTOVEC static void attn_whisper_cross_dunit__scalar(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_whisper_cross_dscratch__scalar *w, float *restrict opart, float *restrict lpart)
 {
@@ -13112,8 +13245,10 @@ ATTN_NO_AUTOVEC static void attn_whisper_cross_dunit__scalar(const attn_args *ar
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
-    memset(w->o, 0, sizeof(float) * (size_t)rp * O_STRIDE);
-    memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
+    /* the unit's kv heads' rows of O; the scores of every row, as many keys as a block of
+       the split has (padding rows' scores stay finite) */
+    memset(w->o + w->hk_lo * glp * O_STRIDE, 0, sizeof(float) * (size_t)((w->hk_hi - w->hk_lo) * glp * O_STRIDE));
+    memset(w->s, 0, sizeof(float) * (size_t)((j_end - j_begin < bk ? (j_end > j_begin ? j_end - j_begin : 0) : bk) * rp));
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_whisper_cross_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
 
@@ -13122,7 +13257,9 @@ ATTN_NO_AUTOVEC static void attn_whisper_cross_dunit__scalar(const attn_args *ar
         const attn_whisper_cross_tile_class cls = full ? TILE_FULL : attn_whisper_cross_classify(rp, j0, j0 + kb, w->lo, w->hi, w->sink_hi, w->first, w->last);
         /* the next block's rows (K and V of every kv head), prefetched while this one is
            worked on: half of them over the scores, half over P V */
-        const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < bk ? lk - jn : bk);
+        /* (none where the unit takes some kv heads only, a short cache's: the rows in address
+           order are every kv head's, and every unit would ask for all of them) */
+        const int64_t jn = j0 + kb, pn = w->hk_hi - w->hk_lo < HKV ? 0 : 2 * HKV * (lk - jn < bk ? lk - jn : bk);
         int64_t pl = 0;
         /* the keys a block further whose pages' first lines are asked for (below), from ks */
         int64_t ks = jn + bk;
@@ -13138,7 +13275,7 @@ ATTN_NO_AUTOVEC static void attn_whisper_cross_dunit__scalar(const attn_args *ar
         attn_whisper_cross_dscores__scalar(kv, w, j0, kb, rp, glp, dots, pf, jn, pn, &pl);
         attn_whisper_cross_dmasks__scalar(w, j0, kb, rp, cls);
         /* online softmax over whole vectors of rows */
-        for (r = 0; r < rp; r += ROWS_VEC) attn_whisper_cross_softmax_t__scalar(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
+        for (r = w->hk_lo * glp / ROWS_VEC * ROWS_VEC; r < w->hk_hi * glp; r += ROWS_VEC) attn_whisper_cross_softmax_t__scalar(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
 
         attn_whisper_cross_dpv__scalar(kv, w, j0, kb, rp, glp, gl, pf, jn, pn, &pl);
     }
@@ -13175,60 +13312,70 @@ ATTN_NO_AUTOVEC static void attn_whisper_cross_dmerge__scalar(const attn_args *a
     if (args->lse) args->lse[(b * HQ + h) * Lq + i] = mx + logf(sum);
 }
 
-/* The decode path: units of (batch, split), then the merge. */
+/* The decode path: units of (batch, split, kv heads): every kv head, or one kv
+ * head where the call has fewer than DECODE_HEAD_SPLIT splits (of all batches
+ * together), so that the threads share a short cache too; the choice depends on
+ * the shapes alone, and a row's arithmetic does not depend on it.  The last unit
+ * of a (batch, kv heads) to finish merges their rows' splits, so the region's end
+ * is the call's only wait.  Its memory is one block (decode_mem). */
 ATTN_NO_AUTOVEC static attn_status attn_whisper_cross_decode__scalar(const attn_args *args)
 {
-    const int64_t B = args->batch, R = HQ * args->seq_q;
+    const int64_t B = args->batch, Lq = args->seq_q, R = HQ * Lq;
     const int64_t chunk = attn_whisper_cross_split_keys(args->seq_k); /* keys per split (lib/split_kv) */
-    int64_t nsplit, units;
-    const int threads = args->threads;
+    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
+    const int64_t nhg = B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
+    const int64_t units = B * nsplit * nhg, hpg = HKV / nhg; /* kv heads a unit */
+    const int nth = attn_whisper_cross_decode_threads(args->threads);
+    attn_whisper_cross_dlayout lay;
+    char *mem;
     float *opart, *lpart;
-    int failed = 0;
-    (void)threads;
+    int *left; /* each (batch, kv heads)'s splits still to finish */
+    int64_t g;
+    const attn_status status = attn_whisper_cross_decode_mem(args, R, nsplit, nth, &lay, &mem);
 
-    nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
-    units = B * nsplit;
-
-    if ((uint64_t)units > (uint64_t)INT64_MAX / 4 / (uint64_t)(R * (DV + 1))) return ATTN_ERR_TOO_LARGE;
-    opart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R * DV));
-    lpart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R));
-    if (!opart || !lpart) {
-        attn_free(opart);
-        attn_free(lpart);
-        return ATTN_ERR_NOMEM;
-    }
+    if (status != ATTN_OK) return status;
+    opart = (float *)(mem + lay.opart);
+    lpart = (float *)(mem + lay.lpart);
+    left = (int *)(mem + lay.left);
+    for (g = 0; g < B * nhg; g++) left[g] = (int)nsplit;
 #ifdef _OPENMP
-#pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
+#pragma omp parallel num_threads(nth)
 #endif
     {
-        attn_whisper_cross_dscratch__scalar *w = (attn_whisper_cross_dscratch__scalar *)attn_alloc(sizeof(*w));
-        int64_t u;
-        if (!w) {
 #ifdef _OPENMP
-#pragma omp critical
+        attn_whisper_cross_dscratch__scalar *w = (attn_whisper_cross_dscratch__scalar *)(mem + lay.scratch + (size_t)omp_get_thread_num() * DECODE_SCRATCH);
+#else
+        attn_whisper_cross_dscratch__scalar *w = (attn_whisper_cross_dscratch__scalar *)(mem + lay.scratch);
 #endif
-            failed = 1;
-        } else
-            w->rows_of = -1;
+        int64_t u, r;
+        int last;
+        w->rows_of = -1;
 #ifdef _OPENMP
-#pragma omp for schedule(dynamic, 1)
+#pragma omp for schedule(dynamic, 1) nowait
 #endif
-        for (u = 0; u < units; u++) /* u = b * nsplit + split */
-            if (w) {
-                attn_whisper_cross_dunit__scalar(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
-            }
+        for (u = 0; u < units; u++) { /* u = (b * nsplit + split) * nhg + kv head group */
+            const int64_t su = u / nhg, b = su / nsplit, j0 = (su % nsplit) * chunk, bg = b * nhg + u % nhg;
+            w->hk_lo = (u % nhg) * hpg;
+            w->hk_hi = w->hk_lo + hpg;
+            attn_whisper_cross_dunit__scalar(args, b, j0, chunk, w, opart + su * R * DV, lpart + su * R);
+            /* the last split of these kv heads to finish merges their rows (the partials
+               flushed before the count) */
 #ifdef _OPENMP
-#pragma omp for schedule(static)
+#pragma omp flush
+#pragma omp atomic capture
 #endif
-        for (u = 0; u < B * R; u++)
-            if (!failed)
-                attn_whisper_cross_dmerge__scalar(args, u / R, u % R, nsplit, opart + (u / R) * nsplit * R * DV,
-                        lpart + (u / R) * nsplit * R);
-        attn_free(w);
+            last = --left[bg];
+            if (last) continue;
+#ifdef _OPENMP
+#pragma omp flush
+#endif
+            for (r = w->hk_lo * GROUP * Lq; r < w->hk_hi * GROUP * Lq; r++)
+                attn_whisper_cross_dmerge__scalar(args, b, r, nsplit, opart + b * nsplit * R * DV,
+                        lpart + b * nsplit * R);
+        }
     }
-    attn_free(opart);
-    attn_free(lpart);
-    return failed ? ATTN_ERR_NOMEM : ATTN_OK;
+    if (!args->workspace) attn_free(mem);
+    return ATTN_OK;
 }
 
 /* Per-thread scratch of the scalar prefill path. */
@@ -13668,7 +13815,8 @@ const attn_kernel attn_whisper_cross_kernel = {
     attn_whisper_cross_fwd,
     (int)(sizeof(attn_whisper_cross_variants) / sizeof(attn_whisper_cross_variants[0])) - 1,
     attn_whisper_cross_variants,
-    0
+    0,
+    attn_whisper_cross_workspace_size
 };
 
 attn_status attn_whisper_cross_fwd(const attn_args *args)
@@ -13693,5 +13841,18 @@ attn_status attn_whisper_cross_fwd(const attn_args *args)
 #endif
     }
     return v->fwd(args);
+}
+#endif /* build part 0 */
+#if !defined(ATTN_BUILD_PART) || ATTN_BUILD_PART == 0
+
+size_t attn_whisper_cross_workspace_size(int64_t batch, int64_t seq_q, int64_t seq_k, int threads)
+{
+    attn_whisper_cross_dlayout lay;
+    int64_t chunk;
+    if (batch <= 0 || seq_q <= 0 || seq_q > 16 || seq_k < 0 || threads < 0) return 0;
+    chunk = attn_whisper_cross_split_keys(seq_k);
+    if (!attn_whisper_cross_dlayout_of(batch, HQ * seq_q, seq_k > 0 ? (seq_k + chunk - 1) / chunk : 1,
+            attn_whisper_cross_decode_threads(threads), &lay)) return SIZE_MAX;
+    return lay.bytes;
 }
 #endif /* build part 0 */

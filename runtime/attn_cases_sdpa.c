@@ -319,12 +319,39 @@ nomem:
     return ATTN_ERR_NOMEM;
 }
 
+/* An sdpa kernel's run with a workspace of the caller's (args.workspace): two-thread
+ * runs bring one of exactly the size the kernel asks for, one byte past an
+ * ATTN_ALIGN boundary, so the kernel must align it itself; the other runs use
+ * the allocator hook.  The result must be the same (attn_verify_bitwise_threads
+ * compares a run of each). */
+static attn_status qkv_run_workspace(attn_qkv_case *cb, const attn_kernel *kernel, const attn_variant *variant)
+{
+    attn_args *a = &cb->args;
+    const size_t n = kernel->workspace_size(a->batch, a->seq_q, a->seq_k, a->threads);
+    char *block;
+    attn_status st;
+    if (n == 0 || n == SIZE_MAX)
+        return variant != NULL ? variant->fwd(a) : kernel->fwd(a);
+    block = (char *)attn_alloc(n + 1);
+    if (block == NULL)
+        return ATTN_ERR_NOMEM;
+    a->workspace = block + 1;
+    a->workspace_bytes = n;
+    st = variant != NULL ? variant->fwd(a) : kernel->fwd(a);
+    a->workspace = NULL;
+    a->workspace_bytes = 0;
+    attn_free(block);
+    return st;
+}
+
 attn_status attn_qkv_run(void *state, const attn_kernel *kernel, const attn_variant *variant, int threads)
 {
     attn_qkv_case *cb = (attn_qkv_case *)state;
     cb->args.threads = threads;
     if (attn_paged_spec(cb->spec))
         attn_paged_bad_tables(cb, kernel, variant);
+    if (kernel != NULL && kernel->workspace_size != NULL && threads == 2)
+        return qkv_run_workspace(cb, kernel, variant);
     return variant != NULL ? variant->fwd(&cb->args) : kernel->fwd(&cb->args);
 }
 

@@ -46,6 +46,7 @@ const char *attn_status_string(attn_status status)
     case ATTN_ERR_PAGE: return "a block-table entry names no page of the K/V pools, or -1 where a row sees the page";
     case ATTN_ERR_ROPE: return "a query row's position is outside the RoPE table (0..rope_rows-1)";
     case ATTN_ERR_CAPACITY: return "appending: seqlens_k[b] + seq_new is past the cache's seq_k";
+    case ATTN_ERR_WORKSPACE: return "workspace_bytes is below the kernel's workspace size";
     }
     return "unknown status";
 }

@@ -69,7 +69,8 @@ typedef enum attn_status {
     ATTN_ERR_DROPOUT,     /* dropout_p outside [0, 1) (NaN included) */
     ATTN_ERR_PAGE,        /* paged K/V: a block-table entry names no page of the pools (or -1 where a row sees the page) */
     ATTN_ERR_ROPE,        /* rope with table: a query row's (or new key's) position outside 0..rope_rows-1 */
-    ATTN_ERR_CAPACITY     /* appending: seqlens_k[b] + seq_new > seq_k (the cache's capacity) */
+    ATTN_ERR_CAPACITY,    /* appending: seqlens_k[b] + seq_new > seq_k (the cache's capacity) */
+    ATTN_ERR_WORKSPACE    /* args->workspace_bytes below the kernel's attn_NAME_workspace_size() */
 } attn_status;
 
 /* A short English sentence for a status; never NULL. */
@@ -262,6 +263,11 @@ typedef struct attn_args {
     const void *k_new, *v_new;  /* [B][seq_new][Hkv][D], [B][seq_new][Hkv][Dv] in dtype_q */
     int64_t kn_stride[3], vn_stride[3]; /* element strides {b, t, h} of k_new, v_new */
     int64_t seq_new;            /* the new rows of each sequence, Ln >= 0 */
+    /* sdpa kernels' decode path: the caller's scratch memory, kept between calls, of at least
+       attn_NAME_workspace_size(batch, seq_q, seq_k, threads) bytes (any alignment);
+       NULL: the allocator hook's, once a call */
+    void *workspace;
+    size_t workspace_bytes;
 } attn_args;
 
 /* Fill the strides of a contiguous BSHD layout for a kernel's spec (K and V
@@ -585,6 +591,8 @@ typedef struct attn_kernel {
     int n_variants;
     const attn_variant *variants;  /* best first; only those compiled in */
     attn_classic_fwd_fn classic_fwd; /* the same for additive and luong kernels (NULL otherwise) */
+    /* sdpa kernels: attn_NAME_workspace_size, the bytes of args->workspace a call needs (NULL otherwise) */
+    size_t (*workspace_size)(int64_t batch, int64_t seq_q, int64_t seq_k, int threads);
 } attn_kernel;
 
 /*

@@ -1146,6 +1146,101 @@ Test(decode, threads_bitwise)
             }
 }
 
+/* The caller's workspace (args.workspace): its size is 0 where the call takes
+   the prefill path or has no rows, grows with the threads, and a byte short
+   of it is ATTN_ERR_WORKSPACE before anything is written; of the size (at any
+   alignment) the call gives the allocator's bits for 1, 2 and 3 threads.  The
+   two-thread runs of every kernel's cases use one too (attn_cases_sdpa.c). */
+Test(decode, workspace)
+{
+    const attn_kernel *k = &attn_llama3_8b_kernel;
+    const int64_t B = 1, Lq = 1, Lk = 700;
+    const int64_t hq = k->spec.heads_q, hkv = k->spec.heads_kv, d = k->spec.head_dim;
+    const size_t nq = (size_t)(B * Lq * hq * d), nkv = (size_t)(B * Lk * hkv * d);
+    float *q = malloc(nq * sizeof(float)), *kk = malloc(nkv * sizeof(float)), *v = malloc(nkv * sizeof(float));
+    float *o[4], lse[4][32];
+    char *ws;
+    size_t n, i;
+    int t;
+    attn_args a;
+    cr_assert(k->workspace_size != NULL);
+    cr_expect_eq(k->workspace_size(B, 0, Lk, 1), 0);
+    cr_expect_eq(k->workspace_size(B, 65, Lk, 1), 0, "the prefill path (more than decode_max_q rows, 64 at most) needs none");
+    cr_expect_gt(k->workspace_size(B, Lq, Lk, 2), k->workspace_size(B, Lq, Lk, 1));
+    for (i = 0; i < nq; i++) q[i] = (float)((i * 37) % 101) / 101.0f - 0.5f;
+    for (i = 0; i < nkv; i++) kk[i] = (float)((i * 53) % 97) / 97.0f - 0.5f, v[i] = (float)((i * 29) % 89) / 89.0f;
+    for (t = 0; t < 4; t++) o[t] = malloc(nq * sizeof(float));
+    memset(&a, 0, sizeof a);
+    a.batch = B, a.seq_q = Lq, a.seq_k = Lk, a.q = q, a.k = kk, a.v = v;
+    attn_args_set_contiguous(&a, &k->spec);
+    a.o = o[0], a.lse = lse[0], a.threads = 1;
+    cr_assert_eq(k->fwd(&a), ATTN_OK);
+    for (t = 1; t <= 3; t++) {
+        n = k->workspace_size(B, Lq, Lk, t);
+        ws = malloc(n + 3);
+        a.o = o[t], a.lse = lse[t], a.threads = t;
+        a.workspace = ws + 3, a.workspace_bytes = n - 1;
+        memset(o[t], 0, nq * sizeof(float));
+        cr_expect_eq(k->fwd(&a), ATTN_ERR_WORKSPACE, "%d threads, a byte short", t);
+        cr_expect_eq(o[t][0], 0.0f, "O written before the workspace was checked");
+        a.workspace_bytes = n;
+        cr_expect_eq(k->fwd(&a), ATTN_OK, "%d threads", t);
+        cr_expect_eq(memcmp(o[t], o[0], nq * sizeof(float)), 0, "%d threads: O differs from the allocator's", t);
+        cr_expect_eq(memcmp(lse[t], lse[0], (size_t)(hq * Lq) * sizeof(float)), 0, "%d threads: LSE differs", t);
+        free(ws);
+    }
+    cr_expect_str_eq(attn_status_string(ATTN_ERR_WORKSPACE), "workspace_bytes is below the kernel's workspace size");
+    for (t = 0; t < 4; t++) free(o[t]);
+    free(q), free(kk), free(v);
+}
+
+/* A call with fewer than DECODE_HEAD_SPLIT splits gives each kv head a unit of its
+   own (the threads share a short cache); with more, a unit takes every kv head.
+   A row's arithmetic is the same either way: one sequence alone (split by kv
+   heads) and the same sequence as the first of 8 (not split) give the same bits,
+   on every variant, for one query row and for three, one split and two. */
+Test(decode, kv_head_units_same_bits)
+{
+    const attn_kernel *k = &attn_llama3_8b_kernel;
+    const int64_t hq = k->spec.heads_q, hkv = k->spec.heads_kv, d = k->spec.head_dim;
+    const int64_t shapes[][2] = { { 1, 100 }, { 3, 100 }, { 1, 700 }, { 3, 700 } }; /* Lq, Lk */
+    enum { NB = 8 };
+    int j, s;
+    for (s = 0; s < 4; s++) {
+        const int64_t Lq = shapes[s][0], Lk = shapes[s][1];
+        const size_t nq = (size_t)(Lq * hq * d), nkv = (size_t)(Lk * hkv * d);
+        float *q = malloc(NB * nq * sizeof(float)), *kk = malloc(NB * nkv * sizeof(float));
+        float *v = malloc(NB * nkv * sizeof(float)), *o1 = malloc(nq * sizeof(float));
+        float *o8 = malloc(NB * nq * sizeof(float));
+        size_t i;
+        int b;
+        cr_assert(q && kk && v && o1 && o8);
+        for (i = 0; i < nq; i++) q[i] = (float)((i * 37) % 101) / 50.0f - 1.0f;
+        for (i = 0; i < nkv; i++) kk[i] = (float)((i * 53) % 97) / 48.0f - 1.0f, v[i] = (float)((i * 29) % 89) / 89.0f;
+        for (b = 1; b < NB; b++) { /* every sequence the same as the first */
+            memcpy(q + b * nq, q, nq * sizeof(float));
+            memcpy(kk + b * nkv, kk, nkv * sizeof(float));
+            memcpy(v + b * nkv, v, nkv * sizeof(float));
+        }
+        for (j = 0; j < k->n_variants; j++) {
+            const attn_variant *var = &k->variants[j];
+            attn_args a;
+            if (!attn_isa_supported(var->isa)) continue;
+            memset(&a, 0, sizeof a);
+            a.seq_q = Lq, a.seq_k = Lk, a.q = q, a.k = kk, a.v = v, a.threads = 2;
+            a.batch = 1, a.o = o1;
+            attn_args_set_contiguous(&a, &k->spec);
+            cr_assert_eq(var->fwd(&a), ATTN_OK);
+            a.batch = NB, a.o = o8;
+            attn_args_set_contiguous(&a, &k->spec);
+            cr_assert_eq(var->fwd(&a), ATTN_OK);
+            cr_expect_eq(memcmp(o1, o8, nq * sizeof(float)), 0, "%s: Lq=%d Lk=%d: split by kv heads differs",
+                         attn_isa_name(var->isa), (int)Lq, (int)Lk);
+        }
+        free(q), free(kk), free(v), free(o1), free(o8);
+    }
+}
+
 /* ---- dropout ------------------------------------------------------------ */
 
 extern const attn_kernel attn_t_dropout_weights_bf16_kernel, attn_t_weights_bf16_window_kernel,

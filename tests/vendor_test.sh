@@ -100,7 +100,7 @@ only_entry() {
 # ---- vendoring ------------------------------------------------------------
 
 check "vendor two configs" "$ATTNGEN" vendor -q $CONFIGS -o "$T/out/attngen"
-expected=".attngen-vendor CMakeLists.txt README.md attn_cpu_profiles.h attn_runtime.c attn_runtime.h attngen.h attngen.mk example.c
+expected=".attngen-vendor CMakeLists.txt README.md attn_cpu_profiles.h attn_runtime.c attn_runtime.h attn_vendored.c attngen.h attngen.mk example.c
 $K1.c $K1.h $K2.c $K2.h"
 files_are() { # DIR NAMES: the folder holds exactly these files
   want=$(echo "$2" | tr ' ' '\n' | sort | tr '\n' ' ')
@@ -298,7 +298,7 @@ symbols_ok() { # DIR
     [ "$b" = example ] && continue
     syms=$(nm -g --defined-only "$o" | awk '{print $3}')
     [ -n "$syms" ] || { echo "$o defines nothing"; return 1; }
-    if [ "$b" = attn_runtime ]; then prefix=attn_; else prefix="attn_${b}_"; fi
+    if [ "$b" = attn_runtime ]; then prefix=attn_; elif [ "$b" = attn_vendored ]; then prefix=attn_vendored_; else prefix="attn_${b}_"; fi
     bad=$(echo "$syms" | grep -v "^$prefix")
     [ -z "$bad" ] || { echo "$o defines symbols outside $prefix*: $bad"; return 1; }
     all="$all
@@ -391,6 +391,63 @@ cxx_caller() { # CXX OBJDIR
 }
 check "C++11 (g++): include attngen.h, call every kernel" cxx_caller g++ "$T/gcc"
 check "C++11 (clang++): include attngen.h, call every kernel" cxx_caller clang++ "$T/clang"
+
+# a program that knows its model's shape only at run time looks its kernel up
+# (attn_vendored_find), then calls it on one decode step with a workspace of its own
+cat >"$T/lookup.c" <<'EOF'
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attngen.h"
+
+static int miss(int hq, int hkv, int d, int dv, int dtype, const char *want)
+{
+    const char *why = NULL;
+    const attn_kernel *k = attn_vendored_find(hq, hkv, d, dv, dtype, &why);
+    printf("%d/%d/%d/%d: %s\n", hq, hkv, d, dv, why ? why : "(no reason)");
+    return k == NULL && why != NULL && strstr(why, want) != NULL ? 0 : 1;
+}
+
+int main(void)
+{
+    const char *why = "unset";
+    const attn_kernel *k = attn_vendored_find(4, 2, 3, 3, -1, &why);
+    uint16_t q[4 * 3] = { 0 }, kv[5 * 2 * 3] = { 0 }, o[4 * 3];
+    int32_t seqlens[1] = { 5 };
+    attn_args a;
+    size_t n;
+    void *ws;
+    int failures = 0;
+    if (k != &attn_K1_kernel || why != NULL) return 1;
+    if (attn_vendored_find(2, 2, 1, 1, ATTN_DTYPE_BF16, NULL) != &attn_K2_kernel) return 1;
+    if (attn_vendored_kernels[1] != &attn_K2_kernel || ATTNGEN_KERNEL_COUNT != 2) return 1;
+    failures += miss(16, 4, 64, 64, -1, "head counts");
+    failures += miss(4, 2, 64, 64, -1, "head_dim");
+    failures += miss(4, 2, 3, 5, -1, "head_dim_v");
+    failures += miss(4, 2, 3, 3, ATTN_DTYPE_F32, "stores K and V");
+    memset(&a, 0, sizeof a);
+    a.batch = 1, a.seq_q = 1, a.seq_k = 5, a.q = q, a.k = kv, a.v = kv, a.o = o, a.seqlens_k = seqlens;
+    attn_args_set_contiguous(&a, &k->spec);
+    a.threads = 2;
+    n = k->workspace_size(1, 1, 5, 2);
+    ws = malloc(n);
+    a.workspace = ws, a.workspace_bytes = n;
+    if (n == 0 || ws == NULL || k->fwd(&a) != ATTN_OK) failures++;
+    a.workspace_bytes = n - 1;
+    if (k->fwd(&a) != ATTN_ERR_WORKSPACE) failures++;
+    free(ws);
+    printf("%s found, %d failures\n", k->spec.name, failures);
+    return failures == 0 ? 0 : 1;
+}
+EOF
+sed -i "s/attn_K1_kernel/attn_${K1}_kernel/g; s/attn_K2_kernel/attn_${K2}_kernel/g" "$T/lookup.c"
+lookup() { # CC OBJDIR
+  $1 $STRICT -I"$V" -c "$T/lookup.c" -o "$T/lookup-$1.o" &&
+    $1 -o "$T/lookup-$1" "$T/lookup-$1.o" $(kernel_objs "$2") -lm &&
+    "$T/lookup-$1"
+}
+check "attn_vendored_find (plain cc): a run-time shape finds its kernel, or NULL and why" lookup gcc "$T/gcc"
 
 # the README's C example compiles
 sed -n '/^```c$/,/^```$/p' "$V/README.md" | sed '1d;$d' >"$T/readme_example.c"

@@ -40,6 +40,7 @@ local RESERVED = {
   attn_cpu_profiles = "attn_cpu_profiles.h is the runtime's table of CPU profiles",
   runtime = "its header guard ATTN_RUNTIME_H is attn_runtime.h's",
   example = "example.c is the example program",
+  attn_vendored = "attn_vendored.c is the folder's table of kernels and their lookup",
 }
 
 function M.add_to_parser(parser)
@@ -141,7 +142,7 @@ end
 -- describe returns them), their files { name, text } and the configs'
 -- display names, or nil, err.
 local function kernel_outputs(configs, sets)
-  local kernels, out, displays = {}, {}, {}
+  local kernels, out, displays, loaded = {}, {}, {}, {}
   local by_name, by_symbol = {}, {}
   for _, arg in ipairs(configs) do
     local cfg, display = presets.load(arg, sets)
@@ -158,7 +159,13 @@ local function kernel_outputs(configs, sets)
     end
     by_name[key] = { arg = arg, name = cfg.name }
     displays[#displays + 1] = display
-    local files, plan = kernel_files.render(cfg, display, sets)
+    loaded[#loaded + 1] = { arg = arg, cfg = cfg }
+  end
+  -- the kernels' banners name the command that wrote the folder, as its README does
+  local command = M.command(displays, sets)
+  for _, l in ipairs(loaded) do
+    local arg = l.arg
+    local files, plan = kernel_files.render(l.cfg, nil, sets, command)
     if not files then return nil, plan end
     for _, sym in ipairs(symbols(plan)) do
       if by_symbol[sym] then
@@ -188,6 +195,8 @@ local function listing(kernels)
     { "attn_cpu_profiles.h", "the runtime's table of CPU profiles (what it chooses for each CPU), included by "
       .. "attn_runtime.c" },
     { "attngen.h", "the one header to include: the runtime and every kernel, with the API documentation" },
+    { "attn_vendored.c", "`attn_vendored_find`: the kernel for a model's head counts, head dims and K/V type, "
+      .. "looked up at run time" },
     { "CMakeLists.txt", "the static library `attngen` for CMake (`add_subdirectory`)" },
     { "attngen.mk", "the same for a Makefile (`include`)" },
     { "example.c", "a program that calls `" .. kernels[1].entry .. "` and prints a checksum" },
@@ -222,7 +231,7 @@ end
 
 --- The values the templates of templates/vendor/ see.
 local function template_env(kernels, displays, sets)
-  local sources, headers, objects, names = { "attn_runtime.c" },
+  local sources, headers, objects, names = { "attn_runtime.c", "attn_vendored.c" },
     { "attn_runtime.h", "attn_cpu_profiles.h", "attngen.h" }, {}, {}
   local any_classic, any_args = false, false -- kernels called with attn_classic_args, with attn_args
   for _, k in ipairs(kernels) do
@@ -275,7 +284,7 @@ function M.files(configs, sets)
   end
 
   local env = template_env(kernels, displays, sets)
-  for _, name in ipairs({ "attngen.h", "CMakeLists.txt", "attngen.mk", "example.c", "README.md" }) do
+  for _, name in ipairs({ "attngen.h", "attn_vendored.c", "CMakeLists.txt", "attngen.mk", "example.c", "README.md" }) do
     out[#out + 1] = { name = name, text = render(name .. ".tmpl", env) }
   end
   check_includes(out)

@@ -487,6 +487,8 @@ local function plan_decode(p, cfg, opts)
     max_splits = M.DECODE_MAX_SPLITS,
     block = opts.decode_block or M.default_decode_block(cfg),
     reason = (opts.decode_block or opts.decode_chunk) and (opts.decode_reason or "given") or nil }
+  p.workspace = true -- attn_NAME_workspace_size, for the decode path's memory (families/sdpa_decode)
+  p.decode.head_split = decode.HEAD_SPLIT -- below this many splits a call, a decode unit is one kv head's
   -- the blocked kernel's prefetch of its next block runs inside its score
   -- kernels (lanes, dpairs), one cache line an iteration, where every K and V
   -- row has the same whole number of lines, at least ROWS_IN_SCORES_LINES: an

@@ -15,6 +15,16 @@
 -- decides nothing.
 local M = {}
 
+--- Below this many splits of the cache in a call (all batches together), a
+-- blocked decode unit takes one kv head, not all of them: a short cache has
+-- one split a sequence (DECODE_CHUNK keys), which alone would keep one thread
+-- busy.  Its rows' arithmetic is the same either way (each row's scores,
+-- softmax and P*V are its own), so the output does not depend on the choice;
+-- the choice depends on the shapes alone, never on the thread count.  Up to
+-- this many splits the per-unit work (packing, setup, its merge) stays small
+-- against a split's keys.
+M.HEAD_SPLIT = 8
+
 --- Keys a call of the lanes and pairs score kernels takes (their unroll).
 M.SCORE_KEYS = 8
 --- A kv head's rows scored by dot products are padded to a multiple of this
@@ -170,7 +180,24 @@ function M.schedule(p, v)
   s.consts = constants(p, v, s)
   s.classes = classes(s)
   s.c = shape(s)
+  s.scratch_bytes = M.scratch_bytes(p, v, s)
   return s
+end
+
+--- Bytes of a thread's decode scratch (the variant's dscratch struct in
+-- families/sdpa_decode: its float arrays, then its int64 arrays), rounded up to
+-- whole ATTN_ALIGN (64) bytes; the caller's workspace holds one a thread.  The
+-- template checks the struct fits (a negative array size where it does not).
+function M.scratch_bytes(p, v, s)
+  local rp, floats = s.unit_rows_padded, 0
+  if v.stream then floats = floats + s.stream_rows * (v.dqs + v.dvp) + 2 * p.Hkv * 4 end
+  floats = floats + rp * p.D + rp * v.dqs + p.decode.blocks.many * rp + rp * v.dvp + 3 * rp
+  if p.entropy then floats = floats + rp end
+  if p.alibi then floats = floats + 2 * rp end
+  local ints = 5 * rp + 3
+  if p.sparse then ints = ints + 2 * rp end
+  local bytes = math.ceil(floats * 4 / 8) * 8 + ints * 8
+  return math.ceil(bytes / 64) * 64
 end
 
 --- The schedule as lines of text (for the planner spec and a reader).

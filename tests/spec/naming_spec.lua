@@ -168,10 +168,12 @@ describe("naming", function()
         for _, mr in ipairs(v.pv_rows) do want[#want + 1] = v.pv_fn(mr) end
       end
       for _, f in ipairs(want) do assert.is_not_nil(found[f], f .. " is not in the generated C") end
-      -- the header declares the entry, the kernel and the variants, nothing else that parses
+      -- the header declares the entry, the kernel, the variants and the workspace's size,
+      -- nothing else that parses
       local hfound = parsed_names(h_text, cfg.name)
       for id, p in pairs(hfound) do
-        assert.truthy(p.op == "fwd" or p.op == "kernel" or p.op == "append", id .. " in the header")
+        assert.truthy(p.op == "fwd" or p.op == "kernel" or p.op == "append" or p.op == "workspace_size",
+          id .. " in the header")
       end
       assert.is_not_nil(hfound[plan.entry])
       assert.is_not_nil(hfound[plan.kernel])
