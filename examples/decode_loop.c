@@ -321,5 +321,5 @@ int main(void)
            "largest |O - plain loop| %.3g\n", SEQS, steps, SLOTS, PAGES, PAGE, worst);
     free(c.k);
     free(c.v);
-    return worst < 1e-3 ? 0 : 1;
+    return worst < 1e-5 ? 0 : 1; /* f32 sums against double ones, over the same stored f16 rows */
 }
