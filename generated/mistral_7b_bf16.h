@@ -52,6 +52,8 @@ attn_status attn_mistral_7b_bf16_fwd(const attn_args *args);
  * keys.  attn_check_append (attn_runtime.h) lists the statuses.
  */
 attn_status attn_mistral_7b_bf16_append(const attn_args *args);
+
+/*
  * Bytes of the workspace a call of these sizes needs (args->workspace, kept by
  * the caller between calls; threads as args->threads, 0: OpenMP's default):
  * 0 where the call needs none (no query rows, or more than 16, the
