@@ -1158,10 +1158,11 @@ static void bwd_row(const attn_spec *spec, const attn_bwd_args *args, int64_t b,
     const float *o = (const float *)fa->o + b * fa->o_stride[0] + i * fa->o_stride[1] + h * fa->o_stride[2];
     const float *g = (const float *)args->d_o + b * args->do_stride[0] + i * args->do_stride[1] + h * args->do_stride[2];
     float *dq = (float *)args->dq + b * args->dq_stride[0] + i * args->dq_stride[1] + h * args->dq_stride[2];
-    double drow = 0.0, acc_q[512];
+    double drow = 0.0, acc_q[512], qd[512];
     int64_t j;
     int d;
 
+    query_row(spec, fa, q, p, qd); /* the row the scores use (backward configs have no rope) */
     for (d = 0; d < spec->head_dim; d++)
         acc_q[d] = 0.0;
     /* D_i = dO_i . O_i */
@@ -1173,7 +1174,7 @@ static void bwd_row(const attn_spec *spec, const attn_bwd_args *args, int64_t b,
         double s, pw, z, dpd = 0.0, ds;
         if (!key_visible(spec, fa, b, h, i, j, lk_b, p))
             continue;
-        s = bwd_round(score(spec, fa, q, k, b, h, i, j, p, temp), f32);
+        s = bwd_round(score(spec, fa, qd, k, b, h, i, j, p, temp), f32);
         pw = bwd_round(exp(bwd_round(s - lse, f32)), f32); /* P_ij = exp(s_ij - LSE_i) */
         z = spec->dropout ? dropout_weight(spec, fa, b, h, i, j, 1.0) : 1.0; /* Z_ij / (1 - p), or 1 */
         for (d = 0; d < spec->head_dim_v; d++) {
