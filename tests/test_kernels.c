@@ -1683,9 +1683,15 @@ Test(paged, block_table_entries_are_checked)
     free(o_full);
     free(o_before);
     free(table);
+}
+
 /* ---- appending ------------------------------------------------------------ */
 
-extern const attn_kernel attn_t_q8_0_kernel, attn_t_q4_0_kernel;
+extern const attn_kernel attn_t_q8_0_kernel, attn_t_q4_0_kernel, attn_t_paged_p3_kernel, attn_t_paged_q8_kernel,
+    attn_t_shared_kv_q4_kernel;
+attn_status attn_t_paged_p3_append(const attn_args *args);
+attn_status attn_t_paged_q8_append(const attn_args *args);
+attn_status attn_t_shared_kv_q4_append(const attn_args *args);
 attn_status attn_t_rope_append(const attn_args *args);
 attn_status attn_t_f16_cache_append(const attn_args *args);
 attn_status attn_t_top_left_append(const attn_args *args);
