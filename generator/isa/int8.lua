@@ -219,6 +219,7 @@ local function neon_body(I, R, NK, kv, mode, name, attr)
   if d then add(d) end
   add("    for (b = 0; b < nb; b++) {")
   for kk = 0, NK - 1 do
+    -- (dk - dk below: 0, or NaN for a block whose scale is not finite, as its dequantized values are)
     add(("        const float dk%d = %s(k%d[b].d);"):format(kk, n().shared("widen_f16", "scalar"), kk))
     if kv == "q8_0" then
       add(("        const int8x16_t x%d = vld1q_s8(k%d[b].q), y%d = vld1q_s8(k%d[b].q + 16);"):format(kk, kk, kk, kk))
@@ -244,8 +245,8 @@ local function neon_body(I, R, NK, kv, mode, name, attr)
           :format(kk, kk, kk))
         add(("            const int32x4_t t%d = vpadalq_s16(vpaddlq_s16(p%d), r%d);"):format(kk, kk, kk))
       end
-      add(("            a%d_%d = vfmaq_f32(a%d_%d, vcvtq_f32_s32(t%d), vdupq_n_f32(f%d[8 * b] * dk%d));")
-        :format(kk, r, kk, r, kk, r, kk))
+      add(("            a%d_%d = vaddq_f32(vfmaq_f32(a%d_%d, vcvtq_f32_s32(t%d), vdupq_n_f32(f%d[8 * b] * dk%d)), "
+        .. "vdupq_n_f32(dk%d - dk%d));"):format(kk, r, kk, r, kk, r, kk, kk, kk))
     end
     add("        }")
   end
@@ -279,10 +280,11 @@ local function scalar_body(R, NK, kv, name, attr)
     for r = 0, R - 1 do add(("            t%d_%d += x%d * c%d[32 * b + i];"):format(kk, r, kk, r)) end
   end
   add("        }")
-  for kk = 0, NK - 1 do
+  for kk = 0, NK - 1 do -- (dk - dk: 0, or NaN for a block whose scale is not finite, as its dequantized values are)
+    add(("        const float dk%d = %s(k%d[b].d), nz%d = dk%d - dk%d;"):format(kk, n().shared("widen_f16", "scalar"),
+      kk, kk, kk, kk))
     for r = 0, R - 1 do
-      add(("        a%d_%d += (float)t%d_%d * (f%d[8 * b] * %s(k%d[b].d));"):format(kk, r, kk, r, r,
-        n().shared("widen_f16", "scalar"), kk))
+      add(("        a%d_%d += (float)t%d_%d * (f%d[8 * b] * dk%d) + nz%d;"):format(kk, r, kk, r, r, kk, kk))
     end
   end
   add("    }")
