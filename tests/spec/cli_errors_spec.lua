@@ -575,7 +575,8 @@ local CASES = {
       npy(d .. "/vn.npy", "<f4", { 1, 2, 2, 24 })
     end, argv = { "run", helper.root .. "/configs/test/t_shared_kv.lua", "--q", "q.npy", "--k", "k.npy", "--mask",
       "m.npy", "--k-new", "kn.npy", "--v-new", "vn.npy", "-o", "o.npy" },
-    msg = "^%-%-v%-new: the config 't_shared_kv' has shared_kv %(the new rows are K's alone%), so it is not accepted$" },
+    msg = "^%-%-v%-new: the config 't_shared_kv' has shared_kv %(the new rows are K's alone%), so it is not "
+      .. "accepted$" },
 
   -- options of the tools
   { name = "--threads 1.5", setup = inputs, argv = run({}, "--threads", "1.5"), msg = "^%-%-threads: .*'1%.5'" },
