@@ -1153,6 +1153,34 @@ static void average_heads(run_outputs *out)
     out->p_ndim = 3;
 }
 
+/* --isa with --k-new: a variant's entry point attends only, so the kernel's
+   own entry stores the new rows in a call over no query rows (its checks
+   first: nothing written when one fails), and the variant then attends over
+   seqlens_k[b] + Ln keys: the bits of one call with k_new on that variant. */
+static attn_status variant_append(const attn_kernel *kernel, const attn_variant *variant, run_inputs *in,
+                                  const attn_args *args)
+{
+    attn_args store = *args, attend = *args;
+    attn_status st;
+    int64_t b;
+    store.seq_q = 0;
+    store.weights = NULL;
+    store.entropy = NULL;
+    st = kernel->fwd(&store);
+    if (st != ATTN_OK)
+        return st;
+    in->after = (int32_t *)malloc((size_t)args->batch * sizeof(int32_t) + 1);
+    if (in->after == NULL)
+        return ATTN_ERR_NOMEM;
+    for (b = 0; b < args->batch; b++)
+        in->after[b] = args->seqlens_k[b] + (int32_t)args->seq_new;
+    attend.k_new = attend.v_new = NULL;
+    attend.seq_new = 0;
+    attend.seqlens_k = in->after;
+    st = attn_check_args(&kernel->spec, &attend);
+    return st == ATTN_OK ? variant->fwd(&attend) : st;
+}
+
 /* The reference (on the stored inputs, widened), the variant --isa names,
    or the kernel's dispatch. */
 static void compute(const attn_kernel *kernel, const attn_variant *variant, int use_reference,
@@ -1181,6 +1209,8 @@ static void compute(const attn_kernel *kernel, const attn_variant *variant, int 
             ra.v_stride[d] *= values;
         }
         st = attn_reference(spec, &ra);
+    } else if (variant != NULL && args->k_new != NULL) {
+        st = variant_append(kernel, variant, in, args);
     } else if (variant != NULL) {
         st = attn_check_args(spec, args);
         if (st == ATTN_OK)

@@ -429,6 +429,13 @@ describe("cli #slow", function()
         compare(d .. "/o.npy", d .. "/ref.npy")
         compare(d .. "/k2.npy", d .. "/k_ref.npy")
         compare(d .. "/v2.npy", d .. "/v_ref.npy")
+        for _, isa in ipairs(ISAS) do -- each variant: the kernel's store, then that variant's attention
+          local o, k2 = d .. "/o_" .. isa .. ".npy", d .. "/k2_" .. isa .. ".npy"
+          code, _, err = attngen(cat(cat(base, new), { "--isa", isa, "-o", o, "--k-out", k2 }))
+          assert.equal(0, code, isa .. ": " .. err)
+          compare(o, d .. "/ref.npy")
+          assert.equal(helper.read_file(d .. "/k2.npy"), helper.read_file(k2), isa)
+        end
         -- the new rows changed the cache (and the output): a run over the stored cache, the lengths
         -- after the call, gives O again
         assert.not_equal(helper.read_file(d .. "/k.npy"), helper.read_file(d .. "/k2.npy"))
