@@ -44,6 +44,14 @@
  * S is stored in dtype_q, the rest in dtype_kv, converted as above.  C
  * [B][Lq][Dh] is written as O is, and --weights A [B][Lq][Lk] as float32.
  * The flags of one kind of config are errors for the other.
+ *
+ * Appending (sdpa): --k-new [B][Ln][Hkv][D] and --v-new [B][Ln][Hkv][Dv],
+ * read in Q's storage type, are stored by the kernel at keys seqlens_k[b]..
+ * of the cache --k / --v before it attends over seqlens_k[b] + Ln keys;
+ * --reference stores them itself as the kernel does (reference_append).
+ * --k-out / --v-out write the caches after the call, shaped as read (raw
+ * blocks stay raw; otherwise f32, f16 as f16), published with O; they may
+ * name --k / --v (the cache updated in place).
  */
 #include <errno.h>
 #include <limits.h>
@@ -75,6 +83,7 @@ static const char usage[] =
     "                [--dropout-p P --dropout-seed S --dropout-offset N]\n"
     "                [--state-in S.npy Z.npy] [--state-out S.npy Z.npy] [--sinks S.npy]\n"
     "                [--rope-cos C.npy --rope-sin S.npy]\n"
+    "                [--k-new KN.npy [--v-new VN.npy] [--k-out K2.npy] [--v-out V2.npy]]\n"
     "  Q, K, V: float16, float32 or float64, converted to the kernel's storage types\n"
     "  --reference   compute O and LSE with the naive float64 reference (attn_reference)\n"
     "                instead of the kernel, on the stored inputs: slow, for checking;\n"
@@ -109,6 +118,8 @@ static const char usage[] =
     "  --rope-cos, --rope-sin  configs with rope table = true (required there): cos\n"
     "                and sin of each rotated pair's angle at positions 0..T-1,\n"
     "                [T][rope dim / 2], float32 or float64\n"
+    "  --k-new, --v-new  new rows [B][Ln][Hkv][D | Dv] stored at keys seqlens_k[b]..\n"
+    "                of the cache --k, --v; --k-out, --v-out: the caches after the call\n"
     "additive and luong configs (one head, no scale):\n"
     "       attn_run --s S.npy --h H.npy [--w-s W.npy] [--w-h W.npy | --u U.npy] [--w W.npy]\n"
     "                [--v-attn V.npy] [--b B.npy] [--seqlens-k S.npy] [--mask M.npy]\n"
@@ -348,6 +359,7 @@ typedef struct {
     uint32_t dropout_offset;
     const char *bt_path; /* --block-table (paged configs) */
     const char *do_path, *grad_path[3]; /* --do; --dq, --dk, --dv (the backward pass) */
+    const char *kn_path, *vn_path, *kv_out[2]; /* --k-new, --v-new; --k-out, --v-out (appending) */
 } run_options;
 
 /* --dropout-p: a number in [0, 1). */
@@ -392,6 +404,9 @@ typedef struct {
     int pooled;              /* K and V read as pools (paged configs without --random-inputs) */
     attn_npy rope_a[2];      /* --rope-cos, --rope-sin as read */
     float *rope[2];          /* and as f32 */
+    attn_npy kna, vna;       /* --k-new, --v-new as read */
+    void *kn, *vn;           /* the new rows in Q's storage type */
+    int32_t *after;          /* --reference with --k-new: the lengths after the call */
 } run_inputs;
 
 /* The outputs, written by the kernel and then published. */
@@ -406,6 +421,11 @@ typedef struct {
     size_t o_count;
     int o_ndim, p_ndim;      /* with the batch dim: 4 (sdpa, linear), 3 (additive, luong) */
     int64_t o_shape[4], lse_shape[3], p_shape[4], state_shape[2][4];
+    const void *kv[2];       /* --k-out, --v-out: the caches after appending, as written */
+    float *kv_wide[2];       /* a bf16 or block-type cache widened for the file */
+    attn_npy_dtype kv_npy[2];
+    int kv_ndim[2];
+    int64_t kv_shape[2][4];
 } run_outputs;
 
 /* Where an option of the additive and luong families goes; NULL: not one. */
@@ -493,13 +513,17 @@ static void parse_options(int argc, char **argv, run_options *opt)
         else if (strcmp(arg, "--dq") == 0) dest = &opt->grad_path[0];
         else if (strcmp(arg, "--dk") == 0) dest = &opt->grad_path[1];
         else if (strcmp(arg, "--dv") == 0) dest = &opt->grad_path[2];
+        else if (strcmp(arg, "--k-new") == 0) dest = &opt->kn_path;
+        else if (strcmp(arg, "--v-new") == 0) dest = &opt->vn_path;
+        else if (strcmp(arg, "--k-out") == 0) dest = &opt->kv_out[0];
+        else if (strcmp(arg, "--v-out") == 0) dest = &opt->kv_out[1];
         else if (strcmp(arg, "--threads") != 0 && (dest = classic_dest(opt, arg)) == NULL)
             fail(arg, "unknown option (expected --q, --k, --v, --seqlens-k, --mask, --rel-table, -o, "
                       "--lse, --weights, --average-heads, --entropy, --random-inputs, --batch, --seq-q, "
                       "--seq-k, --threads, --isa, --reference, --block-table, "
                       "--dropout-p, --dropout-seed, --dropout-offset, --state-in, --state-out, --sinks, "
                       "--rope-cos, --rope-sin, --s, --h, --u, --w-s, --w-h, --w, --v-attn, --b, --do, --dq, --dk, "
-                      "--dv)");
+                      "--dv, --k-new, --v-new, --k-out, --v-out)");
         if (i + 1 >= argc)
             fail(arg, "needs a value");
         if (dest != NULL)
@@ -1129,6 +1153,34 @@ static void average_heads(run_outputs *out)
     out->p_ndim = 3;
 }
 
+/* --isa with --k-new: a variant's entry point attends only, so the kernel's
+   own entry stores the new rows in a call over no query rows (its checks
+   first: nothing written when one fails), and the variant then attends over
+   seqlens_k[b] + Ln keys: the bits of one call with k_new on that variant. */
+static attn_status variant_append(const attn_kernel *kernel, const attn_variant *variant, run_inputs *in,
+                                  const attn_args *args)
+{
+    attn_args store = *args, attend = *args;
+    attn_status st;
+    int64_t b;
+    store.seq_q = 0;
+    store.weights = NULL;
+    store.entropy = NULL;
+    st = kernel->fwd(&store);
+    if (st != ATTN_OK)
+        return st;
+    in->after = (int32_t *)malloc((size_t)args->batch * sizeof(int32_t) + 1);
+    if (in->after == NULL)
+        return ATTN_ERR_NOMEM;
+    for (b = 0; b < args->batch; b++)
+        in->after[b] = args->seqlens_k[b] + (int32_t)args->seq_new;
+    attend.k_new = attend.v_new = NULL;
+    attend.seq_new = 0;
+    attend.seqlens_k = in->after;
+    st = attn_check_args(&kernel->spec, &attend);
+    return st == ATTN_OK ? variant->fwd(&attend) : st;
+}
+
 /* The reference (on the stored inputs, widened), the variant --isa names,
    or the kernel's dispatch. */
 static void compute(const attn_kernel *kernel, const attn_variant *variant, int use_reference,
@@ -1157,6 +1209,8 @@ static void compute(const attn_kernel *kernel, const attn_variant *variant, int 
             ra.v_stride[d] *= values;
         }
         st = attn_reference(spec, &ra);
+    } else if (variant != NULL && args->k_new != NULL) {
+        st = variant_append(kernel, variant, in, args);
     } else if (variant != NULL) {
         st = attn_check_args(spec, args);
         if (st == ATTN_OK)
@@ -1170,8 +1224,8 @@ static void compute(const attn_kernel *kernel, const attn_variant *variant, int 
 
 /* Files staged next to their paths and renamed into place together. */
 typedef struct {
-    const char *path[6];
-    char *staged[6];
+    const char *path[8];
+    char *staged[8];
     int n;
 } staged_files;
 
@@ -1226,6 +1280,9 @@ static void publish_outputs(const run_options *opt, int drop_batch, run_outputs 
     for (t = 0; t < 2 && opt->s_out[0] != NULL; t++) /* the state after the call: S, z */
         stage(&sf, opt->s_out[t], 4 - t - drop_batch, out->state_shape[t] + drop_batch, out->state[t],
               ATTN_NPY_F32);
+    for (t = 0; t < 2; t++) /* appending: the caches after the call, shaped as read */
+        if (out->kv[t] != NULL)
+            stage(&sf, opt->kv_out[t], out->kv_ndim[t], out->kv_shape[t], out->kv[t], out->kv_npy[t]);
     for (t = 0; t < sf.n; t++)
         if (rename(sf.staged[t], sf.path[t]) != 0) {
             char msg[256];
@@ -1277,6 +1334,15 @@ static void free_all(const run_options *opt, run_inputs *in, run_outputs *out)
     free(out->state[1]);
     attn_npy_free(&in->state_a[0]);
     attn_npy_free(&in->state_a[1]);
+    if (opt->kn_path != NULL)
+        attn_npy_free(&in->kna);
+    if (opt->vn_path != NULL)
+        attn_npy_free(&in->vna);
+    free(in->kn);
+    free(in->vn);
+    free(in->after);
+    free(out->kv_wide[0]);
+    free(out->kv_wide[1]);
 }
 
 /* ---- additive and luong configs (attn_classic_args) --------------------- */
@@ -1614,6 +1680,11 @@ static int run_classic(const attn_kernel *kernel, const run_options *opt)
     int c;
 
     check_classic_paths(opt, spec);
+    if (opt->kn_path != NULL || opt->vn_path != NULL || opt->kv_out[0] != NULL || opt->kv_out[1] != NULL)
+        fail(opt->kn_path != NULL ? "--k-new" : opt->vn_path != NULL ? "--v-new" : opt->kv_out[0] != NULL ? "--k-out"
+                                                                                                        : "--v-out",
+             "the config '%s' has kind = \"%s\": appending new keys is for sdpa configs", spec->name,
+             attn_family_name(spec->family));
     if (opt->isa_name != NULL && !opt->use_reference)
         variant = pick_isa(kernel, opt->isa_name);
     memset(&in, 0, sizeof in);
@@ -1779,6 +1850,216 @@ static void run_backward(const run_options *opt, const attn_spec *spec, const ru
     free(d_o);
 }
 
+/* ---- appending (--k-new, --v-new; --k-out, --v-out) ----------------------- */
+
+/* --k-new and --v-new: both or neither (shared_kv: --k-new alone), for an
+   sdpa config, read from files; --k-out and --v-out only with them, each a
+   new file or the cache it updates (--k-out may name --k: written in place,
+   atomically), never another input or output. */
+static void check_append_paths(const run_options *opt, const attn_spec *spec)
+{
+    enum { N_IN = 12, N_OUT = 6 };
+    const char *in_path[N_IN] = { opt->q_path, opt->k_path, opt->v_path, opt->s_path, opt->m_path, opt->sinks_path,
+                                  opt->r_path, opt->bt_path, opt->rope_path[0], opt->rope_path[1], opt->kn_path,
+                                  opt->vn_path };
+    static const char *const in_opt[N_IN] = { "--q", "--k", "--v", "--seqlens-k", "--mask", "--sinks", "--rel-table",
+                                              "--block-table", "--rope-cos", "--rope-sin", "--k-new", "--v-new" };
+    const char *out_path[N_OUT] = { opt->o_path, opt->lse_path, opt->p_path, opt->e_path, opt->kv_out[0],
+                                    opt->kv_out[1] };
+    static const char *const out_opt[N_OUT] = { "-o", "--lse", "--weights", "--entropy", "--k-out", "--v-out" };
+    const int shared = spec->family == ATTN_FAMILY_SDPA && spec->shared_kv;
+    int a, b;
+
+    if (opt->kn_path == NULL) {
+        if (opt->vn_path != NULL)
+            fail("--v-new", "needs --k-new (the new keys)");
+        for (a = 4; a < N_OUT; a++)
+            if (out_path[a] != NULL)
+                fail(out_opt[a], "only with --k-new (it writes the cache after appending)");
+        return;
+    }
+    if (spec->family != ATTN_FAMILY_SDPA)
+        fail("--k-new", "the config '%s' has kind = \"%s\": appending new keys is for sdpa configs", spec->name,
+             attn_family_name(spec->family));
+    if (opt->random)
+        fail("--k-new", "not with --random-inputs (the cache is read from --k and --v)");
+    if (shared && (opt->vn_path != NULL || opt->kv_out[1] != NULL))
+        fail(opt->vn_path != NULL ? "--v-new" : "--v-out",
+             "the config '%s' has shared_kv (the new rows are K's alone), so it is not accepted", spec->name);
+    if (!shared && opt->vn_path == NULL)
+        fail("--v-new", "required with --k-new: the new values [B][Ln][Hkv][Dv]");
+    if (opt->do_path != NULL)
+        fail("--do", "not with --k-new (the backward pass reads the cache as given)");
+    for (a = 4; a < N_OUT; a++) {
+        if (out_path[a] == NULL)
+            continue;
+        check_output_path(out_path[a]);
+        for (b = 0; b < a; b++)
+            if (out_path[b] != NULL && same_file(out_path[a], out_path[b]))
+                fail(out_opt[a], "must differ from %s", out_opt[b]);
+    }
+    for (a = 0; a < N_OUT; a++)
+        for (b = 0; b < N_IN; b++) {
+            if ((a == 4 && b == 1) || (a == 5 && b == 2)) /* the cache after the call over the cache */
+                continue;
+            if (out_path[a] != NULL && in_path[b] != NULL && same_file(out_path[a], in_path[b]))
+                fail(out_opt[a], "'%s' is the %s input; not replacing an input", out_path[a], in_opt[b]);
+        }
+}
+
+/* One file of new rows [B][Ln][Hkv][dim] (or 3-D), its batch Q's, read in
+   Q's storage type; its element strides {b, t, h} into stride. */
+static bshd load_new_rows(const char *path, const attn_spec *spec, attn_npy *a, void **rows, int64_t batch,
+                          const char *dim_name, int64_t dim, int64_t *stride)
+{
+    bshd t;
+    load(path, a);
+    t = check_bshd(path, a, "seq_new", "heads_kv", spec->heads_kv, dim_name, dim);
+    if (t.batch != batch)
+        fail(path, "batch %lld does not match the queries' batch %lld", (long long)t.batch, (long long)batch);
+    *rows = load_stored(path, a, spec->dtype_q);
+    stride[2] = dim;
+    stride[1] = spec->heads_kv * dim;
+    stride[0] = t.len * spec->heads_kv * dim;
+    return t;
+}
+
+/* --k-new, --v-new: the new rows attached to the args, and the lengths
+   before the call checked against the cache's capacity (without padding
+   they are seq_k - Ln, every sequence then attending over the whole
+   cache); then the runtime's own checks (attn_check_append), so that
+   --reference refuses what the kernel refuses. */
+static void load_append(const run_options *opt, const attn_spec *spec, run_inputs *in, attn_args *args)
+{
+    bshd kt;
+    int64_t b;
+    attn_status st;
+
+    kt = load_new_rows(opt->kn_path, spec, &in->kna, &in->kn, args->batch, "head_dim", spec->head_dim,
+                       args->kn_stride);
+    if (opt->vn_path != NULL) {
+        const bshd vt = load_new_rows(opt->vn_path, spec, &in->vna, &in->vn, args->batch, "head_dim_v",
+                                      spec->head_dim_v, args->vn_stride);
+        if (vt.len != kt.len)
+            fail(opt->vn_path, "seq_new %lld does not match %s's seq_new %lld", (long long)vt.len, opt->kn_path,
+                 (long long)kt.len);
+    }
+    args->k_new = in->kn;
+    args->v_new = in->vn;
+    args->seq_new = kt.len;
+    if (!spec->padding) {
+        if (kt.len > args->seq_k)
+            fail(opt->kn_path, "%lld new rows do not fit the cache's %lld keys", (long long)kt.len,
+                 (long long)args->seq_k);
+        in->seqlens = (int32_t *)malloc((size_t)args->batch * sizeof(int32_t) + 1);
+        if (in->seqlens == NULL)
+            fail(opt->kn_path, "out of memory");
+        for (b = 0; b < args->batch; b++)
+            in->seqlens[b] = (int32_t)(args->seq_k - kt.len);
+        args->seqlens_k = in->seqlens;
+    }
+    for (b = 0; b < args->batch; b++)
+        if (args->seqlens_k[b] + kt.len > args->seq_k)
+            fail(opt->s_path, "seqlens_k[%d] = %ld and %lld new rows pass the cache's capacity of %lld keys", (int)b,
+                 (long)args->seqlens_k[b], (long long)kt.len, (long long)args->seq_k);
+    st = attn_check_append(spec, args);
+    if (st != ATTN_OK)
+        fail(opt->kn_path, "%s", attn_status_string(st));
+}
+
+/* Row x (n values) of a new key rotated at position pos as the reference
+   rotates (docs/config.md, "rope"): in double, rounded to f32. */
+static void rope_new_row(const attn_spec *spec, const attn_args *args, int64_t pos, float *x)
+{
+    const int half = spec->rope_dim / 2;
+    int m;
+    if (spec->rope_style == ATTN_ROPE_NONE)
+        return;
+    for (m = 0; m < half; m++) {
+        const int ia = spec->rope_style == ATTN_ROPE_GPTJ ? 2 * m : m;
+        const int ib = spec->rope_style == ATTN_ROPE_GPTJ ? 2 * m + 1 : m + half;
+        const double c = spec->rope_table ? (double)args->rope_cos[pos * half + m]
+                                          : cos((double)pos * spec->rope_inv_freq[m]);
+        const double sn = spec->rope_table ? (double)args->rope_sin[pos * half + m]
+                                           : sin((double)pos * spec->rope_inv_freq[m]);
+        const double a = x[ia], b = x[ib];
+        x[ia] = (float)(a * c - b * sn);
+        x[ib] = (float)(a * sn + b * c);
+    }
+}
+
+/* --reference with --k-new: the new rows stored into the cache as the
+   kernel stores them (K rotated at its position j = seqlens_k[b] + t, each
+   row then converted to the cache's type with attn_f32_to_dtype_array:
+   rounded to nearest even, or quantized as ggml does), then the args set
+   for attn_reference over seqlens_k[b] + Ln keys. */
+static void reference_append(const attn_spec *spec, run_inputs *in, attn_args *args)
+{
+    const int64_t Ln = args->seq_new, D = spec->head_dim, Dv = spec->head_dim_v;
+    const size_t qsz = attn_dtype_size(spec->dtype_q), ksz = attn_dtype_size(spec->dtype_kv);
+    float *row = (float *)malloc(sizeof(float) * (size_t)(D > Dv ? D : Dv) + 1);
+    int64_t b, t, h;
+    int pass;
+
+    in->after = (int32_t *)malloc((size_t)args->batch * sizeof(int32_t) + 1);
+    if (row == NULL || in->after == NULL)
+        fail(spec->name, "out of memory");
+    for (b = 0; b < args->batch; b++)
+        for (t = 0; t < Ln; t++)
+            for (h = 0; h < spec->heads_kv; h++)
+                for (pass = 0; pass < (in->vn != NULL ? 2 : 1); pass++) {
+                    const int64_t n = pass ? Dv : D, j = args->seqlens_k[b] + t;
+                    const int64_t *ns = pass ? args->vn_stride : args->kn_stride;
+                    const int64_t *cs = pass ? args->v_stride : args->k_stride;
+                    const unsigned char *src = (const unsigned char *)(pass ? in->vn : in->kn);
+                    int64_t at = h * cs[2];
+                    if (spec->page > 0)
+                        at += args->block_table[b * args->block_table_stride + j / spec->page] * cs[0] +
+                              (j % spec->page) * cs[1];
+                    else
+                        at += b * cs[0] + j * cs[1];
+                    attn_dtype_to_f32_array(spec->dtype_q, src + (size_t)(b * ns[0] + t * ns[1] + h * ns[2]) * qsz,
+                                            row, (size_t)n);
+                    if (!pass)
+                        rope_new_row(spec, args, j, row);
+                    attn_f32_to_dtype_array(spec->dtype_kv, row,
+                                            (unsigned char *)(pass ? in->v : in->k) + (size_t)at * ksz, (size_t)n);
+                }
+    for (b = 0; b < args->batch; b++)
+        in->after[b] = args->seqlens_k[b] + (int32_t)Ln;
+    args->seqlens_k = in->after;
+    args->k_new = args->v_new = NULL;
+    args->seq_new = 0;
+    free(row);
+}
+
+/* --k-out, --v-out: the caches after the call, shaped as --k and --v were
+   read: f32, or f16 for an f16 cache; bf16 widened to f32 (exactly); a
+   block type (q8_0, q4_0) as raw uint8 blocks when the input was raw
+   blocks, else dequantized to f32. */
+static void kv_outputs(const run_options *opt, const attn_spec *spec, const run_inputs *in, run_outputs *out)
+{
+    int t, d;
+    for (t = 0; t < 2; t++) {
+        const attn_npy *a = t ? &in->va : &in->ka;
+        const void *data = t ? in->v : in->k;
+        const int blocks = attn_dtype_values(spec->dtype_kv) > 1;
+        if (opt->kv_out[t] == NULL)
+            continue;
+        out->kv_ndim[t] = a->ndim;
+        for (d = 0; d < a->ndim; d++)
+            out->kv_shape[t][d] = a->shape[d];
+        out->kv[t] = data;
+        out->kv_npy[t] = spec->dtype_kv == ATTN_DTYPE_F16 ? ATTN_NPY_F16 : ATTN_NPY_F32;
+        if (blocks && a->dtype == ATTN_NPY_U8) {
+            out->kv_npy[t] = ATTN_NPY_U8;
+        } else if (blocks || spec->dtype_kv == ATTN_DTYPE_BF16) {
+            out->kv_wide[t] = widen_copy(opt->kv_out[t], spec->dtype_kv, data, a->count);
+            out->kv[t] = out->kv_wide[t];
+        }
+    }
+}
+
 static int run_qkv(const attn_kernel *kernel, const run_options *options)
 {
     const attn_spec *spec = &kernel->spec;
@@ -1790,6 +2071,7 @@ static int run_qkv(const attn_kernel *kernel, const run_options *options)
 
     check_paths(&opt, spec);
     check_bwd_paths(&opt, spec);
+    check_append_paths(&opt, spec);
     if (opt.isa_name != NULL && !opt.use_reference)
         variant = pick_isa(kernel, opt.isa_name);
 
@@ -1806,11 +2088,17 @@ static int run_qkv(const attn_kernel *kernel, const run_options *options)
         load_rel(opt.r_path, spec, &in, &args);
     if (opt.rope_path[0] != NULL)
         load_rope(&opt, spec, &in, &args);
+    if (opt.kn_path != NULL)
+        load_append(&opt, spec, &in, &args);
     alloc_outputs(opt.o_path, opt.p_path, opt.e_path, spec, opt.use_reference, &args, &out);
     if (spec->family == ATTN_FAMILY_LINEAR && spec->state)
         load_state(&opt, spec, &in, &args, &out);
 
+    if (opt.kn_path != NULL && opt.use_reference)
+        reference_append(spec, &in, &args);
     compute(kernel, variant, opt.use_reference, &in, &args);
+    if (opt.kv_out[0] != NULL || opt.kv_out[1] != NULL)
+        kv_outputs(&opt, spec, &in, &out);
     if (opt.do_path != NULL)
         run_backward(&opt, spec, &in, &args, &out);
     publish_outputs(&opt, in.qt.ndim == 3, &out);

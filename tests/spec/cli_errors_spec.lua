@@ -66,6 +66,14 @@ local function run(replace, ...)
   return argv
 end
 
+--- Good inputs and new rows (2 a sequence) for appending to t_everything's cache in folder d.
+local function append_inputs(d)
+  inputs(d)
+  npy(d .. "/s.npy", "<i4", { B }, i32(3, 1))
+  npy(d .. "/kn.npy", "<f4", { B, 2, HKV, D })
+  npy(d .. "/vn.npy", "<f4", { B, 2, HKV, D })
+end
+
 -- t_linear_state (kind = "linear", causal, state): heads 2 (= heads_kv),
 -- head_dim 16; the inputs below: batch 2, seq 3
 local LINEAR = helper.root .. "/configs/test/t_linear_state.lua"
@@ -511,6 +519,64 @@ local CASES = {
   { name = "bench --no-precomputed-u for an sdpa config",
     argv = { "bench", EVERYTHING, "--no-precomputed-u", "--no-blas", "--no-reference" },
     msg = "^bench: %-%-no%-precomputed%-u: the config 't_everything' has kind = \"sdpa\"" },
+
+  -- appending (--k-new, --v-new, --k-out, --v-out): t_everything's cache of capacity LK = 5
+  { name = "--k-new without --v-new", setup = append_inputs, argv = run({}, "--k-new", "kn.npy"),
+    msg = "^%-%-v%-new: required with %-%-k%-new" },
+  { name = "--v-new without --k-new", setup = append_inputs, argv = run({}, "--v-new", "vn.npy"),
+    msg = "^%-%-v%-new: needs %-%-k%-new" },
+  { name = "--k-out without --k-new", setup = append_inputs, argv = run({}, "--k-out", "k2.npy"),
+    msg = "^%-%-k%-out: only with %-%-k%-new" },
+  { name = "--k-new of the wrong kv heads", setup = function(d)
+      append_inputs(d)
+      npy(d .. "/kn.npy", "<f4", { B, 2, 3, D })
+    end, argv = run({}, "--k-new", "kn.npy", "--v-new", "vn.npy"),
+    msg = "^kn%.npy: shape %(2, 2, 3, 72%) does not match the config: expected heads_kv 2" },
+  { name = "--k-new of another batch", setup = function(d)
+      append_inputs(d)
+      npy(d .. "/kn.npy", "<f4", { 3, 2, HKV, D })
+    end, argv = run({}, "--k-new", "kn.npy", "--v-new", "vn.npy"),
+    msg = "^kn%.npy: batch 3 does not match the queries' batch 2$" },
+  { name = "--v-new with other new rows than --k-new", setup = function(d)
+      append_inputs(d)
+      npy(d .. "/vn.npy", "<f4", { B, 1, HKV, D })
+    end, argv = run({}, "--k-new", "kn.npy", "--v-new", "vn.npy"),
+    msg = "^vn%.npy: seq_new 1 does not match kn%.npy's seq_new 2$" },
+  { name = "--k-new past the cache's capacity", setup = function(d)
+      append_inputs(d)
+      npy(d .. "/s.npy", "<i4", { B }, i32(1, 4))
+      helper.write_file(d .. "/k2.npy", "before")
+    end, argv = run({}, "--k-new", "kn.npy", "--v-new", "vn.npy", "--k-out", "k2.npy", "--v-out", "v2.npy"),
+    msg = "^s%.npy: seqlens_k%[1%] = 4 and 2 new rows pass the cache's capacity of 5 keys$" },
+  { name = "--k-out over --q", setup = append_inputs,
+    argv = run({}, "--k-new", "kn.npy", "--v-new", "vn.npy", "--k-out", "q.npy"),
+    msg = "^%-%-k%-out: 'q%.npy' is the %-%-q input; not replacing an input$" },
+  { name = "-o over --k-new", setup = append_inputs,
+    argv = run({ no_output = true }, "--k-new", "kn.npy", "--v-new", "vn.npy", "-o", "kn.npy"),
+    msg = "^%-o: 'kn%.npy' is the %-%-k%-new input; not replacing an input$" },
+  { name = "--v-out over -o", setup = append_inputs,
+    argv = run({}, "--k-new", "kn.npy", "--v-new", "vn.npy", "--v-out", "o.npy"),
+    msg = "^%-%-v%-out: must differ from %-o$" },
+  { name = "--k-out over --v", setup = append_inputs,
+    argv = run({}, "--k-new", "kn.npy", "--v-new", "vn.npy", "--k-out", "v.npy"),
+    msg = "^%-%-k%-out: 'v%.npy' is the %-%-v input; not replacing an input$" },
+  { name = "--k-new for a linear config", setup = function(d)
+      linear_inputs(d)
+      npy(d .. "/kn.npy", "<f4", { B, 1, 2, 16 })
+    end,
+    argv = { "run", LINEAR, "--q", "q.npy", "--k", "k.npy", "--v", "v.npy", "--k-new", "kn.npy", "-o", "o.npy" },
+    msg = "^%-%-k%-new: the config 't_linear_state' has kind = \"linear\": appending new keys is for sdpa "
+      .. "configs$" },
+  { name = "--v-new for a shared_kv config", setup = function(d)
+      npy(d .. "/q.npy", "<f4", { 1, 2, 6, 40 })
+      npy(d .. "/k.npy", "<f4", { 1, 6, 2, 40 })
+      npy(d .. "/m.npy", "|b1", { 2, 6 })
+      npy(d .. "/kn.npy", "<f4", { 1, 2, 2, 40 })
+      npy(d .. "/vn.npy", "<f4", { 1, 2, 2, 24 })
+    end, argv = { "run", helper.root .. "/configs/test/t_shared_kv.lua", "--q", "q.npy", "--k", "k.npy", "--mask",
+      "m.npy", "--k-new", "kn.npy", "--v-new", "vn.npy", "-o", "o.npy" },
+    msg = "^%-%-v%-new: the config 't_shared_kv' has shared_kv %(the new rows are K's alone%), so it is not "
+      .. "accepted$" },
 
   -- options of the tools
   { name = "--threads 1.5", setup = inputs, argv = run({}, "--threads", "1.5"), msg = "^%-%-threads: .*'1%.5'" },

@@ -394,6 +394,75 @@ describe("cli #slow", function()
       end
     end)
 
+    it("--k-new, --v-new: appends to the cache as the reference does (RoPE; paged, pages of 3)", function()
+      for n, case in ipairs({ { config = "configs/test/t_rope.lua", lens = { "10", "17" }, lk = 20 },
+        { config = "configs/test/t_paged_p3.lua", lens = { "4", "13" }, lk = 18, pages = 14 } }) do
+        local cfg = assert(presets.load(case.config))
+        local d = folder("append" .. n)
+        local function rnd(name, seed, ...)
+          assert.equal(0, (npy("random", d .. "/" .. name .. ".npy", "f32", tostring(seed), ...)))
+          return d .. "/" .. name .. ".npy"
+        end
+        local base = { "run", case.config, "--q", rnd("q", 31, 2, 3, cfg.heads_q, cfg.head_dim),
+          "--seqlens-k", d .. "/s.npy" }
+        if case.pages then -- sequence b's keys on pages 7b + 1, 7b + 2, ... (6 pages of 3 each)
+          local bt = { "table", d .. "/bt.npy", "2" }
+          for b = 0, 1 do
+            for e = 0, 5 do bt[#bt + 1] = tostring(7 * b + e + 1) end
+          end
+          assert.equal(0, (npy(bt)))
+          base = cat(base, { "--block-table", d .. "/bt.npy", "--k", rnd("k", 32, case.pages, 3, cfg.heads_kv,
+            cfg.head_dim), "--v", rnd("v", 33, case.pages, 3, cfg.heads_kv, cfg.head_dim_v) })
+        else
+          base = cat(base, { "--k", rnd("k", 32, 2, case.lk, cfg.heads_kv, cfg.head_dim),
+            "--v", rnd("v", 33, 2, case.lk, cfg.heads_kv, cfg.head_dim_v) })
+        end
+        assert.equal(0, (npy("ints", d .. "/s.npy", case.lens[1], case.lens[2])))
+        local new = { "--k-new", rnd("kn", 34, 2, 3, cfg.heads_kv, cfg.head_dim),
+          "--v-new", rnd("vn", 35, 2, 3, cfg.heads_kv, cfg.head_dim_v) }
+        local code, _, err = attngen(cat(cat(base, new), { "--reference", "-o", d .. "/ref.npy",
+          "--k-out", d .. "/k_ref.npy", "--v-out", d .. "/v_ref.npy" }))
+        assert.equal(0, code, err)
+        code, _, err = attngen(cat(cat(base, new), { "-o", d .. "/o.npy", "--k-out", d .. "/k2.npy",
+          "--v-out", d .. "/v2.npy" }))
+        assert.equal(0, code, err)
+        compare(d .. "/o.npy", d .. "/ref.npy")
+        compare(d .. "/k2.npy", d .. "/k_ref.npy")
+        compare(d .. "/v2.npy", d .. "/v_ref.npy")
+        for _, isa in ipairs(ISAS) do -- each variant: the kernel's store, then that variant's attention
+          local o, k2 = d .. "/o_" .. isa .. ".npy", d .. "/k2_" .. isa .. ".npy"
+          code, _, err = attngen(cat(cat(base, new), { "--isa", isa, "-o", o, "--k-out", k2 }))
+          assert.equal(0, code, isa .. ": " .. err)
+          compare(o, d .. "/ref.npy")
+          assert.equal(helper.read_file(d .. "/k2.npy"), helper.read_file(k2), isa)
+        end
+        -- the new rows changed the cache (and the output): a run over the stored cache, the lengths
+        -- after the call, gives O again
+        assert.not_equal(helper.read_file(d .. "/k.npy"), helper.read_file(d .. "/k2.npy"))
+        local after = { "ints", d .. "/s2.npy", tostring(case.lens[1] + 3), tostring(case.lens[2] + 3) }
+        assert.equal(0, (npy(after)))
+        local again = {}
+        for i, a in ipairs(base) do
+          again[i] = a == d .. "/k.npy" and d .. "/k2.npy" or a == d .. "/v.npy" and d .. "/v2.npy"
+            or a == d .. "/s.npy" and d .. "/s2.npy" or a
+        end
+        code, _, err = attngen(cat(again, { "-o", d .. "/o2.npy" }))
+        assert.equal(0, code, err)
+        compare(d .. "/o2.npy", d .. "/o.npy")
+        code, _, err = attngen(cat(base, { "-o", d .. "/o_before.npy" }))
+        assert.equal(0, code, err)
+        assert.not_equal(0, (npy("compare", d .. "/o_before.npy", d .. "/o.npy")))
+        if n == 1 then -- --k-out may name --k: the cache updated in place
+          code, _, err = attngen(cat(cat(base, new), { "-o", d .. "/o3.npy", "--k-out", d .. "/k.npy",
+            "--v-out", d .. "/v.npy" }))
+          assert.equal(0, code, err)
+          assert.equal(helper.read_file(d .. "/k2.npy"), helper.read_file(d .. "/k.npy"))
+          assert.equal(helper.read_file(d .. "/v2.npy"), helper.read_file(d .. "/v.npy"))
+          fails(cat(base, { "--k-new", d .. "/kn.npy", "-o", d .. "/x.npy" }), "--v-new: required with --k-new")
+        end
+      end
+    end)
+
     it("runs a long cache in chunks (prefill_chunk) to the same bits of O, the LSE and the weights", function()
       local wconfig = "configs/test/t_weights_causal_gqa.lua" -- chunks of 32 keys
       local cfg = assert(presets.load(wconfig))
