@@ -2,7 +2,7 @@
  * attn_bench_peak.c - the machine's limits the bench reports a kernel
  * against (attn_bench.h): the f32 FMA peak of an ISA (independent FMA
  * chains in registers), the bf16 dot peak (chains of vdpbf16ps) and the
- * streaming read bandwidth, each on the bench's number of threads.
+ * streaming read bandwidth and the copy bandwidth (memcpy), each on the bench's number of threads.
  *
  * The probes are loops of one instruction, written with the ISA's
  * intrinsics here rather than rendered by the generator: a probe is not a
@@ -13,6 +13,7 @@
 #endif
 
 #include <stddef.h>
+#include <string.h>
 #include <time.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -243,6 +244,35 @@ double attn_bench_read_bandwidth(const float *buf, int threads)
 #endif
         dt = attn_bench_now() - t0;
         if (n * sizeof(float) / dt * 1e-9 > best) best = n * sizeof(float) / dt * 1e-9;
+    }
+    return best;
+}
+
+/* Copy bandwidth on `threads` threads, GB/s of bytes read plus written:
+   the best of five memcpy passes of COPY_BW_BYTES (each thread its own
+   contiguous share), the ceiling of a kernel that stores what it reads. */
+double attn_bench_copy_bandwidth(void *dst, const void *src, int threads)
+{
+    const size_t n = COPY_BW_BYTES;
+    double best = 0.0;
+    int rep;
+    for (rep = 0; rep < 5; rep++) {
+        const double t0 = attn_bench_now();
+        double dt;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(threads)
+        {
+            const size_t share = n / (size_t)omp_get_num_threads() / 64 * 64;
+            const size_t t = (size_t)omp_get_thread_num();
+            memcpy((char *)dst + t * share, (const char *)src + t * share, share);
+        }
+#else
+        (void)threads;
+        memcpy(dst, src, n);
+#endif
+        dt = attn_bench_now() - t0;
+        read_sink += ((volatile const char *)dst)[rep]; /* the copy is used */
+        if (2.0 * n / dt * 1e-9 > best) best = 2.0 * n / dt * 1e-9;
     }
     return best;
 }
