@@ -778,6 +778,23 @@ end
 -- otherwise land on one side only), each side counting with its best time,
 -- the median of the rounds' ratios shown beside it
 local OPTION_ROUNDS = quick and 2 or 3
+--- `n_rounds` alternating rounds of preset with sets `off`, then with `on`
+-- (the runs with it recorded): each side's best time (seconds) and the
+-- median of the rounds' ratios, on / off.
+local function alternate(what, n_rounds, preset, off, on, opts)
+  local off_best, on_best, ratios = math.huge, math.huge, {}
+  for n = 1, n_rounds do
+    progress(("%s, round %d"):format(what, n))
+    local t_off = result(bench(preset, off, opts), ISA).seconds
+    local r = bench(preset, on, opts)
+    record(("%s round=%d"):format(what, n), r)
+    local t_on = result(r, ISA).seconds
+    off_best, on_best = math.min(off_best, t_off), math.min(on_best, t_on)
+    ratios[n] = { ratio = t_on / t_off }
+  end
+  local _, median = best_median(ratios, "ratio")
+  return off_best, on_best, median
+end
 local OPTIONS = {
   { what = "entropy, causal prefill H=8 D=128 L=%d", on = "entropy=true", goal = 1.05, prefill = true },
   { what = "entropy, decode Llama-3-8B Lq=1 Lk=%d", on = "entropy=true", goal = 1.05 },
@@ -799,17 +816,7 @@ if wanted("options") then
     local opts = o.prefill and { ["seq-q"] = LO, threads = 1, isa = ISA, ["no-reference"] = true, ["no-blas"] = true }
       or { ["seq-q"] = 1, ["seq-k"] = LKO, threads = 1, isa = ISA, ["no-reference"] = true, ["no-blas"] = true }
     local what = o.what:format(o.prefill and LO or LKO)
-    local off_best, on_best, ratios = math.huge, math.huge, {}
-    for n = 1, OPTION_ROUNDS do
-      progress(("%s, round %d"):format(what, n))
-      local off = result(bench("llama3_8b", base, opts), ISA).seconds
-      local r = bench("llama3_8b", with(base, o.on), opts)
-      record(("%s round=%d"):format(what, n), r)
-      local on = result(r, ISA).seconds
-      off_best, on_best = math.min(off_best, off), math.min(on_best, on)
-      ratios[n] = { ratio = on / off }
-    end
-    local _, median = best_median(ratios, "ratio")
+    local off_best, on_best, median = alternate(what, OPTION_ROUNDS, "llama3_8b", base, with(base, o.on), opts)
     local ratio = on_best / off_best
     target(("%s: time / without (med. %.2f)"):format(what, median), ratio, ("<= %.2f"):format(o.goal),
       ratio <= o.goal)
@@ -844,17 +851,8 @@ if wanted("serving") then
   for _, c in ipairs(cases) do
     local opts = { threads = 1, isa = ISA, ["no-reference"] = true, ["no-blas"] = true }
     for k, v in pairs(c.opts) do opts[k] = v end
-    local off_best, on_best, ratios = math.huge, math.huge, {}
-    for n = 1, SERVING_ROUNDS do
-      progress(("%s, round %d"):format(c.what, n))
-      local off = result(bench("llama3_8b_f16kv", NO_ROPE, opts), ISA).seconds
-      local r = bench("llama3_8b_f16kv", with(NO_ROPE, ROPE), opts)
-      record(("%s round=%d"):format(c.what, n), r)
-      local on = result(r, ISA).seconds
-      off_best, on_best = math.min(off_best, off), math.min(on_best, on)
-      ratios[n] = { ratio = on / off }
-    end
-    local _, median = best_median(ratios, "ratio")
+    local off_best, on_best, median = alternate(c.what, SERVING_ROUNDS, "llama3_8b_f16kv", NO_ROPE,
+      with(NO_ROPE, ROPE), opts)
     local ratio = on_best / off_best
     serving.rope[#serving.rope + 1] = { what = c.what, off_ms = off_best * 1e3, on_ms = on_best * 1e3, ratio = ratio,
       median_ratio = median }
