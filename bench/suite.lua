@@ -28,7 +28,7 @@ local plots = require("plots")
 --- The suite's sections, in the order they run.
 local SECTIONS = { "prefill", "causal", "weights", "dropout", "backward", "window", "sparse", "threads", "odd", "avx2",
   "compile", "storage", "bf16", "mla", "linear", "classic", "decode", "threshold", "chunked", "paged", "short",
-  "multi", "options", "sweep" }
+  "multi", "options", "serving", "sweep" }
 
 local USAGE = "usage: bench/suite.lua [--quick] [--out DIR] [--only SECTION,...] [--replot]\n"
 local quick, out, replot, only = false, nil, false, nil
@@ -778,6 +778,23 @@ end
 -- otherwise land on one side only), each side counting with its best time,
 -- the median of the rounds' ratios shown beside it
 local OPTION_ROUNDS = quick and 2 or 3
+--- `n_rounds` alternating rounds of preset with sets `off`, then with `on`
+-- (the runs with it recorded): each side's best time (seconds) and the
+-- median of the rounds' ratios, on / off.
+local function alternate(what, n_rounds, preset, off, on, opts)
+  local off_best, on_best, ratios = math.huge, math.huge, {}
+  for n = 1, n_rounds do
+    progress(("%s, round %d"):format(what, n))
+    local t_off = result(bench(preset, off, opts), ISA).seconds
+    local r = bench(preset, on, opts)
+    record(("%s round=%d"):format(what, n), r)
+    local t_on = result(r, ISA).seconds
+    off_best, on_best = math.min(off_best, t_off), math.min(on_best, t_on)
+    ratios[n] = { ratio = t_on / t_off }
+  end
+  local _, median = best_median(ratios, "ratio")
+  return off_best, on_best, median
+end
 local OPTIONS = {
   { what = "entropy, causal prefill H=8 D=128 L=%d", on = "entropy=true", goal = 1.05, prefill = true },
   { what = "entropy, decode Llama-3-8B Lq=1 Lk=%d", on = "entropy=true", goal = 1.05 },
@@ -799,20 +816,47 @@ if wanted("options") then
     local opts = o.prefill and { ["seq-q"] = LO, threads = 1, isa = ISA, ["no-reference"] = true, ["no-blas"] = true }
       or { ["seq-q"] = 1, ["seq-k"] = LKO, threads = 1, isa = ISA, ["no-reference"] = true, ["no-blas"] = true }
     local what = o.what:format(o.prefill and LO or LKO)
-    local off_best, on_best, ratios = math.huge, math.huge, {}
-    for n = 1, OPTION_ROUNDS do
-      progress(("%s, round %d"):format(what, n))
-      local off = result(bench("llama3_8b", base, opts), ISA).seconds
-      local r = bench("llama3_8b", with(base, o.on), opts)
-      record(("%s round=%d"):format(what, n), r)
-      local on = result(r, ISA).seconds
-      off_best, on_best = math.min(off_best, off), math.min(on_best, on)
-      ratios[n] = { ratio = on / off }
-    end
-    local _, median = best_median(ratios, "ratio")
+    local off_best, on_best, median = alternate(what, OPTION_ROUNDS, "llama3_8b", base, with(base, o.on), opts)
     local ratio = on_best / off_best
     target(("%s: time / without (med. %.2f)"):format(what, median), ratio, ("<= %.2f"):format(o.goal),
       ratio <= o.goal)
+  end
+end
+
+-- 9c. serving: the store of new rows into a paged cache against the copy
+-- bandwidth its run measures, and RoPE fused into the kernels against the
+-- same config without rope, in alternating rounds as in 9b (a config
+-- without rope of Llama-3-8B's shape: llama3_8b_f16kv with f32 storage;
+-- with it: the same plus the llama3_8b preset's rope)
+local SERVING_ROUNDS = quick and 2 or 3
+local ROPE = 'rope={style="neox",theta=500000}'
+local NO_ROPE = { 'dtype="f32"' }
+local serving = { rope = {} } -- append: the better append run; rope: the RoPE rows
+if wanted("serving") then
+  local append_best
+  for n = 1, 2 do
+    progress(("append 4096 rows, paged f16 cache, run %d"):format(n))
+    local r = bench("llama3_8b_f16kv", {}, { append = 4096, paged = 16 })
+    record(("append 4096 rows paged f16 run=%d"):format(n), r)
+    if not append_best or r.of_copy > append_best.of_copy then append_best = r end
+  end
+  serving.append = append_best
+  target("append 4096 rows, paged f16 cache Llama-3-8B P=16: moved / copy BW", append_best.of_copy,
+    ">= 0.60", append_best.of_copy >= 0.60)
+  local LR, LKR = quick and 1024 or 4096, quick and 8192 or 32768
+  local cases = {
+    { what = ("RoPE, causal prefill Llama-3-8B L=%d"):format(LR), opts = { ["seq-q"] = LR } },
+    { what = ("RoPE, decode Llama-3-8B Lq=1 Lk=%d"):format(LKR), opts = { ["seq-q"] = 1, ["seq-k"] = LKR } },
+  }
+  for _, c in ipairs(cases) do
+    local opts = { threads = 1, isa = ISA, ["no-reference"] = true, ["no-blas"] = true }
+    for k, v in pairs(c.opts) do opts[k] = v end
+    local off_best, on_best, median = alternate(c.what, SERVING_ROUNDS, "llama3_8b_f16kv", NO_ROPE,
+      with(NO_ROPE, ROPE), opts)
+    local ratio = on_best / off_best
+    serving.rope[#serving.rope + 1] = { what = c.what, off_ms = off_best * 1e3, on_ms = on_best * 1e3, ratio = ratio,
+      median_ratio = median }
+    target(("%s: time / without (med. %.2f)"):format(c.what, median), ratio, "<= 1.03", ratio <= 1.03)
   end
 end
 
@@ -838,7 +882,7 @@ if tty then io.write("\r\27[K") end
 local suite_peak = 0
 for _, run in ipairs(runs) do
   if run.data.threads == 1 then
-    for _, x in ipairs(run.data.results) do
+    for _, x in ipairs(run.data.results or {}) do -- (append runs have no results)
       if x.impl == ISA and x.peak_gflops > suite_peak then suite_peak = x.peak_gflops end
     end
   end
@@ -964,6 +1008,19 @@ if #chunked > 0 then
     end
   end
 end
+if serving.append then
+  local a = serving.append
+  print()
+  print(("serving, Llama-3-8B, 1 thread (append: the best of 2 runs; RoPE: each side's best of %d alternating"
+    .. " rounds)"):format(SERVING_ROUNDS))
+  print(("append %d rows into a paged f16 cache (P=%d): %.3f ms, %.2f GB/s written, %.2f GB/s moved (read plus"
+    .. " written), copy BW %.2f GB/s: %.0f%%"):format(a.append_rows, a.page, a.seconds * 1e3, a.written_gbs,
+    a.moved_gbs, a.copy_gbs, 100 * a.of_copy))
+  print(("%-44s %12s %12s %8s %8s"):format("RoPE", "without (ms)", "with (ms)", "ratio", "median"))
+  for _, x in ipairs(serving.rope) do
+    print(("%-44s %12.3f %12.3f %8.3f %8.3f"):format(x.what, x.off_ms, x.on_ms, x.ratio, x.median_ratio))
+  end
+end
 if #multi > 0 then
   print()
   print(("multi-token decode, Llama-3-8B, 1 thread, %s (roofline: max(K/V bytes / read BW, FLOPs / FMA peak))")
@@ -979,7 +1036,8 @@ end
 util.makepath(out)
 util.write_atomic(out .. "/results.json", json.encode({ quick = quick, isa = ISA, runs = runs, targets = rows,
   decode = decode_rows, decode_rounds = rounds, decode_threshold = crossover, short_prompts = short_prompts,
-  chunked_prefill = chunked, multi_token_decode = multi, sections = only and util.sorted_keys(only) or nil },
+  chunked_prefill = chunked, multi_token_decode = multi, serving = serving,
+  sections = only and util.sorted_keys(only) or nil },
   { indent = true }) .. "\n")
 if partial then partial:close(); os.remove(partial_path) end
 if #lengths > 0 then

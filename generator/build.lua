@@ -359,6 +359,8 @@ function build_tools(cfg, files, plan, cid, cache, entry)
     local eobj = tmp .. "/entry.o"
     -- (and a backward pass's, -DATTN_ENTRY_BWD_KERNEL, for kernels with one)
     local bwd_def = plan.backward and (" -DATTN_ENTRY_BWD_KERNEL=" .. q(plan.bwd_kernel)) or ""
+    -- (and an sdpa kernel's store of new rows, -DATTN_ENTRY_APPEND, for the bench's --append)
+    if plan.append_entry then bwd_def = bwd_def .. " -DATTN_ENTRY_APPEND=" .. q(plan.append_entry) end
     local jobs = { { cmd = ("%s -DATTN_ENTRY_KERNEL=%s%s -c %s -o %s"):format(common, q(plan.kernel), bwd_def,
       q(rt .. "/tools/attn_entry.c"), q(eobj)), obj = eobj } }
     local objs = { q(eobj) }

@@ -208,9 +208,32 @@ void attn_bf16_to_f32_array(const uint16_t *src, float *dst, size_t n)
         dst[i] = attn_bf16_to_f32(src[i]);
 }
 
+#ifdef ATTN_X86_CPUID
+#include <immintrin.h>
+/* Eight values at a time with F16C's vcvtps2ph (round to nearest even,
+   imm8 0: the same results as attn_f32_to_f16, NaN payloads included);
+   the tail through attn_f32_to_f16.  Every CPU with the AVX2 variant has
+   F16C (detect_x86).  It makes storing into an f16 cache (appending)
+   memory-bound instead of bound by the scalar conversion's branches. */
+__attribute__((target("avx,f16c"))) static void f32_to_f16_f16c(const float *src, uint16_t *dst, size_t n)
+{
+    size_t i;
+    for (i = 0; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(void *)(dst + i), _mm256_cvtps_ph(_mm256_loadu_ps(src + i), 0));
+    for (; i < n; i++)
+        dst[i] = attn_f32_to_f16(src[i]);
+}
+#endif
+
 void attn_f32_to_f16_array(const float *src, uint16_t *dst, size_t n)
 {
     size_t i;
+#ifdef ATTN_X86_CPUID
+    if (n >= 8 && attn_isa_supported(ATTN_ISA_AVX2)) {
+        f32_to_f16_f16c(src, dst, n);
+        return;
+    }
+#endif
     for (i = 0; i < n; i++)
         dst[i] = attn_f32_to_f16(src[i]);
 }

@@ -1,6 +1,7 @@
 --- attngen bench CONFIG: time the kernel of every ISA this CPU runs against
 -- the naive reference and an unfused OpenBLAS baseline (additive and luong
--- configs too: their decoder-step shapes and tanh loop rate, in the tool).
+-- configs too: their decoder-step shapes and tanh loop rate, in the tool;
+-- sdpa configs with --append: the store of new rows alone).
 local tool = require("commands.tool")
 
 local M = {}
@@ -18,6 +19,9 @@ function M.add_to_parser(parser)
   c:option("--paged", "Sdpa configs: K and V in pools of pages of P keys through a shuffled block table "
     .. "(the config with paged = {page = P}; order HND with --kv-layout bhsd, else NHD).")
     :argname("P")
+  c:option("--append", "Sdpa configs: time attn_<name>_append alone, N new rows a sequence stored into a cache "
+    .. "of --seq-k keys (default N; contiguous, or paged with --paged), against the copy bandwidth.")
+    :argname("N")
   c:flag("--json", "Print JSON instead of a table.")
   c:flag("--no-reference", "Do not time the naive reference.")
   c:flag("--no-blas", "Do not time the unfused OpenBLAS baseline.")
@@ -38,8 +42,15 @@ function M.run(args)
     set[#set + 1] = ('paged={page=%d,order="%s"}'):format(p, args.kv_layout == "bhsd" and "HND" or "NHD")
     args.set = set
   end
+  if args.append then
+    local n = tonumber(args.append)
+    if not n or n ~= math.floor(n) or n < 1 or n > 2 ^ 24 then
+      return nil, ("--append: expected an integer in 1..16777216 (new rows a sequence), got '%s'"):format(args.append)
+    end
+  end
   local argv = { "--batch", tostring(args.batch), "--seq-q", tostring(args.seq_q),
-    "--seq-k", tostring(args.seq_k or args.seq_q), "--threads", tostring(args.threads) }
+    "--seq-k", tostring(args.seq_k or args.append or args.seq_q), "--threads", tostring(args.threads) }
+  tool.pass(argv, "--append", args.append)
   tool.pass(argv, "--isa", args.isa)
   tool.pass(argv, "--kv-layout", args.kv_layout)
   tool.pass(argv, "--json", args.json)

@@ -621,6 +621,7 @@ function M.plan(cfg, opts)
   p.tile_flops = 2 * p.tile.q * p.tile.kv * (p.D + p.Dv)
   p.spec_fields = M.spec_fields(p)
   plan_backward(p, cfg)
+  p.append_entry = naming.build(p.name, "append") -- lib/append's store alone (the bench's --append)
   return p
 end
 

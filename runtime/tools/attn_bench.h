@@ -2,7 +2,7 @@
  * attn_bench.h - the parts of `attngen bench` (docs/architecture.md,
  * "Runtime and tools"): attn_bench_main.c (options, inputs, timing,
  * report), attn_bench_peak.c (the machine's FMA and bf16 dot peaks and its
- * read bandwidth) and attn_bench_blas.c (the unfused OpenBLAS baselines,
+ * read and copy bandwidths) and attn_bench_blas.c (the unfused OpenBLAS baselines,
  * linked only where OpenBLAS is: ATTN_HAVE_OPENBLAS).
  */
 #ifndef ATTN_BENCH_H
@@ -31,6 +31,15 @@ double attn_bench_bf16_dot_peak(int threads);
 /* Streaming read bandwidth on `threads` threads, GB/s, over buf
    (READ_BW_FLOATS floats). */
 double attn_bench_read_bandwidth(const float *buf, int threads);
+
+/* The copy bandwidth's buffers: two of 256 MiB, far larger than the
+   last-level caches. */
+#define COPY_BW_BYTES ((size_t)1 << 28)
+
+/* Copy bandwidth on `threads` threads, GB/s of bytes moved (read plus
+   written): the best of five memcpy passes of COPY_BW_BYTES from src to
+   dst, each thread copying its own contiguous share. */
+double attn_bench_copy_bandwidth(void *dst, const void *src, int threads);
 
 #ifdef ATTN_HAVE_OPENBLAS
 /* Whether the sdpa baseline models the spec's masks. */

@@ -30,6 +30,11 @@
  * context) and the reference; for tanh scores, each variant's tanh loop
  * rate on a shape where the tanh terms dominate, against the FMA peak
  * (TANH_FMAS_PER_TERM).
+ * With --append N (sdpa configs) it times attn_<name>_append alone instead:
+ * N new rows a sequence (random, in Q's storage type) stored into a cache of
+ * --seq-k keys (default N) that holds seq_k - N keys already, contiguous or
+ * paged, reporting the bytes written and read per second against the copy
+ * bandwidth (memcpy of 256 MiB) it measures before and after.
  * A time is the best of repeated runs after a warm-up.
  * Exit codes: 0, 1 when a kernel fails, 2 on usage errors.
  */
@@ -60,11 +65,13 @@
 
 extern const attn_kernel *const attn_entry_kernel;
 extern const attn_bwd_kernel *const attn_entry_bwd_kernel; /* NULL: the config has no backward pass */
+extern attn_status (*const attn_entry_append)(const attn_args *); /* NULL: not an sdpa kernel */
 
 static const char usage[] =
     "usage: attn_bench [--batch B] [--seq-q N] [--seq-k N] [--threads N] [--isa NAME] [--json]\n"
     "                  [--kv-layout bshd|bhsd] [--no-reference] [--no-blas] [--blas-core NAME|keep]\n"
-    "                  [--precomputed-u | --no-precomputed-u] [--no-tanh-rate]   (additive, luong)\n";
+    "                  [--precomputed-u | --no-precomputed-u] [--no-tanh-rate]   (additive, luong)\n"
+    "                  [--append N]   (sdpa: time the store of N new rows a sequence alone)\n";
 
 /* The reference is skipped above this many visible-score multiply-adds (it
    runs at about 1-2 GFLOP/s). */
@@ -167,6 +174,7 @@ typedef struct {
     int json, no_ref, no_blas, head_major;
     int u_mode;  /* additive: --precomputed-u 1, --no-precomputed-u 0, neither -1 (precomputed) */
     int no_tanh; /* additive, luong concat: --no-tanh-rate */
+    long append; /* sdpa: --append N, the new rows a sequence of the append timed alone; 0: none */
 } bench_options;
 
 /* The tensors of the run: Q, K, V as f32 (the baselines' inputs) and in
@@ -203,7 +211,8 @@ static int parse_options(int argc, char **argv, bench_options *opt)
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
         long *dst = !strcmp(a, "--batch") ? &opt->batch : !strcmp(a, "--seq-q") ? &opt->seq_q
-                  : !strcmp(a, "--seq-k") ? &opt->seq_k : !strcmp(a, "--threads") ? &opt->threads : NULL;
+                  : !strcmp(a, "--seq-k") ? &opt->seq_k : !strcmp(a, "--threads") ? &opt->threads
+                  : !strcmp(a, "--append") ? &opt->append : NULL;
         if (dst) {
             if (!val || parse_long(val, dst == &opt->threads ? 0 : 1, 1L << 24, dst)) {
                 fprintf(stderr, "attngen: bench: %s needs an integer in range\n", a);
@@ -233,7 +242,12 @@ static int parse_options(int argc, char **argv, bench_options *opt)
             return 2;
         }
     }
-    if (opt->seq_k < 0) opt->seq_k = opt->seq_q;
+    if (opt->seq_k < 0) opt->seq_k = opt->append > 0 ? opt->append : opt->seq_q;
+    if (opt->append > opt->seq_k) {
+        fprintf(stderr, "attngen: bench: --append %ld: more new rows than the cache holds (--seq-k %ld)\n",
+                opt->append, opt->seq_k);
+        return 2;
+    }
 #ifdef _OPENMP
     if (opt->threads == 0) opt->threads = omp_get_max_threads();
 #else
@@ -974,6 +988,7 @@ static int bench_classic(const attn_kernel *kern, const bench_options *opt)
 /* The bench of the kernels that take attn_args (sdpa, linear attention);
    the exit code. */
 static int bench_backward(const attn_kernel *kern, const bench_options *opt, const attn_args *args, double fwd_flops);
+static int bench_append(const attn_kernel *kern, const bench_options *opt);
 
 static int bench_qkv(const attn_kernel *kern, const bench_options *options)
 {
@@ -992,6 +1007,7 @@ static int bench_qkv(const attn_kernel *kern, const bench_options *options)
                                                       : "--no-tanh-rate", spec->name, attn_family_name(spec->family));
         return 2;
     }
+    if (opt.append > 0) return bench_append(kern, &opt);
     if (make_inputs(&opt, spec, &args, &base_args, &buf) != 0) {
         fprintf(stderr, "attngen: bench: out of memory for this shape\n");
         return 2;
@@ -1126,6 +1142,132 @@ done:
     return failed;
 }
 
+/* ---- appending (sdpa configs, --append N) -------------------------------- */
+
+static const attn_args *current_append_args;
+static attn_status call_append(const void *ctx)
+{
+    (void)ctx;
+    return attn_entry_append(current_append_args);
+}
+
+/* The copy bandwidth, GB/s moved (0: no memory for its buffers). */
+static double copy_bandwidth(char *dst, char *src, int threads)
+{
+    if (!dst || !src) return 0.0;
+    return attn_bench_copy_bandwidth(dst, src, threads);
+}
+
+/* Times attn_<name>_append of opt->append new rows a sequence into the
+   cache of make_inputs (contiguous, or its shuffled pages), whose
+   sequences hold seq_k - append keys already: every run stores the same
+   rows at the same positions, as a step of a serving loop stores its
+   sequences' new rows.  Reports the cache bytes written and the new rows'
+   bytes read per second against the copy bandwidth, measured before and
+   after (the better).  The exit code. */
+static int bench_append(const attn_kernel *kern, const bench_options *opt)
+{
+    const attn_spec *spec = &kern->spec;
+    const int has_v = !spec->shared_kv;
+    const size_t nk = (size_t)(opt->batch * opt->append) * (size_t)spec->heads_kv * (size_t)spec->head_dim;
+    const size_t nv = (size_t)(opt->batch * opt->append) * (size_t)spec->heads_kv * (size_t)spec->head_dim_v;
+    const double values = (double)nk + (has_v ? (double)nv : 0.0);
+    const double written = values * (double)attn_dtype_size(spec->dtype_kv) / (double)attn_dtype_values(spec->dtype_kv);
+    const double read = values * (double)attn_dtype_size(spec->dtype_q);
+    bench_buffers buf;
+    attn_args args, base_args;
+    float *kn32 = NULL, *vn32 = NULL;
+    void *kn = NULL, *vn = NULL;
+    int32_t *seqlens = NULL;
+    char *cdst = NULL, *csrc = NULL;
+    double copy_bw = 0.0, again;
+    timing row;
+    attn_status st;
+    long b;
+    int code = 0;
+
+    if (attn_entry_append == NULL) { /* (main turned away the other kinds) */
+        fprintf(stderr, "attngen: bench: --append: the tool was built without the config's append entry\n");
+        return 2;
+    }
+    if (opt->isa || opt->head_major) {
+        fprintf(stderr, "attngen: bench: --append: %s does not apply (the store is one scalar entry point, "
+                        "into a bshd or paged cache)\n", opt->isa ? "--isa" : "--kv-layout bhsd");
+        return 2;
+    }
+    kn32 = attn_tool_random_floats(nk, 11);
+    vn32 = has_v ? attn_tool_random_floats(nv, 12) : NULL;
+    kn = kn32 ? attn_tool_stored(spec->dtype_q, kn32, nk) : NULL;
+    vn = vn32 ? attn_tool_stored(spec->dtype_q, vn32, nv) : NULL;
+    seqlens = (int32_t *)malloc(sizeof(int32_t) * (size_t)opt->batch);
+    if (make_inputs(opt, spec, &args, &base_args, &buf) != 0 || !kn || (has_v && !vn) || !seqlens) {
+        fprintf(stderr, "attngen: bench: out of memory for this shape\n");
+        code = 2;
+        goto done;
+    }
+    for (b = 0; b < opt->batch; b++) seqlens[b] = (int32_t)(opt->seq_k - opt->append);
+    args.seqlens_k = seqlens;
+    args.k_new = kn;
+    args.v_new = vn;
+    args.seq_new = opt->append;
+    args.kn_stride[0] = opt->append * spec->heads_kv * spec->head_dim;
+    args.kn_stride[1] = spec->heads_kv * spec->head_dim;
+    args.kn_stride[2] = spec->head_dim;
+    args.vn_stride[0] = opt->append * spec->heads_kv * spec->head_dim_v;
+    args.vn_stride[1] = spec->heads_kv * spec->head_dim_v;
+    args.vn_stride[2] = spec->head_dim_v;
+    current_append_args = &args;
+
+    cdst = (char *)malloc(COPY_BW_BYTES);
+    csrc = (char *)malloc(COPY_BW_BYTES);
+    if (csrc) memset(csrc, 1, COPY_BW_BYTES); /* faulted in; dst by the first pass */
+    copy_bw = copy_bandwidth(cdst, csrc, (int)opt->threads);
+    st = best_time(call_append, NULL, &row);
+    if (st != ATTN_OK) {
+        fprintf(stderr, "attngen: bench: %s_append failed: %s\n", spec->name, attn_status_string(st));
+        code = 1;
+        goto done;
+    }
+    again = copy_bandwidth(cdst, csrc, (int)opt->threads); /* the better of before and after, as the read BW */
+    if (again > copy_bw) copy_bw = again;
+    if (opt->json)
+        printf("{\"config\": \"%s\", \"direction\": \"append\", \"batch\": %ld, \"seq_k\": %ld, "
+               "\"append_rows\": %ld, \"page\": %d, \"heads_kv\": %d, \"head_dim\": %d, \"head_dim_v\": %d, "
+               "\"threads\": %ld, \"bytes_written\": %.0f, \"bytes_read\": %.0f, \"seconds\": %.6g, "
+               "\"written_gbs\": %.5g, \"moved_gbs\": %.5g, \"copy_gbs\": %.5g, \"of_copy\": %.4g, "
+               "\"runs\": %d}\n",
+               spec->name, opt->batch, opt->seq_k, opt->append, (int)spec->page, spec->heads_kv, spec->head_dim,
+               spec->head_dim_v, opt->threads, written, read, row.seconds, written / row.seconds * 1e-9,
+               (written + read) / row.seconds * 1e-9, copy_bw,
+               copy_bw > 0 ? (written + read) / row.seconds * 1e-9 / copy_bw : 0.0, row.runs);
+    else {
+        printf("%s: append %ld rows a sequence, B=%ld, into a cache of Lk=%ld (%s%d), Hkv=%d D=%d Dv=%d, %s -> %s\n",
+               spec->name, opt->append, opt->batch, opt->seq_k, spec->page > 0 ? "paged, P=" : "contiguous",
+               (int)spec->page, spec->heads_kv, spec->head_dim, spec->head_dim_v, attn_dtype_name(spec->dtype_q),
+               attn_dtype_name(spec->dtype_kv));
+        printf("  %12s %14s %12s %14s %12s\n", "time (ms)", "written GB/s", "read GB/s", "moved GB/s", "of copy BW");
+        printf("  %12.3f %14.2f %12.2f %14.2f ", row.seconds * 1e3, written / row.seconds * 1e-9,
+               read / row.seconds * 1e-9, (written + read) / row.seconds * 1e-9);
+        if (copy_bw > 0)
+            printf("%5.1f%% of %4.1f\n", 100.0 * (written + read) / row.seconds * 1e-9 / copy_bw, copy_bw);
+        else
+            printf("%12s\n", "-");
+        printf("  (%.1f MB written, %.1f MB read a call; moved: both; copy BW: memcpy of %d MiB, bytes read plus\n"
+               "   written, the best of five passes on %ld thread%s, before and after the appends)\n",
+               written * 1e-6, read * 1e-6, (int)(COPY_BW_BYTES >> 20), opt->threads, opt->threads == 1 ? "" : "s");
+    }
+done:
+    free_buffers(&buf);
+    attn_tool_free_stored(kn, kn32);
+    attn_tool_free_stored(vn, vn32);
+    free(kn32);
+    free(vn32);
+    free(seqlens);
+    free(cdst);
+    free(csrc);
+    return code;
+}
+
 /* The bench of each family, by attn_family (a new direction, or a family
    with its own args struct, is one more entry). */
 static int (*const bench_family[ATTN_FAMILY_COUNT])(const attn_kernel *, const bench_options *) = {
@@ -1147,6 +1289,11 @@ int main(int argc, char **argv)
         return 2;
     if ((int)kern->spec.family < 0 || kern->spec.family >= ATTN_FAMILY_COUNT || !bench_family[kern->spec.family]) {
         fprintf(stderr, "attngen: bench: the config '%s' has a kind this bench does not know\n", kern->spec.name);
+        return 2;
+    }
+    if (opt.append > 0 && kern->spec.family != ATTN_FAMILY_SDPA) {
+        fprintf(stderr, "attngen: bench: --append: the config '%s' has kind = \"%s\"; appending is for sdpa "
+                        "configs\n", kern->spec.name, attn_family_name(kern->spec.family));
         return 2;
     }
     return bench_family[kern->spec.family](kern, &opt);

@@ -2,7 +2,7 @@
  * attn_bench_peak.c - the machine's limits the bench reports a kernel
  * against (attn_bench.h): the f32 FMA peak of an ISA (independent FMA
  * chains in registers), the bf16 dot peak (chains of vdpbf16ps) and the
- * streaming read bandwidth, each on the bench's number of threads.
+ * streaming read bandwidth and the copy bandwidth (memcpy), each on the bench's number of threads.
  *
  * The probes are loops of one instruction, written with the ISA's
  * intrinsics here rather than rendered by the generator: a probe is not a
@@ -13,6 +13,7 @@
 #endif
 
 #include <stddef.h>
+#include <string.h>
 #include <time.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -217,12 +218,15 @@ static float read_sum(const float *p, size_t n)
     return (a0 + a1) + (a2 + a3);
 }
 
-/* Streaming read bandwidth on `threads` threads, GB/s: the best of five
-   passes over buf, READ_BW_FLOATS floats (each thread reads its own
-   contiguous share, as the decode kernels read their KV splits). */
-double attn_bench_read_bandwidth(const float *buf, int threads)
+/* One pass of a bandwidth probe: thread t's share of the buffers (units
+   of the probe's own). */
+typedef void (*bw_pass)(const void *ctx, size_t t, size_t share);
+
+/* The best rate of five passes over n units on `threads` threads (each
+   thread its own contiguous share, a multiple of 64 units), GB/s counting
+   `bytes` a pass. */
+static double best_pass_rate(bw_pass pass, const void *ctx, size_t n, double bytes, int threads)
 {
-    const size_t n = READ_BW_FLOATS;
     double best = 0.0;
     int rep;
     for (rep = 0; rep < 5; rep++) {
@@ -230,19 +234,56 @@ double attn_bench_read_bandwidth(const float *buf, int threads)
         double dt;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads)
-        {
-            const size_t share = n / (size_t)omp_get_num_threads() / 64 * 64;
-            const size_t t = (size_t)omp_get_thread_num();
-            const float x = read_sum(buf + t * share, share);
-#pragma omp critical
-            read_sink += x;
-        }
+        pass(ctx, (size_t)omp_get_thread_num(), n / (size_t)omp_get_num_threads() / 64 * 64);
 #else
         (void)threads;
-        read_sink += read_sum(buf, n);
+        pass(ctx, 0, n);
 #endif
         dt = attn_bench_now() - t0;
-        if (n * sizeof(float) / dt * 1e-9 > best) best = n * sizeof(float) / dt * 1e-9;
+        if (bytes / dt * 1e-9 > best) best = bytes / dt * 1e-9;
     }
     return best;
+}
+
+static void read_pass(const void *ctx, size_t t, size_t share)
+{
+    const float x = read_sum((const float *)ctx + t * share, share);
+#ifdef _OPENMP
+#pragma omp critical
+#endif
+    read_sink += x;
+}
+
+/* Streaming read bandwidth on `threads` threads, GB/s: the best of five
+   passes over buf, READ_BW_FLOATS floats (each thread reads its own
+   contiguous share, as the decode kernels read their KV splits). */
+double attn_bench_read_bandwidth(const float *buf, int threads)
+{
+    return best_pass_rate(read_pass, buf, READ_BW_FLOATS, (double)READ_BW_FLOATS * sizeof(float), threads);
+}
+
+/* The buffers of a copy pass. */
+typedef struct {
+    char *dst;
+    const char *src;
+} copy_buffers;
+
+static void copy_pass(const void *ctx, size_t t, size_t share)
+{
+    const copy_buffers *c = (const copy_buffers *)ctx;
+    memcpy(c->dst + t * share, c->src + t * share, share);
+}
+
+/* Copy bandwidth on `threads` threads, GB/s of bytes read plus written:
+   the best of five memcpy passes of COPY_BW_BYTES (each thread its own
+   contiguous share), the ceiling of a kernel that stores what it reads. */
+double attn_bench_copy_bandwidth(void *dst, const void *src, int threads)
+{
+    copy_buffers c;
+    double bw;
+    c.dst = (char *)dst;
+    c.src = (const char *)src;
+    bw = best_pass_rate(copy_pass, &c, COPY_BW_BYTES, 2.0 * (double)COPY_BW_BYTES, threads);
+    read_sink += (float)((volatile const char *)dst)[0]; /* the copy is used */
+    return bw;
 }

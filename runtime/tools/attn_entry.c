@@ -28,3 +28,13 @@ const attn_bwd_kernel *const attn_entry_bwd_kernel = &ATTN_ENTRY_BWD_KERNEL;
 #else
 const attn_bwd_kernel *const attn_entry_bwd_kernel = 0;
 #endif
+
+/* The store of new K / V rows alone, of sdpa kernels (the bench's --append):
+   -DATTN_ENTRY_APPEND=attn_<name>_append; NULL without it. */
+extern attn_status (*const attn_entry_append)(const attn_args *);
+#ifdef ATTN_ENTRY_APPEND
+extern attn_status ATTN_ENTRY_APPEND(const attn_args *);
+attn_status (*const attn_entry_append)(const attn_args *) = ATTN_ENTRY_APPEND;
+#else
+attn_status (*const attn_entry_append)(const attn_args *) = 0;
+#endif

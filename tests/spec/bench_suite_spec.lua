@@ -21,6 +21,8 @@ describe("bench suite command line", function()
   local CASES = {
     { "an unknown section", { "--only", "prefill,nonsense" }, 'unknown section "nonsense" %(sections: prefill,' },
     { "--only without sections", { "--only" }, "^usage: " },
+    { "an unknown section, listing the serving one", { "--only", "serve" },
+      'unknown section "serve" %(sections: .*,options,serving,sweep%)' },
     { "an unknown option", { "--fast" }, "^usage: " },
     { "--out without a folder", { "--out" }, "^usage: " },
   }

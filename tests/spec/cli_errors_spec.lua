@@ -592,6 +592,12 @@ local CASES = {
     msg = "%-%-seq%-q" },
   { name = "bench --kv-layout bhld",
     argv = { "bench", EVERYTHING, "--kv-layout", "bhld", "--no-blas", "--no-reference" }, msg = "%-%-kv%-layout" },
+  { name = "bench --append 0", argv = { "bench", EVERYTHING, "--append", "0" },
+    msg = "^%-%-append: expected an integer in 1%.%.16777216 %(new rows a sequence%), got '0'$" },
+  { name = "bench --append past the cache", argv = { "bench", EVERYTHING, "--append", "9", "--seq-k", "8" },
+    msg = "^bench: %-%-append 9: more new rows than the cache holds %(%-%-seq%-k 8%)$" },
+  { name = "bench --append for an additive config", argv = { "bench", ADDITIVE, "--append", "4" },
+    msg = "^bench: %-%-append: the config 't_additive' has kind = \"additive\"; appending is for sdpa configs$" },
 }
 
 describe("cli errors #slow", function()
