@@ -639,7 +639,7 @@ int ukt_pv(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int dv, int
 /* ---- dot: s0[r] = q_r . k0, s1[r] = q_r . k1, k0 and k1 in dt ----------- */
 
 /* the widest head dim the dot testers take (the schema's) */
-#define UKT_MAX_D 512
+#define UKT_MAX_D 1024 /* shared_kv head dims go up to 1024 */
 
 /* A dot kernel's row r: s0 and s1 against q . k0 and q . k1 in double, q the
    row's d values as the kernel multiplies them (a mismatch line where they
