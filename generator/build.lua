@@ -485,8 +485,10 @@ function M.ensure_mask_tool(plan)
   local sources = { rt .. "/attn_runtime.c", rt .. "/attn_reference.c", rt .. "/tools/attn_mask_main.c" }
   local headers = { rt .. "/attn_runtime.h", rt .. "/attn_cpu_profiles.h", rt .. "/attn_reference.h" }
   local lines = { '#include "attn_runtime.h"', "const attn_spec attn_mask_spec = {" }
-  for i, fld in ipairs(plan.spec_fields) do
-    lines[#lines + 1] = ("    .%s = %s%s"):format(fld[1], fld[2], i < #plan.spec_fields and "," or "")
+  for _, fld in ipairs(plan.spec_fields) do
+    -- RoPE's table of frequencies lives in the kernel's file, which the mask tool does not build:
+    -- the visibility rules it draws do not read it
+    if fld[1] ~= "rope_inv_freq" then lines[#lines + 1] = ("    .%s = %s,"):format(fld[1], fld[2]) end
   end
   lines[#lines + 1] = "};"
   local spec_text = table.concat(lines, "\n") .. "\n"
