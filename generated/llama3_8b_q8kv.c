@@ -11650,9 +11650,9 @@ static void attn_llama3_8b_q8kv_append_store(const attn_args *args)
                 const float *vn = (const float *)args->v_new + b * args->vn_stride[0] + t * args->vn_stride[1] +
                                  hk * args->vn_stride[2];
                 attn_dtype_to_f32_array(ATTN_DTYPE_F32, kn, row, D);
-                (void)attn_quantize_q8_0(row, attn_llama3_8b_q8kv_k_row_mut(&kv, hk, j), D); /* whole blocks: D is a multiple of 32 */
+                attn_f32_to_dtype_array(ATTN_DTYPE_Q8_0, row, attn_llama3_8b_q8kv_k_row_mut(&kv, hk, j), D);
                 attn_dtype_to_f32_array(ATTN_DTYPE_F32, vn, row, DV);
-                (void)attn_quantize_q8_0(row, attn_llama3_8b_q8kv_v_row_mut(&kv, hk, j), DV); /* whole blocks: DV is a multiple of 32 */
+                attn_f32_to_dtype_array(ATTN_DTYPE_Q8_0, row, attn_llama3_8b_q8kv_v_row_mut(&kv, hk, j), DV);
             }
         }
     }

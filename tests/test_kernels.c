@@ -1715,21 +1715,6 @@ static void rope_row_want(const attn_spec *s, const attn_args *a, int64_t pos, f
     }
 }
 
-/* n f32 values stored as dtype at dst (a block type: quantized). */
-static void store_values(attn_dtype dt, const float *x, void *dst, int64_t n)
-{
-    if (dt == ATTN_DTYPE_Q8_0) attn_quantize_q8_0(x, dst, n);
-    else if (dt == ATTN_DTYPE_Q4_0) attn_quantize_q4_0(x, dst, n);
-    else attn_f32_to_dtype_array(dt, x, dst, (size_t)n);
-}
-
-static void load_values(attn_dtype dt, const void *src, float *x, int64_t n)
-{
-    if (dt == ATTN_DTYPE_Q8_0) attn_dequantize_q8_0(src, x, n);
-    else if (dt == ATTN_DTYPE_Q4_0) attn_dequantize_q4_0(src, x, n);
-    else attn_dtype_to_f32_array(dt, src, x, (size_t)n);
-}
-
 static float rnd_unit(uint64_t *x)
 {
     *x = *x * 6364136223846793005ull + 1442695040888963407ull;
@@ -1754,9 +1739,9 @@ static void check_new_rows(const attn_spec *s, const attn_args *a, const unsigne
         double vmax = 0.0;
         attn_dtype_to_f32_array(s->dtype_q, src, want, (size_t)n);
         if (!pass) rope_row_want(s, a, j, want);
-        store_values(s->dtype_kv, want, tmp, n);
-        load_values(s->dtype_kv, tmp, want, n);
-        load_values(s->dtype_kv, pass ? vr : kr, got, n);
+        attn_f32_to_dtype_array(s->dtype_kv, want, tmp, (size_t)n);
+        attn_dtype_to_f32_array(s->dtype_kv, tmp, want, (size_t)n);
+        attn_dtype_to_f32_array(s->dtype_kv, pass ? vr : kr, got, (size_t)n);
         for (d = 0; d < n; d++) vmax = fabs(want[d]) > vmax ? fabs(want[d]) : vmax;
         for (d = 0; d < n; d++) {
             const double tol = kvv > 1 ? vmax / 6.0 : 1e-7 + fabs(want[d]) *
@@ -1820,9 +1805,9 @@ static void append_case(const attn_kernel *k, attn_status (*append)(const attn_a
         for (j = 0; j < lens[b]; j++)
             for (h = 0; h < Hkv; h++) {
                 for (d = 0; d < D; d++) row[d] = rnd_unit(&x);
-                store_values(s->dtype_kv, row, kc + (size_t)((b * ks[0] + j * ks[1] + h * ks[2]) * ksz), D);
+                attn_f32_to_dtype_array(s->dtype_kv, row, kc + (size_t)((b * ks[0] + j * ks[1] + h * ks[2]) * ksz), (size_t)D);
                 for (d = 0; d < Dv; d++) row[d] = rnd_unit(&x);
-                store_values(s->dtype_kv, row, vc + (size_t)((b * vs[0] + j * vs[1] + h * vs[2]) * ksz), Dv);
+                attn_f32_to_dtype_array(s->dtype_kv, row, vc + (size_t)((b * vs[0] + j * vs[1] + h * vs[2]) * ksz), (size_t)Dv);
             }
     for (i = 0; i < nq; i++) tmp[i] = rnd_unit(&x);
     attn_f32_to_dtype_array(s->dtype_q, tmp, q, nq);
