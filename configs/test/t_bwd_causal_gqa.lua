@@ -1,6 +1,6 @@
--- The backward pass (backward = true) of a causal GQA config with padding:
--- dQ, dK and dV against the float64 reference on the quick shapes, on
--- AVX-512, AVX2 and the scalar variant.
+-- The backward pass (backward = true) of a causal GQA config with padding
+-- and a boolean mask: dQ, dK and dV against the float64 reference on the
+-- quick shapes, on AVX-512, AVX2 and the scalar variant.
 return {
   name = "t_bwd_causal_gqa",
   heads_q = 4,
@@ -9,6 +9,7 @@ return {
   head_dim_v = 24,
   causal = true,
   padding = true,
+  mask = "bool",
   backward = true,
   tile = { q = 8, kv = 16 },
   isa = { "avx512", "avx2", "neon", "scalar" },
