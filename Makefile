@@ -2,6 +2,7 @@
 #   make demo       generate the default preset, verify it, time it against the reference
 #   make test       every check (lint, Lua specs, generated/ freshness, strict compiles, vendoring,
 #                   kernels, AArch64 under qemu, concurrency, sanitizers, valgrind, a short fuzz run)
+#   make test-full  the same with the sweeps make test trims (docs/testing.md)
 #   make generate   regenerate generated/ from configs/ (never reads a tuning file)
 #   make cpu-profiles  regenerate runtime/attn_cpu_profiles.h from generator/cpu/
 #   make bench      the benchmark suite (prefill and decode targets, bench/results.json, bench/prefill.svg)
@@ -37,7 +38,7 @@ BWD_CONFIGS  ?= $(call kernel_set,backward)
 ENTRY_DEFINE  = -DATTN_ENTRY_KERNEL=attn_$*_kernel \
   $(if $(filter $*,$(BWD_CONFIGS)),-DATTN_ENTRY_BWD_KERNEL=attn_$*_bwd_kernel)
 
-.PHONY: all bootstrap generate cpu-profiles demo test lint check-generated clean neon-check bench bench-quick vendor-test \
+.PHONY: all bootstrap generate cpu-profiles demo test test-full lint check-generated clean neon-check bench bench-quick vendor-test \
   decode-loop
 .SECONDARY:
 
@@ -60,6 +61,11 @@ demo: bootstrap
 
 test: bootstrap
 	@JOBS=$(JOBS) tests/run.sh
+
+# make test with the sweeps it trims (docs/testing.md, "What make test
+# leaves to make test-full"): the same suites and summary line
+test-full: bootstrap
+	@JOBS=$(JOBS) TEST_FULL=1 tests/run.sh
 
 lint: bootstrap
 	luacheck -q generator tests bench scripts
@@ -308,7 +314,9 @@ bench-quick: bootstrap-optional
 
 SAN_DIR      := $(BUILD)/san
 SAN_CC       ?= gcc
-SAN_PRESETS  ?= $(call kernel_set,sanitize-presets)
+# (TEST_FULL=1, make test-full: the presets of every feature, not only of
+# every kernel family and storage type)
+SAN_PRESETS  ?= $(call kernel_set,sanitize-presets$(if $(TEST_FULL),-full))
 SAN_TESTS    ?= $(call kernel_set,sanitize)
 SAN_KERNELS   = $(SAN_PRESETS) $(SAN_TESTS)
 # the run tool on .npy inputs: padding, a bias mask and a bool mask

@@ -12,8 +12,8 @@
 -- (heads_q * (head_dim + head_dim_v) summed), then the first by name.  The
 -- names come out sorted, so the same files always give the same lines.
 --
--- Purposes (PURPOSES below): sanitize, sanitize-presets, run, fuzz, neon,
--- neon_scalar, matmul_bf16.
+-- Purposes (PURPOSES below): sanitize, sanitize-presets, sanitize-presets-full,
+-- run, fuzz, neon, neon_scalar, matmul_bf16, backward.
 -- Config files are data: each is loaded in an empty environment.  Usable as
 -- a module too: require("kernel_sets").select(purpose, files).
 -- Runs on LuaJIT, Lua 5.1 and Lua 5.4.
@@ -146,14 +146,25 @@ local function has_isa(c, isa)
   return false
 end
 
--- pool: "test" or "preset"; features: "all" (every feature of the pool) or a
--- list; filter: which configs of the pool may be picked at all; every: take
--- every config that passes the filter (no covering)
+-- pool: "test" or "preset"; features: "all" (every feature of the pool), a
+-- list, or a function of a feature's name (the pool's features it accepts);
+-- filter: which configs of the pool may be picked at all; every: take every
+-- config that passes the filter (no covering)
 M.PURPOSES = {
   -- Makefile SAN_TESTS: the check tool of test configs under ASan + UBSan
   sanitize = { pool = "test", features = "all" },
-  -- Makefile SAN_PRESETS: the same, for presets (model-sized shapes)
-  ["sanitize-presets"] = { pool = "preset", features = "all" },
+  -- Makefile SAN_PRESETS: the same, for presets (model-sized shapes): every
+  -- kernel family and storage type (the options are sanitized on the test
+  -- configs above, which cover every feature of the presets); make test-full
+  -- takes sanitize-presets-full, every feature at model size too
+  ["sanitize-presets"] = { pool = "preset", features = function(f)
+    if f:match("^dtype_") or f:match("^matmul_") or f:match("^kind_") or f == "shared_kv" then return true end
+    for _, n in ipairs(families.names) do -- a family's own features (luong_concat, linear_state)
+      if f == n or f:sub(1, #n + 1) == n .. "_" then return true end
+    end
+    return false
+  end },
+  ["sanitize-presets-full"] = { pool = "preset", features = "all" },
   -- Makefile SAN_RUN and VG_RUN: the run tool on .npy inputs, which reads
   -- seqlens_k, both kinds of mask and the sinks from files
   run = { pool = "test", features = { "padding", "mask_bool", "mask_bias", "sinks" } },
@@ -290,9 +301,11 @@ function M.select(purpose, files)
   if p.every then return entries end
 
   local wanted = {}
-  if p.features == "all" then
+  if p.features == "all" or type(p.features) == "function" then
     for _, e in ipairs(entries) do
-      for f in pairs(e.set) do wanted[f] = true end
+      for f in pairs(e.set) do
+        if p.features == "all" or p.features(f) then wanted[f] = true end
+      end
     end
   else
     for _, f in ipairs(p.features) do
