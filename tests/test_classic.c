@@ -827,49 +827,50 @@ Test(classic, u_given_agrees_with_w_h_given)
 
 #define MAX_CASES 64
 
-/* The matrix of attn_verify_default_cases on one ISA for every classic
-   kernel; prints the worst fraction of the bound per kernel. */
-static void run_matrix(attn_isa isa)
+/* The matrix of attn_verify_default_cases for every classic kernel on every
+   variant this CPU runs, each case's inputs and float64 reference built
+   once for all of them; prints the worst fraction of the bound per kernel
+   and variant (ATTNGEN_TEST_VERBOSE). */
+Test(classic, matrix)
 {
-    int n, i, kernels = 0, ran = 0;
-    if (!attn_isa_supported(isa)) cr_skip_test("this CPU cannot run %s", attn_isa_name(isa));
+    int n, i, v, kernels = 0;
     for (n = 0; n < N_ALL; n++) {
         const attn_kernel *k = all_kernels[n];
-        const attn_variant *v = NULL;
+        const attn_variant *vs[ATTN_ISA_COUNT];
+        attn_verify_result res[ATTN_ISA_COUNT];
+        attn_status st[ATTN_ISA_COUNT];
+        double worst[ATTN_ISA_COUNT];
         attn_case cases[MAX_CASES];
-        double worst = 0.0;
-        int nc;
+        int nc, nv = 0;
         if (!is_classic(k)) continue;
         kernels++;
-        for (i = 0; i < k->n_variants; i++)
-            if (k->variants[i].isa == isa) v = &k->variants[i];
-        if (v == NULL) continue;
+        for (i = 0; i < k->n_variants && nv < ATTN_ISA_COUNT; i++)
+            if (attn_isa_supported(k->variants[i].isa)) {
+                worst[nv] = 0.0;
+                vs[nv++] = &k->variants[i];
+            }
+        cr_assert_gt(nv, 0, "%s: no variant this CPU runs", k->spec.name);
         nc = attn_verify_default_cases(&k->spec, cases, MAX_CASES, 1);
         cr_assert_gt(nc, 20, "%s: the case matrix is too small (%d)", k->spec.name, nc);
         for (i = 0; i < nc; i++) {
-            attn_verify_result res;
             char shape[160];
-            const attn_status st = attn_verify_case(k, v, &cases[i], &res);
+            attn_verify_case_variants(k, vs, nv, &cases[i], res, st);
             attn_verify_case_string(&cases[i], shape, sizeof shape);
-            cr_assert_eq(st, ATTN_OK, "%s/%s %s: %s (%s)", k->spec.name, attn_isa_name(isa), shape,
-                         attn_status_string(st), res.first_failure);
-            cr_expect_eq(res.failures, 0, "%s/%s %s: %d elements off; first: %s", k->spec.name, attn_isa_name(isa),
-                         shape, res.failures, res.first_failure);
-            if (res.worst_ratio > worst) worst = res.worst_ratio;
+            for (v = 0; v < nv; v++) {
+                cr_assert_eq(st[v], ATTN_OK, "%s/%s %s: %s (%s)", k->spec.name, attn_isa_name(vs[v]->isa), shape,
+                             attn_status_string(st[v]), res[v].first_failure);
+                cr_expect_eq(res[v].failures, 0, "%s/%s %s: %d elements off; first: %s", k->spec.name,
+                             attn_isa_name(vs[v]->isa), shape, res[v].failures, res[v].first_failure);
+                if (res[v].worst_ratio > worst[v]) worst[v] = res[v].worst_ratio;
+            }
         }
         if (getenv("ATTNGEN_TEST_VERBOSE") != NULL)
-            cr_log_info("%s/%s: worst error %.3g of the bound over %d cases", k->spec.name, attn_isa_name(isa), worst,
-                        nc);
-        ran++;
+            for (v = 0; v < nv; v++)
+                cr_log_info("%s/%s: worst error %.3g of the bound over %d cases", k->spec.name,
+                            attn_isa_name(vs[v]->isa), worst[v], nc);
     }
     cr_assert_gt(kernels, 0, "no additive or luong kernel in build/kernel_list.h");
-    if (ran == 0) cr_skip_test("no classic config lists %s", attn_isa_name(isa));
 }
-
-Test(classic, matrix_avx512) { run_matrix(ATTN_ISA_AVX512); }
-Test(classic, matrix_avx2) { run_matrix(ATTN_ISA_AVX2); }
-Test(classic, matrix_neon) { run_matrix(ATTN_ISA_NEON); }
-Test(classic, matrix_scalar) { run_matrix(ATTN_ISA_SCALAR); }
 
 /* 1 and 2 threads give the same bits of C and A, on every variant. */
 Test(classic, threads_bitwise)

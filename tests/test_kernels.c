@@ -34,21 +34,37 @@ static const attn_variant *find_variant(const attn_kernel *k, attn_isa isa)
     return NULL;
 }
 
-/* Runs the quick matrix of a kernel on one ISA; every failure is reported
- * with the case, the element and both values. */
-static void run_matrix(const attn_kernel *k, attn_isa isa)
+/* Runs the quick matrix of a kernel on the nv variants vs, the inputs and
+ * the float64 reference of each case built once for all of them (a
+ * reference per variant took most of the presets' time); every failure is
+ * reported with the variant, the case, the element and both values. */
+static void run_matrix_on(const attn_kernel *k, const attn_variant *const *vs, int nv)
 {
-    const attn_variant *v = find_variant(k, isa);
     attn_case cases[MAX_CASES];
     int n, i;
 
     /* additive and luong kernels take attn_classic_args: tests/test_classic.c */
     if (k->fwd == NULL) cr_skip_test("%s: a classic kernel (tests/test_classic.c runs it)", k->spec.name);
-    if (!v) cr_skip_test("%s: the config does not list %s", k->spec.name, attn_isa_name(isa));
-    if (!attn_isa_supported(isa)) cr_skip_test("%s: this CPU cannot run %s", k->spec.name, attn_isa_name(isa));
     n = attn_verify_default_cases(&k->spec, cases, MAX_CASES, 1);
     cr_assert_gt(n, 10, "%s: the case matrix is too small (%d)", k->spec.name, n);
-    for (i = 0; i < n; i++) expect_case_on_variants(k, &v, 1, &cases[i]);
+    for (i = 0; i < n; i++) expect_case_on_variants(k, vs, nv, &cases[i]);
+}
+
+/* The quick matrix of a kernel on one ISA. */
+static void run_matrix(const attn_kernel *k, attn_isa isa)
+{
+    const attn_variant *v = find_variant(k, isa);
+    if (!v) cr_skip_test("%s: the config does not list %s", k->spec.name, attn_isa_name(isa));
+    if (!attn_isa_supported(isa)) cr_skip_test("%s: this CPU cannot run %s", k->spec.name, attn_isa_name(isa));
+    run_matrix_on(k, &v, 1);
+}
+
+/* The quick matrix of a kernel on every variant this CPU runs. */
+static void run_matrix_variants(const attn_kernel *k)
+{
+    const attn_variant *vs[MAX_VARIANTS];
+    if (k->fwd == NULL) cr_skip_test("%s: a classic kernel (tests/test_classic.c runs it)", k->spec.name);
+    run_matrix_on(k, vs, runnable_variants(k, vs));
 }
 
 /* 1 and 2 threads give the same bits of O as stored (docs/c-api.md). */
@@ -78,15 +94,12 @@ static void run_bitwise(const attn_kernel *k)
     cr_assert_gt(checked, 0, "%s: no runnable variant", k->spec.name);
 }
 
-#define KERNEL(name)                                                              \
-    extern const attn_kernel attn_##name##_kernel;                                \
-    Test(name, avx512) { run_matrix(&attn_##name##_kernel, ATTN_ISA_AVX512); }    \
-    Test(name, avx2) { run_matrix(&attn_##name##_kernel, ATTN_ISA_AVX2); }        \
-    Test(name, scalar) { run_matrix(&attn_##name##_kernel, ATTN_ISA_SCALAR); }    \
+/* every variant this CPU runs (AVX512-BF16 for configs with matmul =
+   "bf16", AVX-512, AVX2, scalar) in one test */
+#define KERNEL(name)                                                   \
+    extern const attn_kernel attn_##name##_kernel;                     \
+    Test(name, variants) { run_matrix_variants(&attn_##name##_kernel); } \
     Test(name, threads_bitwise) { run_bitwise(&attn_##name##_kernel); }
-/* the AVX512-BF16 variant exists only for configs with matmul = "bf16" */
-#define KERNEL_MATMUL_BF16(name) \
-    Test(name, avx512bf16) { run_matrix(&attn_##name##_kernel, ATTN_ISA_AVX512BF16); }
 #include "kernel_list.h"
 #undef KERNEL
 
@@ -288,18 +301,23 @@ Test(entry, decode_prefetch_ignores_an_unknown_level)
  * this CPU runs, with the streaming kernel taking all the rows it holds
  * (attn_cpu()->decode_stream_rows): Llama-3-8B (4 rows a kv head) and GPT-2 (MHA: the
  * two-key step at 3 and 4 query rows). */
-/* The matrices of n kernels on every x86 variant this CPU runs (skipped without one). */
+/* The matrices of n kernels on every x86 variant this CPU runs, one
+   reference a case for all of them (skipped without one). */
 static void run_on_x86(const attn_kernel *const *ks, size_t n)
 {
     const attn_isa isas[] = { ATTN_ISA_AVX512, ATTN_ISA_AVX2 };
     size_t i, j;
     int ran = 0;
-    for (i = 0; i < n; i++)
-        for (j = 0; j < sizeof isas / sizeof *isas; j++)
-            if (attn_isa_supported(isas[j])) {
-                run_matrix(ks[i], isas[j]);
-                ran++;
-            }
+    for (i = 0; i < n; i++) {
+        const attn_variant *vs[2];
+        int nv = 0;
+        for (j = 0; j < sizeof isas / sizeof *isas; j++) {
+            const attn_variant *v = find_variant(ks[i], isas[j]);
+            if (v && attn_isa_supported(isas[j])) vs[nv++] = v;
+        }
+        if (nv > 0) run_matrix_on(ks[i], vs, nv);
+        ran += nv;
+    }
     if (ran == 0) cr_skip_test("this CPU runs neither AVX-512 nor AVX2");
 }
 
@@ -762,12 +780,13 @@ Test(decode, rel_clipped) { run_decode(&attn_t_rel_clipped_kernel); }
 
 /* shared_kv on the decode path: V read from the first Dv values of each K
    row (args->v NULL) by the streaming and the blocked kernels, on an f32
-   cache with a window, a mask and the weights, on q8_0 and q4_0 blocks, and
-   at MLA's D 576 / Dv 512 with 8 query heads on one latent head (caches up
-   to 4099 keys: its reference costs D + Dv a score). */
+   cache with a window, a mask and the weights, on an f16 cache, on q8_0 and
+   q4_0 blocks, and at MLA's D 576 / Dv 512 with 8 query heads on one latent
+   head (caches up to 4099 keys: its reference costs D + Dv a score). */
 extern const attn_kernel attn_t_shared_kv_kernel, attn_t_shared_kv_q8_kernel, attn_t_shared_kv_q4_kernel,
-    attn_t_mla_kernel;
+    attn_t_mla_kernel, attn_t_shared_kv_f16_kernel;
 Test(decode, shared_kv) { run_decode(&attn_t_shared_kv_kernel); }
+Test(decode, shared_kv_f16) { run_decode(&attn_t_shared_kv_f16_kernel); }
 Test(decode, shared_kv_q8_0) { run_decode(&attn_t_shared_kv_q8_kernel); }
 Test(decode, shared_kv_q4_0) { run_decode(&attn_t_shared_kv_q4_kernel); }
 Test(decode, shared_kv_mla)
