@@ -75,10 +75,11 @@ echo "== lint"
 check luacheck luacheck -q generator tests bench
 
 echo "== Lua specs (LuaJIT, Lua 5.1, Lua 5.4)"
-# LuaJIT's specs in two halves side by side, one core each (a spec runs one
-# thing at a time: the CLI, a compile): BUSTED_SHARD_A and every other spec
-# file, about the same CPU time each (docs/testing.md); then Lua 5.1 and 5.4
-# side by side (no compiles: the slow specs are LuaJIT's)
+# LuaJIT's specs in two halves side by side (busted runs one spec, and
+# mostly one process, at a time; the build cache's compiles of a kernel are
+# the exception): BUSTED_SHARD_A (the CLI's spec, the longest, and tuning)
+# and every other spec file; then Lua 5.1 and 5.4 side by side (no
+# compiles: the slow specs are LuaJIT's)
 BUSTED_SHARD_A="cli_spec.lua tune_spec.lua docs_spec.lua"
 shard_a=""; shard_b=""
 for f in tests/spec/*_spec.lua; do
