@@ -591,7 +591,15 @@ local function plan_backward(p, cfg)
   p.bwd_tile = { q = p.tile.q, kv = p.tile.kv }
   p.c.bwd_log2e = util.c_float(common.LOG2E)
   p.c.bwd_scale = util.c_float(p.scale)
-  for _, v in ipairs(p.variants) do v.bwd_fn = v.N("bwd") end
+  for _, v in ipairs(p.variants) do
+    v.bwd_fn = v.N("bwd")
+    -- the products on the forward's micro-kernels (lib/qk for S = Q K^T and
+    -- dP = dO V^T on K^T and V^T panels of qk.nc keys, lib/pv for dV, dK and
+    -- dQ with P or dS read along its rows or down its columns): where one
+    -- instance of each serves both head dims (D = Dv) on a vector ISA
+    -- without pair products; else the tile's own register-blocked bwd_mm
+    v.bwd_lib = v.lanes > 1 and not v.dp and p.D == p.Dv
+  end
   p.spec_fields[#p.spec_fields + 1] = { "backward", "1" }
   p.spec_fields[#p.spec_fields + 1] = { "dtype_grad_q", common.DTYPE_ENUM[p.grad.q] }
   p.spec_fields[#p.spec_fields + 1] = { "dtype_grad_kv", common.DTYPE_ENUM[p.grad.kv] }
