@@ -144,6 +144,19 @@ __attribute__((target("avx512f"))) static void round_row_bf16_avx512(const float
 #define round_row_bf16_avx512(src, dst, n) attn_f32_to_bf16_array(src, dst, (size_t)(n))
 #endif
 
+/* The keys [lo, hi) query row i (of Lq, against lk keys) sees under the masks
+   the baselines model. */
+static void baseline_span(const attn_spec *s, int64_t i, int64_t Lq, int64_t lk, int64_t *lo, int64_t *hi)
+{
+    const int64_t p = s->top_left ? i : i + lk - Lq;
+    *lo = 0;
+    *hi = lk;
+    if (s->causal && *hi > p + 1) *hi = p + 1;
+    if (s->window_right >= 0 && *hi > p + s->window_right + 1) *hi = p + s->window_right + 1;
+    if (s->window_left >= 0 && *lo < p - s->window_left) *lo = p - s->window_left;
+    if (*hi < *lo) *hi = *lo;
+}
+
 /* The products of an unfused baseline, row-major with an f32 C:
    C[m][n] = alpha * A B^T (trans_b) or alpha * A B, A [m][k], B [n][k] or [k][n]. */
 typedef void (*blas_gemm_fn)(int trans_b, int m, int n, int k, float alpha, const void *A, int lda,
@@ -228,12 +241,8 @@ static attn_status blas_unfused(const attn_spec *s, const attn_args *a, blas_gem
 #pragma omp parallel for schedule(static) num_threads(a->threads > 0 ? a->threads : omp_get_max_threads())
 #endif
             for (r = 0; r < R; r++) {
-                const int64_t p = s->top_left ? r % Lq : r % Lq + lk - Lq;
-                int64_t lo = 0, hi = lk;
-                if (s->causal && hi > p + 1) hi = p + 1;
-                if (s->window_right >= 0 && hi > p + s->window_right + 1) hi = p + s->window_right + 1;
-                if (s->window_left >= 0 && lo < p - s->window_left) lo = p - s->window_left;
-                if (hi < lo) hi = lo;
+                int64_t lo, hi;
+                baseline_span(s, r % Lq, Lq, lk, &lo, &hi);
                 if (softmax_avx512) softmax_row_avx512(S + r * Lk, lk, lo, hi);
                 else softmax_row(S + r * Lk, lk, lo, hi);
                 if (p_bf16 && softmax_avx512) round_row_bf16_avx512(S + r * Lk, Pb + r * Lk, lk);
@@ -374,12 +383,8 @@ static void blas_bwd_head(const attn_spec *s, const attn_bwd_args *ba, int64_t b
 #pragma omp parallel for schedule(static) num_threads(a->threads > 0 ? a->threads : omp_get_max_threads())
 #endif
         for (r = 0; r < R; r++) {
-            const int64_t p = s->top_left ? r % Lq : r % Lq + lk - Lq;
-            int64_t lo = 0, hi = lk;
-            if (s->causal && hi > p + 1) hi = p + 1;
-            if (s->window_right >= 0 && hi > p + s->window_right + 1) hi = p + s->window_right + 1;
-            if (s->window_left >= 0 && lo < p - s->window_left) lo = p - s->window_left;
-            if (hi < lo) hi = lo;
+            int64_t lo, hi;
+            baseline_span(s, r % Lq, Lq, lk, &lo, &hi);
             if (softmax_avx512) p_row_avx512(w->s + r * Lk, lk, lo, hi, w->lse[r]);
             else p_row(w->s + r * Lk, lk, lo, hi, w->lse[r]);
         }
