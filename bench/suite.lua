@@ -286,31 +286,65 @@ if wanted("dropout") then
 end
 
 -- 2d. the backward pass (backward = true): GFLOP/s counting 2.5 times the forward's FLOPs,
--- against the FMA peak the same run measures; the bench prints its backward rows as lines of
--- their own after the forward's JSON
+-- against the FMA peak the same run measures; the bench prints its backward rows (the variant's
+-- and the unfused OpenBLAS backward's) as lines of their own after the forward's JSON.  GPT-2's
+-- config at Llama-3-8B's head shape (llama3_8b has RoPE, which the backward pass does not take).
 local LB = quick and 1024 or 4096
 if wanted("backward") then
-  local function backward_run(sets, l)
-    local cmd = { util.shell_quote(root .. "/bin/attngen"), "bench", "llama3_8b", "--json", "--set backward=true",
-      "--seq-q", tostring(l), "--threads 1", "--isa", ISA, "--no-reference", "--no-blas" }
+  --- The forward's result, the variant's backward line and OpenBLAS's (nil without it).
+  local function backward_run(sets, l, threads, blas)
+    local cmd = { util.shell_quote(root .. "/bin/attngen"), "bench", "gpt2", "--json", "--set backward=true",
+      "--seq-q", tostring(l), "--threads", tostring(threads), "--isa", ISA, "--no-reference" }
+    if not blas then cmd[#cmd + 1] = "--no-blas" end
     for _, x in ipairs(sets) do cmd[#cmd + 1] = "--set " .. util.shell_quote(x) end
     local ok, text = util.run_capture(table.concat(cmd, " "))
+    local fwd, bwd, base
     for line in (ok and text or ""):gmatch("[^\n]+") do
       local r = line:match("^{") and json.decode(line)
-      if type(r) == "table" and r.direction == "backward" and r.impl == ISA then return r end
+      if type(r) == "table" and r.direction == "backward" then
+        if r.impl == ISA then bwd = r elseif r.impl == "openblas" then base = r end
+      elseif type(r) == "table" and r.results then
+        fwd = result(r, ISA)
+      end
     end
-    io.stderr:write("\nattngen: bench failed: ", table.concat(cmd, " "), "\n", text, "\n")
-    os.exit(1)
+    if not (fwd and bwd) then
+      io.stderr:write("\nattngen: bench failed: ", table.concat(cmd, " "), "\n", text, "\n")
+      os.exit(1)
+    end
+    return fwd, bwd, base
   end
-  for _, c in ipairs({ { what = ("H 8, D 128, L=%d, causal"):format(LB), sets = with(H8, "causal=true"), l = LB,
-    goal = 0.60 }, { what = ("H 8, D 128, L=%d, non-causal"):format(LB), sets = H8, l = LB, goal = 0.65 },
-    { what = "H 8, D 64, L=1024, causal", sets = with(H8, "causal=true", "head_dim=64"), l = 1024, goal = 0.50 } }) do
+  local B8 = { "heads_q=8", "head_dim=128", "causal=false" }
+  local one = {}
+  for _, c in ipairs({ { key = "causal", what = ("H 8, D 128, L=%d, causal"):format(LB), sets = with(B8, "causal=true"),
+    l = LB, goal = 0.60 }, { key = "full", what = ("H 8, D 128, L=%d, non-causal"):format(LB), sets = B8, l = LB,
+    goal = 0.65, blas = true }, { what = "H 8, D 64, L=1024, causal",
+    sets = { "heads_q=8", "head_dim=64", "causal=true" }, l = 1024, goal = 0.50 } }) do
     progress("backward " .. c.what)
-    local r = backward_run(c.sets, c.l)
-    record("backward " .. c.what, r)
+    local fwd, r, base = backward_run(c.sets, c.l, 1, c.blas)
+    record("backward " .. c.what, { forward = fwd, backward = r, openblas = base })
+    if c.key then one[c.key] = { fwd = fwd, bwd = r } end
     target(("backward pass, %s: GFLOP/s / FMA peak"):format(c.what), r.gflops / r.peak_gflops,
       (">= %.2f"):format(c.goal), r.gflops / r.peak_gflops >= c.goal)
+    if base then
+      local x = base.seconds / r.seconds
+      target(("backward pass, %s: speed-up over the unfused OpenBLAS backward (%s)"):format(c.what,
+        base.blas_core), x, ">= 5", x >= 5)
+    end
   end
+  -- two threads against one, the causal shape
+  progress(("backward L=%d causal, 2 threads"):format(LB))
+  local _, two = backward_run(with(B8, "causal=true"), LB, 2)
+  record(("backward H 8, D 128, L=%d, causal, 2 threads"):format(LB), { backward = two })
+  local sp = one.causal.bwd.seconds / two.seconds
+  target(("backward pass, H 8, D 128, L=%d, causal: 2 threads / 1 thread speed-up"):format(LB), sp, ">= 1.8",
+    sp >= 1.8)
+  -- forward + backward with dropout (dropout_p = 0.1, the bench's) against without
+  progress(("backward L=%d causal with dropout"):format(LB))
+  local dfwd, dbwd = backward_run(with(B8, "causal=true", "dropout=true"), LB, 1)
+  record(("backward H 8, D 128, L=%d, causal, dropout 0.1"):format(LB), { forward = dfwd, backward = dbwd })
+  local dr = (dfwd.seconds + dbwd.seconds) / (one.causal.fwd.seconds + one.causal.bwd.seconds)
+  target(("forward + backward, H 8, D 128, L=%d, causal, dropout_p = 0.1: time / the time without"):format(LB), dr,
+    "<= 1.15", dr <= 1.15)
 end
 
 -- 3. sliding window W = 512 at LW against the window's share of non-causal time

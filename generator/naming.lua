@@ -96,6 +96,8 @@ M.OPS = {
   bwd_head = { isa = true,
     what = "backward: a kv head's packed K, K^T, V^T and its query heads' rows (a struct type)" },
   bwd_mm = { isa = true, what = "backward: C += A B on packed f32 tiles, A read with two strides (A or A^T)" },
+  bwd_pv = { isa = true,
+    what = "backward: the P*V micro-kernels on any count of rows (dV, dK and dQ on lib/pv)" },
   bwd_keys = { isa = true,
     what = "backward: a key tile's K, K^T and V^T rows widened to f32, zero past the valid keys" },
   bwd_rows = { isa = true,

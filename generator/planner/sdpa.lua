@@ -176,6 +176,15 @@ M.STREAM_QO_L1 = 16 * 1024
 -- the weights 2^(s - m) stay at most 2^LAZY_MAX.
 M.LAZY_MAX = 8
 
+--- The backward pass's dQ partial sums: a dK/dV unit (a key tile) writes
+-- dS K of each query tile it sees, and the dQ units add them up in the order
+-- of the key tiles, so each score tile's products are computed once (five a
+-- tile pair, not seven) and the sums do not depend on the thread count.  A kv
+-- head's query tiles are taken in chunks whose partial sums fit this many
+-- floats (64 MiB; at least one tile a chunk), so the buffer does not grow as
+-- Lq x Lk.
+M.BWD_PART_FLOATS = 16777216
+
 --- ALiBi slopes of the ALiBi paper for n heads (docs/config.md, "ALiBi").
 function M.alibi_slopes(n)
   local function pow2_rule(c)
@@ -589,9 +598,18 @@ local function plan_backward(p, cfg)
   -- the backward's tiles: the forward's, so that it skips the key tiles the
   -- forward skips (the same classification of the same blocks of rows)
   p.bwd_tile = { q = p.tile.q, kv = p.tile.kv }
+  p.bwd_part_floats = M.BWD_PART_FLOATS
   p.c.bwd_log2e = util.c_float(common.LOG2E)
   p.c.bwd_scale = util.c_float(p.scale)
-  for _, v in ipairs(p.variants) do v.bwd_fn = v.N("bwd") end
+  for _, v in ipairs(p.variants) do
+    v.bwd_fn = v.N("bwd")
+    -- the products on the forward's micro-kernels (lib/qk for S = Q K^T and
+    -- dP = dO V^T on K^T and V^T panels of qk.nc keys, lib/pv for dV, dK and
+    -- dQ with P or dS read along its rows or down its columns): where one
+    -- instance of each serves both head dims (D = Dv) on a vector ISA
+    -- without pair products; else the tile's own register-blocked bwd_mm
+    v.bwd_lib = v.lanes > 1 and not v.dp and p.D == p.Dv
+  end
   p.spec_fields[#p.spec_fields + 1] = { "backward", "1" }
   p.spec_fields[#p.spec_fields + 1] = { "dtype_grad_q", common.DTYPE_ENUM[p.grad.q] }
   p.spec_fields[#p.spec_fields + 1] = { "dtype_grad_kv", common.DTYPE_ENUM[p.grad.kv] }

@@ -52,6 +52,10 @@ attn_status attn_bench_blas_attention_bf16(const attn_spec *s, const attn_args *
 int attn_bench_find_sbgemm(void);
 /* the additive and luong families' unfused baseline */
 attn_status attn_bench_blas_classic(const attn_spec *s, const attn_classic_args *a);
+/* Whether the unfused backward baseline models the spec. */
+int attn_bench_blas_backward_supports(const attn_spec *s);
+/* the unfused backward: five sgemms (S, dV, dP, dQ, dK) with the softmax gradient between */
+attn_status attn_bench_blas_backward(const attn_spec *s, const attn_bwd_args *a);
 /* re-runs the program with OPENBLAS_CORETYPE set to this CPU's best core
    (unless --blas-core keep) */
 void attn_bench_choose_blas_core(int argc, char **argv);

@@ -74,6 +74,25 @@ static inline float baseline_exp(float x)
     }
 static void softmax_row(float *r, int64_t lk, int64_t lo, int64_t hi) SOFTMAX_ROW_BODY
 #if defined(__x86_64__) || defined(_M_X64)
+/* baseline_exp on 16 floats (x >= -88 where it matters) */
+__attribute__((target("avx512f"))) static __m512 baseline_exp_avx512(__m512 x)
+{
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 y;
+    x = _mm512_fmadd_ps(n, _mm512_set1_ps(-0.693359375f), x);
+    x = _mm512_fmadd_ps(n, _mm512_set1_ps(2.12194440e-4f), x);
+    y = _mm512_set1_ps(1.9875691500e-4f);
+    y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(1.3981999507e-3f));
+    y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(8.3334519073e-3f));
+    y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(4.1665795894e-2f));
+    y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(1.6666665459e-1f));
+    y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(5.0000001201e-1f));
+    y = _mm512_fmadd_ps(y, _mm512_mul_ps(x, x), _mm512_add_ps(x, _mm512_set1_ps(1.0f)));
+    return _mm512_mul_ps(y, _mm512_castsi512_ps(_mm512_slli_epi32(
+                                _mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23)));
+}
+
 /* The same row with AVX-512 intrinsics (gcc -O2 does not vectorize the loop
    above). */
 __attribute__((target("avx512f"))) static void softmax_row_avx512(float *r, int64_t lk, int64_t lo, int64_t hi)
@@ -94,22 +113,8 @@ __attribute__((target("avx512f"))) static void softmax_row_avx512(float *r, int6
         const __mmask16 vis = _mm512_mask_cmp_ps_mask(
             _mm512_cmp_ps_mask(col, _mm512_set1_ps((float)lo), _CMP_GE_OQ), col, _mm512_set1_ps((float)hi),
             _CMP_LT_OQ);
-        __m512 x = _mm512_max_ps(_mm512_set1_ps(-88.0f), _mm512_sub_ps(_mm512_maskz_loadu_ps(k, r + j), vm));
-        const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),
-                                              _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        __m512 y;
-        x = _mm512_fmadd_ps(n, _mm512_set1_ps(-0.693359375f), x);
-        x = _mm512_fmadd_ps(n, _mm512_set1_ps(2.12194440e-4f), x);
-        y = _mm512_set1_ps(1.9875691500e-4f);
-        y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(1.3981999507e-3f));
-        y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(8.3334519073e-3f));
-        y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(4.1665795894e-2f));
-        y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(1.6666665459e-1f));
-        y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(5.0000001201e-1f));
-        y = _mm512_fmadd_ps(y, _mm512_mul_ps(x, x), _mm512_add_ps(x, _mm512_set1_ps(1.0f)));
-        y = _mm512_mul_ps(y, _mm512_castsi512_ps(_mm512_slli_epi32(
-                                 _mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23)));
-        y = _mm512_maskz_mov_ps(vis, y);
+        const __m512 x = _mm512_max_ps(_mm512_set1_ps(-88.0f), _mm512_sub_ps(_mm512_maskz_loadu_ps(k, r + j), vm));
+        const __m512 y = _mm512_maskz_mov_ps(vis, baseline_exp_avx512(x));
         _mm512_mask_storeu_ps(r + j, k, y);
         vsum = _mm512_add_ps(vsum, y);
     }
@@ -138,6 +143,19 @@ __attribute__((target("avx512f"))) static void round_row_bf16_avx512(const float
 #define softmax_row_avx512 softmax_row
 #define round_row_bf16_avx512(src, dst, n) attn_f32_to_bf16_array(src, dst, (size_t)(n))
 #endif
+
+/* The keys [lo, hi) query row i (of Lq, against lk keys) sees under the masks
+   the baselines model. */
+static void baseline_span(const attn_spec *s, int64_t i, int64_t Lq, int64_t lk, int64_t *lo, int64_t *hi)
+{
+    const int64_t p = s->top_left ? i : i + lk - Lq;
+    *lo = 0;
+    *hi = lk;
+    if (s->causal && *hi > p + 1) *hi = p + 1;
+    if (s->window_right >= 0 && *hi > p + s->window_right + 1) *hi = p + s->window_right + 1;
+    if (s->window_left >= 0 && *lo < p - s->window_left) *lo = p - s->window_left;
+    if (*hi < *lo) *hi = *lo;
+}
 
 /* The products of an unfused baseline, row-major with an f32 C:
    C[m][n] = alpha * A B^T (trans_b) or alpha * A B, A [m][k], B [n][k] or [k][n]. */
@@ -223,12 +241,8 @@ static attn_status blas_unfused(const attn_spec *s, const attn_args *a, blas_gem
 #pragma omp parallel for schedule(static) num_threads(a->threads > 0 ? a->threads : omp_get_max_threads())
 #endif
             for (r = 0; r < R; r++) {
-                const int64_t p = s->top_left ? r % Lq : r % Lq + lk - Lq;
-                int64_t lo = 0, hi = lk;
-                if (s->causal && hi > p + 1) hi = p + 1;
-                if (s->window_right >= 0 && hi > p + s->window_right + 1) hi = p + s->window_right + 1;
-                if (s->window_left >= 0 && lo < p - s->window_left) lo = p - s->window_left;
-                if (hi < lo) hi = lo;
+                int64_t lo, hi;
+                baseline_span(s, r % Lq, Lq, lk, &lo, &hi);
                 if (softmax_avx512) softmax_row_avx512(S + r * Lk, lk, lo, hi);
                 else softmax_row(S + r * Lk, lk, lo, hi);
                 if (p_bf16 && softmax_avx512) round_row_bf16_avx512(S + r * Lk, Pb + r * Lk, lk);
@@ -260,6 +274,183 @@ attn_status attn_bench_blas_attention(const attn_spec *s, const attn_args *a)
 attn_status attn_bench_blas_attention_bf16(const attn_spec *s, const attn_args *a)
 {
     return blas_unfused(s, a, gemm_bf16, sizeof(uint16_t));
+}
+
+/* ---- the unfused backward: five sgemms, the softmax gradient between ------ */
+
+/* Whether the backward baseline models the spec: the forward baseline's
+   masks on f32 tensors and gradients, no dropout, sinks or temperature. */
+int attn_bench_blas_backward_supports(const attn_spec *s)
+{
+    return attn_bench_blas_supports(s) && s->dtype_q == ATTN_DTYPE_F32 && s->dtype_kv == ATTN_DTYPE_F32 &&
+           s->dtype_o == ATTN_DTYPE_F32 && s->dtype_grad_q == ATTN_DTYPE_F32 && s->dtype_grad_kv == ATTN_DTYPE_F32 &&
+           !s->dropout && !s->sinks && s->temperature_scale == 0.0 && !s->shared_kv && s->page == 0 && !s->rope_style;
+}
+
+/* A row of P = exp(S - lse) on the visible keys [lo, hi), 0 on the others of [0, lk). */
+static void p_row(float *r, int64_t lk, int64_t lo, int64_t hi, float lse)
+{
+    int64_t j;
+    for (j = 0; j < lk; j++) r[j] = j >= lo && j < hi && lse != -INFINITY ? baseline_exp(r[j] - lse) : 0.0f;
+}
+
+/* A row of dS = scale P (dP - di), into dP's row. */
+static void ds_row(const float *p, float *dp, int64_t lk, float di, float scale)
+{
+    int64_t j;
+    for (j = 0; j < lk; j++) dp[j] = scale * p[j] * (dp[j] - di);
+}
+#if defined(__x86_64__) || defined(_M_X64)
+__attribute__((target("avx512f"))) static void p_row_avx512(float *r, int64_t lk, int64_t lo, int64_t hi, float lse)
+{
+    const __m512 iota = _mm512_set_ps(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    int64_t j;
+    if (lse == -INFINITY) hi = lo; /* a row that sees no key */
+    for (j = 0; j < lk; j += 16) {
+        const __mmask16 k = (__mmask16)(lk - j >= 16 ? 0xFFFF : (1u << (lk - j)) - 1);
+        const __m512 col = _mm512_add_ps(_mm512_set1_ps((float)j), iota);
+        const __mmask16 vis = _mm512_mask_cmp_ps_mask(
+            _mm512_cmp_ps_mask(col, _mm512_set1_ps((float)lo), _CMP_GE_OQ), col, _mm512_set1_ps((float)hi),
+            _CMP_LT_OQ);
+        const __m512 x = _mm512_max_ps(_mm512_set1_ps(-88.0f),
+                                       _mm512_sub_ps(_mm512_maskz_loadu_ps(k, r + j), _mm512_set1_ps(lse)));
+        _mm512_mask_storeu_ps(r + j, k, _mm512_maskz_mov_ps(vis, baseline_exp_avx512(x)));
+    }
+}
+__attribute__((target("avx512f"))) static void ds_row_avx512(const float *p, float *dp, int64_t lk, float di,
+                                                             float scale)
+{
+    int64_t j;
+    for (j = 0; j < lk; j += 16) {
+        const __mmask16 k = (__mmask16)(lk - j >= 16 ? 0xFFFF : (1u << (lk - j)) - 1);
+        const __m512 d = _mm512_sub_ps(_mm512_maskz_loadu_ps(k, dp + j), _mm512_set1_ps(di));
+        _mm512_mask_storeu_ps(dp + j, k,
+                              _mm512_mul_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(k, p + j), d), _mm512_set1_ps(scale)));
+    }
+}
+#else
+#define p_row_avx512 p_row
+#define ds_row_avx512 ds_row
+#endif
+
+/* The backward's buffers: a GQA group's rows stacked (row g * Lq + i) as
+   the forward's baseline stacks them. */
+typedef struct {
+    float *s, *dp, *q, *d_o, *dq, *dk, *dv, *di, *lse;
+} blas_bwd_buffers;
+
+/* Copies n rows of w floats from src (row i at src + i * stride) to dst (w apart). */
+static void gather_rows(float *dst, const float *src, int64_t n, int64_t stride, int w)
+{
+    int64_t i;
+    for (i = 0; i < n; i++) memcpy(dst + i * w, src + i * stride, sizeof(float) * (size_t)w);
+}
+
+/* One (batch, kv head) of the backward: S = scale Q K^T, P from the forward's
+   LSE, dV = P^T dO, dP = dO V^T, dS = scale P (dP - D_i), dQ = dS K,
+   dK = dS^T Q (five sgemms over every key below lk: the masked entries are
+   zeros inside them, as an unfused backward computes them). */
+static void blas_bwd_head(const attn_spec *s, const attn_bwd_args *ba, int64_t b, int hk, const blas_bwd_buffers *w)
+{
+    const attn_args *a = &ba->fwd;
+    const int G = s->heads_q / s->heads_kv, D = s->head_dim, Dv = s->head_dim_v;
+    const int64_t Lq = a->seq_q, Lk = a->seq_k, R = G * Lq, lk = s->padding ? a->seqlens_k[b] : Lk;
+    const int softmax_avx512 = attn_isa_supported(ATTN_ISA_AVX512);
+    const float *k = (const float *)a->k + b * a->k_stride[0] + hk * a->k_stride[2];
+    const float *v = (const float *)a->v + b * a->v_stride[0] + hk * a->v_stride[2];
+    float *dk = (float *)ba->dk + b * ba->dk_stride[0] + hk * ba->dk_stride[2];
+    float *dv = (float *)ba->dv + b * ba->dv_stride[0] + hk * ba->dv_stride[2];
+    int64_t r, j;
+    int g;
+    for (g = 0; g < G; g++) {
+        const int h = hk * G + g;
+        gather_rows(w->q + g * Lq * D, (const float *)a->q + b * a->q_stride[0] + h * a->q_stride[2], Lq,
+                    a->q_stride[1], D);
+        gather_rows(w->d_o + g * Lq * Dv, (const float *)ba->d_o + b * ba->do_stride[0] + h * ba->do_stride[2], Lq,
+                    ba->do_stride[1], Dv);
+        for (r = 0; r < Lq; r++) {
+            const float *o = (const float *)a->o + b * a->o_stride[0] + r * a->o_stride[1] + h * a->o_stride[2];
+            float sum = 0.0f;
+            int e;
+            for (e = 0; e < Dv; e++) sum += w->d_o[(g * Lq + r) * Dv + e] * o[e];
+            w->di[g * Lq + r] = sum;
+            w->lse[g * Lq + r] = a->lse[(b * s->heads_q + h) * Lq + r];
+        }
+    }
+    if (lk > 0 && R > 0) {
+        gemm_f32(1, (int)R, (int)lk, D, s->scale, w->q, D, k, (int)a->k_stride[1], w->s, (int)Lk);
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) num_threads(a->threads > 0 ? a->threads : omp_get_max_threads())
+#endif
+        for (r = 0; r < R; r++) {
+            int64_t lo, hi;
+            baseline_span(s, r % Lq, Lq, lk, &lo, &hi);
+            if (softmax_avx512) p_row_avx512(w->s + r * Lk, lk, lo, hi, w->lse[r]);
+            else p_row(w->s + r * Lk, lk, lo, hi, w->lse[r]);
+        }
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)lk, Dv, (int)R, 1.0f, w->s, (int)Lk, w->d_o, Dv,
+                    0.0f, w->dv, Dv);
+        gemm_f32(1, (int)R, (int)lk, Dv, 1.0f, w->d_o, Dv, v, (int)a->v_stride[1], w->dp, (int)Lk);
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) num_threads(a->threads > 0 ? a->threads : omp_get_max_threads())
+#endif
+        for (r = 0; r < R; r++) {
+            if (softmax_avx512) ds_row_avx512(w->s + r * Lk, w->dp + r * Lk, lk, w->di[r], s->scale);
+            else ds_row(w->s + r * Lk, w->dp + r * Lk, lk, w->di[r], s->scale);
+        }
+        gemm_f32(0, (int)R, D, (int)lk, 1.0f, w->dp, (int)Lk, k, (int)a->k_stride[1], w->dq, D);
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)lk, D, (int)R, 1.0f, w->dp, (int)Lk, w->q, D, 0.0f,
+                    w->dk, D);
+    } else {
+        memset(w->dq, 0, sizeof(float) * (size_t)(R * D));
+    }
+    for (g = 0; g < G; g++)
+        for (r = 0; r < Lq; r++)
+            memcpy((float *)ba->dq + b * ba->dq_stride[0] + r * ba->dq_stride[1] + (hk * G + g) * ba->dq_stride[2],
+                   w->dq + (g * Lq + r) * D, sizeof(float) * (size_t)D);
+    for (j = 0; j < Lk; j++) {
+        float *dkr = dk + j * ba->dk_stride[1], *dvr = dv + j * ba->dv_stride[1];
+        if (j < lk) {
+            memcpy(dkr, w->dk + j * D, sizeof(float) * (size_t)D);
+            memcpy(dvr, w->dv + j * Dv, sizeof(float) * (size_t)Dv);
+        } else {
+            memset(dkr, 0, sizeof(float) * (size_t)D);
+            memset(dvr, 0, sizeof(float) * (size_t)Dv);
+        }
+    }
+}
+
+/* The unfused backward on f32 tensors (attn_bench_blas_backward_supports):
+   what a user of OpenBLAS would write from the forward's O and LSE. */
+attn_status attn_bench_blas_backward(const attn_spec *s, const attn_bwd_args *ba)
+{
+    const int G = s->heads_q / s->heads_kv, D = s->head_dim, Dv = s->head_dim_v;
+    const int64_t Lq = ba->fwd.seq_q, Lk = ba->fwd.seq_k, R = G * Lq;
+    blas_bwd_buffers w;
+    attn_status st = ATTN_OK;
+    int64_t b;
+    int hk;
+    w.s = (float *)malloc(sizeof(float) * (size_t)(R * Lk) + 1);
+    w.dp = (float *)malloc(sizeof(float) * (size_t)(R * Lk) + 1);
+    w.q = (float *)malloc(sizeof(float) * (size_t)(R * (2 * D + Dv + 2)) + 1);
+    w.dk = (float *)malloc(sizeof(float) * (size_t)(Lk * (D + Dv)) + 1);
+    if (!w.s || !w.dp || !w.q || !w.dk) {
+        st = ATTN_ERR_NOMEM;
+        goto done;
+    }
+    w.d_o = w.q + R * D;
+    w.dq = w.d_o + R * Dv;
+    w.di = w.dq + R * D;
+    w.lse = w.di + R;
+    w.dv = w.dk + Lk * D;
+    for (b = 0; b < ba->fwd.batch; b++)
+        for (hk = 0; hk < s->heads_kv; hk++) blas_bwd_head(s, ba, b, hk, &w);
+done:
+    free(w.s);
+    free(w.dp);
+    free(w.q);
+    free(w.dk);
+    return st;
 }
 
 /* OpenBLAS picks its kernels when it loads, from OPENBLAS_CORETYPE or its

@@ -1067,6 +1067,42 @@ static attn_status call_bwd(const void *ctx)
     return current_bwd(current_bwd_args);
 }
 
+/* The unfused OpenBLAS backward (five sgemms, the softmax gradient between)
+   on the same arguments, where OpenBLAS links and the baseline models the
+   spec: a row of the table, or a JSON line with impl "openblas". */
+#ifdef ATTN_HAVE_OPENBLAS
+static const attn_spec *current_bwd_spec;
+static attn_status call_bwd_blas(const void *ctx)
+{
+    (void)ctx;
+    return attn_bench_blas_backward(current_bwd_spec, current_bwd_args);
+}
+#endif
+static void bench_backward_blas(const attn_spec *spec, const bench_options *opt, double flops)
+{
+#ifdef ATTN_HAVE_OPENBLAS
+    timing row;
+    if (opt->no_blas || !attn_bench_blas_backward_supports(spec)) return;
+    openblas_set_num_threads((int)opt->threads);
+    current_bwd_spec = spec;
+    if (best_time(call_bwd_blas, NULL, &row) != ATTN_OK) {
+        fprintf(stderr, "attngen: bench: the openblas backward baseline failed\n");
+        return;
+    }
+    if (opt->json)
+        printf("{\"config\": \"%s\", \"direction\": \"backward\", \"impl\": \"openblas\", \"seconds\": %.6g, "
+               "\"flops\": %.0f, \"gflops\": %.5g, \"blas_core\": \"%s\", \"runs\": %d}\n",
+               spec->name, row.seconds, flops, flops / row.seconds * 1e-9, openblas_get_corename(), row.runs);
+    else
+        printf("  %-13s %12.3f %10.2f  (unfused: five sgemms; openblas core: %s)\n", "openblas", row.seconds * 1e3,
+               flops / row.seconds * 1e-9, openblas_get_corename());
+#else
+    (void)spec;
+    (void)opt;
+    (void)flops;
+#endif
+}
+
 /* Times each backward variant this CPU runs (or the one opt->isa names) on
    the forward's args after one forward call (its O and LSE), with a random
    dO; prints its table (or a JSON line), counting 2.5 times the forward's
@@ -1132,7 +1168,7 @@ static int bench_backward(const attn_kernel *kern, const bench_options *opt, con
                    peak > 0 ? 100.0 * gf / peak : 0.0, peak);
         n++;
     }
-    (void)n;
+    if (n > 0) bench_backward_blas(spec, opt, flops);
 done:
     free(d32);
     free(d_o);
