@@ -701,7 +701,7 @@ if wanted("chunked") then
   end
   chunked_q8 = { lq = 512, lk = CHUNKED_LK, f32 = best.f32, q8_0 = best.q8_0 }
   chunked_q8.ratio = best.q8_0.gflops / best.f32.gflops
-  target(("chunked prefill Llama-3-8B Lq=512 Lk=%d, q8_0 K/V: FLOP rate / f32 K/V's"):format(CHUNKED_LK),
+  target(("chunked prefill Llama-3-8B Lq=512 Lk=%d: FLOP rate q8_0 / f32 K/V"):format(CHUNKED_LK),
     chunked_q8.ratio, (">= %.2f"):format(CHUNKED_Q8_GOAL), chunked_q8.ratio >= CHUNKED_Q8_GOAL)
 end
 
@@ -940,7 +940,7 @@ for _, x in ipairs(multi) do
   local best, median_ratio = best_median(x.rounds, "ratio")
   x.ms, x.roof_ms, x.bound, x.ratio, x.median_ratio = best.ms, best.roof_ms, best.bound, best.ratio, median_ratio
   if x.slot and x.int8 then
-    target(('decode Llama-3-8B, q8_0 K/V, matmul "int8", Lq=%d Lk=%d, 1 thread: time / roofline'):format(x.lq, x.lk),
+    target(("decode Llama-3-8B q8_0 int8 Lq=%d Lk=%d, 1 thread: time / roofline"):format(x.lq, x.lk),
       x.ratio, ("<= %.2f"):format(INT8_GOAL), x.ratio <= INT8_GOAL, nil, x.slot)
   elseif x.slot then
     target(("decode Llama-3-8B Lq=%d Lk=%d, 1 thread: time / roofline"):format(x.lq, x.lk), x.ratio,
