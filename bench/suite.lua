@@ -714,6 +714,31 @@ for _, lq in ipairs(wanted("chunked") and { 32, 256 } or {}) do
     x.ratio, (">= %.2f"):format(CHUNKED_GOAL), x.ratio >= CHUNKED_GOAL)
 end
 
+-- 9a. chunked prefill of 512 rows against a q8_0 cache (the prefill path
+-- dequantizes K and V into the packed f32 panels a chunk at a time) against
+-- the same call on an f32 cache, each in turn twice (the best of each
+-- counts): the q8_0 cache's FLOP rate >= CHUNKED_Q8_GOAL of the f32 cache's
+local CHUNKED_Q8_GOAL, chunked_q8 = 0.85, nil
+if wanted("chunked") then
+  local best = {}
+  for round = 1, 2 do
+    for _, c in ipairs({ { "f32", "llama3_8b" }, { "q8_0", "llama3_8b_q8kv" } }) do
+      progress(("chunked prefill Lq=512 Lk=%d, %s cache, round %d"):format(CHUNKED_LK, c[1], round))
+      local r = bench(c[2], {}, { ["seq-q"] = 512, ["seq-k"] = CHUNKED_LK, threads = 1, isa = ISA,
+        ["no-reference"] = true, ["no-blas"] = true })
+      record(("chunked prefill Lq=512 Lk=%d %s cache round=%d"):format(CHUNKED_LK, c[1], round), r)
+      local k = result(r, ISA)
+      if not best[c[1]] or k.gflops > best[c[1]].gflops then
+        best[c[1]] = { ms = k.seconds * 1e3, gflops = k.gflops, peak = k.peak_gflops }
+      end
+    end
+  end
+  chunked_q8 = { lq = 512, lk = CHUNKED_LK, f32 = best.f32, q8_0 = best.q8_0 }
+  chunked_q8.ratio = best.q8_0.gflops / best.f32.gflops
+  target(("chunked prefill Llama-3-8B Lq=512 Lk=%d: FLOP rate q8_0 / f32 K/V"):format(CHUNKED_LK),
+    chunked_q8.ratio, (">= %.2f"):format(CHUNKED_Q8_GOAL), chunked_q8.ratio >= CHUNKED_Q8_GOAL)
+end
+
 -- 9a. paged K/V (paged = {page = P}): Llama-3-8B's f16 cache of LONG keys in pools of pages read
 -- through a shuffled block table (bench --paged), decode and a chunked prefill of 512 rows, 1
 -- thread; each paged run against the contiguous cache (head-major for the HND pools) timed just
@@ -769,6 +794,14 @@ for _, lk in ipairs(wanted("multi") and LK or {}) do
       slot = lk == LONG and lq >= 2 and lq <= 8 and reserve() or nil }
   end
 end
+-- and from a q8_0 cache with integer products (matmul = "int8"), Lq 4 and 8
+-- against LONG keys: its roofline takes Q.K's FLOPs at the int8 dot peak the
+-- same bench run measures (vpdpbusd chains where the CPU has VNNI, else
+-- vpmaddubsw: the instruction the kernel's dots take) and P.V's at the FMA peak
+local INT8_SETS, INT8_GOAL = { 'dtype={kv="q8_0"}', 'matmul="int8"' }, 1.30
+for _, lq in ipairs(wanted("multi") and { 4, 8 } or {}) do
+  multi[#multi + 1] = { lq = lq, lk = LONG, int8 = true, rounds = {}, slot = reserve() }
+end
 local function short_multi_round()
   for _, x in ipairs(short_prompts) do
     local n = #x.rounds + 1
@@ -781,15 +814,21 @@ local function short_multi_round()
   end
   for _, x in ipairs(multi) do
     local n = #x.rounds + 1
-    progress(("decode Llama-3-8B Lq=%d Lk=%d, 1 thread, round %d"):format(x.lq, x.lk, n))
-    local r = bench("llama3_8b", {}, { ["seq-q"] = x.lq, ["seq-k"] = x.lk, threads = 1, isa = ISA,
-      ["no-reference"] = true, ["no-blas"] = true })
-    record(("multi-token decode Lq=%d Lk=%d round=%d"):format(x.lq, x.lk, n), r)
+    local cache = x.int8 and " q8_0 int8" or ""
+    progress(("decode Llama-3-8B%s Lq=%d Lk=%d, 1 thread, round %d"):format(cache, x.lq, x.lk, n))
+    local r = bench("llama3_8b", x.int8 and INT8_SETS or {}, { ["seq-q"] = x.lq, ["seq-k"] = x.lk, threads = 1,
+      isa = ISA, ["no-reference"] = true, ["no-blas"] = true })
+    record(("multi-token decode%s Lq=%d Lk=%d round=%d"):format(cache, x.lq, x.lk, n), r)
     local k = result(r, ISA)
     local bytes, flops = k.kv_gbs * k.seconds, k.gflops * k.seconds -- GB, GFLOP
-    local roof = math.max(bytes / r.read_gbs, flops / k.peak_gflops)
-    x.rounds[n] = { ms = k.seconds * 1e3, roof_ms = roof * 1e3,
-      bound = bytes / r.read_gbs >= flops / k.peak_gflops and "K/V reads" or "FLOPs" }
+    local compute = flops / k.peak_gflops
+    if x.int8 then -- Q.K's share of the FLOPs at the int8 dot peak (the FMA peak where the bench has none)
+      local qk = flops * r.head_dim / (r.head_dim + r.head_dim_v)
+      compute = qk / (k.int8_dot_peak_gops or k.peak_gflops) + (flops - qk) / k.peak_gflops
+    end
+    local roof = math.max(bytes / r.read_gbs, compute)
+    x.rounds[n] = { ms = k.seconds * 1e3, roof_ms = roof * 1e3, int8_peak = k.int8_dot_peak_gops,
+      bound = bytes / r.read_gbs >= compute and "K/V reads" or "FLOPs" }
   end
 end
 short_multi_round()
@@ -934,7 +973,10 @@ for _, x in ipairs(multi) do
   for _, rd in ipairs(x.rounds) do rd.ratio = rd.ms / rd.roof_ms end
   local best, median_ratio = best_median(x.rounds, "ratio")
   x.ms, x.roof_ms, x.bound, x.ratio, x.median_ratio = best.ms, best.roof_ms, best.bound, best.ratio, median_ratio
-  if x.slot then
+  if x.slot and x.int8 then
+    target(("decode Llama-3-8B q8_0 int8 Lq=%d Lk=%d, 1 thread: time / roofline"):format(x.lq, x.lk),
+      x.ratio, ("<= %.2f"):format(INT8_GOAL), x.ratio <= INT8_GOAL, nil, x.slot)
+  elseif x.slot then
     target(("decode Llama-3-8B Lq=%d Lk=%d, 1 thread: time / roofline"):format(x.lq, x.lk), x.ratio,
       "<= 1.25", x.ratio <= 1.25, nil, x.slot)
   end
@@ -1042,6 +1084,15 @@ if #chunked > 0 then
     end
   end
 end
+if chunked_q8 then
+  print()
+  print(("chunked prefill against a q8_0 and an f32 cache, Llama-3-8B, Lq = 512, Lk = %d, 1 thread, %s (best of 2)")
+    :format(chunked_q8.lk, isa_name()))
+  print(("%6s %10s %10s %10s"):format("K/V", "time (ms)", "GFLOP/s", "run's peak"))
+  for _, c in ipairs({ "f32", "q8_0" }) do
+    print(("%6s %10.3f %10.1f %10.0f"):format(c, chunked_q8[c].ms, chunked_q8[c].gflops, chunked_q8[c].peak))
+  end
+end
 if serving.append then
   local a = serving.append
   print()
@@ -1063,14 +1114,18 @@ if #multi > 0 then
   print(("%6s %7s %10s %12s %8s %8s  %s"):format("Lq", "Lk", "time (ms)", "roofline ms", "ratio", "median",
     "bound by"))
   for _, x in ipairs(multi) do
-    print(("%6d %7d %10.3f %12.3f %8.2f %8.2f  %s"):format(x.lq, x.lk, x.ms, x.roof_ms, x.ratio, x.median_ratio,
-      x.bound))
+    local ip = x.int8 and x.rounds[1].int8_peak
+    local note = x.int8 and ("  (q8_0 K/V, matmul int8: Q.K at the int8 dot peak, %s)")
+      :format(ip and ("%.0f GOP/s"):format(ip) or "not measured: at the FMA peak") or ""
+    print(("%6d %7d %10.3f %12.3f %8.2f %8.2f  %s%s"):format(x.lq, x.lk, x.ms, x.roof_ms, x.ratio, x.median_ratio,
+      x.bound, note))
   end
 end
 util.makepath(out)
 util.write_atomic(out .. "/results.json", json.encode({ quick = quick, isa = ISA, runs = runs, targets = rows,
   decode = decode_rows, decode_rounds = rounds, decode_threshold = crossover, short_prompts = short_prompts,
   chunked_prefill = chunked, multi_token_decode = multi, serving = serving,
+  chunked_prefill_q8_0 = chunked_q8,
   sections = only and util.sorted_keys(only) or nil },
   { indent = true }) .. "\n")
 if partial then partial:close(); os.remove(partial_path) end

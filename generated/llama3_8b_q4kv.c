@@ -288,76 +288,11 @@ static inline void attn_llama3_8b_q4kv_prefetch_row_l2(const attn_block_q4_0 *p,
  * one of V for Llama-3-8B), that trains the hardware prefetcher on the key's
  * pages, which it then fetches on its own; it stops at page boundaries, so
  * without this it starts on each page only when the kernel's own prefetch of
- * whole rows reaches it.  Always inlined: ATTN_ALWAYS_INLINE says why.
- * A key's rows here span 8 pages of K and of V: those of kv heads 0, 1, 2, 3, 4, 5, 6, 7 each
- * start one. */
+ * whole rows reaches it.  Always inlined: ATTN_ALWAYS_INLINE says why. */
 static ATTN_ALWAYS_INLINE void attn_llama3_8b_q4kv_prefetch_key_start(const attn_llama3_8b_q4kv_kv *kv, int64_t j)
 {
 #if defined(__GNUC__)
     const char *k = (const char *)attn_llama3_8b_q4kv_k_row(kv, 0, j), *v = (const char *)attn_llama3_8b_q4kv_v_row(kv, 0, j);
-    __builtin_prefetch(k, 0, 2);
-    __builtin_prefetch(k + 64, 0, 2);
-    __builtin_prefetch(k + 128, 0, 2);
-    __builtin_prefetch(k + 192, 0, 2);
-    __builtin_prefetch(v, 0, 2);
-    __builtin_prefetch(v + 64, 0, 2);
-    __builtin_prefetch(v + 128, 0, 2);
-    __builtin_prefetch(v + 192, 0, 2);
-    k = (const char *)attn_llama3_8b_q4kv_k_row(kv, 1, j); v = (const char *)attn_llama3_8b_q4kv_v_row(kv, 1, j);
-    __builtin_prefetch(k, 0, 2);
-    __builtin_prefetch(k + 64, 0, 2);
-    __builtin_prefetch(k + 128, 0, 2);
-    __builtin_prefetch(k + 192, 0, 2);
-    __builtin_prefetch(v, 0, 2);
-    __builtin_prefetch(v + 64, 0, 2);
-    __builtin_prefetch(v + 128, 0, 2);
-    __builtin_prefetch(v + 192, 0, 2);
-    k = (const char *)attn_llama3_8b_q4kv_k_row(kv, 2, j); v = (const char *)attn_llama3_8b_q4kv_v_row(kv, 2, j);
-    __builtin_prefetch(k, 0, 2);
-    __builtin_prefetch(k + 64, 0, 2);
-    __builtin_prefetch(k + 128, 0, 2);
-    __builtin_prefetch(k + 192, 0, 2);
-    __builtin_prefetch(v, 0, 2);
-    __builtin_prefetch(v + 64, 0, 2);
-    __builtin_prefetch(v + 128, 0, 2);
-    __builtin_prefetch(v + 192, 0, 2);
-    k = (const char *)attn_llama3_8b_q4kv_k_row(kv, 3, j); v = (const char *)attn_llama3_8b_q4kv_v_row(kv, 3, j);
-    __builtin_prefetch(k, 0, 2);
-    __builtin_prefetch(k + 64, 0, 2);
-    __builtin_prefetch(k + 128, 0, 2);
-    __builtin_prefetch(k + 192, 0, 2);
-    __builtin_prefetch(v, 0, 2);
-    __builtin_prefetch(v + 64, 0, 2);
-    __builtin_prefetch(v + 128, 0, 2);
-    __builtin_prefetch(v + 192, 0, 2);
-    k = (const char *)attn_llama3_8b_q4kv_k_row(kv, 4, j); v = (const char *)attn_llama3_8b_q4kv_v_row(kv, 4, j);
-    __builtin_prefetch(k, 0, 2);
-    __builtin_prefetch(k + 64, 0, 2);
-    __builtin_prefetch(k + 128, 0, 2);
-    __builtin_prefetch(k + 192, 0, 2);
-    __builtin_prefetch(v, 0, 2);
-    __builtin_prefetch(v + 64, 0, 2);
-    __builtin_prefetch(v + 128, 0, 2);
-    __builtin_prefetch(v + 192, 0, 2);
-    k = (const char *)attn_llama3_8b_q4kv_k_row(kv, 5, j); v = (const char *)attn_llama3_8b_q4kv_v_row(kv, 5, j);
-    __builtin_prefetch(k, 0, 2);
-    __builtin_prefetch(k + 64, 0, 2);
-    __builtin_prefetch(k + 128, 0, 2);
-    __builtin_prefetch(k + 192, 0, 2);
-    __builtin_prefetch(v, 0, 2);
-    __builtin_prefetch(v + 64, 0, 2);
-    __builtin_prefetch(v + 128, 0, 2);
-    __builtin_prefetch(v + 192, 0, 2);
-    k = (const char *)attn_llama3_8b_q4kv_k_row(kv, 6, j); v = (const char *)attn_llama3_8b_q4kv_v_row(kv, 6, j);
-    __builtin_prefetch(k, 0, 2);
-    __builtin_prefetch(k + 64, 0, 2);
-    __builtin_prefetch(k + 128, 0, 2);
-    __builtin_prefetch(k + 192, 0, 2);
-    __builtin_prefetch(v, 0, 2);
-    __builtin_prefetch(v + 64, 0, 2);
-    __builtin_prefetch(v + 128, 0, 2);
-    __builtin_prefetch(v + 192, 0, 2);
-    k = (const char *)attn_llama3_8b_q4kv_k_row(kv, 7, j); v = (const char *)attn_llama3_8b_q4kv_v_row(kv, 7, j);
     __builtin_prefetch(k, 0, 2);
     __builtin_prefetch(k + 64, 0, 2);
     __builtin_prefetch(k + 128, 0, 2);
@@ -473,11 +408,11 @@ enum {
     DECODE_SPLIT = 512, /* keys of a split (before doubling) */
     DECODE_MAX_SPLITS = 32, /* splits a sequence at most, while a split can double */
     DECODE_HEAD_SPLIT = 8, /* below this many splits (all batches), a unit is one kv head's */
-    DECODE_BLOCK = 8, /* keys of a block inside a split */
+    DECODE_BLOCK = 64, /* keys of a block inside a split */
     /* the blocked kernel's, where its prefetch goes to L2 (AMD Zen 4 and 5), by its rows a kv head: */
-    DECODE_BLOCK_FEW = 8, /* in pairs or dot products, below one panel */
-    DECODE_BLOCK_ONE = 16, /* one panel, or one vector in pairs of D */
-    DECODE_BLOCK_MANY = 32 /* more panels */
+    DECODE_BLOCK_FEW = 32, /* in pairs or dot products, below one panel */
+    DECODE_BLOCK_ONE = 64, /* one panel, or one vector in pairs of D */
+    DECODE_BLOCK_MANY = 64 /* more panels */
 };
 enum {
     STREAM_PREFETCH = 2, /* keys ahead, when a key's kv heads are adjacent */
@@ -510,7 +445,7 @@ ATTN_SHARED static void attn_llama3_8b_q4kv_dresult(const float *o, float m, flo
  * * R floats, twice with entropy), each (batch, kv heads)'s count of splits still
  * to finish,
  * then a scratch of DECODE_SCRATCH bytes a thread; each part on ATTN_ALIGN bytes. */
-enum { DECODE_SCRATCH = 911680 /* bytes of a thread's scratch: the largest variant's */ };
+enum { DECODE_SCRATCH = 977216 /* bytes of a thread's scratch: the largest variant's */ };
 typedef struct { size_t opart, lpart, left, scratch, bytes; } attn_llama3_8b_q4kv_dlayout;
 
 /* The threads of a call: args->threads, or OpenMP's default (1 without OpenMP). */

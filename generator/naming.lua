@@ -234,11 +234,11 @@ M.SHARED = {
   vmath_tanh = "tanh over an array (the vector math's accuracy test)",
 }
 
--- matmul = "int8": the scores of 1 to 4 packed q8_0 query rows against one
+-- matmul = "int8": the scores of 1 to 4 (or 8) packed q8_0 query rows against one
 -- or two K rows of blocks, in integer block dots (the _dp form: the ISA's
 -- dot-product extension, AVX512-VNNI, AVX-VNNI or NEON's dotprod, under its
 -- own target)
-for r = 1, 4 do
+for _, r in ipairs({ 1, 2, 3, 4, 8 }) do
   for _, kv in ipairs({ "q8_0", "q4_0" }) do
     for _, keys in ipairs({ "", "x2" }) do
       local what = ("the scores of %d q8_0 query row%s against %s row%s of %s blocks, integer block dots")

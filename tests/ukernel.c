@@ -798,8 +798,10 @@ int ukt_idot(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int d, in
         printf("FAIL %s: no int8 tester for %dx%d, D = %d, DQS = %d\n", name, m, n, d, dqs);
         return UKT_FAIL;
     }
-    for (dp = 0; dp <= dp_have; dp++) /* the plain form, then the extension's where the CPU has it */
-        for (k = 1; k <= 2; k++) {
+    /* the plain form, then the extension's where the CPU has it; 4, 8 and 12 rows (the helpers
+       take 8 rows a call on ISAs with 32 registers: one call, and one call and 4 rows) */
+    for (dp = 0; dp <= dp_have; dp++)
+        for (k = 1; k <= 3; k++) {
             const int R = k * m;
             const size_t nq = (size_t)R * dqs, nk = units(dt, (size_t)d);
             guarded gq, gk0, gk1;

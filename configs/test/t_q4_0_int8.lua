@@ -1,13 +1,13 @@
 -- matmul = "int8" on a q4_0 cache: bf16 Q quantized to q8_0 blocks, Q.K as
 -- integer dots against the nibbles; MQA, padding (ragged key lengths), a
--- sliding window, softcap, and D != Dv (32 and 96: one and three blocks a row).
+-- sliding window, softcap, and D != Dv (96 and 32: three and one blocks a row).
 -- The reference computes on the same quantized Q.
 return {
   name = "t_q4_0_int8",
   heads_q = 4,
   heads_kv = 1,
-  head_dim = 32,
-  head_dim_v = 96,
+  head_dim = 96,
+  head_dim_v = 32,
   padding = true,
   sliding_window = 20,
   softcap = 30,

@@ -118,7 +118,7 @@ local function build(name, enum, target)
     -- (with VL and BW), else vpmaddubsw on 256-bit ones (AVX2's, which every
     -- AVX-512 CPU runs)
     int8 = { style = "x86", dp_target = "avx512f,avx512bw,avx512vl,avx512vnni,fma", dp_bit = "ATTN_INT8_DOT_AVX512VNNI",
-      dp_dot = "_mm256_dpbusd_epi32", dp_width = 512 },
+      dp_dot = "_mm256_dpbusd_epi32", dp_width = 512, rows = 8 },
     vec = "__m512",
     arch_guard = "defined(__x86_64__) || defined(_M_X64)",
     include = "immintrin.h",

@@ -1,6 +1,6 @@
 --- Integer block dots for matmul = "int8" (q8_0 and q4_0 K/V caches): the C
--- of the helpers that score 1 to 4 packed query rows against one or two K
--- rows of llama.cpp's blocks, for an ISA module that states `int8` (a table):
+-- of the helpers that score 1 to 4 (and `rows`) packed query rows against one
+-- or two K rows of llama.cpp's blocks, for an ISA module that states `int8` (a table):
 --   style       "x86" (AVX2, and AVX-512 CPUs), "neon" or "scalar"
 --   dp_target   the target of the dot-product extension's helpers (x86:
 --               AVX512-VNNI's vpdpbusd on 512-bit vectors, two blocks a
@@ -9,6 +9,9 @@
 --   dp_bit      its bit in attn_cpu()->int8_dot (attn_runtime.h)
 --   dp_dot      (x86) the vpdpbusd intrinsic: acc + u8 x s8 products, 4 a lane
 --   dp_width    (x86) its vectors' bits, 256 or 512
+--   rows        the most query rows a helper scores in one call: 4, or 8 where
+--               the ISA has 32 vector registers (the K side, its loads, offsets
+--               and scales, is then done once for 8 rows)
 --
 -- A packed query row (qpacki, lib/pack) holds, for nb = D / 32 blocks, in
 -- the floats of the row: the q8_0 codes (bytes 0 .. 32 nb); at float 8 nb,
@@ -24,7 +27,11 @@
 -- xor; q4_0: its nibbles, k + 8), the sums starting from the row's
 -- correction, so one instruction a row and vector.  vpmaddubsw (the form
 -- without the extension) takes the sign trick instead: |k| times q with k's
--- sign (q8_0 codes are in -127..127, so two products fit its int16 lanes).
+-- sign (q8_0 codes are in -127..127, so two products fit its int16 lanes);
+-- q4_0's nibbles are unsigned already, multiplied as they are and the sums
+-- started from the row's correction as vpdpbusd's are (15 x 127 x 2 fits).
+-- A q4_0 block's 16 bytes are unpacked by one broadcast of them to both
+-- halves of a vector, one shift by 0 and 4 bits, and one and with 15.
 -- NEON multiplies signed bytes (sdot, or vmull pairs widened into int16).
 local M = {}
 
@@ -35,11 +42,12 @@ local function head(name, kv, R, NK, attr)
   local keys = NK == 2 and (", const attn_block_%s *k1"):format(kv) or ""
   return ([[
 
-/* s%s[0..4) = the base-2 scores of %d packed q8_0 quer%s (qpacki, qs floats apart)
+/* s%s[0..%d) = the base-2 scores of %d packed q8_0 quer%s (qpacki, qs floats apart)
  * against the K row%s of nb %s blocks (0 past %d): per block d_q d_k (times the
  * score scale) times the integer dot of the codes. */
 %sstatic inline void %s(const float *q, int64_t qs, const attn_block_%s *k0%s, int nb, float *s0%s)
-{]]):format(NK == 2 and ", s1" or "0", R, R > 1 and "y rows" or "y row", NK == 2 and "s k0, k1" or " k0", kv, R,
+{]]):format(NK == 2 and ", s1" or "0", math.max(4, R), R, R > 1 and "y rows" or "y row",
+    NK == 2 and "s k0, k1" or " k0", kv, R,
     attr, name, kv, keys, NK == 2 and ", float *s1" or "")
 end
 
@@ -71,7 +79,7 @@ end
 local function stores(R, NK, sum)
   local t = {}
   for kk = 0, NK - 1 do
-    for r = 0, 3 do t[#t + 1] = ("    s%d[%d] = %s;"):format(kk, r, r < R and sum(kk, r) or "0.0f") end
+    for r = 0, math.max(4, R) - 1 do t[#t + 1] = ("    s%d[%d] = %s;"):format(kk, r, r < R and sum(kk, r) or "0.0f") end
   end
   return table.concat(t, "\n")
 end
@@ -86,7 +94,12 @@ local function x86_body(I, isa, R, NK, kv, mode, name, attr)
   local L = { head(name, kv, R, NK, attr) }
   local function add(s) L[#L + 1] = s end
   local vf = "__m256"
-  if kv == "q4_0" then add("    const __m128i low = _mm_set1_epi8(15);") end
+  if kv == "q4_0" then -- the nibbles: low ones in a vector's low 128 bits, high ones in its high 128
+    add("    const __m256i low = _mm256_set1_epi8(15), shift = _mm256_set_epi64x(4, 4, 0, 0);")
+    if W == 512 then
+      add("    const __m512i low2 = _mm512_set1_epi8(15), shift2 = _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0);")
+    end
+  end
   if mode == "mad" then add("    const __m256i ones = _mm256_set1_epi16(1);") end
   if mode == "dp" and kv == "q8_0" then add("    const __m256i flip = _mm256_set1_epi8((char)0x80);") end
   for r = 0, R - 1 do
@@ -103,14 +116,20 @@ local function x86_body(I, isa, R, NK, kv, mode, name, attr)
   for r = 0, R - 1 do add(("    (void)n%d;"):format(r)) end
   local d = dispatch(I, mode, name, NK)
   if d then add(d) end
-  -- one block's K codes of key kk at block index bi, as vpdpbusd (u8) or the sign trick takes them (256 bits)
+  -- one block's K codes of key kk at block index bi, as vpdpbusd (u8) or the sign trick takes them (256 bits);
+  -- q4_0's nibbles unsigned: the 16 bytes in both halves, shifted by 0 and 4 bits, and 15
   local function kcodes(kk, bi)
     if kv == "q8_0" then
       return ("_mm256_loadu_si256((const __m256i *)(const void *)k%d[%s].q)"):format(kk, bi)
     end
-    local ld = ("_mm_loadu_si128((const __m128i *)(const void *)k%d[%s].q)"):format(kk, bi)
-    return ("_mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(%s, low)), "
-      .. "_mm_and_si128(_mm_srli_epi16(%s, 4), low), 1)"):format(ld, ld)
+    return ("_mm256_and_si256(_mm256_srlv_epi64(_mm256_broadcastsi128_si256(_mm_loadu_si128("
+      .. "(const __m128i *)(const void *)k%d[%s].q)), shift), low)"):format(kk, bi)
+  end
+  -- q4_0: two blocks' (b, b + 1) nibbles in 512 bits, the 16 bytes of each in two 128-bit lanes
+  local function kcodes2(kk)
+    local function bc(bi) return ("(const __m128i *)(const void *)k%d[%s].q"):format(kk, bi) end
+    return ("_mm512_and_si512(_mm512_srlv_epi64(_mm512_inserti64x4(_mm512_broadcast_i32x4(_mm_loadu_si128(%s)), "
+      .. "_mm256_broadcastsi128_si256(_mm_loadu_si128(%s)), 1), shift2), low2)"):format(bc("b"), bc("b + 1"))
   end
   -- the body of one step of `blocks` blocks (1 or 2) in vectors of w bits
   local function step(w, ind)
@@ -120,7 +139,8 @@ local function x86_body(I, isa, R, NK, kv, mode, name, attr)
         add(("%sconst __m512 d%d = _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256("
           .. "_mm_set1_epi16((short)k%d[b].d)), _mm_set1_epi16((short)k%d[b + 1].d), 1)); /* d_k, 8 lanes a block */")
           :format(ind, kk, kk, kk))
-        local x = ("_mm512_inserti64x4(_mm512_castsi256_si512(%s), %s, 1)"):format(kcodes(kk, "b"), kcodes(kk, "b + 1"))
+        local x = kv == "q4_0" and kcodes2(kk)
+          or ("_mm512_inserti64x4(_mm512_castsi256_si512(%s), %s, 1)"):format(kcodes(kk, "b"), kcodes(kk, "b + 1"))
         if kv == "q8_0" then
           x = ("_mm512_xor_si512(%s, _mm512_broadcast_i64x4(flip))"):format(x)
         end
@@ -133,8 +153,9 @@ local function x86_body(I, isa, R, NK, kv, mode, name, attr)
         if mode == "dp" then
           if kv == "q8_0" then x = ("_mm256_xor_si256(%s, flip)"):format(x) end
           add(("%sconst __m256i x%d = %s;"):format(ind, kk, x))
+        elseif kv == "q4_0" then -- unsigned nibbles, multiplied as they are (the offset is in the correction)
+          add(("%sconst __m256i x%d = %s;"):format(ind, kk, x))
         else
-          if kv == "q4_0" then x = ("_mm256_sub_epi8(%s, _mm256_set1_epi8(8))"):format(x) end
           add(("%sconst __m256i x%d = %s, u%d = _mm256_sign_epi8(x%d, x%d); /* k, |k| */")
             :format(ind, kk, x, kk, kk, kk))
         end
@@ -149,7 +170,7 @@ local function x86_body(I, isa, R, NK, kv, mode, name, attr)
         add(("%sconst __m512 fv = _mm512_loadu_ps(f%d + 8 * b);"):format(i2, r))
       else
         add(("%sconst __m256i qv = _mm256_loadu_si256((const __m256i *)(const void *)(c%d + 32 * b));"):format(i2, r))
-        if mode == "dp" then
+        if mode == "dp" or kv == "q4_0" then
           add(("%sconst __m256i nv = _mm256_loadu_si256((const __m256i *)(const void *)(n%d + 8 * b));"):format(i2, r))
         end
         add(("%sconst __m256 fv = _mm256_loadu_ps(f%d + 8 * b);"):format(i2, r))
@@ -160,6 +181,8 @@ local function x86_body(I, isa, R, NK, kv, mode, name, attr)
           t = ("_mm512_dpbusd_epi32(nv, x%d, qv)"):format(kk)
         elseif mode == "dp" then
           t = ("%s(nv, x%d, qv)"):format(W == 512 and "_mm256_dpbusd_epi32" or I.dp_dot, kk)
+        elseif kv == "q4_0" then
+          t = ("_mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(x%d, qv), ones), nv)"):format(kk)
         else
           t = ("_mm256_madd_epi16(_mm256_maddubs_epi16(u%d, _mm256_sign_epi8(qv, x%d)), ones)"):format(kk, kk)
         end
@@ -194,12 +217,14 @@ local function x86_body(I, isa, R, NK, kv, mode, name, attr)
   for kk = 0, NK - 1 do
     local out = "s" .. kk
     if W == 512 or isa.lanes == 8 then
-      local a = {}
       local none = W == 512 and "_mm512_setzero_ps()" or "_mm256_setzero_ps()"
-      for r = 0, 3 do a[#a + 1] = r < R and ("a%d_%d"):format(kk, r) or none end
-      add(("    %s;"):format(isa.hsum4(a[1], a[2], a[3], a[4], out)))
+      for g = 0, math.max(4, R) - 1, 4 do -- 4 rows a sum
+        local a = {}
+        for r = g, g + 3 do a[#a + 1] = r < R and ("a%d_%d"):format(kk, r) or none end
+        add(("    %s;"):format(isa.hsum4(a[1], a[2], a[3], a[4], g == 0 and out or ("%s + %d"):format(out, g))))
+      end
     else
-      for r = 0, 3 do
+      for r = 0, math.max(4, R) - 1 do
         add(("    %s[%d] = %s;"):format(out, r, r < R and ("%s(a%d_%d)"):format(I.hadd8, kk, r) or "0.0f"))
       end
     end
@@ -337,7 +362,9 @@ function M.helpers(isa, kv, attr)
   end
   local dp_attr = I.dp_target and (I.dp_target == "" and attr
     or ("ATTN_MAYBE_UNUSED __attribute__((target(\"%s\"))) "):format(I.dp_target))
-  for R = 1, 4 do
+  local rows = { 1, 2, 3, 4 }
+  if (I.rows or 4) > 4 then rows[#rows + 1] = I.rows end
+  for _, R in ipairs(rows) do
     for NK = 1, 2 do
       local name = M.name(isa, R, kv, NK)
       if I.style == "x86" then

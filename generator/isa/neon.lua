@@ -16,7 +16,7 @@ local M = {
   vec = "float32x4_t",
   -- matmul = "int8" (isa/int8.lua): integer block dots, vmull pairs, or
   -- sdot where the CPU has the dotprod extension
-  int8 = { style = "neon", dp_target = "", dp_bit = "ATTN_INT8_DOT_DOTPROD" },
+  int8 = { style = "neon", dp_target = "", dp_bit = "ATTN_INT8_DOT_DOTPROD", rows = 8 },
   arch_guard = "defined(__aarch64__)",
   include = "arm_neon.h",
   target = nil, -- NEON is part of the AArch64 baseline

@@ -104,7 +104,7 @@ function M.plan(cfg, opts)
     -- the tanh scores, counted as f32, the type of a computed U; H for dot
     -- and general) and of the H rows the context reads
     local function block_of(row_bytes) return math.max(4, math.floor(M.KEY_BLOCK_BYTES / row_bytes / 4) * 4) end
-    local size = common.DTYPE_BYTES[p.dtype.kv]
+    local size = common.value_bytes(p.dtype.kv)
     v.key_block_s = block_of(p.tanh and 4 * p.Da or size * p.Dh)
     v.key_block_c = block_of(size * p.Dh)
     v.dhp = math.ceil(p.Dh / isa.lanes) * isa.lanes -- a context accumulator row: whole vectors

@@ -39,6 +39,14 @@ M.DTYPE_ENUM = { f32 = "ATTN_DTYPE_F32", bf16 = "ATTN_DTYPE_BF16", f16 = "ATTN_D
 M.DTYPE_BYTES = { f32 = 4, bf16 = 2, f16 = 2, q8_0 = 34, q4_0 = 18 }
 --- Values an element holds: 1, or a block's 32.
 M.DTYPE_VALUES = { f32 = 1, bf16 = 1, f16 = 1, q8_0 = 32, q4_0 = 32 }
+--- Bytes of one value of storage type t: its element's bytes over the values
+-- the element holds (34 / 32 for q8_0, 18 / 32 for q4_0).  Every byte count of
+-- K/V rows (decode blocks, pages, lines) goes through this, never DTYPE_BYTES.
+-- (An integer where it is one, as Lua 5.3's `/` would not keep it.)
+function M.value_bytes(t)
+  local b, n = M.DTYPE_BYTES[t], M.DTYPE_VALUES[t]
+  return b % n == 0 and math.floor(b / n) or b / n
+end
 
 --- log2(e): kernels keep scores in base 2, so every exp is an exp2.
 M.LOG2E = 1.4426950408889634
@@ -283,7 +291,7 @@ function M.common(cfg, opts)
   p.c = { log2e = c_float(M.LOG2E), ln2 = c_float(1 / M.LOG2E), neg_2log2e = c_float(-2 * M.LOG2E) }
   p.unroll_max_vectors = M.UNROLL_MAX_VECTORS
   p.cache_line = M.CACHE_LINE
-  p.line_floats = math.floor(M.CACHE_LINE / M.DTYPE_BYTES[p.dtype.kv]) -- elements of a K/V row in a line
+  p.line_floats = math.floor(M.CACHE_LINE / M.value_bytes(p.dtype.kv)) -- elements of a K/V row in a line
   if p.kv_block then -- values a block type's prefetch steps by: a block's (its 34 or 18 bytes, about a line's)
     p.line_floats = p.kv_values
     p.kv_bytes = M.DTYPE_BYTES[p.dtype.kv]

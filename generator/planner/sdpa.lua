@@ -104,7 +104,7 @@ end
 -- a key's K and V are one row of head_dim values.
 function M.default_decode_block(cfg)
   local values = cfg.shared_kv and cfg.head_dim or cfg.head_dim + cfg.head_dim_v
-  local per_key = cfg.heads_kv * values * common.DTYPE_BYTES[schema.dtypes(cfg.dtype).kv]
+  local per_key = cfg.heads_kv * values * common.value_bytes(schema.dtypes(cfg.dtype).kv)
   local keys = math.floor(M.DECODE_BLOCK_BYTES / per_key / 8) * 8
   return math.max(8, math.min(M.DECODE_BLOCK, keys))
 end
@@ -515,7 +515,7 @@ local function plan_decode(p, cfg, opts)
   p.stream = { prefetch = M.STREAM_PREFETCH, prefetch_head_major = M.STREAM_PREFETCH_HEAD_MAJOR,
     page_ahead = M.STREAM_PAGE_AHEAD, split_dot = M.STREAM_SPLIT_DOT_DTYPES[p.dtype.kv] == true,
     -- kv heads whose rows start a key's pages (key-major layout): every page_heads-th
-    page_heads = math.max(1, math.floor(M.PAGE_BYTES / (math.max(p.D, p.Dv) * common.DTYPE_BYTES[p.dtype.kv]))) }
+    page_heads = math.max(1, math.floor(M.PAGE_BYTES / (math.max(p.D, p.Dv) * common.value_bytes(p.dtype.kv)))) }
 end
 
 --- The ISA variants: each one's micro-kernels, prefill chunks and decode

@@ -1,7 +1,7 @@
 /*
  * attn_bench.h - the parts of `attngen bench` (docs/architecture.md,
  * "Runtime and tools"): attn_bench_main.c (options, inputs, timing,
- * report), attn_bench_peak.c (the machine's FMA and bf16 dot peaks and its
+ * report), attn_bench_peak.c (the machine's FMA, bf16 and int8 dot peaks and its
  * read and copy bandwidths) and attn_bench_blas.c (the unfused OpenBLAS baselines,
  * linked only where OpenBLAS is: ATTN_HAVE_OPENBLAS).
  */
@@ -23,6 +23,12 @@ double attn_bench_fma_peak(attn_isa isa, int threads);
 /* Measured bf16 dot peak (vdpbf16ps) on `threads` threads, GFLOP/s; 0 where
    the CPU has no AVX512_BF16 (or the compiler does not know it). */
 double attn_bench_bf16_dot_peak(int threads);
+
+/* Measured int8 dot peak of one ISA's variant (the integer products of
+   matmul = "int8": vpdpbusd chains where the CPU has AVX512-VNNI or AVX-VNNI,
+   else vpmaddubsw) on `threads` threads, GOP/s counting a product as 2; 0
+   where the variant has no such loop here (scalar, NEON) or cannot run. */
+double attn_bench_int8_dot_peak(attn_isa isa, int threads);
 
 /* The buffer of the read bandwidth: 1 GiB of floats, far larger than the
    caches.  Allocated once a run (faulting in 1 GiB takes seconds). */

@@ -14,7 +14,9 @@
  * and measures the machine's FMA peak per ISA on the spot (independent FMA
  * chains in registers, on the same number of threads), and for the
  * avx512bf16 variant the bf16 dot peak (chains of vdpbf16ps), the
- * denominator of that row's fraction of peak.  With few query rows
+ * denominator of that row's fraction of peak, and for a matmul = "int8"
+ * kernel each variant's int8 dot peak (the instruction its Q.K's integer
+ * products take here: vpdpbusd chains, or vpmaddubsw without VNNI).  With few query rows
  * (decode) it also reports the K/V bytes read per second against the read
  * bandwidth it measures (a 1 GiB streaming sum, before and after the kernels:
  * the better).  GFLOP/s count the visible scores only: FLOPs = 2 * visible *
@@ -98,6 +100,7 @@ typedef struct {
     int runs;
     double peak;     /* the f32 FMA peak of the ISA it runs on (avx512bf16: of AVX-512), GFLOP/s; 0 if none */
     double dot_peak; /* avx512bf16: the bf16 dot peak, GFLOP/s, its fraction's denominator; else 0 */
+    double int8_peak; /* matmul = "int8": the int8 dot peak of the variant (its Q.K's products), GOP/s; else 0 */
 } timing;
 
 typedef attn_status (*run_fn)(const attn_spec *, const attn_args *);
@@ -451,6 +454,7 @@ static void time_variants(const attn_kernel *kern, const bench_options *opt, con
         snprintf(row->name, sizeof row->name, "%s", attn_isa_name(var->isa));
         row->peak = attn_bench_fma_peak(var->isa, (int)opt->threads);
         row->dot_peak = var->isa == ATTN_ISA_AVX512BF16 ? attn_bench_bf16_dot_peak((int)opt->threads) : 0.0;
+        row->int8_peak = kern->spec.matmul == ATTN_DTYPE_Q8_0 ? attn_bench_int8_dot_peak(var->isa, (int)opt->threads) : 0.0;
         current_variant = var->fwd;
         if (time_fn(run_variant, &kern->spec, args, row) != ATTN_OK) {
             fprintf(stderr, "attngen: bench: %s failed: %s\n", row->name,
@@ -547,6 +551,7 @@ static void report_json(const attn_spec *spec, const bench_options *opt, const b
         printf("%s{\"impl\": \"%s\", \"seconds\": %.6g, \"gflops\": %.5g, \"peak_gflops\": %.5g, ",
                i ? ", " : "", rows[i].name, rows[i].seconds, t->flops / rows[i].seconds * 1e-9, rows[i].peak);
         if (rows[i].dot_peak > 0) printf("\"bf16_dot_peak_gflops\": %.5g, ", rows[i].dot_peak);
+        if (rows[i].int8_peak > 0) printf("\"int8_dot_peak_gops\": %.5g, ", rows[i].int8_peak);
         printf("\"kv_gbs\": %.5g, \"runs\": %d}", t->kv_bytes / rows[i].seconds * 1e-9, rows[i].runs);
     }
     printf("]}\n");
@@ -586,6 +591,10 @@ static void report_table(const attn_spec *spec, const bench_options *opt, const 
         if (rows[i].dot_peak > 0 && rows[i].peak > 0)
             printf("  (%s: of the bf16 dot peak, vdpbf16ps chains; %.1f%% of the f32 FMA peak, %.0f GFLOP/s)\n",
                    rows[i].name, 100.0 * t->flops / rows[i].seconds * 1e-9 / rows[i].peak, rows[i].peak);
+    for (i = 0; i < n; i++) /* matmul = "int8": the rate of Q.K's integer products */
+        if (rows[i].int8_peak > 0)
+            printf("  (%s: int8 dot peak %.0f GOP/s, a product counted as 2: the products of Q.K; P.V multiplies in f32)\n",
+                   rows[i].name, rows[i].int8_peak);
     for (i = 0; i < n; i++) /* a variant timed by name that the entry point passes over here */
         if (!strcmp(rows[i].name, "avx512bf16") && t->dispatch && strcmp(t->dispatch, "avx512bf16"))
             printf("  (avx512bf16: timed by name; the entry point runs %s on this CPU, where bf16 products are\n"
@@ -1000,6 +1009,8 @@ static int bench_qkv(const attn_kernel *kern, const bench_options *options)
     timing rows[ATTN_ISA_COUNT + 3]; /* the variants, openblas, openblas-bf16, reference */
     float *bw_buf = NULL;
     int n = 0, failed = 0;
+
+    memset(rows, 0, sizeof rows);
 
     if (opt.u_mode >= 0 || opt.no_tanh) {
         fprintf(stderr, "attngen: bench: %s: the config '%s' has kind = \"%s\"; it is for additive and luong "

@@ -1,7 +1,8 @@
 /*
  * attn_bench_peak.c - the machine's limits the bench reports a kernel
  * against (attn_bench.h): the f32 FMA peak of an ISA (independent FMA
- * chains in registers), the bf16 dot peak (chains of vdpbf16ps) and the
+ * chains in registers), the bf16 dot peak (chains of vdpbf16ps), the int8
+ * dot peak (chains of vpdpbusd, or of vpmaddubsw where there is no VNNI) and the
  * streaming read bandwidth and the copy bandwidth (memcpy), each on the bench's number of threads.
  *
  * The probes are loops of one instruction, written with the ISA's
@@ -129,6 +130,64 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) static void dot_
 }
 #endif
 
+/* The int8 dot peak: the integer products of matmul = "int8" configs, in the
+   instruction their block dots take on this CPU (attn_cpu()->int8_dot, as the
+   kernels dispatch): chains of vpdpbusd on 512-bit vectors (AVX512-VNNI: 64
+   u8 x s8 products an instruction) for the AVX-512 variant, on 256-bit ones
+   (AVX-VNNI: 32) for the AVX2 variant, and where the CPU has neither, the
+   form the kernels fall back to: vpmaddubsw, vpmaddwd by ones and vpaddd (32
+   products in three instructions).  A product counts as 2 operations, as an
+   FMA counts 2 FLOPs, so the rate compares with a FLOP rate.  Compilers that
+   know AVX-VNNI: GCC 11, clang 12 and later. */
+#if (defined(__x86_64__) || defined(_M_X64)) && \
+    ((defined(__clang__) && __clang_major__ >= 12) || (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 11))
+#define BENCH_INT8_DOT 1
+static volatile int int8_sink;
+/* sixteen chains of acc = STEP(acc), their sum into int8_sink (T: the vector type, ADD its add) */
+#define INT8_CHAINS(T, SET1, ADD, RED)                                                                 \
+    T a0 = SET1(0), a1 = SET1(1), a2 = SET1(2), a3 = SET1(3), a4 = SET1(4), a5 = SET1(5), a6 = SET1(6),  \
+      a7 = SET1(7), a8 = SET1(8), a9 = SET1(9), a10 = SET1(10), a11 = SET1(11), a12 = SET1(12),          \
+      a13 = SET1(13), a14 = SET1(14), a15 = SET1(15);                                                    \
+    long i;                                                                                              \
+    for (i = 0; i < iters; i++) {                                                                        \
+        FMA12(STEP);                                                                                     \
+        a12 = STEP(a12); a13 = STEP(a13); a14 = STEP(a14); a15 = STEP(a15);                              \
+    }                                                                                                    \
+    a0 = ADD(ADD(ADD(a0, a1), ADD(a2, a3)), ADD(ADD(a4, a5), ADD(a6, a7)));                              \
+    a8 = ADD(ADD(ADD(a8, a9), ADD(a10, a11)), ADD(ADD(a12, a13), ADD(a14, a15)));                        \
+    int8_sink = RED(ADD(a0, a8))
+
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) static void dpbusd_loop_avx512(long iters)
+{
+    const __m512i u = _mm512_set1_epi8(3), s = _mm512_set1_epi8(-2);
+#define STEP(x) _mm512_dpbusd_epi32(x, u, s)
+    INT8_CHAINS(__m512i, _mm512_set1_epi32, _mm512_add_epi32, _mm512_reduce_add_epi32);
+#undef STEP
+}
+
+/* the sum of a 256-bit vector's 8 int32 lanes */
+#define HSUM256(v)                                                                                        \
+    (_mm256_extract_epi32(v, 0) + _mm256_extract_epi32(v, 1) + _mm256_extract_epi32(v, 2) +              \
+     _mm256_extract_epi32(v, 3) + _mm256_extract_epi32(v, 4) + _mm256_extract_epi32(v, 5) +              \
+     _mm256_extract_epi32(v, 6) + _mm256_extract_epi32(v, 7))
+
+__attribute__((target("avx2,avxvnni"))) static void dpbusd_loop_avxvnni(long iters)
+{
+    const __m256i u = _mm256_set1_epi8(3), s = _mm256_set1_epi8(-2);
+#define STEP(x) _mm256_dpbusd_avx_epi32(x, u, s)
+    INT8_CHAINS(__m256i, _mm256_set1_epi32, _mm256_add_epi32, HSUM256);
+#undef STEP
+}
+
+__attribute__((target("avx2"))) static void maddubs_loop_avx2(long iters)
+{
+    const __m256i u = _mm256_set1_epi8(3), s = _mm256_set1_epi8(-2), ones = _mm256_set1_epi16(1);
+#define STEP(x) _mm256_add_epi32(x, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), ones))
+    INT8_CHAINS(__m256i, _mm256_set1_epi32, _mm256_add_epi32, HSUM256);
+#undef STEP
+}
+#endif
+
 /* The best of three runs of loop(iters) on `threads` threads, GFLOP/s, for
    a loop of flops FLOPs an iteration. */
 static double loop_peak(void (*loop)(long), double flops, int threads)
@@ -177,6 +236,27 @@ double attn_bench_bf16_dot_peak(int threads)
 #ifdef BENCH_BF16_DOT
     if (attn_isa_supported(ATTN_ISA_AVX512BF16)) return loop_peak(dot_loop_avx512bf16, 64.0 * DOT_CHAINS, threads);
 #endif
+    (void)threads;
+    return 0.0;
+}
+
+/* Measured int8 dot peak of one ISA's variant (the integer products of
+   matmul = "int8", in the form its block dots take on this CPU: see above) on
+   `threads` threads, GOP/s, a product counted as 2; 0 where the variant has no
+   such loop here (scalar, NEON) or cannot run. */
+double attn_bench_int8_dot_peak(attn_isa isa, int threads)
+{
+#ifdef BENCH_INT8_DOT
+    const int dot = attn_cpu()->int8_dot;
+    if (!attn_isa_supported(isa)) return 0.0;
+    if ((isa == ATTN_ISA_AVX512 || isa == ATTN_ISA_AVX512BF16) && (dot & ATTN_INT8_DOT_AVX512VNNI))
+        return loop_peak(dpbusd_loop_avx512, 2.0 * 64 * 16, threads);
+    if (isa == ATTN_ISA_AVX2 && (dot & ATTN_INT8_DOT_AVXVNNI))
+        return loop_peak(dpbusd_loop_avxvnni, 2.0 * 32 * 16, threads);
+    if (isa == ATTN_ISA_AVX512 || isa == ATTN_ISA_AVX512BF16 || isa == ATTN_ISA_AVX2)
+        return loop_peak(maddubs_loop_avx2, 2.0 * 32 * 16, threads);
+#endif
+    (void)isa;
     (void)threads;
     return 0.0;
 }

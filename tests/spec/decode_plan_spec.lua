@@ -157,4 +157,23 @@ describe("the decode schedule", function()
     end
     assert.equal(1, by)
   end)
+  it("sizes a block type's decode block by its bytes a value (34 / 32, 18 / 32), not a block's", function()
+    local common = require("planner")
+    assert.equal(34 / 32, common.value_bytes("q8_0"))
+    assert.equal(18 / 32, common.value_bytes("q4_0"))
+    assert.equal(2, common.value_bytes("f16"))
+    local sdpa = require("planner.sdpa")
+    -- Llama-3-8B: 8 kv heads of K and V rows of 128 values a key
+    local function block(kv)
+      local c = assert(config.load(helper.root .. "/configs/llama3_8b.lua"))
+      c.dtype = { kv = kv }
+      return sdpa.default_decode_block(c)
+    end
+    local f16 = block("f16") -- 4096 bytes a key: 32 keys in DECODE_BLOCK_BYTES
+    assert.equal(math.floor(sdpa.DECODE_BLOCK_BYTES / 4096 / 8) * 8, f16)
+    assert.equal(math.floor(sdpa.DECODE_BLOCK_BYTES / (8 * 256 * 34 / 32) / 8) * 8, block("q8_0"))
+    assert.is_true(block("q8_0") > f16)
+    assert.equal(sdpa.DECODE_BLOCK, block("q4_0"))
+    assert.equal(block("q8_0"), preset("llama3_8b_q8kv").decode.block)
+  end)
 end)
