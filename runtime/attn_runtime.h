@@ -292,7 +292,8 @@ int attn_args_set_contiguous_pages(attn_args *args, const struct attn_spec *spec
  * Appending (sdpa, args->k_new set): checks the new rows against spec and
  * the cache before anything is written: k_new and v_new both given, and
  * seqlens_k; seq_new >= 0; strides >= 0; every seqlens_k[b] in 0..seq_k
- * and seqlens_k[b] + seq_new <= seq_k (ATTN_ERR_CAPACITY); with a rope
+ * and seqlens_k[b] + seq_new <= seq_k (ATTN_ERR_CAPACITY); with qk_norm,
+ * k_norm_w (ATTN_ERR_NULL_ARG where seq_new > 0); with a rope
  * table, the new keys' positions below rope_rows.  ATTN_OK when k_new is
  * NULL.  attn_<name>_append and attn_<name>_fwd call it.
  */
