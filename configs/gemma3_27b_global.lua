@@ -8,7 +8,7 @@ return {
   heads_kv = 16,
   head_dim = 128,
   causal = true,
-  scale = 1 / math.sqrt(168), -- 1 / sqrt(query_pre_attn_scalar)
+  scale = 168 ^ -0.5, -- 1 / sqrt(query_pre_attn_scalar)
   rope = { style = "neox", theta = 1000000, scaling = { type = "linear", factor = 8 } },
   qk_norm = { eps = 1e-6, offset = 1 }, -- rms_norm_eps; weights at run time (args->q_norm_w, k_norm_w)
 }

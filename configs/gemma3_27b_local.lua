@@ -9,7 +9,7 @@ return {
   head_dim = 128,
   causal = true,
   sliding_window = 1024, -- keys including the current one: window.left = 1023
-  scale = 1 / math.sqrt(168), -- 1 / sqrt(query_pre_attn_scalar)
+  scale = 168 ^ -0.5, -- 1 / sqrt(query_pre_attn_scalar)
   rope = { style = "neox", theta = 10000 }, -- RoPE on the query rows, the cached keys stored rotated
   qk_norm = { eps = 1e-6, offset = 1 }, -- rms_norm_eps; weights at run time (args->q_norm_w, k_norm_w)
 }
