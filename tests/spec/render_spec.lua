@@ -161,7 +161,8 @@ describe("render", function()
       local qh, qc = files_for(helper.with(EVERYTHING, { backward = helper.NIL, grad_dtype = helper.NIL,
         qk_norm = { eps = 1e-5, offset = 1 } }))
       assert.truthy(banner_of(qh):find(" *   qk_norm = { eps = 1e-05, offset = 1 },", 1, true), banner_of(qh))
-      assert.truthy(qc:find("        .qk_norm = 1,\n        .qk_norm_eps = 1e-05,\n        .qk_norm_offset = 1", 1, true))
+      local spec_lines = "        .qk_norm = 1,\n        .qk_norm_eps = 1e-05,\n        .qk_norm_offset = 1"
+      assert.truthy(qc:find(spec_lines, 1, true))
       assert.truthy(qh:find("qk_norm: each query row is RMS-normed", 1, true))
     end)
 
