@@ -265,13 +265,13 @@ static inline void attn_gemma3_27b_local_qk_norm(float *x, const float *w)
 {
     float ss[8] = { 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f }, r;
     int d, l;
-    for (d = 0; d + 8 <= D; d += 8)
+    for (d = 0; d < 128; d += 8)
         for (l = 0; l < 8; l++) ss[l] += x[d + l] * x[d + l];
-    for (l = 0; d < D; d++, l++) ss[l] += x[d] * x[d];
     r = ((ss[0] + ss[4]) + (ss[1] + ss[5])) + ((ss[2] + ss[6]) + (ss[3] + ss[7]));
     r = 1.0f / sqrtf(r / (float)D + 1e-06f);
     for (d = 0; d < D; d++) x[d] = x[d] * r * (1.0f + w[d]);
 }
+
 /* Where the K and V rows of one batch lie.  A kernel takes it once per
  * batch (a local copy the compiler keeps in registers) and reads rows only
  * through k_row and v_row. */
