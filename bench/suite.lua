@@ -877,6 +877,9 @@ local OPTIONS = {
   { what = "sinks, decode Llama-3-8B Lq=1 Lk=%d", on = "sinks=true", goal = 1.03 },
   { what = "temperature, causal prefill H=8 D=128 L=%d", on = "temperature={scale=0.1,floor=8192}", goal = 1.03,
     prefill = true },
+  -- qk_norm: the RMS norm of each query row, in the packing of Q (scalar f32 per row)
+  { what = "qk_norm, causal prefill H=8 D=128 L=%d", on = "qk_norm={eps=1e-6}", goal = 1.03, prefill = true },
+  { what = "qk_norm, decode Llama-3-8B Lq=1 Lk=%d", on = "qk_norm={eps=1e-6}", goal = 1.03 },
 }
 if wanted("options") then
   local LO, LKO = quick and 1024 or 4096, quick and 4096 or 16384

@@ -53,6 +53,7 @@ typedef struct {
     attn_layout4 lkp, lvp, lkpw, lvpw;
     int64_t pages, table_stride;
     int bad_table_failed;
+    attn_guard_buf qk_norm; /* specs with qk_norm: q_norm_w then k_norm_w, [head_dim] each (f32) */
 } attn_qkv_case;
 
 /* the attn_case_ops of both families (attn_cases_sdpa.c) */

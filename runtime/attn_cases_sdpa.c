@@ -36,6 +36,7 @@ void attn_qkv_free(void *state)
     attn_guard_free(&cb->rel);
     attn_guard_free(&cb->e);
     attn_guard_free(&cb->rope);
+    attn_guard_free(&cb->qk_norm);
     attn_linear_state_free(cb);
     attn_paged_free(cb);
     free(cb->o_described);
@@ -218,6 +219,24 @@ static int qkv_rope(attn_qkv_case *cb)
     return 0;
 }
 
+/* qk_norm: the weights of query rows and of appended key rows, uniform in
+   0.5..1.5 as the factor (offset + w) the rows are multiplied by, so that
+   the norm and the weights both move the scores */
+static int qkv_qk_norm(attn_qkv_case *cb, attn_rng *r)
+{
+    const int64_t D = cb->spec->head_dim;
+    float *w;
+    int64_t d;
+    if (attn_guard_floats(&cb->qk_norm, (size_t)(2 * D)))
+        return 1;
+    w = (float *)cb->qk_norm.ptr;
+    for (d = 0; d < 2 * D; d++)
+        w[d] = (float)(attn_rng_uniform(r) - 0.5 + (cb->spec->qk_norm_offset ? 0.0 : 1.0));
+    cb->args.q_norm_w = w;
+    cb->args.k_norm_w = w + D;
+    return 0;
+}
+
 /* the kernel's arguments: the case's buffers and layouts */
 static void qkv_args(attn_qkv_case *cb, attn_mask_kind mask, int weights, int32_t *seqlens)
 {
@@ -303,6 +322,8 @@ attn_status attn_qkv_build(void *state, const attn_spec *spec, const attn_case *
     if (attn_rel_rows(spec) > 0 && qkv_rel(cb, &r))
         goto nomem;
     if (!linear && spec->rope_style != ATTN_ROPE_NONE && spec->rope_table && qkv_rope(cb))
+        goto nomem;
+    if (!linear && spec->qk_norm && qkv_qk_norm(cb, &r))
         goto nomem;
     /* which O and P span elements are elements of O and P */
     cb->o_described = attn_describe(&cb->lo);

@@ -182,7 +182,21 @@ int64_t attn_reference_rel_bucket(const attn_spec *spec, int64_t rel)
     }
 }
 
-/* Query row q at position p as used by the scores, in double: rotated by
+/* qk_norm (docs/config.md, "qk_norm"): x[0..head_dim) times (offset + w) /
+   sqrt(mean(x^2) + eps), in double. */
+void attn_reference_qk_norm(const attn_spec *spec, const float *w, double *x)
+{
+    double ss = 0.0, r;
+    int d;
+    for (d = 0; d < spec->head_dim; d++)
+        ss += x[d] * x[d];
+    r = 1.0 / sqrt(ss / spec->head_dim + spec->qk_norm_eps);
+    for (d = 0; d < spec->head_dim; d++)
+        x[d] = x[d] * r * ((double)spec->qk_norm_offset + (double)w[d]);
+}
+
+/* Query row q at position p as used by the scores, in double: RMS-normed
+   first with qk_norm (attn_reference_qk_norm), then rotated by
    RoPE (docs/config.md, "rope") when the spec has it, at angles p *
    inv_freq_m formed and taken cos / sin of in double (or the caller's table
    rows, args->rope_cos / rope_sin); else q as it is. */
@@ -192,6 +206,8 @@ static void query_row(const attn_spec *spec, const attn_args *args, const float 
     int d, m;
     for (d = 0; d < spec->head_dim; d++)
         out[d] = (double)q[d];
+    if (spec->qk_norm)
+        attn_reference_qk_norm(spec, args->q_norm_w, out);
     if (spec->rope_style == ATTN_ROPE_NONE)
         return;
     for (m = 0; m < half; m++) {

@@ -377,6 +377,11 @@ int64_t attn_reference_rel_bucket(const attn_spec *spec, int64_t rel);
    h is outside 0..n-1. */
 double attn_reference_alibi_slope(int h, int n);
 
+/* qk_norm (spec->qk_norm): x[0..head_dim) RMS-normed and times (offset +
+ * w[d]), in double (docs/config.md, "qk_norm"): what the reference does to
+ * each query row, and what a kernel's append does to each new key row. */
+void attn_reference_qk_norm(const attn_spec *spec, const float *w, double *x);
+
 #ifdef __cplusplus
 }
 #endif

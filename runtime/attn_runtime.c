@@ -973,6 +973,8 @@ attn_status attn_check_append(const attn_spec *spec, const attn_args *args)
                 if (row[j / spec->page] < 0 || row[j / spec->page] >= args->num_pages)
                     return ATTN_ERR_PAGE;
         }
+    if (spec->qk_norm && args->seq_new > 0 && args->k_norm_w == NULL)
+        return ATTN_ERR_NULL_ARG;
     if (spec->rope_style != ATTN_ROPE_NONE && spec->rope_table && args->seq_new > 0) {
         if (args->rope_cos == NULL || args->rope_sin == NULL)
             return ATTN_ERR_NULL_ARG;
@@ -1017,6 +1019,8 @@ attn_status attn_check_args(const attn_spec *spec, const attn_args *args)
     if (!linear && spec->sinks && args->sinks == NULL)
         return ATTN_ERR_NULL_ARG;
     if (!linear && spec->rel_bias != ATTN_REL_NONE && args->rel_table == NULL)
+        return ATTN_ERR_NULL_ARG;
+    if (!linear && spec->qk_norm && args->q_norm_w == NULL)
         return ATTN_ERR_NULL_ARG;
 
     if (args->batch < 0 || args->seq_q < 0 || args->seq_k < 0)

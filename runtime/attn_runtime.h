@@ -268,6 +268,9 @@ typedef struct attn_args {
        NULL: the allocator hook's, once a call */
     void *workspace;
     size_t workspace_bytes;
+    /* configs with qk_norm (required): the RMS norm's weights of query rows and of
+       appended key rows, f32 [head_dim] each, shared by every head */
+    const float *q_norm_w, *k_norm_w;
 } attn_args;
 
 /* Fill the strides of a contiguous BSHD layout for a kernel's spec (K and V
@@ -289,7 +292,8 @@ int attn_args_set_contiguous_pages(attn_args *args, const struct attn_spec *spec
  * Appending (sdpa, args->k_new set): checks the new rows against spec and
  * the cache before anything is written: k_new and v_new both given, and
  * seqlens_k; seq_new >= 0; strides >= 0; every seqlens_k[b] in 0..seq_k
- * and seqlens_k[b] + seq_new <= seq_k (ATTN_ERR_CAPACITY); with a rope
+ * and seqlens_k[b] + seq_new <= seq_k (ATTN_ERR_CAPACITY); with qk_norm,
+ * k_norm_w (ATTN_ERR_NULL_ARG where seq_new > 0); with a rope
  * table, the new keys' positions below rope_rows.  ATTN_OK when k_new is
  * NULL.  attn_<name>_append and attn_<name>_fwd call it.
  */
@@ -530,6 +534,12 @@ typedef struct attn_spec {
     const double *rope_inv_freq;   /* [rope_dim / 2] pair m's angle is p * rope_inv_freq[m] (scaling applied);
                                       NULL with rope_table */
     int rope_table;                /* the angles' cos and sin come from args->rope_cos / rope_sin */
+    /* sdpa with qk_norm: each query row (and each appended key row) is
+       x (offset + w) / sqrt(mean(x^2) + eps) over its head_dim values, before
+       RoPE and the scale (docs/config.md, "qk_norm"); cached keys are stored normed */
+    int qk_norm;                   /* args->q_norm_w and k_norm_w are required */
+    double qk_norm_eps;
+    int qk_norm_offset;            /* 0: x w; 1: x (1 + w) (Gemma's) */
 } attn_spec;
 
 /*

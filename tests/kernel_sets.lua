@@ -71,6 +71,8 @@ M.FEATURES = {
   -- rotary embeddings of the query rows (angles from the generated frequencies; the sanitizer's and
   -- the fuzzer's harnesses do not pass a cos / sin table yet, so rope = {table = true} is no feature)
   { "rope", function(c) return type(c.rope) == "table" and not c.rope.table end },
+  -- the RMS norm of the query rows (and appended key rows) times run-time weights
+  { "qk_norm", function(c) return type(c.qk_norm) == "table" end },
   { "entropy", function(c) return c.entropy == true end },
   -- the backward pass: dQ, dK and dV beside the forward
   { "backward", function(c) return c.backward == true end },

@@ -95,7 +95,7 @@ typedef struct {
     const attn_spec *s;
     int64_t nb, lq, lk;
     size_t nq, nk, nv, no;
-    attn_guard_buf g[16];
+    attn_guard_buf g[17];
     /* q, k, v: the f32 values a test wants, then (store_inputs) the stored
        values widened; o: the kernel's O widened */
     float *q, *k, *v, *o, *lse, *ro, *rlse, *bias;
@@ -211,6 +211,12 @@ static void problem_init(problem *p, const attn_spec *s, int64_t lq, int64_t lk,
         p->a.rope_cos = t;
         p->a.rope_sin = t + rows * half;
         p->a.rope_rows = rows;
+    }
+    if (s->qk_norm) { /* qk_norm's weights, q_norm_w then k_norm_w: factors (offset + w) in 0.5..1.5 */
+        float *w = (float *)guarded(&p->g[16], (size_t)(2 * D), sizeof(float));
+        for (i = 0; i < (size_t)(2 * D); i++) w[i] = (s->qk_norm_offset ? 0.0f : 1.0f) + 0.5f * rng_unit(&seed);
+        p->a.q_norm_w = w;
+        p->a.k_norm_w = w + D;
     }
     p->a.mask_stride[0] = Hq * lq * lk;
     p->a.mask_stride[1] = lq * lk;

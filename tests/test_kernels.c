@@ -1717,12 +1717,21 @@ attn_status attn_t_top_left_append(const attn_args *args);
 attn_status attn_t_q8_0_append(const attn_args *args);
 attn_status attn_t_q4_0_append(const attn_args *args);
 
-/* Row x (n values) rotated as the reference rotates Q (docs/config.md,
-   "rope"), at position pos, in double, rounded to f32. */
+/* Row x (n values) of a new key normed with qk_norm (attn_reference_qk_norm,
+   in double, rounded to f32), then rotated as the reference rotates Q
+   (docs/config.md, "rope"), at position pos, in double, rounded to f32. */
 static void rope_row_want(const attn_spec *s, const attn_args *a, int64_t pos, float *x)
 {
     const int half = s->rope_dim / 2;
     int m;
+    if (s->qk_norm) {
+        double row[1024];
+        int d;
+        cr_assert(s->head_dim <= 1024);
+        for (d = 0; d < s->head_dim; d++) row[d] = x[d];
+        attn_reference_qk_norm(s, a->k_norm_w, row);
+        for (d = 0; d < s->head_dim; d++) x[d] = (float)row[d];
+    }
     if (s->rope_style == ATTN_ROPE_NONE) return;
     for (m = 0; m < half; m++) {
         const int ia = s->rope_style == ATTN_ROPE_GPTJ ? 2 * m : m, ib = s->rope_style == ATTN_ROPE_GPTJ ? 2 * m + 1 : m + half;
@@ -1794,6 +1803,7 @@ static void append_case(const attn_kernel *k, attn_status (*append)(const attn_a
     void *kn = malloc(nkn * qsz + 1), *vn = malloc(nvn * qsz + 1);
     float *row = malloc(sizeof(float) * (size_t)(D > Dv ? D : Dv) * 2 + 1), *tmp;
     float *cs = NULL;
+    float nw[2 * 512]; /* qk_norm: q_norm_w, k_norm_w */
     int32_t lens2[8], bad[8];
     int32_t *table = NULL; /* paged configs: the cache read through a table of its rows */
     /* the cache's own layout [B][Lk][Hkv][D] (in blocks for a block type), whatever the kernel's view */
@@ -1856,6 +1866,11 @@ static void append_case(const attn_kernel *k, attn_status (*append)(const attn_a
         a.rope_sin = cs + rows * half;
         a.rope_rows = rows;
     }
+    if (s->qk_norm) { /* qk_norm's weights: factors (offset + w) in 0.5..1.5 */
+        for (d = 0; d < 2 * D; d++) nw[d] = (s->qk_norm_offset ? 0.0f : 1.0f) + rnd_unit(&x) / 3.0f;
+        a.q_norm_w = nw;
+        a.k_norm_w = nw + D;
+    }
     a.k_new = kn;
     a.v_new = shared ? NULL : vn;
     a.seq_new = Ln;
@@ -1909,6 +1924,19 @@ static void append_case(const attn_kernel *k, attn_status (*append)(const attn_a
     cr_expect_eq(append(&a), ATTN_ERR_CAPACITY);
     cr_expect(memcmp(kc, k0, kbytes) == 0 && memcmp(vc, v0, vbytes) == 0 && memcmp(o, o2, no * osz) == 0,
               "%s: a refused call wrote", s->name);
+    if (s->qk_norm) { /* qk_norm without a weight: ATTN_ERR_NULL_ARG, nothing written */
+        a.seqlens_k = lens;
+        a.k_norm_w = NULL;
+        cr_expect_eq(k->fwd(&a), ATTN_ERR_NULL_ARG, "%s: k_new without k_norm_w", s->name);
+        cr_expect_eq(append(&a), ATTN_ERR_NULL_ARG, "%s: append without k_norm_w", s->name);
+        a.k_norm_w = nw + D;
+        a.q_norm_w = NULL;
+        cr_expect_eq(k->fwd(&a), ATTN_ERR_NULL_ARG, "%s: a call without q_norm_w", s->name);
+        cr_expect(memcmp(kc, k0, kbytes) == 0 && memcmp(vc, v0, vbytes) == 0 && memcmp(o, o2, no * osz) == 0,
+                  "%s: a refused call wrote", s->name);
+        a.q_norm_w = nw;
+        a.seqlens_k = bad;
+    }
     if (!s->padding) { /* a sequence left short of seq_k */
         bad[B - 1] = lens[B - 1] - 1;
         cr_expect_eq(k->fwd(&a), ATTN_ERR_SEQLENS);

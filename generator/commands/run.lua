@@ -65,6 +65,10 @@ function M.add_to_parser(parser)
     .. "positions 0..T-1, [T][dim/2], f32 or f64."):argname("C.npy")
   c:option("--rope-sin", "Configs with rope = {table = true} (required there): the sines, as --rope-cos.")
     :argname("S.npy")
+  c:option("--q-norm-w", "Configs with qk_norm (required there): the weights of the query rows' RMS norm, [D], "
+    .. "f32 or f64."):argname("W.npy")
+  c:option("--k-norm-w", "Configs with qk_norm, with --k-new (required there): the weights of the new key rows' "
+    .. "RMS norm, [D], f32 or f64."):argname("W.npy")
   c:flag("--reference", "Compute with the naive float64 reference instead of the kernel (slow; for checking).")
   c:option("--do", "Configs with backward = true: dO [B][Lq][Hq][Dv], the gradient of the output; runs the "
     .. "backward pass after the forward, with its O and LSE (needs --dq, --dk, --dv)."):argname("dO.npy")
@@ -110,6 +114,8 @@ function M.run(args)
   end
   tool.pass(argv, "--rope-cos", args.rope_cos)
   tool.pass(argv, "--rope-sin", args.rope_sin)
+  tool.pass(argv, "--q-norm-w", args.q_norm_w)
+  tool.pass(argv, "--k-norm-w", args.k_norm_w)
   for _, flag in ipairs({ "state_in", "state_out" }) do
     if args[flag] then
       argv[#argv + 1] = "--" .. flag:gsub("_", "-")

@@ -37,6 +37,10 @@ function M.describe(plan, opts)
     f[#f + 1] = ("temperature (scale %.9g, floor %.9g)"):format(plan.temperature.scale, plan.temperature.floor)
   end
   if plan.shared_kv then f[#f + 1] = "V read from the first Dv values of each K row (shared_kv)" end
+  if plan.qk_norm then
+    f[#f + 1] = ("RMS norm of Q and appended K rows (qk_norm, eps %.9g%s)"):format(plan.qk_norm.eps,
+      plan.qk_norm.offset == 1 and ", weights 1 + w" or "")
+  end
   if not opts.no_scale then f[#f + 1] = ("scale %.9g"):format(plan.scale) end
   if plan.backward then
     f[#f + 1] = ("backward pass %s (gradients in %s)"):format(plan.bwd_entry,
@@ -49,6 +53,9 @@ function M.describe(plan, opts)
   if plan.mask == "bias" then needs[#needs + 1] = "mask (f32 bias)" end
   if plan.state then needs[#needs + 1] = "state_s and state_z (the f32 running state)" end
   if plan.sinks then needs[#needs + 1] = "sinks (the f32 sink logit of each query head)" end
+  if plan.qk_norm then
+    needs[#needs + 1] = "q_norm_w (and, appending, k_norm_w: the f32 weights of the rows' norm [D])"
+  end
   if plan.rel_bias then
     needs[#needs + 1] = ("rel_table (the f32 relative position table [%d][%d])"):format(plan.rel_rows, plan.Hq)
   end
@@ -65,6 +72,7 @@ function M.describe(plan, opts)
     state = plan.state,
     sinks = plan.sinks or false,
     shared_kv = plan.shared_kv or false,
+    qk_norm = plan.qk_norm and true or false,
     rel_rows = plan.rel_bias and plan.rel_rows or nil,
     dtypes = ("Q %s, K/V %s, O %s"):format(plan.dtype.q, plan.dtype.kv, plan.dtype.o),
   }

@@ -32,6 +32,9 @@ local M = {}
 -- rope: the family rotates Q and K by RoPE (rotate_half pairs): the configs
 -- get rope = {...} from rope_theta (or rope_theta_key), rope_scaling and the
 -- partial rotary keys.
+-- qk_norm: the family RMS-normalizes each head's Q and K rows before RoPE
+-- (q_norm, k_norm with learned weights): the configs get qk_norm = {eps =
+-- rms_norm_eps}, with offset = 1 where the weights are applied as (1 + w).
 -- defaults: the values transformers' config class uses for absent keys.
 -- note: a line for the header of every config of the family.
 local LLAMA4_DEFAULTS = { attention_chunk_size = 8192, no_rope_layer_interval = 4, num_hidden_layers = 48,
@@ -47,12 +50,12 @@ local MLA_NOTE = "Multi-head latent attention: the decode config is the absorbed
   .. "stay outside the kernel."
 local GEMMA3_DEFAULTS = { num_attention_heads = 8, num_key_value_heads = 4, head_dim = 256, query_pre_attn_scalar = 256,
   sliding_window = 4096, sliding_window_pattern = 6, num_hidden_layers = 26, rope_theta = 1000000,
-  rope_local_base_freq = 10000 }
-local GEMMA3_NOTE = "Gemma-3 normalizes Q and K (RMS norm, q_norm and k_norm) outside the kernel, before the "
-  .. "kernel's RoPE, which has two bases (rope_local_base_freq on sliding-window layers, rope_theta with "
+  rope_local_base_freq = 10000, rms_norm_eps = 1e-6 }
+local GEMMA3_NOTE = "Gemma-3 normalizes Q and K (RMS norm times 1 + w: q_norm and k_norm) in the kernel (qk_norm), "
+  .. "before its RoPE, which has two bases (rope_local_base_freq on sliding-window layers, rope_theta with "
   .. "rope_scaling on global ones)."
-local QWEN3_NOTE = "Qwen3 normalizes Q and K (RMS norm, q_norm and k_norm) outside the kernel, before the "
-  .. "kernel's RoPE."
+local QWEN3_NOTE = "Qwen3 normalizes Q and K (RMS norm times w: q_norm and k_norm) in the kernel (qk_norm), before "
+  .. "its RoPE."
 local FAMILIES = {
   llama = { label = "Llama", role = "decoder", rope = true, defaults = { rope_theta = 10000 } },
   llama4 = { label = "Llama 4", role = "decoder", chunked = "llama4", text_config = true, defaults = LLAMA4_DEFAULTS,
@@ -67,12 +70,13 @@ local FAMILIES = {
       rope_theta = 10000 } },
   gemma = { label = "Gemma", role = "decoder", rope = true, defaults = { head_dim = 256, rope_theta = 10000 } },
   gemma3 = { label = "Gemma-3", role = "decoder", window = "pattern", text_config = true, defaults = GEMMA3_DEFAULTS,
-    note = GEMMA3_NOTE, rope = true, rope_local_key = "rope_local_base_freq" },
+    note = GEMMA3_NOTE, rope = true, rope_local_key = "rope_local_base_freq", qk_norm = { offset = 1 } },
   gemma3_text = { label = "Gemma-3", role = "decoder", window = "pattern", defaults = GEMMA3_DEFAULTS,
-    note = GEMMA3_NOTE, rope = true, rope_local_key = "rope_local_base_freq" },
+    note = GEMMA3_NOTE, rope = true, rope_local_key = "rope_local_base_freq", qk_norm = { offset = 1 } },
   qwen3 = { label = "Qwen3", role = "decoder", window = "qwen2", note = QWEN3_NOTE, rope = true,
+    qk_norm = { offset = 0 },
     defaults = { use_sliding_window = false, sliding_window = 4096, max_window_layers = 28, num_hidden_layers = 32,
-      rope_theta = 10000 } },
+      rope_theta = 10000, rms_norm_eps = 1e-6 } },
   deepseek_v2 = { label = "DeepSeek-V2", role = "mla", reads = MLA_READS, defaults = MLA_DEFAULTS, note = MLA_NOTE },
   deepseek_v3 = { label = "DeepSeek-V3", role = "mla", reads = MLA_READS, defaults = MLA_DEFAULTS, note = MLA_NOTE },
   kimi_k2 = { label = "Kimi K2", role = "mla", reads = MLA_READS, defaults = MLA_DEFAULTS, note = MLA_NOTE },

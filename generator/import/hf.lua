@@ -751,9 +751,20 @@ local function read_rope(ctx, s)
   return true
 end
 
+--- qk_norm: s.qk_norm for the families that RMS-normalize Q and K rows in
+-- each head (Qwen3, Gemma-3), eps from rms_norm_eps, every layer.
+local function read_qk_norm(ctx, s)
+  local fam, r = ctx.family, ctx.r
+  if not (fam and fam.qk_norm) then return true end
+  local eps, err = r.positive("rms_norm_eps", r.get("rms_norm_eps", "the eps of q_norm and k_norm"))
+  if err then return nil, err end
+  s.qk_norm = { eps = eps, offset = fam.qk_norm.offset }
+  return true
+end
+
 local STEPS = {
   read_role, read_heads, check_unknown, read_kv_heads, read_head_dim, read_causal, read_scale, read_softcap,
-  read_alibi, read_layers, read_sinks, read_temperature, read_rope,
+  read_alibi, read_layers, read_sinks, read_temperature, read_rope, read_qk_norm,
 }
 
 -- ---- keys that change attention --------------------------------------------
@@ -908,6 +919,7 @@ local function raw_config(s, v, isa)
     sinks = s.sinks or nil,
     temperature = v.temperature,
     rope = v.window and s.rope_local or s.rope,
+    qk_norm = s.qk_norm and { eps = s.qk_norm.eps, offset = s.qk_norm.offset == 1 and 1 or nil },
     isa = isa,
   }
   if s.raw_scale then raw.scale = s.raw_scale.value end
@@ -948,6 +960,13 @@ local function config_lines(s, v, raw)
       note = "attn_temperature_tuning: attn_scale, floor_scale" }
   end
   if raw.rope then lines[#lines + 1] = M.rope_line(raw.rope, v.window and s.rope_local and s.rope_local_key) end
+  if raw.qk_norm then
+    local q = raw.qk_norm
+    lines[#lines + 1] = { key = "qk_norm",
+      value = ("{ eps = %s%s }"):format(num(q.eps, true), q.offset == 1 and ", offset = 1" or ""),
+      note = ("q_norm, k_norm: eps from rms_norm_eps, weights %s (args->q_norm_w, k_norm_w)")
+        :format(q.offset == 1 and "as 1 + w" or "w") }
+  end
   return lines
 end
 

@@ -300,6 +300,11 @@ function M.spec_fields(p)
       f[#f + 1] = { "rope_inv_freq", p.rope.inv_freq_name }
     end
   end
+  if p.qk_norm then
+    f[#f + 1] = { "qk_norm", "1" }
+    f[#f + 1] = { "qk_norm_eps", p.qk_norm.c_eps_double }
+    f[#f + 1] = { "qk_norm_offset", p.qk_norm.offset }
+  end
   -- after the field they follow: causal, window_right
   for i = #f, 1, -1 do
     if f[i][1] == "window_right" and p.sparse then
@@ -487,6 +492,15 @@ local function plan_rope(p, cfg)
   end
 end
 
+--- qk_norm: query rows (in qpack, before the scale and RoPE) and appended
+-- key rows (lib/append, before RoPE) are RMS-normed over their D values
+-- in f32, times (offset + w) with the caller's weights (lib/qk_norm).
+local function plan_qk_norm(p, cfg)
+  local n = cfg.qk_norm
+  if not n then return end
+  p.qk_norm = { eps = n.eps, offset = n.offset, c_eps = util.c_float(n.eps), c_eps_double = util.c_double(n.eps) }
+end
+
 --- The decode path's constants (split, blocks, the streaming kernel's
 -- prefetch); opts may override the block and the chunk.
 local function plan_decode(p, cfg, opts)
@@ -632,6 +646,7 @@ function M.plan(cfg, opts)
   plan_outputs(p, cfg)
   plan_terms(p, cfg)
   plan_rope(p, cfg)
+  plan_qk_norm(p, cfg)
   plan_decode(p, cfg, opts)
   plan_variants(p, cfg)
 

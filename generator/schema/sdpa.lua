@@ -17,6 +17,7 @@ M.order = {
   "heads_q", "heads_kv", "head_dim", "head_dim_v", "causal", "window", "sliding_window", "chunk", "sparse",
   "global_tokens", "padding", "mask", "scale", "softcap", "alibi", "rel_bias", "decode_max_q", "prefill_chunk",
   "weights", "dropout", "entropy", "sinks", "temperature", "paged", "backward", "grad_dtype", "shared_kv", "rope",
+  "qk_norm",
 }
 
 local function heads(raw, c, u)
@@ -358,6 +359,9 @@ local function backward(raw, c, u)
   if raw.rope ~= nil then
     return nil, "backward", "backward with rope is not supported yet: dQ would have to be rotated back"
   end
+  if raw.qk_norm ~= nil then
+    return nil, "backward", "backward with qk_norm is not supported yet: dQ would have to go back through the norm"
+  end
   c.backward = true
   c.grad_dtype = raw.grad_dtype
   return true
@@ -451,6 +455,35 @@ local function rope(raw, c, u)
   return true
 end
 
+-- qk_norm = {eps = 1e-6, offset = 0}: RMS norm of each query row (and of
+-- each appended key row) over its head_dim values, times a run-time weight
+-- (offset + w), before RoPE and the scale; absent: nil
+local function qk_norm(raw, c, u)
+  local n = raw.qk_norm
+  if n == nil then return true end
+  if type(n) ~= "table" then
+    return nil, "qk_norm", ("'qk_norm' must be a table {eps = e, offset = 0 or 1}, got %s"):format(u.show(n))
+  end
+  local err = u.check_subkeys("qk_norm", n, { "eps", "offset" })
+  if err then return nil, "qk_norm", err end
+  if n.eps == nil then return nil, "qk_norm", "'qk_norm.eps' is required: a finite number > 0" end
+  err = u.finite_positive("qk_norm.eps", n.eps)
+  if err then return nil, "qk_norm", err end
+  local offset = u.default(n.offset, 0)
+  if offset ~= 0 and offset ~= 1 then
+    return nil, "qk_norm", ("'qk_norm.offset' must be 0 (x w) or 1 (x (1 + w), Gemma's), got %s"):format(u.show(offset))
+  end
+  if raw.matmul == "bf16" then
+    return nil, "qk_norm", "'qk_norm' normalizes f32 query rows: it does not go with matmul = \"bf16\""
+  end
+  if raw.matmul == "int8" then
+    return nil, "qk_norm",
+      "'qk_norm' does not go with matmul = \"int8\" yet: Q would have to be normalized before it is quantized"
+  end
+  c.qk_norm = { eps = n.eps, offset = math.floor(offset) }
+  return true
+end
+
 --- The checks another family with heads, head dims and a causal rule
 -- shares (schema/linear.lua): each fills c and returns true, or nil, key,
 -- message.
@@ -475,7 +508,7 @@ M.shared = {
 -- u: the shared checks (schema.util).
 function M.normalize(raw, c, u)
   return u.run_steps({ heads, head_dims, window, sparse, masks, score_terms, rel_bias, decode, prefill_chunk, weights,
-    dropout, entropy, sinks, temperature, paged, backward, shared_kv, rope }, raw, c, u)
+    dropout, entropy, sinks, temperature, paged, backward, shared_kv, rope, qk_norm }, raw, c, u)
 end
 
 return M

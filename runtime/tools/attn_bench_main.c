@@ -198,6 +198,7 @@ typedef struct {
     void *kpool, *vpool;
     int32_t *table, *base_table;
     float *rope; /* rope table = true: cos then sin, [max(Lq, Lk)][rope_dim / 2] each */
+    float *qk_norm; /* configs with qk_norm: q_norm_w then k_norm_w (attn_tool_qk_norm_weights) */
 } bench_buffers;
 
 /* Parses argv into opt; 0, or 2 after a message on a usage error. */
@@ -383,6 +384,9 @@ static int make_inputs(const bench_options *opt, const attn_spec *spec, attn_arg
         (has_weights && !buf->weights) || (has_state && (!buf->state_s || !buf->state_z)) ||
         (!linear && spec->sinks && !buf->sinks) || (!linear && spec->rope_table && !buf->rope))
         return -1;
+    buf->qk_norm = attn_tool_qk_norm_weights(spec, args); /* copied into base_args below */
+    if (!linear && spec->qk_norm && !buf->qk_norm)
+        return -1;
     args->q = buf->qs;
     args->k = buf->ks;
     args->v = buf->vs;
@@ -438,6 +442,7 @@ static void free_buffers(bench_buffers *buf)
     free(buf->table);
     free(buf->base_table);
     free(buf->rope);
+    free(buf->qk_norm);
 }
 
 /* Times every variant this CPU runs (or the one opt->isa names) into rows

@@ -83,6 +83,7 @@ static const char usage[] =
     "                [--dropout-p P --dropout-seed S --dropout-offset N]\n"
     "                [--state-in S.npy Z.npy] [--state-out S.npy Z.npy] [--sinks S.npy]\n"
     "                [--rope-cos C.npy --rope-sin S.npy]\n"
+    "                [--q-norm-w W.npy [--k-norm-w W.npy]]\n"
     "                [--k-new KN.npy [--v-new VN.npy] [--k-out K2.npy] [--v-out V2.npy]]\n"
     "  Q, K, V: float16, float32 or float64, converted to the kernel's storage types\n"
     "  --reference   compute O and LSE with the naive float64 reference (attn_reference)\n"
@@ -118,6 +119,9 @@ static const char usage[] =
     "  --rope-cos, --rope-sin  configs with rope table = true (required there): cos\n"
     "                and sin of each rotated pair's angle at positions 0..T-1,\n"
     "                [T][rope dim / 2], float32 or float64\n"
+    "  --q-norm-w, --k-norm-w  configs with qk_norm (--q-norm-w required there,\n"
+    "                --k-norm-w with --k-new): the RMS norm's weights of query rows\n"
+    "                and of new key rows, [D], float32 or float64\n"
     "  --k-new, --v-new  new rows [B][Ln][Hkv][D | Dv] stored at keys seqlens_k[b]..\n"
     "                of the cache --k, --v; --k-out, --v-out: the caches after the call\n"
     "additive and luong configs (one head, no scale):\n"
@@ -360,6 +364,7 @@ typedef struct {
     const char *bt_path; /* --block-table (paged configs) */
     const char *do_path, *grad_path[3]; /* --do; --dq, --dk, --dv (the backward pass) */
     const char *kn_path, *vn_path, *kv_out[2]; /* --k-new, --v-new; --k-out, --v-out (appending) */
+    const char *qn_path[2]; /* --q-norm-w, --k-norm-w (configs with qk_norm) */
 } run_options;
 
 /* --dropout-p: a number in [0, 1). */
@@ -407,6 +412,8 @@ typedef struct {
     attn_npy kna, vna;       /* --k-new, --v-new as read */
     void *kn, *vn;           /* the new rows in Q's storage type */
     int32_t *after;          /* --reference with --k-new: the lengths after the call */
+    attn_npy qn_a[2];        /* --q-norm-w, --k-norm-w as read */
+    float *qn[2];            /* and as f32 */
 } run_inputs;
 
 /* The outputs, written by the kernel and then published. */
@@ -517,13 +524,15 @@ static void parse_options(int argc, char **argv, run_options *opt)
         else if (strcmp(arg, "--v-new") == 0) dest = &opt->vn_path;
         else if (strcmp(arg, "--k-out") == 0) dest = &opt->kv_out[0];
         else if (strcmp(arg, "--v-out") == 0) dest = &opt->kv_out[1];
+        else if (strcmp(arg, "--q-norm-w") == 0) dest = &opt->qn_path[0];
+        else if (strcmp(arg, "--k-norm-w") == 0) dest = &opt->qn_path[1];
         else if (strcmp(arg, "--threads") != 0 && (dest = classic_dest(opt, arg)) == NULL)
             fail(arg, "unknown option (expected --q, --k, --v, --seqlens-k, --mask, --rel-table, -o, "
                       "--lse, --weights, --average-heads, --entropy, --random-inputs, --batch, --seq-q, "
                       "--seq-k, --threads, --isa, --reference, --block-table, "
                       "--dropout-p, --dropout-seed, --dropout-offset, --state-in, --state-out, --sinks, "
                       "--rope-cos, --rope-sin, --s, --h, --u, --w-s, --w-h, --w, --v-attn, --b, --do, --dq, --dk, "
-                      "--dv, --k-new, --v-new, --k-out, --v-out)");
+                      "--dv, --k-new, --v-new, --k-out, --v-out, --q-norm-w, --k-norm-w)");
         if (i + 1 >= argc)
             fail(arg, "needs a value");
         if (dest != NULL)
@@ -548,6 +557,74 @@ static void check_rope_paths(const run_options *opt, const attn_spec *spec)
         if (opt->rope_path[a] != NULL && same_file(opt->rope_path[a], opt->o_path))
             fail("-o", "'%s' is the %s input; not replacing an input", opt->o_path, names[a]);
     }
+}
+
+/* ---- qk_norm (--q-norm-w, --k-norm-w) ------------------------------------ */
+
+/* --q-norm-w and --k-norm-w: only for a config with qk_norm; --q-norm-w
+   required there, --k-norm-w with --k-new (the new key rows are normed);
+   neither replaced by -o. */
+static void check_qk_norm_paths(const run_options *opt, const attn_spec *spec)
+{
+    static const char *const names[2] = { "--q-norm-w", "--k-norm-w" };
+    const int norm = spec->family == ATTN_FAMILY_SDPA && spec->qk_norm;
+    int a;
+    for (a = 0; a < 2; a++) {
+        if (opt->qn_path[a] != NULL && !norm)
+            fail(names[a], "the config '%s' has no qk_norm, so %s is not accepted", spec->name, names[a]);
+        if (opt->qn_path[a] != NULL && same_file(opt->qn_path[a], opt->o_path))
+            fail("-o", "'%s' is the %s input; not replacing an input", opt->o_path, names[a]);
+    }
+    if (norm && opt->qn_path[0] == NULL)
+        fail("--q-norm-w", "required: the config '%s' has qk_norm (the weights of the query rows' norm)", spec->name);
+    if (norm && opt->kn_path != NULL && opt->qn_path[1] == NULL)
+        fail("--k-norm-w", "required with --k-new: the config '%s' has qk_norm (the new key rows are normed)",
+             spec->name);
+}
+
+/* --q-norm-w, --k-norm-w: shape (D,) each, read as f32. */
+static void load_qk_norm(const run_options *opt, const attn_spec *spec, run_inputs *in, attn_args *args)
+{
+    char err[256], shp[160];
+    int a;
+    for (a = 0; a < 2; a++) {
+        const char *path = opt->qn_path[a];
+        if (path == NULL)
+            continue;
+        load(path, &in->qn_a[a]);
+        if (in->qn_a[a].ndim != 1 || in->qn_a[a].shape[0] != spec->head_dim)
+            fail(path, "expected shape (%d,) (a weight per head dim), got %s", spec->head_dim,
+                 attn_npy_shape_string(&in->qn_a[a], shp, sizeof shp));
+        if (attn_npy_to_f32(&in->qn_a[a], &in->qn[a], err, sizeof err) != 0)
+            fail(path, "%s", err);
+    }
+    args->q_norm_w = in->qn[0];
+    args->k_norm_w = in->qn[1];
+}
+
+static void free_qk_norm(const run_options *opt, run_inputs *in)
+{
+    int a;
+    for (a = 0; a < 2; a++) {
+        free(in->qn[a]);
+        if (opt->qn_path[a] != NULL)
+            attn_npy_free(&in->qn_a[a]);
+    }
+}
+
+/* Row x of a new key (D values) normed as the reference norms a query row
+   (qk_norm): in double, rounded to f32. */
+static void qk_norm_new_row(const attn_spec *spec, const attn_args *args, float *x)
+{
+    double row[1024];
+    int d;
+    if (!spec->qk_norm || spec->head_dim > 1024)
+        return;
+    for (d = 0; d < spec->head_dim; d++)
+        row[d] = x[d];
+    attn_reference_qk_norm(spec, args->k_norm_w, row);
+    for (d = 0; d < spec->head_dim; d++)
+        x[d] = (float)row[d];
 }
 
 /* The paths the options name, against each other and the config: required
@@ -681,6 +758,7 @@ static void check_paths(const run_options *opt, const attn_spec *spec)
         fail("--block-table", "required: the config '%s' is paged (K and V are pools of %d keys a page)", spec->name,
              spec->page);
     check_rope_paths(opt, spec);
+    check_qk_norm_paths(opt, spec);
 }
 
 /* One drawn tensor [B][L][H][D] of n elements: N(0, 1) from r, written as
@@ -1461,6 +1539,7 @@ static void check_classic_paths(const run_options *opt, const attn_spec *spec)
     if (opt->rope_path[0] != NULL || opt->rope_path[1] != NULL)
         fail(opt->rope_path[0] != NULL ? "--rope-cos" : "--rope-sin",
              "the config '%s' has %s, which has no rope, so it is not accepted", spec->name, kind);
+    check_qk_norm_paths(opt, spec);
     if (opt->random || opt->seq_q != 0 || opt->seq_k != 0 || opt->batch != 0)
         fail(opt->random ? "--random-inputs" : opt->seq_q != 0 ? "--seq-q" : opt->seq_k != 0 ? "--seq-k" : "--batch",
              "the config '%s' has %s, which reads its inputs from --s and --h", spec->name, kind);
@@ -2021,6 +2100,8 @@ static void reference_append(const attn_spec *spec, run_inputs *in, attn_args *a
                     attn_dtype_to_f32_array(spec->dtype_q, src + (size_t)(b * ns[0] + t * ns[1] + h * ns[2]) * qsz,
                                             row, (size_t)n);
                     if (!pass)
+                        qk_norm_new_row(spec, args, row);
+                    if (!pass)
                         rope_new_row(spec, args, j, row);
                     attn_f32_to_dtype_array(spec->dtype_kv, row,
                                             (unsigned char *)(pass ? in->v : in->k) + (size_t)at * ksz, (size_t)n);
@@ -2088,6 +2169,8 @@ static int run_qkv(const attn_kernel *kernel, const run_options *options)
         load_rel(opt.r_path, spec, &in, &args);
     if (opt.rope_path[0] != NULL)
         load_rope(&opt, spec, &in, &args);
+    if (opt.qn_path[0] != NULL || opt.qn_path[1] != NULL)
+        load_qk_norm(&opt, spec, &in, &args);
     if (opt.kn_path != NULL)
         load_append(&opt, spec, &in, &args);
     alloc_outputs(opt.o_path, opt.p_path, opt.e_path, spec, opt.use_reference, &args, &out);
@@ -2103,6 +2186,7 @@ static int run_qkv(const attn_kernel *kernel, const run_options *options)
         run_backward(&opt, spec, &in, &args, &out);
     publish_outputs(&opt, in.qt.ndim == 3, &out);
     free_all(&opt, &in, &out);
+    free_qk_norm(&opt, &in);
     return 0;
 }
 

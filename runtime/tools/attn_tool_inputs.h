@@ -72,4 +72,24 @@ static void attn_tool_free_stored(void *stored, const float *src)
     if (stored != (const void *)src) free(stored);
 }
 
+/* qk_norm's weights of a spec with qk_norm (NULL otherwise, or when out of
+   memory): q_norm_w then k_norm_w, [head_dim] each, random in 0.5..1.5 as
+   the factor (offset + w) the rows are multiplied by.  Released with free(). */
+static float *attn_tool_qk_norm_weights(const attn_spec *spec, attn_args *args)
+{
+    float *w;
+    int d;
+    if (spec->family != ATTN_FAMILY_SDPA || !spec->qk_norm) return NULL;
+    w = (float *)malloc(sizeof(float) * (size_t)(2 * spec->head_dim));
+    if (!w) return NULL;
+    {
+        uint64_t seed = 5;
+        for (d = 0; d < 2 * spec->head_dim; d++)
+            w[d] = (spec->qk_norm_offset ? 0.0f : 1.0f) + attn_tool_rnd(&seed) / 3.4f;
+    }
+    args->q_norm_w = w;
+    args->k_norm_w = w + spec->head_dim;
+    return w;
+}
+
 #endif

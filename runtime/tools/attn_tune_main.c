@@ -258,6 +258,7 @@ typedef struct {
     float *sinks;             /* configs with sinks: a logit per query head */
     size_t no, ns, nz;        /* elements of O and of the state's S and z */
     int32_t *table;           /* paged configs: the block table of the contiguous K and V's rows */
+    float *qk_norm;           /* configs with qk_norm: q_norm_w then k_norm_w */
 } tune_inputs;
 
 static void free_inputs(tune_inputs *in)
@@ -279,6 +280,7 @@ static void free_inputs(tune_inputs *in)
     free(in->state_z);
     free(in->sinks);
     free(in->table);
+    free(in->qk_norm);
 }
 
 /* Fills args and in for shape sh: contiguous random Q, K, V, full key
@@ -345,6 +347,9 @@ static int make_inputs(const shape *sh, const options *opt, const attn_spec *spe
         (attn_rel_rows(spec) > 0 && !in->rel))
         return -1;
     args->rel_table = in->rel;
+    in->qk_norm = attn_tool_qk_norm_weights(spec, args);
+    if (spec->family == ATTN_FAMILY_SDPA && spec->qk_norm && !in->qk_norm)
+        return -1;
     args->q = in->qs;
     args->k = in->ks;
     args->v = in->vs;

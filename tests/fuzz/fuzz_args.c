@@ -36,7 +36,8 @@
  *   flags  (1 byte: bits 0-3 Q, K, V, O NULL; 4 LSE requested; 5 seqlens_k
  *          NULL; 6 mask NULL; 7 sparse bool mask / -inf bias entries;
  *          linear kernels with state: 6 state_s NULL, 7 state_z NULL;
- *          kernels with rel_bias: 6 rel_table NULL too)
+ *          kernels with rel_bias: 6 rel_table NULL too; with sinks, sinks;
+ *          with qk_norm, q_norm_w)
  *   batch, seq_q, seq_k (length fields)
  *   strides Q {h, s, b}, K {h, s, b}, V {h, s, b}, O {h, s, b},
  *           mask {j, i, h, b} (stride fields, innermost first)
@@ -470,7 +471,8 @@ static void check_status(const attn_spec *spec, const attn_args *a, attn_status 
                          (spec->padding && a->seqlens_k == NULL) || (has_mask && a->mask == NULL) ||
                          (has_state && (a->state_s == NULL || a->state_z == NULL)) ||
                          (!linear && spec->sinks && a->sinks == NULL) ||
-                         (attn_rel_rows(spec) > 0 && a->rel_table == NULL);
+                         (attn_rel_rows(spec) > 0 && a->rel_table == NULL) ||
+                         (!linear && spec->qk_norm && a->q_norm_w == NULL);
     const int bad_shape = a->batch < 0 || a->seq_q < 0 || a->seq_k < 0;
     const int bad_stride = any_negative(a->q_stride, 3) || any_negative(a->k_stride, 3) ||
                            (has_v && any_negative(a->v_stride, 3)) || any_negative(a->o_stride, 3) ||
@@ -543,6 +545,7 @@ static void run_and_compare(const attn_spec *spec, attn_fwd_fn fwd, attn_args *a
     void *mask = NULL;
     float *sinks = NULL;
     float *rel = NULL;
+    float *norm_w = NULL; /* qk_norm: q_norm_w [D] (k_norm_w is read only when appending) */
     unsigned char *written;
     int o_injective;
     int64_t work, lse_count = 0, bb, i, h, d;
@@ -647,6 +650,12 @@ static void run_and_compare(const attn_spec *spec, attn_fwd_fn fwd, attn_args *a
             sinks[h] = 2.0f + 2.0f * rng_normal(&seed);
         a->sinks = sinks;
     }
+    if (!linear && spec->qk_norm) { /* factors (offset + w) in 0.5..1.5, in a buffer of exactly D */
+        norm_w = (float *)alloc_elems(D, sizeof(float));
+        for (d = 0; d < D; d++)
+            norm_w[d] = (spec->qk_norm_offset ? 0.0f : 1.0f) + 0.25f * rng_normal(&seed);
+        a->q_norm_w = norm_w;
+    }
 
     st = fwd(a);
     if (st != ATTN_OK)
@@ -738,6 +747,8 @@ static void run_and_compare(const attn_spec *spec, attn_fwd_fn fwd, attn_args *a
         release(sinks);
     if (rel != NULL)
         release(rel);
+    if (norm_w != NULL)
+        release(norm_w);
 }
 
 /* ---- the additive and luong families ------------------------------------- */
@@ -1184,6 +1195,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (spec->family != ATTN_FAMILY_LINEAR && spec->sinks) /* bit 6 too: the sinks' pointer */
         a.sinks = (flags & 64) ? NULL : (const float *)poisoned();
+    if (spec->family != ATTN_FAMILY_LINEAR && spec->qk_norm) /* bit 6 too: qk_norm's weights */
+        a.q_norm_w = (flags & 64) ? NULL : (const float *)poisoned();
     if (!(flags & 32)) {
         if (spec->padding && a.batch > 0 && a.batch <= MAX_SEQLENS) {
             const int32_t full = (int32_t)(a.seq_k < 0 ? 0 : a.seq_k > INT32_MAX ? INT32_MAX

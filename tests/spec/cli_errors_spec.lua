@@ -397,6 +397,8 @@ local CASES = {
     msg = "^%-%-average%-heads: needs %-%-weights" },
   { name = "--sinks for a config without sinks", setup = inputs, argv = run({}, "--sinks", "x.npy"),
     msg = "^x%.npy: the config 't_everything' has no sinks %(sinks = true%), so %-%-sinks is not accepted$" },
+  { name = "--q-norm-w for a config without qk_norm", setup = inputs, argv = run({}, "--q-norm-w", "x.npy"),
+    msg = "^%-%-q%-norm%-w: the config 't_everything' has no qk_norm, so %-%-q%-norm%-w is not accepted$" },
   { name = "--do for a config without a backward pass", setup = inputs,
     argv = run({}, "--do", "o.npy", "--dq", "a.npy", "--dk", "b.npy", "--dv", "c.npy"),
     msg = "^%-%-do: the config 't_everything' has no backward pass %(backward = true%)$" },

@@ -263,6 +263,10 @@ describe("cli #slow", function()
         args[#args + 1] = "--mask"
         args[#args + 1] = p
       end
+      if cfg.qk_norm then -- the weights of the query rows' norm
+        args[#args + 1] = "--q-norm-w"
+        args[#args + 1] = rnd("qn", 15, "f32", cfg.head_dim)
+      end
       return args
     end
 
@@ -420,6 +424,14 @@ describe("cli #slow", function()
         assert.equal(0, (npy("ints", d .. "/s.npy", case.lens[1], case.lens[2])))
         local new = { "--k-new", rnd("kn", 34, 2, 3, cfg.heads_kv, cfg.head_dim),
           "--v-new", rnd("vn", 35, 2, 3, cfg.heads_kv, cfg.head_dim_v) }
+        local knw = {} -- t_rope: --k-norm-w
+        if cfg.qk_norm then -- t_rope: the query rows and the new key rows RMS-normed
+          base = cat(base, { "--q-norm-w", rnd("qn", 36, cfg.head_dim) })
+          knw = { "--k-norm-w", rnd("knw", 37, cfg.head_dim) }
+          new = cat(new, knw)
+          fails(cat(base, { "--k-new", new[2], "--v-new", new[4], "-o", d .. "/x.npy" }),
+            "--k-norm-w: required with --k-new")
+        end
         local code, _, err = attngen(cat(cat(base, new), { "--reference", "-o", d .. "/ref.npy",
           "--k-out", d .. "/k_ref.npy", "--v-out", d .. "/v_ref.npy" }))
         assert.equal(0, code, err)
@@ -458,7 +470,8 @@ describe("cli #slow", function()
           assert.equal(0, code, err)
           assert.equal(helper.read_file(d .. "/k2.npy"), helper.read_file(d .. "/k.npy"))
           assert.equal(helper.read_file(d .. "/v2.npy"), helper.read_file(d .. "/v.npy"))
-          fails(cat(base, { "--k-new", d .. "/kn.npy", "-o", d .. "/x.npy" }), "--v-new: required with --k-new")
+          fails(cat(cat(base, knw), { "--k-new", d .. "/kn.npy", "-o", d .. "/x.npy" }),
+            "--v-new: required with --k-new")
         end
       end
     end)

@@ -124,11 +124,12 @@ describe("import-hf", function()
       },
       gemma3_27b = {
         gemma3_27b_local = { heads_q = 32, heads_kv = 16, head_dim = 128, causal = true, window = 1023,
-          scale = 1 / math.sqrt(168) },
+          scale = 1 / math.sqrt(168), qk_norm = { eps = 1e-6, offset = 1 } },
         gemma3_27b_global = { heads_q = 32, heads_kv = 16, head_dim = 128, causal = true, window = -1,
-          scale = 1 / math.sqrt(168) },
+          scale = 1 / math.sqrt(168), qk_norm = { eps = 1e-6, offset = 1 } },
       },
-      qwen3_8b = { qwen3_8b = { heads_q = 32, heads_kv = 8, head_dim = 128, causal = true, window = -1 } },
+      qwen3_8b = { qwen3_8b = { heads_q = 32, heads_kv = 8, head_dim = 128, causal = true, window = -1,
+        qk_norm = { eps = 1e-6, offset = 0 } } },
       t5_small = {
         t5_small_encoder = { heads_q = 8, heads_kv = 8, head_dim = 64, causal = false, window = -1, scale = 1,
           padding = true },
@@ -207,6 +208,7 @@ describe("import-hf", function()
           assert.equal(0, cfg.global_tokens)
           assert.equal("none", cfg.mask)
           assert.equal(e.sinks, cfg.sinks)
+          assert.same(e.qk_norm, cfg.qk_norm)
           assert.is_nil(cfg.temperature)
         end
         local count = 0
@@ -257,10 +259,18 @@ describe("import-hf", function()
       assert.truthy(texts.gemma3_27b_global:find("rope_local_base_freq = absent (Gemma-3 default: 10000", 1, true))
     end)
 
-    it("Qwen3-8B: GQA 32 / 8, no window (use_sliding_window = false), q_norm and k_norm named", function()
+    it("Qwen3-8B: GQA 32 / 8, no window (use_sliding_window = false), q_norm and k_norm as qk_norm", function()
       local _, texts = load_all(import_file("qwen3_8b"))
       assert.is_nil(texts.qwen3_8b:find("\n  sliding_window =", 1, true))
-      assert.truthy(texts.qwen3_8b:find("Qwen3 normalizes Q and K", 1, true))
+      assert.truthy(texts.qwen3_8b:find("Qwen3 normalizes Q and K (RMS norm times w: q_norm and k_norm) in the kernel",
+        1, true))
+      assert.truthy(texts.qwen3_8b:find("\n  qk_norm = { eps = 1e-06 }, -- q_norm, k_norm: eps from rms_norm_eps",
+        1, true))
+      assert.truthy(texts.qwen3_8b:find("rms_norm_eps = 1e-06 (the eps of q_norm and k_norm)", 1, true))
+      -- Gemma-3: the weights as 1 + w, rms_norm_eps absent (its default)
+      local _, g = load_all(import_file("gemma3_27b"))
+      assert.truthy(g.gemma3_27b_local:find("\n  qk_norm = { eps = 1e-06, offset = 1 },", 1, true))
+      assert.truthy(g.gemma3_27b_global:find("rms_norm_eps = absent (Gemma-3 default: 1e-06", 1, true))
     end)
 
     it("match the presets of the same models (all but the name)", function()
@@ -273,6 +283,9 @@ describe("import-hf", function()
         { "gpt2", "gpt2", "gpt2" },
         { "bert_base_uncased", "bert_base_uncased", "bert_base" },
         { "t5_small", "t5_small_encoder", "t5_small_encoder" },
+        { "gemma3_27b", "gemma3_27b_local", "gemma3_27b_local" },
+        { "gemma3_27b", "gemma3_27b_global", "gemma3_27b_global" },
+        { "qwen3_8b", "qwen3_8b", "qwen3_8b" },
       }
       for _, p in ipairs(pairs_) do
         local cfgs = load_all(import_file(p[1]))

@@ -130,9 +130,9 @@ describe("render", function()
           local line = (" *   %s = %s,\n"):format(k, util.serialize(v))
           assert.truthy(banner:find(line, 1, true), "banner lacks " .. line)
         end
-        -- all but sliding_window, folded into window, paged, which does not go with sparse, and shared_kv
-        -- and rope, which do not go with backward (their banners: below)
-        assert.equal(#schema.order - 4, n)
+        -- all but sliding_window, folded into window, paged, which does not go with sparse, and shared_kv,
+        -- rope and qk_norm, which do not go with backward (their banners: below, and t_rope's)
+        assert.equal(#schema.order - 5, n)
         assert.truthy(banner:find(" *   window = { left = 39, right = 0 },", 1, true))
         assert.truthy(banner:find(' *   isa = { "avx512", "avx2", "neon", "scalar" },', 1, true))
         assert.truthy(banner:find(" *   softcap = 30,", 1, true))
@@ -158,6 +158,12 @@ describe("render", function()
         rope = { style = "gptj", dim = 64, scaling = { type = "linear", factor = 2 } } }))
       local rope_line = ' *   rope = { dim = 64, scaling = { factor = 2, type = "linear" }, style = "gptj"'
       assert.truthy(banner_of(rp):find(rope_line, 1, true), banner_of(rp))
+      local qh, qc = files_for(helper.with(EVERYTHING, { backward = helper.NIL, grad_dtype = helper.NIL,
+        qk_norm = { eps = 1e-5, offset = 1 } }))
+      assert.truthy(banner_of(qh):find(" *   qk_norm = { eps = 1e-05, offset = 1 },", 1, true), banner_of(qh))
+      local spec_lines = "        .qk_norm = 1,\n        .qk_norm_eps = 1e-05,\n        .qk_norm_offset = 1"
+      assert.truthy(qc:find(spec_lines, 1, true))
+      assert.truthy(qh:find("qk_norm: each query row is RMS-normed", 1, true))
     end)
 
     it("names the alignment and the chunks in the mask line and the spec, only when set", function()

@@ -42,12 +42,12 @@ describe("schema", function()
     local cfg = assert(schema.normalize({ name = "m", heads_q = 8, head_dim = 64 }))
 
     it("fills every key of docs/config.md but the optional softcap, chunk, prefill_chunk, weights, dropout, rel_bias, "
-      .. "entropy, sinks, temperature, paged, backward, grad_dtype, shared_kv, rope", function()
+      .. "entropy, sinks, temperature, paged, backward, grad_dtype, shared_kv, rope, qk_norm", function()
       for _, k in ipairs(schema.order) do
         if k ~= "softcap" and k ~= "sliding_window" and k ~= "chunk" and k ~= "weights" and k ~= "sparse"
           and k ~= "dropout" and k ~= "prefill_chunk" and k ~= "rel_bias" and k ~= "entropy" and k ~= "sinks"
           and k ~= "temperature" and k ~= "paged" and k ~= "backward" and k ~= "grad_dtype" and k ~= "shared_kv"
-          and k ~= "rope" then
+          and k ~= "rope" and k ~= "qk_norm" then
           assert.is_not_nil(cfg[k], "missing default for " .. k)
         end
       end
@@ -63,6 +63,7 @@ describe("schema", function()
       assert.is_nil(cfg.paged) -- the contiguous layout
       assert.is_nil(cfg.shared_kv)
       assert.is_nil(cfg.rope)
+      assert.is_nil(cfg.qk_norm)
       assert.is_nil(cfg.entropy) -- no entropy output (absent, so configs echo as before)
       assert.is_nil(cfg.sliding_window) -- folded into window
       assert.is_nil(cfg.backward) -- no backward pass (absent, so configs echo as before)
@@ -73,7 +74,7 @@ describe("schema", function()
       local expected = { "name", "kind", "heads_q", "heads_kv", "head_dim", "head_dim_v", "causal",
         "window", "sliding_window", "chunk", "sparse", "global_tokens", "padding", "mask", "scale", "softcap", "alibi",
         "rel_bias", "decode_max_q", "prefill_chunk", "weights", "dropout", "entropy", "sinks", "temperature", "paged",
-        "backward", "grad_dtype", "shared_kv", "rope", "dtype", "matmul", "isa", "tile" }
+        "backward", "grad_dtype", "shared_kv", "rope", "qk_norm", "dtype", "matmul", "isa", "tile" }
       assert.same(expected, schema.order_of("sdpa"))
       assert.same(expected, schema.order)
       for _, k in ipairs(expected) do assert.is_true(schema.keys[k]) end
@@ -142,6 +143,26 @@ describe("schema", function()
       rejects_key(with({ shared_kv = true, head_dim = 1025 }), "head_dim", "1..1024")
       rejects_key(with({ shared_kv = true, head_dim = 64, head_dim_v = 96 }), "shared_kv",
         "head_dim_v (96) must be at most head_dim (64)")
+    end)
+
+    it("qk_norm: eps required, offset 0 (default) or 1; one-line errors; not with int8 or bf16 products, nor backward",
+      function()
+      assert.same({ eps = 1e-6, offset = 0 }, schema.normalize(with({ qk_norm = { eps = 1e-6 } })).qk_norm)
+      assert.same({ eps = 1e-5, offset = 1 }, schema.normalize(with({ qk_norm = { eps = 1e-5, offset = 1 } })).qk_norm)
+      rejects_key(with({ qk_norm = true }), "qk_norm", "'qk_norm' must be a table")
+      rejects_key(with({ qk_norm = {} }), "qk_norm", "'qk_norm.eps' is required")
+      rejects_key(with({ qk_norm = { eps = 0 } }), "qk_norm", "'qk_norm.eps' must be a finite number > 0")
+      rejects_key(with({ qk_norm = { eps = -1e-6 } }), "qk_norm", "'qk_norm.eps' must be a finite number > 0")
+      rejects_key(with({ qk_norm = { eps = "1e-6" } }), "qk_norm", "'qk_norm.eps' must be a finite number > 0")
+      rejects_key(with({ qk_norm = { eps = 0 / 0 } }), "qk_norm", "'qk_norm.eps' must be a finite number > 0")
+      rejects_key(with({ qk_norm = { eps = 1e-6, offset = 2 } }), "qk_norm", "'qk_norm.offset' must be 0")
+      rejects_key(with({ qk_norm = { eps = 1e-6, offset = "1" } }), "qk_norm", "'qk_norm.offset' must be 0")
+      rejects_key(with({ qk_norm = { eps = 1e-6, weight = 1 } }), "qk_norm", "unknown field 'weight'")
+      rejects_key(with({ qk_norm = { eps = 1e-6 }, dtype = "bf16", matmul = "bf16" }), "qk_norm",
+        "does not go with matmul")
+      rejects_key(with({ qk_norm = { eps = 1e-6 }, matmul = "int8", dtype = { kv = "q8_0" } }), "qk_norm",
+        "does not go with matmul = \"int8\"")
+      rejects_key(with({ qk_norm = { eps = 1e-6 }, backward = true }), "backward", "backward with qk_norm")
     end)
 
     it("rope: style, theta, dim, scaling and table with their defaults; one-line errors", function()
