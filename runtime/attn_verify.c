@@ -573,56 +573,6 @@ static void case_delete(const attn_case_ops *ops, void *state)
     free(state);
 }
 
-/* the inputs and the reference once, then each variant from reset outputs
-   (a linear spec's state too: each run starts from the same one) */
-attn_status attn_verify_case_variants(const attn_kernel *kernel, const attn_variant *const *variants, int n,
-                                      const attn_case *c, attn_verify_result *res, attn_status *status)
-{
-    const attn_case_ops *ops = attn_case_ops_for(&kernel->spec, ATTN_DIR_FWD);
-    char shape[96];
-    attn_status st;
-    void *state;
-    int v;
-
-    memset(res, 0, (size_t)n * sizeof *res);
-    for (v = 0; v < n; v++)
-        status[v] = ATTN_OK;
-    attn_verify_case_string(c, shape, sizeof shape);
-    state = case_new(ops, &kernel->spec, c, &st);
-    if (state == NULL) {
-        for (v = 0; v < n; v++)
-            fail_variant(&res[v], &status[v], st, "cannot build the inputs: ", "", shape);
-    } else {
-        st = ops->reference(state);
-        for (v = 0; v < n; v++) {
-            if (st != ATTN_OK) {
-                fail_variant(&res[v], &status[v], st, "the reference failed: ", "", shape);
-                continue;
-            }
-            if (v > 0)
-                ops->reset(state);
-            status[v] = ops->run(state, kernel, variants[v], c->threads);
-            if (status[v] != ATTN_OK)
-                fail_variant(&res[v], &status[v], status[v], "kernel returned \"", "\"", shape);
-            else
-                ops->compare(state, shape, &res[v]);
-        }
-        case_delete(ops, state);
-    }
-    for (v = 0; v < n; v++)
-        if (status[v] != ATTN_OK)
-            return status[v];
-    return ATTN_OK;
-}
-
-attn_status attn_verify_case(const attn_kernel *kernel, const attn_variant *variant, const attn_case *c,
-                             attn_verify_result *res)
-{
-    attn_status st;
-    attn_verify_case_variants(kernel, &variant, 1, c, res, &st);
-    return st;
-}
-
 /* The outputs of a run, copied: n buffers of out's sizes in one block. */
 static unsigned char *outputs_copy(const attn_case_output *out, int n)
 {
@@ -652,6 +602,88 @@ static int outputs_same(const attn_case_output *out, int n, const unsigned char 
         at += out[i].bytes;
     }
     return 1;
+}
+
+/* A case whose inputs the reference refuses the way the kernel must too
+   (a position outside the caller's RoPE table: a bottom-right row of a call
+   with more query rows than keys): the variant passes when it returns the
+   same status and leaves every output as it was. */
+static void refused_case(const attn_case_ops *ops, void *state, const attn_kernel *kernel, const attn_variant *variant,
+                         const attn_case *c, attn_status want, const char *shape, attn_verify_result *res,
+                         attn_status *status)
+{
+    attn_case_output out[ATTN_CASE_MAX_OUTPUTS];
+    const int n = ops->outputs(state, out);
+    unsigned char *before = outputs_copy(out, n);
+    attn_status got;
+    if (before == NULL) {
+        fail_variant(res, status, ATTN_ERR_NOMEM, "cannot copy the outputs: ", "", shape);
+        return;
+    }
+    got = ops->run(state, kernel, variant, c->threads);
+    if (got != want) {
+        snprintf(res->first_failure, sizeof res->first_failure,
+                 "kernel returned \"%s\" where the reference refused with \"%s\" (shape %s)", attn_status_string(got),
+                 attn_status_string(want), shape);
+        res->failures = 1;
+        *status = got != ATTN_OK ? got : want;
+    } else if (!outputs_same(out, n, before)) {
+        fail_variant(res, status, want, "kernel wrote its outputs on refusing with \"", "\"", shape);
+    }
+    free(before);
+}
+
+/* the inputs and the reference once, then each variant from reset outputs
+   (a linear spec's state too: each run starts from the same one) */
+attn_status attn_verify_case_variants(const attn_kernel *kernel, const attn_variant *const *variants, int n,
+                                      const attn_case *c, attn_verify_result *res, attn_status *status)
+{
+    const attn_case_ops *ops = attn_case_ops_for(&kernel->spec, ATTN_DIR_FWD);
+    char shape[96];
+    attn_status st;
+    void *state;
+    int v;
+
+    memset(res, 0, (size_t)n * sizeof *res);
+    for (v = 0; v < n; v++)
+        status[v] = ATTN_OK;
+    attn_verify_case_string(c, shape, sizeof shape);
+    state = case_new(ops, &kernel->spec, c, &st);
+    if (state == NULL) {
+        for (v = 0; v < n; v++)
+            fail_variant(&res[v], &status[v], st, "cannot build the inputs: ", "", shape);
+    } else if ((st = ops->reference(state)) == ATTN_ERR_ROPE) {
+        for (v = 0; v < n; v++)
+            refused_case(ops, state, kernel, variants[v], c, st, shape, &res[v], &status[v]);
+        case_delete(ops, state);
+    } else {
+        for (v = 0; v < n; v++) {
+            if (st != ATTN_OK) {
+                fail_variant(&res[v], &status[v], st, "the reference failed: ", "", shape);
+                continue;
+            }
+            if (v > 0)
+                ops->reset(state);
+            status[v] = ops->run(state, kernel, variants[v], c->threads);
+            if (status[v] != ATTN_OK)
+                fail_variant(&res[v], &status[v], status[v], "kernel returned \"", "\"", shape);
+            else
+                ops->compare(state, shape, &res[v]);
+        }
+        case_delete(ops, state);
+    }
+    for (v = 0; v < n; v++)
+        if (status[v] != ATTN_OK)
+            return status[v];
+    return ATTN_OK;
+}
+
+attn_status attn_verify_case(const attn_kernel *kernel, const attn_variant *variant, const attn_case *c,
+                             attn_verify_result *res)
+{
+    attn_status st;
+    attn_verify_case_variants(kernel, &variant, 1, c, res, &st);
+    return st;
 }
 
 int attn_verify_bitwise_threads(const attn_kernel *kernel, const attn_variant *variant,
