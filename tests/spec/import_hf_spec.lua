@@ -285,6 +285,8 @@ describe("import-hf", function()
         { "t5_small", "t5_small_encoder", "t5_small_encoder" },
         { "gemma3_27b", "gemma3_27b_local", "gemma3_27b_local" },
         { "gemma3_27b", "gemma3_27b_global", "gemma3_27b_global" },
+        { "gpt_oss_20b", "gpt_oss_20b_local", "gpt_oss_20b_local" },
+        { "gpt_oss_20b", "gpt_oss_20b_global", "gpt_oss_20b_global" },
         { "qwen3_8b", "qwen3_8b", "qwen3_8b" },
       }
       for _, p in ipairs(pairs_) do
