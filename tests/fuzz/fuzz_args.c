@@ -543,6 +543,16 @@ static void check_status(const attn_spec *spec, const attn_args *a, attn_status 
     }
 }
 
+/* K's and V's layouts: [B][Lk][Hkv][D or Dv], or a paged kernel's pools [N][P][Hkv][D or Dv]
+   (strides {page, slot, head}). */
+static void kv_layouts(const attn_spec *spec, const attn_args *a, layout *lk, layout *lv)
+{
+    const int paged = spec->family != ATTN_FAMILY_LINEAR && spec->page > 0;
+    const int64_t n = paged ? a->num_pages : a->batch, len = paged ? spec->page : a->seq_k;
+    set_layout(lk, n, len, spec->heads_kv, spec->head_dim, a->k_stride, 1);
+    set_layout(lv, n, len, spec->heads_kv, spec->head_dim_v, a->v_stride, 1);
+}
+
 /* Step 3: run an accepted call on real buffers and compare with the reference. */
 static void run_and_compare(const attn_spec *spec, attn_fwd_fn fwd, attn_args *a,
                             uint64_t seed, int sparse)
@@ -579,13 +589,7 @@ static void run_and_compare(const attn_spec *spec, attn_fwd_fn fwd, attn_args *a
     if (!linear && spec->shared_kv)
         memcpy(a->v_stride, a->k_stride, sizeof a->v_stride);
     set_layout(&lq, B, Lq, Hq, D, a->q_stride, 1);
-    if (!linear && spec->page > 0) { /* the pools [N][P][Hkv][D]: strides {page, slot, head} */
-        set_layout(&lk, a->num_pages, spec->page, Hkv, D, a->k_stride, 1);
-        set_layout(&lv, a->num_pages, spec->page, Hkv, Dv, a->v_stride, 1);
-    } else {
-        set_layout(&lk, B, Lk, Hkv, D, a->k_stride, 1);
-        set_layout(&lv, B, Lk, Hkv, Dv, a->v_stride, 1);
-    }
+    kv_layouts(spec, a, &lk, &lv);
     set_layout(&lo, B, Lq, Hq, Dv, a->o_stride, 1);
     memset(&lm, 0, sizeof lm);
     if (has_mask)
