@@ -745,6 +745,12 @@ end
 -- before it, the better of two rounds of the pair
 local PAGED = { { 16, "bshd", 1, 1.05 }, { 16, "bhsd", 1, 1.05 }, { 1, "bshd", 1, 1.25 }, { 16, "bshd", 4, 1.10 },
   { 16, "bshd", 8, 1.10 }, { 16, "bshd", 512, 1.05 } }
+-- pages smaller than a decode block (32 keys here): the streaming unit (Lq 1, where the CPU takes it)
+-- over pages of 3 keys, and the blocked unit (Lq 4), whose blocks' rows are gathered into its scratch
+-- (planner/sdpa.lua, plan_paged_decode), over pages of 1 and 3 keys
+for _, c in ipairs({ { 3, "bshd", 1, 1.25 }, { 1, "bshd", 4, 1.25 }, { 3, "bshd", 4, 1.25 } }) do
+  PAGED[#PAGED + 1] = c
+end
 for _, c in ipairs(wanted("paged") and PAGED or {}) do
   local page, layout, lq, goal = c[1], c[2], c[3], c[4]
   local order = layout == "bhsd" and "HND" or "NHD"

@@ -3691,9 +3691,10 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q4kv_sunit_4x1
     attn_llama3_8b_q4kv_tile_class cls;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
-    for (r = 0; r < n; r++) {
+    for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
         const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
-        attn_llama3_8b_q4kv_qpack_f32__avx512(attn_llama3_8b_q4kv_q_row(args, b, i, h), w->sq + r * 128);
+        if (r >= w->hk_lo * 4 && r < w->hk_hi * 4)
+            attn_llama3_8b_q4kv_qpack_f32__avx512(attn_llama3_8b_q4kv_q_row(args, b, i, h), w->sq + r * 128);
         attn_llama3_8b_q4kv_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -3714,15 +3715,11 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q4kv_sunit_4x1
             int64_t jp;
             memset(wt, 0, sizeof wt);
             memset(wn, 0, sizeof wn);
-            if (j_end - j_begin >= 2)
-                attn_llama3_8b_q4kv_sqk_4x2_q4_0__avx512(w->sq + (0) * 512, attn_llama3_8b_q4kv_k_row(&kv, 0, j_begin + 0), attn_llama3_8b_q4kv_k_row(&kv, 0, j_begin + 1),
-                        w->sm + (0) * 4, w->sl + (0) * 4, w->so + (0) * 512, wt);
-            for (jp = j_begin; jp + 1 < j_end; jp += 2)
-                for (hk = 0; hk < HKV; hk++) {
-                    const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? jp : jp + 2;
-                    if (jn + 1 < j_end)
-                        attn_llama3_8b_q4kv_sqk_4x2_q4_0__avx512(w->sq + (hn) * 512, attn_llama3_8b_q4kv_k_row(&kv, hn, jn + 0), attn_llama3_8b_q4kv_k_row(&kv, hn, jn + 1),
-                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 512, wn);
+            if (w->hk_hi - w->hk_lo == 1) { /* a unit of one kv head (a short cache's): each step's weights, then its P*V */
+                for (jp = j_begin; jp + 1 < j_end; jp += 2) {
+                    hk = w->hk_lo;
+                    attn_llama3_8b_q4kv_sqk_4x2_q4_0__avx512(w->sq + (hk) * 512, attn_llama3_8b_q4kv_k_row(&kv, hk, jp + 0), attn_llama3_8b_q4kv_k_row(&kv, hk, jp + 1),
+                        w->sm + (hk) * 4, w->sl + (hk) * 4, w->so + (hk) * 512, wt);
                     attn_llama3_8b_q4kv_spvk_4x2_q4_0__avx512(wt, attn_llama3_8b_q4kv_v_row(&kv, hk, jp + 0), attn_llama3_8b_q4kv_v_row(&kv, hk, jp + 1), w->so + (hk) * 512);
                     j = jp;
                     if (j + STREAM_PREFETCH + 0 < j_end) {
@@ -3733,16 +3730,38 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q4kv_sunit_4x1
                         attn_llama3_8b_q4kv_prefetch_row_l2(attn_llama3_8b_q4kv_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
                         attn_llama3_8b_q4kv_prefetch_row_l2(attn_llama3_8b_q4kv_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
                     }
-                    memcpy(wt, wn, sizeof wt);
                 }
+            } else {
+                if (j_end - j_begin >= 2)
+                    attn_llama3_8b_q4kv_sqk_4x2_q4_0__avx512(w->sq + (w->hk_lo) * 512, attn_llama3_8b_q4kv_k_row(&kv, w->hk_lo, j_begin + 0), attn_llama3_8b_q4kv_k_row(&kv, w->hk_lo, j_begin + 1),
+                        w->sm + (w->hk_lo) * 4, w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 512, wt);
+                for (jp = j_begin; jp + 1 < j_end; jp += 2)
+                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                        const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + 2;
+                        if (jn + 1 < j_end)
+                            attn_llama3_8b_q4kv_sqk_4x2_q4_0__avx512(w->sq + (hn) * 512, attn_llama3_8b_q4kv_k_row(&kv, hn, jn + 0), attn_llama3_8b_q4kv_k_row(&kv, hn, jn + 1),
+                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 512, wn);
+                        attn_llama3_8b_q4kv_spvk_4x2_q4_0__avx512(wt, attn_llama3_8b_q4kv_v_row(&kv, hk, jp + 0), attn_llama3_8b_q4kv_v_row(&kv, hk, jp + 1), w->so + (hk) * 512);
+                        j = jp;
+                        if (j + STREAM_PREFETCH + 0 < j_end) {
+                            attn_llama3_8b_q4kv_prefetch_row_l2(attn_llama3_8b_q4kv_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
+                            attn_llama3_8b_q4kv_prefetch_row_l2(attn_llama3_8b_q4kv_v_row(&kv, hk, j + STREAM_PREFETCH + 0), DV);
+                        }
+                        if (j + STREAM_PREFETCH + 1 < j_end) {
+                            attn_llama3_8b_q4kv_prefetch_row_l2(attn_llama3_8b_q4kv_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
+                            attn_llama3_8b_q4kv_prefetch_row_l2(attn_llama3_8b_q4kv_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
+                        }
+                        memcpy(wt, wn, sizeof wt);
+                    }
+            }
             for (j = jp; j < j_end; j++) /* the last keys, one at a time */
-                for (hk = 0; hk < HKV; hk++) {
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     p = attn_llama3_8b_q4kv_sqk_4x1_q4_0__avx512(w->sq + (hk) * 512, attn_llama3_8b_q4kv_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512);
                     attn_llama3_8b_q4kv_spv_4x128_q4_0__avx512(p, attn_llama3_8b_q4kv_v_row(&kv, hk, j), w->so + (hk) * 512);
                 }
         } else { /* a kv head's keys are adjacent: read head by head */
-            for (hk = 0; hk < HKV; hk++)
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_llama3_8b_q4kv_sqk_4x1_q4_0__avx512(w->sq + (hk) * 512, attn_llama3_8b_q4kv_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512);
@@ -3762,7 +3781,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q4kv_sunit_4x1
             if (seen == TILE_HIDDEN) continue; /* no row sees these keys: not even read */
             if (kv.k_head < kv.k_key) {
                 for (j = j0; j < j0 + kb; j++)
-                    for (hk = 0; hk < HKV; hk++) {
+                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_llama3_8b_q4kv_sterms_4x1__avx512(args, w, b, hk, j, partial, &add);
                         attn_llama3_8b_q4kv_spv_4x128_q4_0__avx512(attn_llama3_8b_q4kv_sqk_4x1_q4_0__avx512(w->sq + (hk) * 512, attn_llama3_8b_q4kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
@@ -3773,7 +3792,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q4kv_sunit_4x1
                         }
                     }
             } else {
-                for (hk = 0; hk < HKV; hk++)
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_llama3_8b_q4kv_sterms_4x1__avx512(args, w, b, hk, j, partial, &add);
@@ -3788,8 +3807,8 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q4kv_sunit_4x1
         }
     }
 
-    /* the split's result */
-    for (r = 0; r < n; r++) {
+    /* the split's result: the unit's kv heads' rows */
+    for (r = w->hk_lo * 4; r < w->hk_hi * 4; r++) {
         const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         attn_llama3_8b_q4kv_dresult(w->so + r * 128, w->sm[(r / 4) * 4 + rr], w->sl[(r / 4) * 4 + rr], opart + row * DV,
                 lpart + row);
@@ -3838,9 +3857,9 @@ __attribute__((target("avx512f,fma"))) static attn_status attn_llama3_8b_q4kv_de
     const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
     const int64_t rows = GROUP * Lq; /* query rows a kv head */
     /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs
-       (attn_runtime.h); its units take every kv head */
+       (attn_runtime.h) */
     const int stream = rows <= attn_cpu()->decode_stream_rows[0];
-    const int64_t nhg = !stream && B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
+    const int64_t nhg = B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
     const int64_t units = B * nsplit * nhg, hpg = HKV / nhg; /* kv heads a unit */
     const int nth = attn_llama3_8b_q4kv_decode_threads(args->threads);
     attn_llama3_8b_q4kv_dlayout lay;
@@ -6311,9 +6330,10 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q4kv_sunit_4
     attn_llama3_8b_q4kv_tile_class cls;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
-    for (r = 0; r < n; r++) {
+    for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
         const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
-        attn_llama3_8b_q4kv_qpack_f32__avx2(attn_llama3_8b_q4kv_q_row(args, b, i, h), w->sq + r * 128);
+        if (r >= w->hk_lo * 4 && r < w->hk_hi * 4)
+            attn_llama3_8b_q4kv_qpack_f32__avx2(attn_llama3_8b_q4kv_q_row(args, b, i, h), w->sq + r * 128);
         attn_llama3_8b_q4kv_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -6334,15 +6354,11 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q4kv_sunit_4
             int64_t jp;
             memset(wt, 0, sizeof wt);
             memset(wn, 0, sizeof wn);
-            if (j_end - j_begin >= 2)
-                attn_llama3_8b_q4kv_sqk_4x2_q4_0__avx2(w->sq + (0) * 512, attn_llama3_8b_q4kv_k_row(&kv, 0, j_begin + 0), attn_llama3_8b_q4kv_k_row(&kv, 0, j_begin + 1),
-                        w->sm + (0) * 4, w->sl + (0) * 4, w->so + (0) * 512, wt);
-            for (jp = j_begin; jp + 1 < j_end; jp += 2)
-                for (hk = 0; hk < HKV; hk++) {
-                    const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? jp : jp + 2;
-                    if (jn + 1 < j_end)
-                        attn_llama3_8b_q4kv_sqk_4x2_q4_0__avx2(w->sq + (hn) * 512, attn_llama3_8b_q4kv_k_row(&kv, hn, jn + 0), attn_llama3_8b_q4kv_k_row(&kv, hn, jn + 1),
-                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 512, wn);
+            if (w->hk_hi - w->hk_lo == 1) { /* a unit of one kv head (a short cache's): each step's weights, then its P*V */
+                for (jp = j_begin; jp + 1 < j_end; jp += 2) {
+                    hk = w->hk_lo;
+                    attn_llama3_8b_q4kv_sqk_4x2_q4_0__avx2(w->sq + (hk) * 512, attn_llama3_8b_q4kv_k_row(&kv, hk, jp + 0), attn_llama3_8b_q4kv_k_row(&kv, hk, jp + 1),
+                        w->sm + (hk) * 4, w->sl + (hk) * 4, w->so + (hk) * 512, wt);
                     attn_llama3_8b_q4kv_spvk_4x2_q4_0__avx2(wt, attn_llama3_8b_q4kv_v_row(&kv, hk, jp + 0), attn_llama3_8b_q4kv_v_row(&kv, hk, jp + 1), w->so + (hk) * 512);
                     j = jp;
                     if (j + STREAM_PREFETCH + 0 < j_end) {
@@ -6353,16 +6369,38 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q4kv_sunit_4
                         attn_llama3_8b_q4kv_prefetch_row_l2(attn_llama3_8b_q4kv_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
                         attn_llama3_8b_q4kv_prefetch_row_l2(attn_llama3_8b_q4kv_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
                     }
-                    memcpy(wt, wn, sizeof wt);
                 }
+            } else {
+                if (j_end - j_begin >= 2)
+                    attn_llama3_8b_q4kv_sqk_4x2_q4_0__avx2(w->sq + (w->hk_lo) * 512, attn_llama3_8b_q4kv_k_row(&kv, w->hk_lo, j_begin + 0), attn_llama3_8b_q4kv_k_row(&kv, w->hk_lo, j_begin + 1),
+                        w->sm + (w->hk_lo) * 4, w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 512, wt);
+                for (jp = j_begin; jp + 1 < j_end; jp += 2)
+                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                        const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + 2;
+                        if (jn + 1 < j_end)
+                            attn_llama3_8b_q4kv_sqk_4x2_q4_0__avx2(w->sq + (hn) * 512, attn_llama3_8b_q4kv_k_row(&kv, hn, jn + 0), attn_llama3_8b_q4kv_k_row(&kv, hn, jn + 1),
+                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 512, wn);
+                        attn_llama3_8b_q4kv_spvk_4x2_q4_0__avx2(wt, attn_llama3_8b_q4kv_v_row(&kv, hk, jp + 0), attn_llama3_8b_q4kv_v_row(&kv, hk, jp + 1), w->so + (hk) * 512);
+                        j = jp;
+                        if (j + STREAM_PREFETCH + 0 < j_end) {
+                            attn_llama3_8b_q4kv_prefetch_row_l2(attn_llama3_8b_q4kv_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
+                            attn_llama3_8b_q4kv_prefetch_row_l2(attn_llama3_8b_q4kv_v_row(&kv, hk, j + STREAM_PREFETCH + 0), DV);
+                        }
+                        if (j + STREAM_PREFETCH + 1 < j_end) {
+                            attn_llama3_8b_q4kv_prefetch_row_l2(attn_llama3_8b_q4kv_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
+                            attn_llama3_8b_q4kv_prefetch_row_l2(attn_llama3_8b_q4kv_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
+                        }
+                        memcpy(wt, wn, sizeof wt);
+                    }
+            }
             for (j = jp; j < j_end; j++) /* the last keys, one at a time */
-                for (hk = 0; hk < HKV; hk++) {
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     p = attn_llama3_8b_q4kv_sqk_4x1_q4_0__avx2(w->sq + (hk) * 512, attn_llama3_8b_q4kv_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512);
                     attn_llama3_8b_q4kv_spv_4x128_q4_0__avx2(p, attn_llama3_8b_q4kv_v_row(&kv, hk, j), w->so + (hk) * 512);
                 }
         } else { /* a kv head's keys are adjacent: read head by head */
-            for (hk = 0; hk < HKV; hk++)
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_llama3_8b_q4kv_sqk_4x1_q4_0__avx2(w->sq + (hk) * 512, attn_llama3_8b_q4kv_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512);
@@ -6382,7 +6420,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q4kv_sunit_4
             if (seen == TILE_HIDDEN) continue; /* no row sees these keys: not even read */
             if (kv.k_head < kv.k_key) {
                 for (j = j0; j < j0 + kb; j++)
-                    for (hk = 0; hk < HKV; hk++) {
+                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_llama3_8b_q4kv_sterms_4x1__avx2(args, w, b, hk, j, partial, &add);
                         attn_llama3_8b_q4kv_spv_4x128_q4_0__avx2(attn_llama3_8b_q4kv_sqk_4x1_q4_0__avx2(w->sq + (hk) * 512, attn_llama3_8b_q4kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
@@ -6393,7 +6431,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q4kv_sunit_4
                         }
                     }
             } else {
-                for (hk = 0; hk < HKV; hk++)
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_llama3_8b_q4kv_sterms_4x1__avx2(args, w, b, hk, j, partial, &add);
@@ -6408,8 +6446,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q4kv_sunit_4
         }
     }
 
-    /* the split's result */
-    for (r = 0; r < n; r++) {
+    /* the split's result: the unit's kv heads' rows */
+    for (r = w->hk_lo * 4; r < w->hk_hi * 4; r++) {
         const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         attn_llama3_8b_q4kv_dresult(w->so + r * 128, w->sm[(r / 4) * 4 + rr], w->sl[(r / 4) * 4 + rr], opart + row * DV,
                 lpart + row);
@@ -6458,9 +6496,9 @@ __attribute__((target("avx2,fma,f16c"))) static attn_status attn_llama3_8b_q4kv_
     const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
     const int64_t rows = GROUP * Lq; /* query rows a kv head */
     /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs
-       (attn_runtime.h); its units take every kv head */
+       (attn_runtime.h) */
     const int stream = rows <= attn_cpu()->decode_stream_rows[0];
-    const int64_t nhg = !stream && B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
+    const int64_t nhg = B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
     const int64_t units = B * nsplit * nhg, hpg = HKV / nhg; /* kv heads a unit */
     const int nth = attn_llama3_8b_q4kv_decode_threads(args->threads);
     attn_llama3_8b_q4kv_dlayout lay;
@@ -9319,9 +9357,10 @@ static void attn_llama3_8b_q4kv_sunit_4x1__neon(const attn_args *args, int64_t b
     attn_llama3_8b_q4kv_tile_class cls;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
-    for (r = 0; r < n; r++) {
+    for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
         const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
-        attn_llama3_8b_q4kv_qpack_f32__neon(attn_llama3_8b_q4kv_q_row(args, b, i, h), w->sq + r * 128);
+        if (r >= w->hk_lo * 4 && r < w->hk_hi * 4)
+            attn_llama3_8b_q4kv_qpack_f32__neon(attn_llama3_8b_q4kv_q_row(args, b, i, h), w->sq + r * 128);
         attn_llama3_8b_q4kv_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -9334,13 +9373,24 @@ static void attn_llama3_8b_q4kv_sunit_4x1__neon(const attn_args *args, int64_t b
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
         float32x4_t p, pn;
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
-            /* one step ahead: the next head's scores while this head's P*V runs
-               (never the same head's: its max may move, and p with it) */
-            p = attn_llama3_8b_q4kv_sqk_4x1_q4_0__neon(w->sq + (0) * 512, attn_llama3_8b_q4kv_k_row(&kv, 0, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (0) * 4,
-                    w->sl + (0) * 4, w->so + (0) * 512);
-            for (j = j_begin; j < j_end; j++) {
-                for (hk = 0; hk < HKV; hk++) {
-                    const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? j : j + 1;
+            if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
+                for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
+                    p = attn_llama3_8b_q4kv_sqk_4x1_q4_0__neon(w->sq + (hk) * 512, attn_llama3_8b_q4kv_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4,
+                    w->sl + (hk) * 4, w->so + (hk) * 512);
+                    attn_llama3_8b_q4kv_spv_4x128_q4_0__neon(p, attn_llama3_8b_q4kv_v_row(&kv, hk, j), w->so + (hk) * 512);
+                    if (j + STREAM_PREFETCH < j_end) {
+                        attn_llama3_8b_q4kv_prefetch_row_l2(attn_llama3_8b_q4kv_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_llama3_8b_q4kv_prefetch_row_l2(attn_llama3_8b_q4kv_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                    }
+                }
+            else
+                /* one step ahead: the next head's scores while this head's P*V runs
+                   (never the same head's: its max may move, and p with it) */
+                p = attn_llama3_8b_q4kv_sqk_4x1_q4_0__neon(w->sq + (w->hk_lo) * 512, attn_llama3_8b_q4kv_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * 4,
+                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 512);
+            for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                    const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_llama3_8b_q4kv_sqk_4x1_q4_0__neon(w->sq + (hn) * 512, attn_llama3_8b_q4kv_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * 4,
                     w->sl + (hn) * 4, w->so + (hn) * 512) : p;
                     attn_llama3_8b_q4kv_spv_4x128_q4_0__neon(p, attn_llama3_8b_q4kv_v_row(&kv, hk, j), w->so + (hk) * 512);
@@ -9352,7 +9402,7 @@ static void attn_llama3_8b_q4kv_sunit_4x1__neon(const attn_args *args, int64_t b
                 }
             }
         } else { /* a kv head's keys are adjacent: read head by head */
-            for (hk = 0; hk < HKV; hk++)
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_llama3_8b_q4kv_sqk_4x1_q4_0__neon(w->sq + (hk) * 512, attn_llama3_8b_q4kv_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512);
@@ -9372,7 +9422,7 @@ static void attn_llama3_8b_q4kv_sunit_4x1__neon(const attn_args *args, int64_t b
             if (seen == TILE_HIDDEN) continue; /* no row sees these keys: not even read */
             if (kv.k_head < kv.k_key) {
                 for (j = j0; j < j0 + kb; j++)
-                    for (hk = 0; hk < HKV; hk++) {
+                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_llama3_8b_q4kv_sterms_4x1__neon(args, w, b, hk, j, partial, &add);
                         attn_llama3_8b_q4kv_spv_4x128_q4_0__neon(attn_llama3_8b_q4kv_sqk_4x1_q4_0__neon(w->sq + (hk) * 512, attn_llama3_8b_q4kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
@@ -9383,7 +9433,7 @@ static void attn_llama3_8b_q4kv_sunit_4x1__neon(const attn_args *args, int64_t b
                         }
                     }
             } else {
-                for (hk = 0; hk < HKV; hk++)
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_llama3_8b_q4kv_sterms_4x1__neon(args, w, b, hk, j, partial, &add);
@@ -9398,8 +9448,8 @@ static void attn_llama3_8b_q4kv_sunit_4x1__neon(const attn_args *args, int64_t b
         }
     }
 
-    /* the split's result */
-    for (r = 0; r < n; r++) {
+    /* the split's result: the unit's kv heads' rows */
+    for (r = w->hk_lo * 4; r < w->hk_hi * 4; r++) {
         const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         attn_llama3_8b_q4kv_dresult(w->so + r * 128, w->sm[(r / 4) * 4 + rr], w->sl[(r / 4) * 4 + rr], opart + row * DV,
                 lpart + row);
@@ -9448,9 +9498,9 @@ static attn_status attn_llama3_8b_q4kv_decode__neon(const attn_args *args)
     const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
     const int64_t rows = GROUP * Lq; /* query rows a kv head */
     /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs
-       (attn_runtime.h); its units take every kv head */
+       (attn_runtime.h) */
     const int stream = rows <= attn_cpu()->decode_stream_rows[0];
-    const int64_t nhg = !stream && B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
+    const int64_t nhg = B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
     const int64_t units = B * nsplit * nhg, hpg = HKV / nhg; /* kv heads a unit */
     const int nth = attn_llama3_8b_q4kv_decode_threads(args->threads);
     attn_llama3_8b_q4kv_dlayout lay;

@@ -3508,9 +3508,10 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_1x
     attn_longformer_base_tile_class cls;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
-    for (r = 0; r < n; r++) {
+    for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
         const int64_t rr = r % 1, h = (r / 1) * GROUP + rr / Lq, i = rr % Lq;
-        attn_longformer_base_qpack_f32__avx512(attn_longformer_base_q_row(args, b, i, h), w->sq + r * 64);
+        if (r >= w->hk_lo * 1 && r < w->hk_hi * 1)
+            attn_longformer_base_qpack_f32__avx512(attn_longformer_base_q_row(args, b, i, h), w->sq + r * 64);
         attn_longformer_base_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -3523,13 +3524,24 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_1x
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
         __m128 p, pn;
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
-            /* one step ahead: the next head's scores while this head's P*V runs
-               (never the same head's: its max may move, and p with it) */
-            p = attn_longformer_base_sqk_1x1_f32__avx512(w->sq + (0) * 64, attn_longformer_base_k_row(&kv, 0, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (0) * 4,
-                    w->sl + (0) * 4, w->so + (0) * 64);
-            for (j = j_begin; j < j_end; j++) {
-                for (hk = 0; hk < HKV; hk++) {
-                    const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? j : j + 1;
+            if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
+                for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
+                    p = attn_longformer_base_sqk_1x1_f32__avx512(w->sq + (hk) * 64, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
+                    w->sl + (hk) * 4, w->so + (hk) * 64);
+                    attn_longformer_base_spv_1x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 64);
+                    if (j + STREAM_PREFETCH < j_end) {
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                    }
+                }
+            else
+                /* one step ahead: the next head's scores while this head's P*V runs
+                   (never the same head's: its max may move, and p with it) */
+                p = attn_longformer_base_sqk_1x1_f32__avx512(w->sq + (w->hk_lo) * 64, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * 4,
+                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 64);
+            for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                    const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_longformer_base_sqk_1x1_f32__avx512(w->sq + (hn) * 64, attn_longformer_base_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4,
                     w->sl + (hn) * 4, w->so + (hn) * 64) : p;
                     attn_longformer_base_spv_1x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 64);
@@ -3541,7 +3553,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_1x
                 }
             }
         } else { /* a kv head's keys are adjacent: read head by head */
-            for (hk = 0; hk < HKV; hk++)
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_longformer_base_sqk_1x1_f32__avx512(w->sq + (hk) * 64, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 64);
@@ -3561,7 +3573,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_1x
             if (seen == TILE_HIDDEN) continue; /* no row sees these keys: not even read */
             if (kv.k_head < kv.k_key) {
                 for (j = j0; j < j0 + kb; j++)
-                    for (hk = 0; hk < HKV; hk++) {
+                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_1x1__avx512(args, w, b, hk, j, partial, &add);
                         attn_longformer_base_spv_1x64_f32__avx512(attn_longformer_base_sqk_1x1_f32__avx512(w->sq + (hk) * 64, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
@@ -3572,7 +3584,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_1x
                         }
                     }
             } else {
-                for (hk = 0; hk < HKV; hk++)
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_1x1__avx512(args, w, b, hk, j, partial, &add);
@@ -3587,8 +3599,8 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_1x
         }
     }
 
-    /* the split's result */
-    for (r = 0; r < n; r++) {
+    /* the split's result: the unit's kv heads' rows */
+    for (r = w->hk_lo * 1; r < w->hk_hi * 1; r++) {
         const int64_t rr = r % 1, h = (r / 1) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         attn_longformer_base_dresult(w->so + r * 64, w->sm[(r / 1) * 4 + rr], w->sl[(r / 1) * 4 + rr], opart + row * DV,
                 lpart + row);
@@ -3609,9 +3621,10 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_2x
     attn_longformer_base_tile_class cls;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
-    for (r = 0; r < n; r++) {
+    for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
         const int64_t rr = r % 2, h = (r / 2) * GROUP + rr / Lq, i = rr % Lq;
-        attn_longformer_base_qpack_f32__avx512(attn_longformer_base_q_row(args, b, i, h), w->sq + r * 64);
+        if (r >= w->hk_lo * 2 && r < w->hk_hi * 2)
+            attn_longformer_base_qpack_f32__avx512(attn_longformer_base_q_row(args, b, i, h), w->sq + r * 64);
         attn_longformer_base_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -3624,13 +3637,24 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_2x
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
         __m128 p, pn;
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
-            /* one step ahead: the next head's scores while this head's P*V runs
-               (never the same head's: its max may move, and p with it) */
-            p = attn_longformer_base_sqk_2x1_f32__avx512(w->sq + (0) * 128, attn_longformer_base_k_row(&kv, 0, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (0) * 4,
-                    w->sl + (0) * 4, w->so + (0) * 128);
-            for (j = j_begin; j < j_end; j++) {
-                for (hk = 0; hk < HKV; hk++) {
-                    const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? j : j + 1;
+            if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
+                for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
+                    p = attn_longformer_base_sqk_2x1_f32__avx512(w->sq + (hk) * 128, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
+                    w->sl + (hk) * 4, w->so + (hk) * 128);
+                    attn_longformer_base_spv_2x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 128);
+                    if (j + STREAM_PREFETCH < j_end) {
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                    }
+                }
+            else
+                /* one step ahead: the next head's scores while this head's P*V runs
+                   (never the same head's: its max may move, and p with it) */
+                p = attn_longformer_base_sqk_2x1_f32__avx512(w->sq + (w->hk_lo) * 128, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * 4,
+                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 128);
+            for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                    const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_longformer_base_sqk_2x1_f32__avx512(w->sq + (hn) * 128, attn_longformer_base_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4,
                     w->sl + (hn) * 4, w->so + (hn) * 128) : p;
                     attn_longformer_base_spv_2x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 128);
@@ -3642,7 +3666,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_2x
                 }
             }
         } else { /* a kv head's keys are adjacent: read head by head */
-            for (hk = 0; hk < HKV; hk++)
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_longformer_base_sqk_2x1_f32__avx512(w->sq + (hk) * 128, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 128);
@@ -3662,7 +3686,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_2x
             if (seen == TILE_HIDDEN) continue; /* no row sees these keys: not even read */
             if (kv.k_head < kv.k_key) {
                 for (j = j0; j < j0 + kb; j++)
-                    for (hk = 0; hk < HKV; hk++) {
+                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_2x1__avx512(args, w, b, hk, j, partial, &add);
                         attn_longformer_base_spv_2x64_f32__avx512(attn_longformer_base_sqk_2x1_f32__avx512(w->sq + (hk) * 128, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
@@ -3673,7 +3697,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_2x
                         }
                     }
             } else {
-                for (hk = 0; hk < HKV; hk++)
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_2x1__avx512(args, w, b, hk, j, partial, &add);
@@ -3688,8 +3712,8 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_2x
         }
     }
 
-    /* the split's result */
-    for (r = 0; r < n; r++) {
+    /* the split's result: the unit's kv heads' rows */
+    for (r = w->hk_lo * 2; r < w->hk_hi * 2; r++) {
         const int64_t rr = r % 2, h = (r / 2) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         attn_longformer_base_dresult(w->so + r * 64, w->sm[(r / 2) * 4 + rr], w->sl[(r / 2) * 4 + rr], opart + row * DV,
                 lpart + row);
@@ -3711,15 +3735,11 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer
     int64_t jp;
     memset(wt, 0, sizeof wt);
     memset(wn, 0, sizeof wn);
-    if (j_end - j_begin >= 2)
-        attn_longformer_base_sqk_3x2_f32__avx512(w->sq + (0) * 192, attn_longformer_base_k_row(&kv, 0, j_begin + 0), attn_longformer_base_k_row(&kv, 0, j_begin + 1),
-                        w->sm + (0) * 4, w->sl + (0) * 4, w->so + (0) * 192, wt);
-    for (jp = j_begin; jp + 1 < j_end; jp += 2)
-        for (hk = 0; hk < HKV; hk++) {
-            const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? jp : jp + 2;
-            if (jn + 1 < j_end)
-                attn_longformer_base_sqk_3x2_f32__avx512(w->sq + (hn) * 192, attn_longformer_base_k_row(&kv, hn, jn + 0), attn_longformer_base_k_row(&kv, hn, jn + 1),
-                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 192, wn);
+    if (w->hk_hi - w->hk_lo == 1) { /* a unit of one kv head (a short cache's): each step's weights, then its P*V */
+        for (jp = j_begin; jp + 1 < j_end; jp += 2) {
+            hk = w->hk_lo;
+            attn_longformer_base_sqk_3x2_f32__avx512(w->sq + (hk) * 192, attn_longformer_base_k_row(&kv, hk, jp + 0), attn_longformer_base_k_row(&kv, hk, jp + 1),
+                        w->sm + (hk) * 4, w->sl + (hk) * 4, w->so + (hk) * 192, wt);
             attn_longformer_base_spvk_3x2_f32__avx512(wt, attn_longformer_base_v_row(&kv, hk, jp + 0), attn_longformer_base_v_row(&kv, hk, jp + 1), w->so + (hk) * 192);
             j = jp;
             if (j + STREAM_PREFETCH + 0 < j_end) {
@@ -3730,14 +3750,36 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer
                 attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
                 attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
             }
-            if (hk == 0 && jp + STREAM_PAGE_AHEAD + 1 < j_end) {
-                attn_longformer_base_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 0);
-                attn_longformer_base_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 1);
-            }
-            memcpy(wt, wn, sizeof wt);
         }
+    } else {
+        if (j_end - j_begin >= 2)
+            attn_longformer_base_sqk_3x2_f32__avx512(w->sq + (w->hk_lo) * 192, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin + 0), attn_longformer_base_k_row(&kv, w->hk_lo, j_begin + 1),
+                        w->sm + (w->hk_lo) * 4, w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 192, wt);
+        for (jp = j_begin; jp + 1 < j_end; jp += 2)
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + 2;
+                if (jn + 1 < j_end)
+                    attn_longformer_base_sqk_3x2_f32__avx512(w->sq + (hn) * 192, attn_longformer_base_k_row(&kv, hn, jn + 0), attn_longformer_base_k_row(&kv, hn, jn + 1),
+                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 192, wn);
+                attn_longformer_base_spvk_3x2_f32__avx512(wt, attn_longformer_base_v_row(&kv, hk, jp + 0), attn_longformer_base_v_row(&kv, hk, jp + 1), w->so + (hk) * 192);
+                j = jp;
+                if (j + STREAM_PREFETCH + 0 < j_end) {
+                    attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
+                    attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH + 0), DV);
+                }
+                if (j + STREAM_PREFETCH + 1 < j_end) {
+                    attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
+                    attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
+                }
+                if (hk == w->hk_lo && jp + STREAM_PAGE_AHEAD + 1 < j_end) {
+                    attn_longformer_base_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 0);
+                    attn_longformer_base_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 1);
+                }
+                memcpy(wt, wn, sizeof wt);
+            }
+    }
     for (j = jp; j < j_end; j++) /* the last keys, one at a time */
-        for (hk = 0; hk < HKV; hk++) {
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             p = attn_longformer_base_sqk_3x1_f32__avx512(w->sq + (hk) * 192, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 192);
             attn_longformer_base_spv_3x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 192);
@@ -3758,9 +3800,10 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_3x
     attn_longformer_base_tile_class cls;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
-    for (r = 0; r < n; r++) {
+    for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
         const int64_t rr = r % 3, h = (r / 3) * GROUP + rr / Lq, i = rr % Lq;
-        attn_longformer_base_qpack_f32__avx512(attn_longformer_base_q_row(args, b, i, h), w->sq + r * 64);
+        if (r >= w->hk_lo * 3 && r < w->hk_hi * 3)
+            attn_longformer_base_qpack_f32__avx512(attn_longformer_base_q_row(args, b, i, h), w->sq + r * 64);
         attn_longformer_base_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -3775,13 +3818,24 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_3x
         if (kv.k_head < kv.k_key && attn_cpu()->decode_key_pairs) { /* where the CPU takes 2 keys a step better (attn_runtime.h) */
             attn_longformer_base_spairs_3x2__avx512(kv, w, j_begin, j_end);
         } else if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
-            /* one step ahead: the next head's scores while this head's P*V runs
-               (never the same head's: its max may move, and p with it) */
-            p = attn_longformer_base_sqk_3x1_f32__avx512(w->sq + (0) * 192, attn_longformer_base_k_row(&kv, 0, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (0) * 4,
-                    w->sl + (0) * 4, w->so + (0) * 192);
-            for (j = j_begin; j < j_end; j++) {
-                for (hk = 0; hk < HKV; hk++) {
-                    const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? j : j + 1;
+            if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
+                for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
+                    p = attn_longformer_base_sqk_3x1_f32__avx512(w->sq + (hk) * 192, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
+                    w->sl + (hk) * 4, w->so + (hk) * 192);
+                    attn_longformer_base_spv_3x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 192);
+                    if (j + STREAM_PREFETCH < j_end) {
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                    }
+                }
+            else
+                /* one step ahead: the next head's scores while this head's P*V runs
+                   (never the same head's: its max may move, and p with it) */
+                p = attn_longformer_base_sqk_3x1_f32__avx512(w->sq + (w->hk_lo) * 192, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * 4,
+                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 192);
+            for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                    const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_longformer_base_sqk_3x1_f32__avx512(w->sq + (hn) * 192, attn_longformer_base_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4,
                     w->sl + (hn) * 4, w->so + (hn) * 192) : p;
                     attn_longformer_base_spv_3x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 192);
@@ -3793,7 +3847,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_3x
                 }
             }
         } else { /* a kv head's keys are adjacent: read head by head */
-            for (hk = 0; hk < HKV; hk++)
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_longformer_base_sqk_3x1_f32__avx512(w->sq + (hk) * 192, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 192);
@@ -3813,7 +3867,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_3x
             if (seen == TILE_HIDDEN) continue; /* no row sees these keys: not even read */
             if (kv.k_head < kv.k_key) {
                 for (j = j0; j < j0 + kb; j++)
-                    for (hk = 0; hk < HKV; hk++) {
+                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_3x1__avx512(args, w, b, hk, j, partial, &add);
                         attn_longformer_base_spv_3x64_f32__avx512(attn_longformer_base_sqk_3x1_f32__avx512(w->sq + (hk) * 192, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
@@ -3824,7 +3878,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_3x
                         }
                     }
             } else {
-                for (hk = 0; hk < HKV; hk++)
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_3x1__avx512(args, w, b, hk, j, partial, &add);
@@ -3839,8 +3893,8 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_3x
         }
     }
 
-    /* the split's result */
-    for (r = 0; r < n; r++) {
+    /* the split's result: the unit's kv heads' rows */
+    for (r = w->hk_lo * 3; r < w->hk_hi * 3; r++) {
         const int64_t rr = r % 3, h = (r / 3) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         attn_longformer_base_dresult(w->so + r * 64, w->sm[(r / 3) * 4 + rr], w->sl[(r / 3) * 4 + rr], opart + row * DV,
                 lpart + row);
@@ -3862,15 +3916,11 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer
     int64_t jp;
     memset(wt, 0, sizeof wt);
     memset(wn, 0, sizeof wn);
-    if (j_end - j_begin >= 2)
-        attn_longformer_base_sqk_4x2_f32__avx512(w->sq + (0) * 256, attn_longformer_base_k_row(&kv, 0, j_begin + 0), attn_longformer_base_k_row(&kv, 0, j_begin + 1),
-                        w->sm + (0) * 4, w->sl + (0) * 4, w->so + (0) * 256, wt);
-    for (jp = j_begin; jp + 1 < j_end; jp += 2)
-        for (hk = 0; hk < HKV; hk++) {
-            const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? jp : jp + 2;
-            if (jn + 1 < j_end)
-                attn_longformer_base_sqk_4x2_f32__avx512(w->sq + (hn) * 256, attn_longformer_base_k_row(&kv, hn, jn + 0), attn_longformer_base_k_row(&kv, hn, jn + 1),
-                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 256, wn);
+    if (w->hk_hi - w->hk_lo == 1) { /* a unit of one kv head (a short cache's): each step's weights, then its P*V */
+        for (jp = j_begin; jp + 1 < j_end; jp += 2) {
+            hk = w->hk_lo;
+            attn_longformer_base_sqk_4x2_f32__avx512(w->sq + (hk) * 256, attn_longformer_base_k_row(&kv, hk, jp + 0), attn_longformer_base_k_row(&kv, hk, jp + 1),
+                        w->sm + (hk) * 4, w->sl + (hk) * 4, w->so + (hk) * 256, wt);
             attn_longformer_base_spvk_4x2_f32__avx512(wt, attn_longformer_base_v_row(&kv, hk, jp + 0), attn_longformer_base_v_row(&kv, hk, jp + 1), w->so + (hk) * 256);
             j = jp;
             if (j + STREAM_PREFETCH + 0 < j_end) {
@@ -3881,14 +3931,36 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer
                 attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
                 attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
             }
-            if (hk == 0 && jp + STREAM_PAGE_AHEAD + 1 < j_end) {
-                attn_longformer_base_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 0);
-                attn_longformer_base_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 1);
-            }
-            memcpy(wt, wn, sizeof wt);
         }
+    } else {
+        if (j_end - j_begin >= 2)
+            attn_longformer_base_sqk_4x2_f32__avx512(w->sq + (w->hk_lo) * 256, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin + 0), attn_longformer_base_k_row(&kv, w->hk_lo, j_begin + 1),
+                        w->sm + (w->hk_lo) * 4, w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 256, wt);
+        for (jp = j_begin; jp + 1 < j_end; jp += 2)
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + 2;
+                if (jn + 1 < j_end)
+                    attn_longformer_base_sqk_4x2_f32__avx512(w->sq + (hn) * 256, attn_longformer_base_k_row(&kv, hn, jn + 0), attn_longformer_base_k_row(&kv, hn, jn + 1),
+                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 256, wn);
+                attn_longformer_base_spvk_4x2_f32__avx512(wt, attn_longformer_base_v_row(&kv, hk, jp + 0), attn_longformer_base_v_row(&kv, hk, jp + 1), w->so + (hk) * 256);
+                j = jp;
+                if (j + STREAM_PREFETCH + 0 < j_end) {
+                    attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
+                    attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH + 0), DV);
+                }
+                if (j + STREAM_PREFETCH + 1 < j_end) {
+                    attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
+                    attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
+                }
+                if (hk == w->hk_lo && jp + STREAM_PAGE_AHEAD + 1 < j_end) {
+                    attn_longformer_base_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 0);
+                    attn_longformer_base_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 1);
+                }
+                memcpy(wt, wn, sizeof wt);
+            }
+    }
     for (j = jp; j < j_end; j++) /* the last keys, one at a time */
-        for (hk = 0; hk < HKV; hk++) {
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             p = attn_longformer_base_sqk_4x1_f32__avx512(w->sq + (hk) * 256, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 256);
             attn_longformer_base_spv_4x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 256);
@@ -3909,9 +3981,10 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_4x
     attn_longformer_base_tile_class cls;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
-    for (r = 0; r < n; r++) {
+    for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
         const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
-        attn_longformer_base_qpack_f32__avx512(attn_longformer_base_q_row(args, b, i, h), w->sq + r * 64);
+        if (r >= w->hk_lo * 4 && r < w->hk_hi * 4)
+            attn_longformer_base_qpack_f32__avx512(attn_longformer_base_q_row(args, b, i, h), w->sq + r * 64);
         attn_longformer_base_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -3926,13 +3999,24 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_4x
         if (kv.k_head < kv.k_key && attn_cpu()->decode_key_pairs) { /* where the CPU takes 2 keys a step better (attn_runtime.h) */
             attn_longformer_base_spairs_4x2__avx512(kv, w, j_begin, j_end);
         } else if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
-            /* one step ahead: the next head's scores while this head's P*V runs
-               (never the same head's: its max may move, and p with it) */
-            p = attn_longformer_base_sqk_4x1_f32__avx512(w->sq + (0) * 256, attn_longformer_base_k_row(&kv, 0, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (0) * 4,
-                    w->sl + (0) * 4, w->so + (0) * 256);
-            for (j = j_begin; j < j_end; j++) {
-                for (hk = 0; hk < HKV; hk++) {
-                    const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? j : j + 1;
+            if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
+                for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
+                    p = attn_longformer_base_sqk_4x1_f32__avx512(w->sq + (hk) * 256, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
+                    w->sl + (hk) * 4, w->so + (hk) * 256);
+                    attn_longformer_base_spv_4x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 256);
+                    if (j + STREAM_PREFETCH < j_end) {
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                    }
+                }
+            else
+                /* one step ahead: the next head's scores while this head's P*V runs
+                   (never the same head's: its max may move, and p with it) */
+                p = attn_longformer_base_sqk_4x1_f32__avx512(w->sq + (w->hk_lo) * 256, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * 4,
+                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 256);
+            for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                    const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_longformer_base_sqk_4x1_f32__avx512(w->sq + (hn) * 256, attn_longformer_base_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4,
                     w->sl + (hn) * 4, w->so + (hn) * 256) : p;
                     attn_longformer_base_spv_4x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 256);
@@ -3944,7 +4028,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_4x
                 }
             }
         } else { /* a kv head's keys are adjacent: read head by head */
-            for (hk = 0; hk < HKV; hk++)
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_longformer_base_sqk_4x1_f32__avx512(w->sq + (hk) * 256, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 256);
@@ -3964,7 +4048,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_4x
             if (seen == TILE_HIDDEN) continue; /* no row sees these keys: not even read */
             if (kv.k_head < kv.k_key) {
                 for (j = j0; j < j0 + kb; j++)
-                    for (hk = 0; hk < HKV; hk++) {
+                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_4x1__avx512(args, w, b, hk, j, partial, &add);
                         attn_longformer_base_spv_4x64_f32__avx512(attn_longformer_base_sqk_4x1_f32__avx512(w->sq + (hk) * 256, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
@@ -3975,7 +4059,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_4x
                         }
                     }
             } else {
-                for (hk = 0; hk < HKV; hk++)
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_4x1__avx512(args, w, b, hk, j, partial, &add);
@@ -3990,8 +4074,8 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_4x
         }
     }
 
-    /* the split's result */
-    for (r = 0; r < n; r++) {
+    /* the split's result: the unit's kv heads' rows */
+    for (r = w->hk_lo * 4; r < w->hk_hi * 4; r++) {
         const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         attn_longformer_base_dresult(w->so + r * 64, w->sm[(r / 4) * 4 + rr], w->sl[(r / 4) * 4 + rr], opart + row * DV,
                 lpart + row);
@@ -4040,9 +4124,9 @@ __attribute__((target("avx512f,fma"))) static attn_status attn_longformer_base_d
     const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
     const int64_t rows = GROUP * Lq; /* query rows a kv head */
     /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs
-       (attn_runtime.h); its units take every kv head */
+       (attn_runtime.h) */
     const int stream = rows <= attn_cpu()->decode_stream_rows[1];
-    const int64_t nhg = !stream && B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
+    const int64_t nhg = B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
     const int64_t units = B * nsplit * nhg, hpg = HKV / nhg; /* kv heads a unit */
     const int nth = attn_longformer_base_decode_threads(args->threads);
     attn_longformer_base_dlayout lay;
@@ -7943,9 +8027,10 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
     attn_longformer_base_tile_class cls;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
-    for (r = 0; r < n; r++) {
+    for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
         const int64_t rr = r % 1, h = (r / 1) * GROUP + rr / Lq, i = rr % Lq;
-        attn_longformer_base_qpack_f32__avx2(attn_longformer_base_q_row(args, b, i, h), w->sq + r * 64);
+        if (r >= w->hk_lo * 1 && r < w->hk_hi * 1)
+            attn_longformer_base_qpack_f32__avx2(attn_longformer_base_q_row(args, b, i, h), w->sq + r * 64);
         attn_longformer_base_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -7958,13 +8043,24 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
         __m128 p, pn;
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
-            /* one step ahead: the next head's scores while this head's P*V runs
-               (never the same head's: its max may move, and p with it) */
-            p = attn_longformer_base_sqk_1x1_f32__avx2(w->sq + (0) * 64, attn_longformer_base_k_row(&kv, 0, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (0) * 4,
-                    w->sl + (0) * 4, w->so + (0) * 64);
-            for (j = j_begin; j < j_end; j++) {
-                for (hk = 0; hk < HKV; hk++) {
-                    const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? j : j + 1;
+            if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
+                for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
+                    p = attn_longformer_base_sqk_1x1_f32__avx2(w->sq + (hk) * 64, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
+                    w->sl + (hk) * 4, w->so + (hk) * 64);
+                    attn_longformer_base_spv_1x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 64);
+                    if (j + STREAM_PREFETCH < j_end) {
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                    }
+                }
+            else
+                /* one step ahead: the next head's scores while this head's P*V runs
+                   (never the same head's: its max may move, and p with it) */
+                p = attn_longformer_base_sqk_1x1_f32__avx2(w->sq + (w->hk_lo) * 64, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * 4,
+                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 64);
+            for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                    const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_longformer_base_sqk_1x1_f32__avx2(w->sq + (hn) * 64, attn_longformer_base_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4,
                     w->sl + (hn) * 4, w->so + (hn) * 64) : p;
                     attn_longformer_base_spv_1x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 64);
@@ -7976,7 +8072,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                 }
             }
         } else { /* a kv head's keys are adjacent: read head by head */
-            for (hk = 0; hk < HKV; hk++)
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_longformer_base_sqk_1x1_f32__avx2(w->sq + (hk) * 64, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 64);
@@ -7996,7 +8092,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
             if (seen == TILE_HIDDEN) continue; /* no row sees these keys: not even read */
             if (kv.k_head < kv.k_key) {
                 for (j = j0; j < j0 + kb; j++)
-                    for (hk = 0; hk < HKV; hk++) {
+                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_1x1__avx2(args, w, b, hk, j, partial, &add);
                         attn_longformer_base_spv_1x64_f32__avx2(attn_longformer_base_sqk_1x1_f32__avx2(w->sq + (hk) * 64, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
@@ -8007,7 +8103,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                         }
                     }
             } else {
-                for (hk = 0; hk < HKV; hk++)
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_1x1__avx2(args, w, b, hk, j, partial, &add);
@@ -8022,8 +8118,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
         }
     }
 
-    /* the split's result */
-    for (r = 0; r < n; r++) {
+    /* the split's result: the unit's kv heads' rows */
+    for (r = w->hk_lo * 1; r < w->hk_hi * 1; r++) {
         const int64_t rr = r % 1, h = (r / 1) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         attn_longformer_base_dresult(w->so + r * 64, w->sm[(r / 1) * 4 + rr], w->sl[(r / 1) * 4 + rr], opart + row * DV,
                 lpart + row);
@@ -8044,9 +8140,10 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
     attn_longformer_base_tile_class cls;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
-    for (r = 0; r < n; r++) {
+    for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
         const int64_t rr = r % 2, h = (r / 2) * GROUP + rr / Lq, i = rr % Lq;
-        attn_longformer_base_qpack_f32__avx2(attn_longformer_base_q_row(args, b, i, h), w->sq + r * 64);
+        if (r >= w->hk_lo * 2 && r < w->hk_hi * 2)
+            attn_longformer_base_qpack_f32__avx2(attn_longformer_base_q_row(args, b, i, h), w->sq + r * 64);
         attn_longformer_base_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -8059,13 +8156,24 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
         __m128 p, pn;
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
-            /* one step ahead: the next head's scores while this head's P*V runs
-               (never the same head's: its max may move, and p with it) */
-            p = attn_longformer_base_sqk_2x1_f32__avx2(w->sq + (0) * 128, attn_longformer_base_k_row(&kv, 0, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (0) * 4,
-                    w->sl + (0) * 4, w->so + (0) * 128);
-            for (j = j_begin; j < j_end; j++) {
-                for (hk = 0; hk < HKV; hk++) {
-                    const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? j : j + 1;
+            if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
+                for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
+                    p = attn_longformer_base_sqk_2x1_f32__avx2(w->sq + (hk) * 128, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
+                    w->sl + (hk) * 4, w->so + (hk) * 128);
+                    attn_longformer_base_spv_2x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 128);
+                    if (j + STREAM_PREFETCH < j_end) {
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                    }
+                }
+            else
+                /* one step ahead: the next head's scores while this head's P*V runs
+                   (never the same head's: its max may move, and p with it) */
+                p = attn_longformer_base_sqk_2x1_f32__avx2(w->sq + (w->hk_lo) * 128, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * 4,
+                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 128);
+            for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                    const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_longformer_base_sqk_2x1_f32__avx2(w->sq + (hn) * 128, attn_longformer_base_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4,
                     w->sl + (hn) * 4, w->so + (hn) * 128) : p;
                     attn_longformer_base_spv_2x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 128);
@@ -8077,7 +8185,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                 }
             }
         } else { /* a kv head's keys are adjacent: read head by head */
-            for (hk = 0; hk < HKV; hk++)
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_longformer_base_sqk_2x1_f32__avx2(w->sq + (hk) * 128, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 128);
@@ -8097,7 +8205,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
             if (seen == TILE_HIDDEN) continue; /* no row sees these keys: not even read */
             if (kv.k_head < kv.k_key) {
                 for (j = j0; j < j0 + kb; j++)
-                    for (hk = 0; hk < HKV; hk++) {
+                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_2x1__avx2(args, w, b, hk, j, partial, &add);
                         attn_longformer_base_spv_2x64_f32__avx2(attn_longformer_base_sqk_2x1_f32__avx2(w->sq + (hk) * 128, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
@@ -8108,7 +8216,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                         }
                     }
             } else {
-                for (hk = 0; hk < HKV; hk++)
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_2x1__avx2(args, w, b, hk, j, partial, &add);
@@ -8123,8 +8231,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
         }
     }
 
-    /* the split's result */
-    for (r = 0; r < n; r++) {
+    /* the split's result: the unit's kv heads' rows */
+    for (r = w->hk_lo * 2; r < w->hk_hi * 2; r++) {
         const int64_t rr = r % 2, h = (r / 2) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         attn_longformer_base_dresult(w->so + r * 64, w->sm[(r / 2) * 4 + rr], w->sl[(r / 2) * 4 + rr], opart + row * DV,
                 lpart + row);
@@ -8146,15 +8254,11 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longform
     int64_t jp;
     memset(wt, 0, sizeof wt);
     memset(wn, 0, sizeof wn);
-    if (j_end - j_begin >= 2)
-        attn_longformer_base_sqk_3x2_f32__avx2(w->sq + (0) * 192, attn_longformer_base_k_row(&kv, 0, j_begin + 0), attn_longformer_base_k_row(&kv, 0, j_begin + 1),
-                        w->sm + (0) * 4, w->sl + (0) * 4, w->so + (0) * 192, wt);
-    for (jp = j_begin; jp + 1 < j_end; jp += 2)
-        for (hk = 0; hk < HKV; hk++) {
-            const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? jp : jp + 2;
-            if (jn + 1 < j_end)
-                attn_longformer_base_sqk_3x2_f32__avx2(w->sq + (hn) * 192, attn_longformer_base_k_row(&kv, hn, jn + 0), attn_longformer_base_k_row(&kv, hn, jn + 1),
-                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 192, wn);
+    if (w->hk_hi - w->hk_lo == 1) { /* a unit of one kv head (a short cache's): each step's weights, then its P*V */
+        for (jp = j_begin; jp + 1 < j_end; jp += 2) {
+            hk = w->hk_lo;
+            attn_longformer_base_sqk_3x2_f32__avx2(w->sq + (hk) * 192, attn_longformer_base_k_row(&kv, hk, jp + 0), attn_longformer_base_k_row(&kv, hk, jp + 1),
+                        w->sm + (hk) * 4, w->sl + (hk) * 4, w->so + (hk) * 192, wt);
             attn_longformer_base_spvk_3x2_f32__avx2(wt, attn_longformer_base_v_row(&kv, hk, jp + 0), attn_longformer_base_v_row(&kv, hk, jp + 1), w->so + (hk) * 192);
             j = jp;
             if (j + STREAM_PREFETCH + 0 < j_end) {
@@ -8165,14 +8269,36 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longform
                 attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
                 attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
             }
-            if (hk == 0 && jp + STREAM_PAGE_AHEAD + 1 < j_end) {
-                attn_longformer_base_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 0);
-                attn_longformer_base_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 1);
-            }
-            memcpy(wt, wn, sizeof wt);
         }
+    } else {
+        if (j_end - j_begin >= 2)
+            attn_longformer_base_sqk_3x2_f32__avx2(w->sq + (w->hk_lo) * 192, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin + 0), attn_longformer_base_k_row(&kv, w->hk_lo, j_begin + 1),
+                        w->sm + (w->hk_lo) * 4, w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 192, wt);
+        for (jp = j_begin; jp + 1 < j_end; jp += 2)
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + 2;
+                if (jn + 1 < j_end)
+                    attn_longformer_base_sqk_3x2_f32__avx2(w->sq + (hn) * 192, attn_longformer_base_k_row(&kv, hn, jn + 0), attn_longformer_base_k_row(&kv, hn, jn + 1),
+                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 192, wn);
+                attn_longformer_base_spvk_3x2_f32__avx2(wt, attn_longformer_base_v_row(&kv, hk, jp + 0), attn_longformer_base_v_row(&kv, hk, jp + 1), w->so + (hk) * 192);
+                j = jp;
+                if (j + STREAM_PREFETCH + 0 < j_end) {
+                    attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
+                    attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH + 0), DV);
+                }
+                if (j + STREAM_PREFETCH + 1 < j_end) {
+                    attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
+                    attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
+                }
+                if (hk == w->hk_lo && jp + STREAM_PAGE_AHEAD + 1 < j_end) {
+                    attn_longformer_base_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 0);
+                    attn_longformer_base_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 1);
+                }
+                memcpy(wt, wn, sizeof wt);
+            }
+    }
     for (j = jp; j < j_end; j++) /* the last keys, one at a time */
-        for (hk = 0; hk < HKV; hk++) {
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             p = attn_longformer_base_sqk_3x1_f32__avx2(w->sq + (hk) * 192, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 192);
             attn_longformer_base_spv_3x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 192);
@@ -8193,9 +8319,10 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
     attn_longformer_base_tile_class cls;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
-    for (r = 0; r < n; r++) {
+    for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
         const int64_t rr = r % 3, h = (r / 3) * GROUP + rr / Lq, i = rr % Lq;
-        attn_longformer_base_qpack_f32__avx2(attn_longformer_base_q_row(args, b, i, h), w->sq + r * 64);
+        if (r >= w->hk_lo * 3 && r < w->hk_hi * 3)
+            attn_longformer_base_qpack_f32__avx2(attn_longformer_base_q_row(args, b, i, h), w->sq + r * 64);
         attn_longformer_base_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -8210,13 +8337,24 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
         if (kv.k_head < kv.k_key && attn_cpu()->decode_key_pairs) { /* where the CPU takes 2 keys a step better (attn_runtime.h) */
             attn_longformer_base_spairs_3x2__avx2(kv, w, j_begin, j_end);
         } else if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
-            /* one step ahead: the next head's scores while this head's P*V runs
-               (never the same head's: its max may move, and p with it) */
-            p = attn_longformer_base_sqk_3x1_f32__avx2(w->sq + (0) * 192, attn_longformer_base_k_row(&kv, 0, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (0) * 4,
-                    w->sl + (0) * 4, w->so + (0) * 192);
-            for (j = j_begin; j < j_end; j++) {
-                for (hk = 0; hk < HKV; hk++) {
-                    const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? j : j + 1;
+            if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
+                for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
+                    p = attn_longformer_base_sqk_3x1_f32__avx2(w->sq + (hk) * 192, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
+                    w->sl + (hk) * 4, w->so + (hk) * 192);
+                    attn_longformer_base_spv_3x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 192);
+                    if (j + STREAM_PREFETCH < j_end) {
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                    }
+                }
+            else
+                /* one step ahead: the next head's scores while this head's P*V runs
+                   (never the same head's: its max may move, and p with it) */
+                p = attn_longformer_base_sqk_3x1_f32__avx2(w->sq + (w->hk_lo) * 192, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * 4,
+                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 192);
+            for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                    const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_longformer_base_sqk_3x1_f32__avx2(w->sq + (hn) * 192, attn_longformer_base_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4,
                     w->sl + (hn) * 4, w->so + (hn) * 192) : p;
                     attn_longformer_base_spv_3x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 192);
@@ -8228,7 +8366,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                 }
             }
         } else { /* a kv head's keys are adjacent: read head by head */
-            for (hk = 0; hk < HKV; hk++)
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_longformer_base_sqk_3x1_f32__avx2(w->sq + (hk) * 192, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 192);
@@ -8248,7 +8386,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
             if (seen == TILE_HIDDEN) continue; /* no row sees these keys: not even read */
             if (kv.k_head < kv.k_key) {
                 for (j = j0; j < j0 + kb; j++)
-                    for (hk = 0; hk < HKV; hk++) {
+                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_3x1__avx2(args, w, b, hk, j, partial, &add);
                         attn_longformer_base_spv_3x64_f32__avx2(attn_longformer_base_sqk_3x1_f32__avx2(w->sq + (hk) * 192, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
@@ -8259,7 +8397,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                         }
                     }
             } else {
-                for (hk = 0; hk < HKV; hk++)
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_3x1__avx2(args, w, b, hk, j, partial, &add);
@@ -8274,8 +8412,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
         }
     }
 
-    /* the split's result */
-    for (r = 0; r < n; r++) {
+    /* the split's result: the unit's kv heads' rows */
+    for (r = w->hk_lo * 3; r < w->hk_hi * 3; r++) {
         const int64_t rr = r % 3, h = (r / 3) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         attn_longformer_base_dresult(w->so + r * 64, w->sm[(r / 3) * 4 + rr], w->sl[(r / 3) * 4 + rr], opart + row * DV,
                 lpart + row);
@@ -8297,15 +8435,11 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longform
     int64_t jp;
     memset(wt, 0, sizeof wt);
     memset(wn, 0, sizeof wn);
-    if (j_end - j_begin >= 2)
-        attn_longformer_base_sqk_4x2_f32__avx2(w->sq + (0) * 256, attn_longformer_base_k_row(&kv, 0, j_begin + 0), attn_longformer_base_k_row(&kv, 0, j_begin + 1),
-                        w->sm + (0) * 4, w->sl + (0) * 4, w->so + (0) * 256, wt);
-    for (jp = j_begin; jp + 1 < j_end; jp += 2)
-        for (hk = 0; hk < HKV; hk++) {
-            const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? jp : jp + 2;
-            if (jn + 1 < j_end)
-                attn_longformer_base_sqk_4x2_f32__avx2(w->sq + (hn) * 256, attn_longformer_base_k_row(&kv, hn, jn + 0), attn_longformer_base_k_row(&kv, hn, jn + 1),
-                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 256, wn);
+    if (w->hk_hi - w->hk_lo == 1) { /* a unit of one kv head (a short cache's): each step's weights, then its P*V */
+        for (jp = j_begin; jp + 1 < j_end; jp += 2) {
+            hk = w->hk_lo;
+            attn_longformer_base_sqk_4x2_f32__avx2(w->sq + (hk) * 256, attn_longformer_base_k_row(&kv, hk, jp + 0), attn_longformer_base_k_row(&kv, hk, jp + 1),
+                        w->sm + (hk) * 4, w->sl + (hk) * 4, w->so + (hk) * 256, wt);
             attn_longformer_base_spvk_4x2_f32__avx2(wt, attn_longformer_base_v_row(&kv, hk, jp + 0), attn_longformer_base_v_row(&kv, hk, jp + 1), w->so + (hk) * 256);
             j = jp;
             if (j + STREAM_PREFETCH + 0 < j_end) {
@@ -8316,14 +8450,36 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longform
                 attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
                 attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
             }
-            if (hk == 0 && jp + STREAM_PAGE_AHEAD + 1 < j_end) {
-                attn_longformer_base_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 0);
-                attn_longformer_base_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 1);
-            }
-            memcpy(wt, wn, sizeof wt);
         }
+    } else {
+        if (j_end - j_begin >= 2)
+            attn_longformer_base_sqk_4x2_f32__avx2(w->sq + (w->hk_lo) * 256, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin + 0), attn_longformer_base_k_row(&kv, w->hk_lo, j_begin + 1),
+                        w->sm + (w->hk_lo) * 4, w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 256, wt);
+        for (jp = j_begin; jp + 1 < j_end; jp += 2)
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + 2;
+                if (jn + 1 < j_end)
+                    attn_longformer_base_sqk_4x2_f32__avx2(w->sq + (hn) * 256, attn_longformer_base_k_row(&kv, hn, jn + 0), attn_longformer_base_k_row(&kv, hn, jn + 1),
+                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 256, wn);
+                attn_longformer_base_spvk_4x2_f32__avx2(wt, attn_longformer_base_v_row(&kv, hk, jp + 0), attn_longformer_base_v_row(&kv, hk, jp + 1), w->so + (hk) * 256);
+                j = jp;
+                if (j + STREAM_PREFETCH + 0 < j_end) {
+                    attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
+                    attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH + 0), DV);
+                }
+                if (j + STREAM_PREFETCH + 1 < j_end) {
+                    attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
+                    attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
+                }
+                if (hk == w->hk_lo && jp + STREAM_PAGE_AHEAD + 1 < j_end) {
+                    attn_longformer_base_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 0);
+                    attn_longformer_base_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 1);
+                }
+                memcpy(wt, wn, sizeof wt);
+            }
+    }
     for (j = jp; j < j_end; j++) /* the last keys, one at a time */
-        for (hk = 0; hk < HKV; hk++) {
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             p = attn_longformer_base_sqk_4x1_f32__avx2(w->sq + (hk) * 256, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 256);
             attn_longformer_base_spv_4x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 256);
@@ -8344,9 +8500,10 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
     attn_longformer_base_tile_class cls;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
-    for (r = 0; r < n; r++) {
+    for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
         const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
-        attn_longformer_base_qpack_f32__avx2(attn_longformer_base_q_row(args, b, i, h), w->sq + r * 64);
+        if (r >= w->hk_lo * 4 && r < w->hk_hi * 4)
+            attn_longformer_base_qpack_f32__avx2(attn_longformer_base_q_row(args, b, i, h), w->sq + r * 64);
         attn_longformer_base_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -8361,13 +8518,24 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
         if (kv.k_head < kv.k_key && attn_cpu()->decode_key_pairs) { /* where the CPU takes 2 keys a step better (attn_runtime.h) */
             attn_longformer_base_spairs_4x2__avx2(kv, w, j_begin, j_end);
         } else if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
-            /* one step ahead: the next head's scores while this head's P*V runs
-               (never the same head's: its max may move, and p with it) */
-            p = attn_longformer_base_sqk_4x1_f32__avx2(w->sq + (0) * 256, attn_longformer_base_k_row(&kv, 0, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (0) * 4,
-                    w->sl + (0) * 4, w->so + (0) * 256);
-            for (j = j_begin; j < j_end; j++) {
-                for (hk = 0; hk < HKV; hk++) {
-                    const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? j : j + 1;
+            if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
+                for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
+                    p = attn_longformer_base_sqk_4x1_f32__avx2(w->sq + (hk) * 256, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
+                    w->sl + (hk) * 4, w->so + (hk) * 256);
+                    attn_longformer_base_spv_4x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 256);
+                    if (j + STREAM_PREFETCH < j_end) {
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                    }
+                }
+            else
+                /* one step ahead: the next head's scores while this head's P*V runs
+                   (never the same head's: its max may move, and p with it) */
+                p = attn_longformer_base_sqk_4x1_f32__avx2(w->sq + (w->hk_lo) * 256, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * 4,
+                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 256);
+            for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                    const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_longformer_base_sqk_4x1_f32__avx2(w->sq + (hn) * 256, attn_longformer_base_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4,
                     w->sl + (hn) * 4, w->so + (hn) * 256) : p;
                     attn_longformer_base_spv_4x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 256);
@@ -8379,7 +8547,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                 }
             }
         } else { /* a kv head's keys are adjacent: read head by head */
-            for (hk = 0; hk < HKV; hk++)
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_longformer_base_sqk_4x1_f32__avx2(w->sq + (hk) * 256, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 256);
@@ -8399,7 +8567,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
             if (seen == TILE_HIDDEN) continue; /* no row sees these keys: not even read */
             if (kv.k_head < kv.k_key) {
                 for (j = j0; j < j0 + kb; j++)
-                    for (hk = 0; hk < HKV; hk++) {
+                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_4x1__avx2(args, w, b, hk, j, partial, &add);
                         attn_longformer_base_spv_4x64_f32__avx2(attn_longformer_base_sqk_4x1_f32__avx2(w->sq + (hk) * 256, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
@@ -8410,7 +8578,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                         }
                     }
             } else {
-                for (hk = 0; hk < HKV; hk++)
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_4x1__avx2(args, w, b, hk, j, partial, &add);
@@ -8425,8 +8593,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
         }
     }
 
-    /* the split's result */
-    for (r = 0; r < n; r++) {
+    /* the split's result: the unit's kv heads' rows */
+    for (r = w->hk_lo * 4; r < w->hk_hi * 4; r++) {
         const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         attn_longformer_base_dresult(w->so + r * 64, w->sm[(r / 4) * 4 + rr], w->sl[(r / 4) * 4 + rr], opart + row * DV,
                 lpart + row);
@@ -8475,9 +8643,9 @@ __attribute__((target("avx2,fma,f16c"))) static attn_status attn_longformer_base
     const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
     const int64_t rows = GROUP * Lq; /* query rows a kv head */
     /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs
-       (attn_runtime.h); its units take every kv head */
+       (attn_runtime.h) */
     const int stream = rows <= attn_cpu()->decode_stream_rows[0];
-    const int64_t nhg = !stream && B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
+    const int64_t nhg = B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
     const int64_t units = B * nsplit * nhg, hpg = HKV / nhg; /* kv heads a unit */
     const int nth = attn_longformer_base_decode_threads(args->threads);
     attn_longformer_base_dlayout lay;
@@ -11591,9 +11759,10 @@ static void attn_longformer_base_sunit_1x1__neon(const attn_args *args, int64_t 
     attn_longformer_base_tile_class cls;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
-    for (r = 0; r < n; r++) {
+    for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
         const int64_t rr = r % 1, h = (r / 1) * GROUP + rr / Lq, i = rr % Lq;
-        attn_longformer_base_qpack_f32__neon(attn_longformer_base_q_row(args, b, i, h), w->sq + r * 64);
+        if (r >= w->hk_lo * 1 && r < w->hk_hi * 1)
+            attn_longformer_base_qpack_f32__neon(attn_longformer_base_q_row(args, b, i, h), w->sq + r * 64);
         attn_longformer_base_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -11606,13 +11775,24 @@ static void attn_longformer_base_sunit_1x1__neon(const attn_args *args, int64_t 
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
         float32x4_t p, pn;
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
-            /* one step ahead: the next head's scores while this head's P*V runs
-               (never the same head's: its max may move, and p with it) */
-            p = attn_longformer_base_sqk_1x1_f32__neon(w->sq + (0) * 64, attn_longformer_base_k_row(&kv, 0, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (0) * 4,
-                    w->sl + (0) * 4, w->so + (0) * 64);
-            for (j = j_begin; j < j_end; j++) {
-                for (hk = 0; hk < HKV; hk++) {
-                    const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? j : j + 1;
+            if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
+                for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
+                    p = attn_longformer_base_sqk_1x1_f32__neon(w->sq + (hk) * 64, attn_longformer_base_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4,
+                    w->sl + (hk) * 4, w->so + (hk) * 64);
+                    attn_longformer_base_spv_1x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 64);
+                    if (j + STREAM_PREFETCH < j_end) {
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                    }
+                }
+            else
+                /* one step ahead: the next head's scores while this head's P*V runs
+                   (never the same head's: its max may move, and p with it) */
+                p = attn_longformer_base_sqk_1x1_f32__neon(w->sq + (w->hk_lo) * 64, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * 4,
+                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 64);
+            for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                    const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_longformer_base_sqk_1x1_f32__neon(w->sq + (hn) * 64, attn_longformer_base_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * 4,
                     w->sl + (hn) * 4, w->so + (hn) * 64) : p;
                     attn_longformer_base_spv_1x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 64);
@@ -11624,7 +11804,7 @@ static void attn_longformer_base_sunit_1x1__neon(const attn_args *args, int64_t 
                 }
             }
         } else { /* a kv head's keys are adjacent: read head by head */
-            for (hk = 0; hk < HKV; hk++)
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_longformer_base_sqk_1x1_f32__neon(w->sq + (hk) * 64, attn_longformer_base_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 64);
@@ -11644,7 +11824,7 @@ static void attn_longformer_base_sunit_1x1__neon(const attn_args *args, int64_t 
             if (seen == TILE_HIDDEN) continue; /* no row sees these keys: not even read */
             if (kv.k_head < kv.k_key) {
                 for (j = j0; j < j0 + kb; j++)
-                    for (hk = 0; hk < HKV; hk++) {
+                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_longformer_base_sterms_1x1__neon(args, w, b, hk, j, partial, &add);
                         attn_longformer_base_spv_1x64_f32__neon(attn_longformer_base_sqk_1x1_f32__neon(w->sq + (hk) * 64, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
@@ -11655,7 +11835,7 @@ static void attn_longformer_base_sunit_1x1__neon(const attn_args *args, int64_t 
                         }
                     }
             } else {
-                for (hk = 0; hk < HKV; hk++)
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_longformer_base_sterms_1x1__neon(args, w, b, hk, j, partial, &add);
@@ -11670,8 +11850,8 @@ static void attn_longformer_base_sunit_1x1__neon(const attn_args *args, int64_t 
         }
     }
 
-    /* the split's result */
-    for (r = 0; r < n; r++) {
+    /* the split's result: the unit's kv heads' rows */
+    for (r = w->hk_lo * 1; r < w->hk_hi * 1; r++) {
         const int64_t rr = r % 1, h = (r / 1) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         attn_longformer_base_dresult(w->so + r * 64, w->sm[(r / 1) * 4 + rr], w->sl[(r / 1) * 4 + rr], opart + row * DV,
                 lpart + row);
@@ -11692,9 +11872,10 @@ static void attn_longformer_base_sunit_2x1__neon(const attn_args *args, int64_t 
     attn_longformer_base_tile_class cls;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
-    for (r = 0; r < n; r++) {
+    for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
         const int64_t rr = r % 2, h = (r / 2) * GROUP + rr / Lq, i = rr % Lq;
-        attn_longformer_base_qpack_f32__neon(attn_longformer_base_q_row(args, b, i, h), w->sq + r * 64);
+        if (r >= w->hk_lo * 2 && r < w->hk_hi * 2)
+            attn_longformer_base_qpack_f32__neon(attn_longformer_base_q_row(args, b, i, h), w->sq + r * 64);
         attn_longformer_base_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -11707,13 +11888,24 @@ static void attn_longformer_base_sunit_2x1__neon(const attn_args *args, int64_t 
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
         float32x4_t p, pn;
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
-            /* one step ahead: the next head's scores while this head's P*V runs
-               (never the same head's: its max may move, and p with it) */
-            p = attn_longformer_base_sqk_2x1_f32__neon(w->sq + (0) * 128, attn_longformer_base_k_row(&kv, 0, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (0) * 4,
-                    w->sl + (0) * 4, w->so + (0) * 128);
-            for (j = j_begin; j < j_end; j++) {
-                for (hk = 0; hk < HKV; hk++) {
-                    const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? j : j + 1;
+            if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
+                for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
+                    p = attn_longformer_base_sqk_2x1_f32__neon(w->sq + (hk) * 128, attn_longformer_base_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4,
+                    w->sl + (hk) * 4, w->so + (hk) * 128);
+                    attn_longformer_base_spv_2x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 128);
+                    if (j + STREAM_PREFETCH < j_end) {
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                    }
+                }
+            else
+                /* one step ahead: the next head's scores while this head's P*V runs
+                   (never the same head's: its max may move, and p with it) */
+                p = attn_longformer_base_sqk_2x1_f32__neon(w->sq + (w->hk_lo) * 128, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * 4,
+                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 128);
+            for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                    const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_longformer_base_sqk_2x1_f32__neon(w->sq + (hn) * 128, attn_longformer_base_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * 4,
                     w->sl + (hn) * 4, w->so + (hn) * 128) : p;
                     attn_longformer_base_spv_2x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 128);
@@ -11725,7 +11917,7 @@ static void attn_longformer_base_sunit_2x1__neon(const attn_args *args, int64_t 
                 }
             }
         } else { /* a kv head's keys are adjacent: read head by head */
-            for (hk = 0; hk < HKV; hk++)
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_longformer_base_sqk_2x1_f32__neon(w->sq + (hk) * 128, attn_longformer_base_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 128);
@@ -11745,7 +11937,7 @@ static void attn_longformer_base_sunit_2x1__neon(const attn_args *args, int64_t 
             if (seen == TILE_HIDDEN) continue; /* no row sees these keys: not even read */
             if (kv.k_head < kv.k_key) {
                 for (j = j0; j < j0 + kb; j++)
-                    for (hk = 0; hk < HKV; hk++) {
+                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_longformer_base_sterms_2x1__neon(args, w, b, hk, j, partial, &add);
                         attn_longformer_base_spv_2x64_f32__neon(attn_longformer_base_sqk_2x1_f32__neon(w->sq + (hk) * 128, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
@@ -11756,7 +11948,7 @@ static void attn_longformer_base_sunit_2x1__neon(const attn_args *args, int64_t 
                         }
                     }
             } else {
-                for (hk = 0; hk < HKV; hk++)
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_longformer_base_sterms_2x1__neon(args, w, b, hk, j, partial, &add);
@@ -11771,8 +11963,8 @@ static void attn_longformer_base_sunit_2x1__neon(const attn_args *args, int64_t 
         }
     }
 
-    /* the split's result */
-    for (r = 0; r < n; r++) {
+    /* the split's result: the unit's kv heads' rows */
+    for (r = w->hk_lo * 2; r < w->hk_hi * 2; r++) {
         const int64_t rr = r % 2, h = (r / 2) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         attn_longformer_base_dresult(w->so + r * 64, w->sm[(r / 2) * 4 + rr], w->sl[(r / 2) * 4 + rr], opart + row * DV,
                 lpart + row);
@@ -11793,9 +11985,10 @@ static void attn_longformer_base_sunit_3x1__neon(const attn_args *args, int64_t 
     attn_longformer_base_tile_class cls;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
-    for (r = 0; r < n; r++) {
+    for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
         const int64_t rr = r % 3, h = (r / 3) * GROUP + rr / Lq, i = rr % Lq;
-        attn_longformer_base_qpack_f32__neon(attn_longformer_base_q_row(args, b, i, h), w->sq + r * 64);
+        if (r >= w->hk_lo * 3 && r < w->hk_hi * 3)
+            attn_longformer_base_qpack_f32__neon(attn_longformer_base_q_row(args, b, i, h), w->sq + r * 64);
         attn_longformer_base_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -11808,13 +12001,24 @@ static void attn_longformer_base_sunit_3x1__neon(const attn_args *args, int64_t 
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
         float32x4_t p, pn;
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
-            /* one step ahead: the next head's scores while this head's P*V runs
-               (never the same head's: its max may move, and p with it) */
-            p = attn_longformer_base_sqk_3x1_f32__neon(w->sq + (0) * 192, attn_longformer_base_k_row(&kv, 0, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (0) * 4,
-                    w->sl + (0) * 4, w->so + (0) * 192);
-            for (j = j_begin; j < j_end; j++) {
-                for (hk = 0; hk < HKV; hk++) {
-                    const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? j : j + 1;
+            if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
+                for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
+                    p = attn_longformer_base_sqk_3x1_f32__neon(w->sq + (hk) * 192, attn_longformer_base_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4,
+                    w->sl + (hk) * 4, w->so + (hk) * 192);
+                    attn_longformer_base_spv_3x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 192);
+                    if (j + STREAM_PREFETCH < j_end) {
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                    }
+                }
+            else
+                /* one step ahead: the next head's scores while this head's P*V runs
+                   (never the same head's: its max may move, and p with it) */
+                p = attn_longformer_base_sqk_3x1_f32__neon(w->sq + (w->hk_lo) * 192, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * 4,
+                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 192);
+            for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                    const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_longformer_base_sqk_3x1_f32__neon(w->sq + (hn) * 192, attn_longformer_base_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * 4,
                     w->sl + (hn) * 4, w->so + (hn) * 192) : p;
                     attn_longformer_base_spv_3x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 192);
@@ -11826,7 +12030,7 @@ static void attn_longformer_base_sunit_3x1__neon(const attn_args *args, int64_t 
                 }
             }
         } else { /* a kv head's keys are adjacent: read head by head */
-            for (hk = 0; hk < HKV; hk++)
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_longformer_base_sqk_3x1_f32__neon(w->sq + (hk) * 192, attn_longformer_base_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 192);
@@ -11846,7 +12050,7 @@ static void attn_longformer_base_sunit_3x1__neon(const attn_args *args, int64_t 
             if (seen == TILE_HIDDEN) continue; /* no row sees these keys: not even read */
             if (kv.k_head < kv.k_key) {
                 for (j = j0; j < j0 + kb; j++)
-                    for (hk = 0; hk < HKV; hk++) {
+                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_longformer_base_sterms_3x1__neon(args, w, b, hk, j, partial, &add);
                         attn_longformer_base_spv_3x64_f32__neon(attn_longformer_base_sqk_3x1_f32__neon(w->sq + (hk) * 192, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
@@ -11857,7 +12061,7 @@ static void attn_longformer_base_sunit_3x1__neon(const attn_args *args, int64_t 
                         }
                     }
             } else {
-                for (hk = 0; hk < HKV; hk++)
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_longformer_base_sterms_3x1__neon(args, w, b, hk, j, partial, &add);
@@ -11872,8 +12076,8 @@ static void attn_longformer_base_sunit_3x1__neon(const attn_args *args, int64_t 
         }
     }
 
-    /* the split's result */
-    for (r = 0; r < n; r++) {
+    /* the split's result: the unit's kv heads' rows */
+    for (r = w->hk_lo * 3; r < w->hk_hi * 3; r++) {
         const int64_t rr = r % 3, h = (r / 3) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         attn_longformer_base_dresult(w->so + r * 64, w->sm[(r / 3) * 4 + rr], w->sl[(r / 3) * 4 + rr], opart + row * DV,
                 lpart + row);
@@ -11894,9 +12098,10 @@ static void attn_longformer_base_sunit_4x1__neon(const attn_args *args, int64_t 
     attn_longformer_base_tile_class cls;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
-    for (r = 0; r < n; r++) {
+    for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
         const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
-        attn_longformer_base_qpack_f32__neon(attn_longformer_base_q_row(args, b, i, h), w->sq + r * 64);
+        if (r >= w->hk_lo * 4 && r < w->hk_hi * 4)
+            attn_longformer_base_qpack_f32__neon(attn_longformer_base_q_row(args, b, i, h), w->sq + r * 64);
         attn_longformer_base_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -11909,13 +12114,24 @@ static void attn_longformer_base_sunit_4x1__neon(const attn_args *args, int64_t 
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
         float32x4_t p, pn;
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
-            /* one step ahead: the next head's scores while this head's P*V runs
-               (never the same head's: its max may move, and p with it) */
-            p = attn_longformer_base_sqk_4x1_f32__neon(w->sq + (0) * 256, attn_longformer_base_k_row(&kv, 0, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (0) * 4,
-                    w->sl + (0) * 4, w->so + (0) * 256);
-            for (j = j_begin; j < j_end; j++) {
-                for (hk = 0; hk < HKV; hk++) {
-                    const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? j : j + 1;
+            if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
+                for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
+                    p = attn_longformer_base_sqk_4x1_f32__neon(w->sq + (hk) * 256, attn_longformer_base_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4,
+                    w->sl + (hk) * 4, w->so + (hk) * 256);
+                    attn_longformer_base_spv_4x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 256);
+                    if (j + STREAM_PREFETCH < j_end) {
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                    }
+                }
+            else
+                /* one step ahead: the next head's scores while this head's P*V runs
+                   (never the same head's: its max may move, and p with it) */
+                p = attn_longformer_base_sqk_4x1_f32__neon(w->sq + (w->hk_lo) * 256, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * 4,
+                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 256);
+            for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                    const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_longformer_base_sqk_4x1_f32__neon(w->sq + (hn) * 256, attn_longformer_base_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * 4,
                     w->sl + (hn) * 4, w->so + (hn) * 256) : p;
                     attn_longformer_base_spv_4x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 256);
@@ -11927,7 +12143,7 @@ static void attn_longformer_base_sunit_4x1__neon(const attn_args *args, int64_t 
                 }
             }
         } else { /* a kv head's keys are adjacent: read head by head */
-            for (hk = 0; hk < HKV; hk++)
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_longformer_base_sqk_4x1_f32__neon(w->sq + (hk) * 256, attn_longformer_base_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 256);
@@ -11947,7 +12163,7 @@ static void attn_longformer_base_sunit_4x1__neon(const attn_args *args, int64_t 
             if (seen == TILE_HIDDEN) continue; /* no row sees these keys: not even read */
             if (kv.k_head < kv.k_key) {
                 for (j = j0; j < j0 + kb; j++)
-                    for (hk = 0; hk < HKV; hk++) {
+                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_longformer_base_sterms_4x1__neon(args, w, b, hk, j, partial, &add);
                         attn_longformer_base_spv_4x64_f32__neon(attn_longformer_base_sqk_4x1_f32__neon(w->sq + (hk) * 256, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
@@ -11958,7 +12174,7 @@ static void attn_longformer_base_sunit_4x1__neon(const attn_args *args, int64_t 
                         }
                     }
             } else {
-                for (hk = 0; hk < HKV; hk++)
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_longformer_base_sterms_4x1__neon(args, w, b, hk, j, partial, &add);
@@ -11973,8 +12189,8 @@ static void attn_longformer_base_sunit_4x1__neon(const attn_args *args, int64_t 
         }
     }
 
-    /* the split's result */
-    for (r = 0; r < n; r++) {
+    /* the split's result: the unit's kv heads' rows */
+    for (r = w->hk_lo * 4; r < w->hk_hi * 4; r++) {
         const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         attn_longformer_base_dresult(w->so + r * 64, w->sm[(r / 4) * 4 + rr], w->sl[(r / 4) * 4 + rr], opart + row * DV,
                 lpart + row);
@@ -12023,9 +12239,9 @@ static attn_status attn_longformer_base_decode__neon(const attn_args *args)
     const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
     const int64_t rows = GROUP * Lq; /* query rows a kv head */
     /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs
-       (attn_runtime.h); its units take every kv head */
+       (attn_runtime.h) */
     const int stream = rows <= attn_cpu()->decode_stream_rows[0];
-    const int64_t nhg = !stream && B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
+    const int64_t nhg = B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
     const int64_t units = B * nsplit * nhg, hpg = HKV / nhg; /* kv heads a unit */
     const int nth = attn_longformer_base_decode_threads(args->threads);
     attn_longformer_base_dlayout lay;

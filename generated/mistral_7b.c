@@ -4187,15 +4187,11 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
     int64_t jp;
     memset(wt, 0, sizeof wt);
     memset(wn, 0, sizeof wn);
-    if (j_end - j_begin >= 2)
-        attn_mistral_7b_sqk_4x2_f32__avx512(w->sq + (0) * 512, attn_mistral_7b_k_row(&kv, 0, j_begin + 0), attn_mistral_7b_k_row(&kv, 0, j_begin + 1),
-                        w->sm + (0) * 4, w->sl + (0) * 4, w->so + (0) * 512, wt);
-    for (jp = j_begin; jp + 1 < j_end; jp += 2)
-        for (hk = 0; hk < HKV; hk++) {
-            const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? jp : jp + 2;
-            if (jn + 1 < j_end)
-                attn_mistral_7b_sqk_4x2_f32__avx512(w->sq + (hn) * 512, attn_mistral_7b_k_row(&kv, hn, jn + 0), attn_mistral_7b_k_row(&kv, hn, jn + 1),
-                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 512, wn);
+    if (w->hk_hi - w->hk_lo == 1) { /* a unit of one kv head (a short cache's): each step's weights, then its P*V */
+        for (jp = j_begin; jp + 1 < j_end; jp += 2) {
+            hk = w->hk_lo;
+            attn_mistral_7b_sqk_4x2_f32__avx512(w->sq + (hk) * 512, attn_mistral_7b_k_row(&kv, hk, jp + 0), attn_mistral_7b_k_row(&kv, hk, jp + 1),
+                        w->sm + (hk) * 4, w->sl + (hk) * 4, w->so + (hk) * 512, wt);
             attn_mistral_7b_spvk_4x2_f32__avx512(wt, attn_mistral_7b_v_row(&kv, hk, jp + 0), attn_mistral_7b_v_row(&kv, hk, jp + 1), w->so + (hk) * 512);
             j = jp;
             if (j + STREAM_PREFETCH + 0 < j_end) {
@@ -4206,14 +4202,36 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
                 attn_mistral_7b_prefetch_row_l2(attn_mistral_7b_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
                 attn_mistral_7b_prefetch_row_l2(attn_mistral_7b_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
             }
-            if (hk == 0 && jp + STREAM_PAGE_AHEAD + 1 < j_end) {
-                attn_mistral_7b_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 0);
-                attn_mistral_7b_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 1);
-            }
-            memcpy(wt, wn, sizeof wt);
         }
+    } else {
+        if (j_end - j_begin >= 2)
+            attn_mistral_7b_sqk_4x2_f32__avx512(w->sq + (w->hk_lo) * 512, attn_mistral_7b_k_row(&kv, w->hk_lo, j_begin + 0), attn_mistral_7b_k_row(&kv, w->hk_lo, j_begin + 1),
+                        w->sm + (w->hk_lo) * 4, w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 512, wt);
+        for (jp = j_begin; jp + 1 < j_end; jp += 2)
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + 2;
+                if (jn + 1 < j_end)
+                    attn_mistral_7b_sqk_4x2_f32__avx512(w->sq + (hn) * 512, attn_mistral_7b_k_row(&kv, hn, jn + 0), attn_mistral_7b_k_row(&kv, hn, jn + 1),
+                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 512, wn);
+                attn_mistral_7b_spvk_4x2_f32__avx512(wt, attn_mistral_7b_v_row(&kv, hk, jp + 0), attn_mistral_7b_v_row(&kv, hk, jp + 1), w->so + (hk) * 512);
+                j = jp;
+                if (j + STREAM_PREFETCH + 0 < j_end) {
+                    attn_mistral_7b_prefetch_row_l2(attn_mistral_7b_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
+                    attn_mistral_7b_prefetch_row_l2(attn_mistral_7b_v_row(&kv, hk, j + STREAM_PREFETCH + 0), DV);
+                }
+                if (j + STREAM_PREFETCH + 1 < j_end) {
+                    attn_mistral_7b_prefetch_row_l2(attn_mistral_7b_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
+                    attn_mistral_7b_prefetch_row_l2(attn_mistral_7b_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
+                }
+                if (hk == w->hk_lo && jp + STREAM_PAGE_AHEAD + 1 < j_end) {
+                    attn_mistral_7b_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 0);
+                    attn_mistral_7b_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 1);
+                }
+                memcpy(wt, wn, sizeof wt);
+            }
+    }
     for (j = jp; j < j_end; j++) /* the last keys, one at a time */
-        for (hk = 0; hk < HKV; hk++) {
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             p = attn_mistral_7b_sqk_4x1_f32__avx512(w->sq + (hk) * 512, attn_mistral_7b_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512);
             attn_mistral_7b_spv_4x128_f32__avx512(p, attn_mistral_7b_v_row(&kv, hk, j), w->so + (hk) * 512);
@@ -4237,9 +4255,10 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_sunit_4x1__av
     for (r = 0; r < ROPE_SLOTS; r++) rcs[r].pos = INT64_MIN;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
-    for (r = 0; r < n; r++) {
+    for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
         const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
-        attn_mistral_7b_qpack_f32__avx512(attn_mistral_7b_q_row(args, b, i, h), w->sq + r * 128, args, &rcs[i % ROPE_SLOTS], i + lk - Lq);
+        if (r >= w->hk_lo * 4 && r < w->hk_hi * 4)
+            attn_mistral_7b_qpack_f32__avx512(attn_mistral_7b_q_row(args, b, i, h), w->sq + r * 128, args, &rcs[i % ROPE_SLOTS], i + lk - Lq);
         attn_mistral_7b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -4254,13 +4273,24 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_sunit_4x1__av
         if (kv.k_head < kv.k_key && attn_cpu()->decode_key_pairs) { /* where the CPU takes 2 keys a step better (attn_runtime.h) */
             attn_mistral_7b_spairs_4x2__avx512(kv, w, j_begin, j_end);
         } else if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
-            /* one step ahead: the next head's scores while this head's P*V runs
-               (never the same head's: its max may move, and p with it) */
-            p = attn_mistral_7b_sqk_4x1_f32__avx512(w->sq + (0) * 512, attn_mistral_7b_k_row(&kv, 0, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (0) * 4,
-                    w->sl + (0) * 4, w->so + (0) * 512);
-            for (j = j_begin; j < j_end; j++) {
-                for (hk = 0; hk < HKV; hk++) {
-                    const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? j : j + 1;
+            if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
+                for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
+                    p = attn_mistral_7b_sqk_4x1_f32__avx512(w->sq + (hk) * 512, attn_mistral_7b_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
+                    w->sl + (hk) * 4, w->so + (hk) * 512);
+                    attn_mistral_7b_spv_4x128_f32__avx512(p, attn_mistral_7b_v_row(&kv, hk, j), w->so + (hk) * 512);
+                    if (j + STREAM_PREFETCH < j_end) {
+                        attn_mistral_7b_prefetch_row_l2(attn_mistral_7b_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_mistral_7b_prefetch_row_l2(attn_mistral_7b_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                    }
+                }
+            else
+                /* one step ahead: the next head's scores while this head's P*V runs
+                   (never the same head's: its max may move, and p with it) */
+                p = attn_mistral_7b_sqk_4x1_f32__avx512(w->sq + (w->hk_lo) * 512, attn_mistral_7b_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * 4,
+                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 512);
+            for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                    const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_mistral_7b_sqk_4x1_f32__avx512(w->sq + (hn) * 512, attn_mistral_7b_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4,
                     w->sl + (hn) * 4, w->so + (hn) * 512) : p;
                     attn_mistral_7b_spv_4x128_f32__avx512(p, attn_mistral_7b_v_row(&kv, hk, j), w->so + (hk) * 512);
@@ -4272,7 +4302,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_sunit_4x1__av
                 }
             }
         } else { /* a kv head's keys are adjacent: read head by head */
-            for (hk = 0; hk < HKV; hk++)
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_mistral_7b_sqk_4x1_f32__avx512(w->sq + (hk) * 512, attn_mistral_7b_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512);
@@ -4292,7 +4322,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_sunit_4x1__av
             if (seen == TILE_HIDDEN) continue; /* no row sees these keys: not even read */
             if (kv.k_head < kv.k_key) {
                 for (j = j0; j < j0 + kb; j++)
-                    for (hk = 0; hk < HKV; hk++) {
+                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_mistral_7b_sterms_4x1__avx512(args, w, b, hk, j, partial, &add);
                         attn_mistral_7b_spv_4x128_f32__avx512(attn_mistral_7b_sqk_4x1_f32__avx512(w->sq + (hk) * 512, attn_mistral_7b_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
@@ -4303,7 +4333,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_sunit_4x1__av
                         }
                     }
             } else {
-                for (hk = 0; hk < HKV; hk++)
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_mistral_7b_sterms_4x1__avx512(args, w, b, hk, j, partial, &add);
@@ -4318,8 +4348,8 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_sunit_4x1__av
         }
     }
 
-    /* the split's result */
-    for (r = 0; r < n; r++) {
+    /* the split's result: the unit's kv heads' rows */
+    for (r = w->hk_lo * 4; r < w->hk_hi * 4; r++) {
         const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         attn_mistral_7b_dresult(w->so + r * 128, w->sm[(r / 4) * 4 + rr], w->sl[(r / 4) * 4 + rr], opart + row * DV,
                 lpart + row);
@@ -4368,9 +4398,9 @@ __attribute__((target("avx512f,fma"))) static attn_status attn_mistral_7b_decode
     const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
     const int64_t rows = GROUP * Lq; /* query rows a kv head */
     /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs
-       (attn_runtime.h); its units take every kv head */
+       (attn_runtime.h) */
     const int stream = rows <= attn_cpu()->decode_stream_rows[1];
-    const int64_t nhg = !stream && B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
+    const int64_t nhg = B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
     const int64_t units = B * nsplit * nhg, hpg = HKV / nhg; /* kv heads a unit */
     const int nth = attn_mistral_7b_decode_threads(args->threads);
     attn_mistral_7b_dlayout lay;
@@ -6545,15 +6575,11 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_
     int64_t jp;
     memset(wt, 0, sizeof wt);
     memset(wn, 0, sizeof wn);
-    if (j_end - j_begin >= 2)
-        attn_mistral_7b_sqk_4x2_f32__avx2(w->sq + (0) * 512, attn_mistral_7b_k_row(&kv, 0, j_begin + 0), attn_mistral_7b_k_row(&kv, 0, j_begin + 1),
-                        w->sm + (0) * 4, w->sl + (0) * 4, w->so + (0) * 512, wt);
-    for (jp = j_begin; jp + 1 < j_end; jp += 2)
-        for (hk = 0; hk < HKV; hk++) {
-            const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? jp : jp + 2;
-            if (jn + 1 < j_end)
-                attn_mistral_7b_sqk_4x2_f32__avx2(w->sq + (hn) * 512, attn_mistral_7b_k_row(&kv, hn, jn + 0), attn_mistral_7b_k_row(&kv, hn, jn + 1),
-                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 512, wn);
+    if (w->hk_hi - w->hk_lo == 1) { /* a unit of one kv head (a short cache's): each step's weights, then its P*V */
+        for (jp = j_begin; jp + 1 < j_end; jp += 2) {
+            hk = w->hk_lo;
+            attn_mistral_7b_sqk_4x2_f32__avx2(w->sq + (hk) * 512, attn_mistral_7b_k_row(&kv, hk, jp + 0), attn_mistral_7b_k_row(&kv, hk, jp + 1),
+                        w->sm + (hk) * 4, w->sl + (hk) * 4, w->so + (hk) * 512, wt);
             attn_mistral_7b_spvk_4x2_f32__avx2(wt, attn_mistral_7b_v_row(&kv, hk, jp + 0), attn_mistral_7b_v_row(&kv, hk, jp + 1), w->so + (hk) * 512);
             j = jp;
             if (j + STREAM_PREFETCH + 0 < j_end) {
@@ -6564,14 +6590,36 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_
                 attn_mistral_7b_prefetch_row_l2(attn_mistral_7b_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
                 attn_mistral_7b_prefetch_row_l2(attn_mistral_7b_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
             }
-            if (hk == 0 && jp + STREAM_PAGE_AHEAD + 1 < j_end) {
-                attn_mistral_7b_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 0);
-                attn_mistral_7b_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 1);
-            }
-            memcpy(wt, wn, sizeof wt);
         }
+    } else {
+        if (j_end - j_begin >= 2)
+            attn_mistral_7b_sqk_4x2_f32__avx2(w->sq + (w->hk_lo) * 512, attn_mistral_7b_k_row(&kv, w->hk_lo, j_begin + 0), attn_mistral_7b_k_row(&kv, w->hk_lo, j_begin + 1),
+                        w->sm + (w->hk_lo) * 4, w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 512, wt);
+        for (jp = j_begin; jp + 1 < j_end; jp += 2)
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + 2;
+                if (jn + 1 < j_end)
+                    attn_mistral_7b_sqk_4x2_f32__avx2(w->sq + (hn) * 512, attn_mistral_7b_k_row(&kv, hn, jn + 0), attn_mistral_7b_k_row(&kv, hn, jn + 1),
+                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 512, wn);
+                attn_mistral_7b_spvk_4x2_f32__avx2(wt, attn_mistral_7b_v_row(&kv, hk, jp + 0), attn_mistral_7b_v_row(&kv, hk, jp + 1), w->so + (hk) * 512);
+                j = jp;
+                if (j + STREAM_PREFETCH + 0 < j_end) {
+                    attn_mistral_7b_prefetch_row_l2(attn_mistral_7b_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
+                    attn_mistral_7b_prefetch_row_l2(attn_mistral_7b_v_row(&kv, hk, j + STREAM_PREFETCH + 0), DV);
+                }
+                if (j + STREAM_PREFETCH + 1 < j_end) {
+                    attn_mistral_7b_prefetch_row_l2(attn_mistral_7b_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
+                    attn_mistral_7b_prefetch_row_l2(attn_mistral_7b_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
+                }
+                if (hk == w->hk_lo && jp + STREAM_PAGE_AHEAD + 1 < j_end) {
+                    attn_mistral_7b_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 0);
+                    attn_mistral_7b_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 1);
+                }
+                memcpy(wt, wn, sizeof wt);
+            }
+    }
     for (j = jp; j < j_end; j++) /* the last keys, one at a time */
-        for (hk = 0; hk < HKV; hk++) {
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             p = attn_mistral_7b_sqk_4x1_f32__avx2(w->sq + (hk) * 512, attn_mistral_7b_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512);
             attn_mistral_7b_spv_4x128_f32__avx2(p, attn_mistral_7b_v_row(&kv, hk, j), w->so + (hk) * 512);
@@ -6595,9 +6643,10 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_sunit_4x1__
     for (r = 0; r < ROPE_SLOTS; r++) rcs[r].pos = INT64_MIN;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
-    for (r = 0; r < n; r++) {
+    for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
         const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
-        attn_mistral_7b_qpack_f32__avx2(attn_mistral_7b_q_row(args, b, i, h), w->sq + r * 128, args, &rcs[i % ROPE_SLOTS], i + lk - Lq);
+        if (r >= w->hk_lo * 4 && r < w->hk_hi * 4)
+            attn_mistral_7b_qpack_f32__avx2(attn_mistral_7b_q_row(args, b, i, h), w->sq + r * 128, args, &rcs[i % ROPE_SLOTS], i + lk - Lq);
         attn_mistral_7b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -6612,13 +6661,24 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_sunit_4x1__
         if (kv.k_head < kv.k_key && attn_cpu()->decode_key_pairs) { /* where the CPU takes 2 keys a step better (attn_runtime.h) */
             attn_mistral_7b_spairs_4x2__avx2(kv, w, j_begin, j_end);
         } else if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
-            /* one step ahead: the next head's scores while this head's P*V runs
-               (never the same head's: its max may move, and p with it) */
-            p = attn_mistral_7b_sqk_4x1_f32__avx2(w->sq + (0) * 512, attn_mistral_7b_k_row(&kv, 0, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (0) * 4,
-                    w->sl + (0) * 4, w->so + (0) * 512);
-            for (j = j_begin; j < j_end; j++) {
-                for (hk = 0; hk < HKV; hk++) {
-                    const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? j : j + 1;
+            if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
+                for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
+                    p = attn_mistral_7b_sqk_4x1_f32__avx2(w->sq + (hk) * 512, attn_mistral_7b_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
+                    w->sl + (hk) * 4, w->so + (hk) * 512);
+                    attn_mistral_7b_spv_4x128_f32__avx2(p, attn_mistral_7b_v_row(&kv, hk, j), w->so + (hk) * 512);
+                    if (j + STREAM_PREFETCH < j_end) {
+                        attn_mistral_7b_prefetch_row_l2(attn_mistral_7b_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_mistral_7b_prefetch_row_l2(attn_mistral_7b_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                    }
+                }
+            else
+                /* one step ahead: the next head's scores while this head's P*V runs
+                   (never the same head's: its max may move, and p with it) */
+                p = attn_mistral_7b_sqk_4x1_f32__avx2(w->sq + (w->hk_lo) * 512, attn_mistral_7b_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * 4,
+                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 512);
+            for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                    const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_mistral_7b_sqk_4x1_f32__avx2(w->sq + (hn) * 512, attn_mistral_7b_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4,
                     w->sl + (hn) * 4, w->so + (hn) * 512) : p;
                     attn_mistral_7b_spv_4x128_f32__avx2(p, attn_mistral_7b_v_row(&kv, hk, j), w->so + (hk) * 512);
@@ -6630,7 +6690,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_sunit_4x1__
                 }
             }
         } else { /* a kv head's keys are adjacent: read head by head */
-            for (hk = 0; hk < HKV; hk++)
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_mistral_7b_sqk_4x1_f32__avx2(w->sq + (hk) * 512, attn_mistral_7b_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512);
@@ -6650,7 +6710,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_sunit_4x1__
             if (seen == TILE_HIDDEN) continue; /* no row sees these keys: not even read */
             if (kv.k_head < kv.k_key) {
                 for (j = j0; j < j0 + kb; j++)
-                    for (hk = 0; hk < HKV; hk++) {
+                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_mistral_7b_sterms_4x1__avx2(args, w, b, hk, j, partial, &add);
                         attn_mistral_7b_spv_4x128_f32__avx2(attn_mistral_7b_sqk_4x1_f32__avx2(w->sq + (hk) * 512, attn_mistral_7b_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
@@ -6661,7 +6721,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_sunit_4x1__
                         }
                     }
             } else {
-                for (hk = 0; hk < HKV; hk++)
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_mistral_7b_sterms_4x1__avx2(args, w, b, hk, j, partial, &add);
@@ -6676,8 +6736,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_sunit_4x1__
         }
     }
 
-    /* the split's result */
-    for (r = 0; r < n; r++) {
+    /* the split's result: the unit's kv heads' rows */
+    for (r = w->hk_lo * 4; r < w->hk_hi * 4; r++) {
         const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         attn_mistral_7b_dresult(w->so + r * 128, w->sm[(r / 4) * 4 + rr], w->sl[(r / 4) * 4 + rr], opart + row * DV,
                 lpart + row);
@@ -6726,9 +6786,9 @@ __attribute__((target("avx2,fma,f16c"))) static attn_status attn_mistral_7b_deco
     const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
     const int64_t rows = GROUP * Lq; /* query rows a kv head */
     /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs
-       (attn_runtime.h); its units take every kv head */
+       (attn_runtime.h) */
     const int stream = rows <= attn_cpu()->decode_stream_rows[0];
-    const int64_t nhg = !stream && B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
+    const int64_t nhg = B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
     const int64_t units = B * nsplit * nhg, hpg = HKV / nhg; /* kv heads a unit */
     const int nth = attn_mistral_7b_decode_threads(args->threads);
     attn_mistral_7b_dlayout lay;
@@ -9139,9 +9199,10 @@ static void attn_mistral_7b_sunit_4x1__neon(const attn_args *args, int64_t b, in
     for (r = 0; r < ROPE_SLOTS; r++) rcs[r].pos = INT64_MIN;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
-    for (r = 0; r < n; r++) {
+    for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
         const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
-        attn_mistral_7b_qpack_f32__neon(attn_mistral_7b_q_row(args, b, i, h), w->sq + r * 128, args, &rcs[i % ROPE_SLOTS], i + lk - Lq);
+        if (r >= w->hk_lo * 4 && r < w->hk_hi * 4)
+            attn_mistral_7b_qpack_f32__neon(attn_mistral_7b_q_row(args, b, i, h), w->sq + r * 128, args, &rcs[i % ROPE_SLOTS], i + lk - Lq);
         attn_mistral_7b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -9154,13 +9215,24 @@ static void attn_mistral_7b_sunit_4x1__neon(const attn_args *args, int64_t b, in
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
         float32x4_t p, pn;
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
-            /* one step ahead: the next head's scores while this head's P*V runs
-               (never the same head's: its max may move, and p with it) */
-            p = attn_mistral_7b_sqk_4x1_f32__neon(w->sq + (0) * 512, attn_mistral_7b_k_row(&kv, 0, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (0) * 4,
-                    w->sl + (0) * 4, w->so + (0) * 512);
-            for (j = j_begin; j < j_end; j++) {
-                for (hk = 0; hk < HKV; hk++) {
-                    const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? j : j + 1;
+            if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
+                for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
+                    p = attn_mistral_7b_sqk_4x1_f32__neon(w->sq + (hk) * 512, attn_mistral_7b_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4,
+                    w->sl + (hk) * 4, w->so + (hk) * 512);
+                    attn_mistral_7b_spv_4x128_f32__neon(p, attn_mistral_7b_v_row(&kv, hk, j), w->so + (hk) * 512);
+                    if (j + STREAM_PREFETCH < j_end) {
+                        attn_mistral_7b_prefetch_row_l2(attn_mistral_7b_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_mistral_7b_prefetch_row_l2(attn_mistral_7b_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                    }
+                }
+            else
+                /* one step ahead: the next head's scores while this head's P*V runs
+                   (never the same head's: its max may move, and p with it) */
+                p = attn_mistral_7b_sqk_4x1_f32__neon(w->sq + (w->hk_lo) * 512, attn_mistral_7b_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * 4,
+                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 512);
+            for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                    const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_mistral_7b_sqk_4x1_f32__neon(w->sq + (hn) * 512, attn_mistral_7b_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * 4,
                     w->sl + (hn) * 4, w->so + (hn) * 512) : p;
                     attn_mistral_7b_spv_4x128_f32__neon(p, attn_mistral_7b_v_row(&kv, hk, j), w->so + (hk) * 512);
@@ -9172,7 +9244,7 @@ static void attn_mistral_7b_sunit_4x1__neon(const attn_args *args, int64_t b, in
                 }
             }
         } else { /* a kv head's keys are adjacent: read head by head */
-            for (hk = 0; hk < HKV; hk++)
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_mistral_7b_sqk_4x1_f32__neon(w->sq + (hk) * 512, attn_mistral_7b_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512);
@@ -9192,7 +9264,7 @@ static void attn_mistral_7b_sunit_4x1__neon(const attn_args *args, int64_t b, in
             if (seen == TILE_HIDDEN) continue; /* no row sees these keys: not even read */
             if (kv.k_head < kv.k_key) {
                 for (j = j0; j < j0 + kb; j++)
-                    for (hk = 0; hk < HKV; hk++) {
+                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_mistral_7b_sterms_4x1__neon(args, w, b, hk, j, partial, &add);
                         attn_mistral_7b_spv_4x128_f32__neon(attn_mistral_7b_sqk_4x1_f32__neon(w->sq + (hk) * 512, attn_mistral_7b_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
@@ -9203,7 +9275,7 @@ static void attn_mistral_7b_sunit_4x1__neon(const attn_args *args, int64_t b, in
                         }
                     }
             } else {
-                for (hk = 0; hk < HKV; hk++)
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_mistral_7b_sterms_4x1__neon(args, w, b, hk, j, partial, &add);
@@ -9218,8 +9290,8 @@ static void attn_mistral_7b_sunit_4x1__neon(const attn_args *args, int64_t b, in
         }
     }
 
-    /* the split's result */
-    for (r = 0; r < n; r++) {
+    /* the split's result: the unit's kv heads' rows */
+    for (r = w->hk_lo * 4; r < w->hk_hi * 4; r++) {
         const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         attn_mistral_7b_dresult(w->so + r * 128, w->sm[(r / 4) * 4 + rr], w->sl[(r / 4) * 4 + rr], opart + row * DV,
                 lpart + row);
@@ -9268,9 +9340,9 @@ static attn_status attn_mistral_7b_decode__neon(const attn_args *args)
     const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
     const int64_t rows = GROUP * Lq; /* query rows a kv head */
     /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs
-       (attn_runtime.h); its units take every kv head */
+       (attn_runtime.h) */
     const int stream = rows <= attn_cpu()->decode_stream_rows[0];
-    const int64_t nhg = !stream && B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
+    const int64_t nhg = B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
     const int64_t units = B * nsplit * nhg, hpg = HKV / nhg; /* kv heads a unit */
     const int nth = attn_mistral_7b_decode_threads(args->threads);
     attn_mistral_7b_dlayout lay;

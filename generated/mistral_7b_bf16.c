@@ -3664,9 +3664,10 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_sunit_4x
     attn_mistral_7b_bf16_tile_class cls;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
-    for (r = 0; r < n; r++) {
+    for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
         const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
-        attn_mistral_7b_bf16_qpack_bf16__avx512(attn_mistral_7b_bf16_q_row(args, b, i, h), w->sq + r * 128);
+        if (r >= w->hk_lo * 4 && r < w->hk_hi * 4)
+            attn_mistral_7b_bf16_qpack_bf16__avx512(attn_mistral_7b_bf16_q_row(args, b, i, h), w->sq + r * 128);
         attn_mistral_7b_bf16_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -3687,15 +3688,11 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_sunit_4x
             int64_t jp;
             memset(wt, 0, sizeof wt);
             memset(wn, 0, sizeof wn);
-            if (j_end - j_begin >= 2)
-                attn_mistral_7b_bf16_sqk_4x2_bf16__avx512(w->sq + (0) * 512, attn_mistral_7b_bf16_k_row(&kv, 0, j_begin + 0), attn_mistral_7b_bf16_k_row(&kv, 0, j_begin + 1),
-                        w->sm + (0) * 4, w->sl + (0) * 4, w->so + (0) * 512, wt);
-            for (jp = j_begin; jp + 1 < j_end; jp += 2)
-                for (hk = 0; hk < HKV; hk++) {
-                    const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? jp : jp + 2;
-                    if (jn + 1 < j_end)
-                        attn_mistral_7b_bf16_sqk_4x2_bf16__avx512(w->sq + (hn) * 512, attn_mistral_7b_bf16_k_row(&kv, hn, jn + 0), attn_mistral_7b_bf16_k_row(&kv, hn, jn + 1),
-                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 512, wn);
+            if (w->hk_hi - w->hk_lo == 1) { /* a unit of one kv head (a short cache's): each step's weights, then its P*V */
+                for (jp = j_begin; jp + 1 < j_end; jp += 2) {
+                    hk = w->hk_lo;
+                    attn_mistral_7b_bf16_sqk_4x2_bf16__avx512(w->sq + (hk) * 512, attn_mistral_7b_bf16_k_row(&kv, hk, jp + 0), attn_mistral_7b_bf16_k_row(&kv, hk, jp + 1),
+                        w->sm + (hk) * 4, w->sl + (hk) * 4, w->so + (hk) * 512, wt);
                     attn_mistral_7b_bf16_spvk_4x2_bf16__avx512(wt, attn_mistral_7b_bf16_v_row(&kv, hk, jp + 0), attn_mistral_7b_bf16_v_row(&kv, hk, jp + 1), w->so + (hk) * 512);
                     j = jp;
                     if (j + STREAM_PREFETCH + 0 < j_end) {
@@ -3706,16 +3703,38 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_sunit_4x
                         attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
                         attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
                     }
-                    memcpy(wt, wn, sizeof wt);
                 }
+            } else {
+                if (j_end - j_begin >= 2)
+                    attn_mistral_7b_bf16_sqk_4x2_bf16__avx512(w->sq + (w->hk_lo) * 512, attn_mistral_7b_bf16_k_row(&kv, w->hk_lo, j_begin + 0), attn_mistral_7b_bf16_k_row(&kv, w->hk_lo, j_begin + 1),
+                        w->sm + (w->hk_lo) * 4, w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 512, wt);
+                for (jp = j_begin; jp + 1 < j_end; jp += 2)
+                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                        const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + 2;
+                        if (jn + 1 < j_end)
+                            attn_mistral_7b_bf16_sqk_4x2_bf16__avx512(w->sq + (hn) * 512, attn_mistral_7b_bf16_k_row(&kv, hn, jn + 0), attn_mistral_7b_bf16_k_row(&kv, hn, jn + 1),
+                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 512, wn);
+                        attn_mistral_7b_bf16_spvk_4x2_bf16__avx512(wt, attn_mistral_7b_bf16_v_row(&kv, hk, jp + 0), attn_mistral_7b_bf16_v_row(&kv, hk, jp + 1), w->so + (hk) * 512);
+                        j = jp;
+                        if (j + STREAM_PREFETCH + 0 < j_end) {
+                            attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
+                            attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH + 0), DV);
+                        }
+                        if (j + STREAM_PREFETCH + 1 < j_end) {
+                            attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
+                            attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
+                        }
+                        memcpy(wt, wn, sizeof wt);
+                    }
+            }
             for (j = jp; j < j_end; j++) /* the last keys, one at a time */
-                for (hk = 0; hk < HKV; hk++) {
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     p = attn_mistral_7b_bf16_sqk_4x1_bf16__avx512(w->sq + (hk) * 512, attn_mistral_7b_bf16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512);
                     attn_mistral_7b_bf16_spv_4x128_bf16__avx512(p, attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * 512);
                 }
         } else { /* a kv head's keys are adjacent: read head by head */
-            for (hk = 0; hk < HKV; hk++)
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_mistral_7b_bf16_sqk_4x1_bf16__avx512(w->sq + (hk) * 512, attn_mistral_7b_bf16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512);
@@ -3735,7 +3754,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_sunit_4x
             if (seen == TILE_HIDDEN) continue; /* no row sees these keys: not even read */
             if (kv.k_head < kv.k_key) {
                 for (j = j0; j < j0 + kb; j++)
-                    for (hk = 0; hk < HKV; hk++) {
+                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_mistral_7b_bf16_sterms_4x1__avx512(args, w, b, hk, j, partial, &add);
                         attn_mistral_7b_bf16_spv_4x128_bf16__avx512(attn_mistral_7b_bf16_sqk_4x1_bf16__avx512(w->sq + (hk) * 512, attn_mistral_7b_bf16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
@@ -3746,7 +3765,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_sunit_4x
                         }
                     }
             } else {
-                for (hk = 0; hk < HKV; hk++)
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_mistral_7b_bf16_sterms_4x1__avx512(args, w, b, hk, j, partial, &add);
@@ -3761,8 +3780,8 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_sunit_4x
         }
     }
 
-    /* the split's result */
-    for (r = 0; r < n; r++) {
+    /* the split's result: the unit's kv heads' rows */
+    for (r = w->hk_lo * 4; r < w->hk_hi * 4; r++) {
         const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         attn_mistral_7b_bf16_dresult(w->so + r * 128, w->sm[(r / 4) * 4 + rr], w->sl[(r / 4) * 4 + rr], opart + row * DV,
                 lpart + row);
@@ -3813,9 +3832,9 @@ __attribute__((target("avx512f,fma"))) static attn_status attn_mistral_7b_bf16_d
     const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
     const int64_t rows = GROUP * Lq; /* query rows a kv head */
     /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs
-       (attn_runtime.h); its units take every kv head */
+       (attn_runtime.h) */
     const int stream = rows <= attn_cpu()->decode_stream_rows[0];
-    const int64_t nhg = !stream && B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
+    const int64_t nhg = B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
     const int64_t units = B * nsplit * nhg, hpg = HKV / nhg; /* kv heads a unit */
     const int nth = attn_mistral_7b_bf16_decode_threads(args->threads);
     attn_mistral_7b_bf16_dlayout lay;
@@ -6273,9 +6292,10 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_sunit_
     attn_mistral_7b_bf16_tile_class cls;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
-    for (r = 0; r < n; r++) {
+    for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
         const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
-        attn_mistral_7b_bf16_qpack_bf16__avx2(attn_mistral_7b_bf16_q_row(args, b, i, h), w->sq + r * 128);
+        if (r >= w->hk_lo * 4 && r < w->hk_hi * 4)
+            attn_mistral_7b_bf16_qpack_bf16__avx2(attn_mistral_7b_bf16_q_row(args, b, i, h), w->sq + r * 128);
         attn_mistral_7b_bf16_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -6296,15 +6316,11 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_sunit_
             int64_t jp;
             memset(wt, 0, sizeof wt);
             memset(wn, 0, sizeof wn);
-            if (j_end - j_begin >= 2)
-                attn_mistral_7b_bf16_sqk_4x2_bf16__avx2(w->sq + (0) * 512, attn_mistral_7b_bf16_k_row(&kv, 0, j_begin + 0), attn_mistral_7b_bf16_k_row(&kv, 0, j_begin + 1),
-                        w->sm + (0) * 4, w->sl + (0) * 4, w->so + (0) * 512, wt);
-            for (jp = j_begin; jp + 1 < j_end; jp += 2)
-                for (hk = 0; hk < HKV; hk++) {
-                    const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? jp : jp + 2;
-                    if (jn + 1 < j_end)
-                        attn_mistral_7b_bf16_sqk_4x2_bf16__avx2(w->sq + (hn) * 512, attn_mistral_7b_bf16_k_row(&kv, hn, jn + 0), attn_mistral_7b_bf16_k_row(&kv, hn, jn + 1),
-                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 512, wn);
+            if (w->hk_hi - w->hk_lo == 1) { /* a unit of one kv head (a short cache's): each step's weights, then its P*V */
+                for (jp = j_begin; jp + 1 < j_end; jp += 2) {
+                    hk = w->hk_lo;
+                    attn_mistral_7b_bf16_sqk_4x2_bf16__avx2(w->sq + (hk) * 512, attn_mistral_7b_bf16_k_row(&kv, hk, jp + 0), attn_mistral_7b_bf16_k_row(&kv, hk, jp + 1),
+                        w->sm + (hk) * 4, w->sl + (hk) * 4, w->so + (hk) * 512, wt);
                     attn_mistral_7b_bf16_spvk_4x2_bf16__avx2(wt, attn_mistral_7b_bf16_v_row(&kv, hk, jp + 0), attn_mistral_7b_bf16_v_row(&kv, hk, jp + 1), w->so + (hk) * 512);
                     j = jp;
                     if (j + STREAM_PREFETCH + 0 < j_end) {
@@ -6315,16 +6331,38 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_sunit_
                         attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
                         attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
                     }
-                    memcpy(wt, wn, sizeof wt);
                 }
+            } else {
+                if (j_end - j_begin >= 2)
+                    attn_mistral_7b_bf16_sqk_4x2_bf16__avx2(w->sq + (w->hk_lo) * 512, attn_mistral_7b_bf16_k_row(&kv, w->hk_lo, j_begin + 0), attn_mistral_7b_bf16_k_row(&kv, w->hk_lo, j_begin + 1),
+                        w->sm + (w->hk_lo) * 4, w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 512, wt);
+                for (jp = j_begin; jp + 1 < j_end; jp += 2)
+                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                        const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + 2;
+                        if (jn + 1 < j_end)
+                            attn_mistral_7b_bf16_sqk_4x2_bf16__avx2(w->sq + (hn) * 512, attn_mistral_7b_bf16_k_row(&kv, hn, jn + 0), attn_mistral_7b_bf16_k_row(&kv, hn, jn + 1),
+                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 512, wn);
+                        attn_mistral_7b_bf16_spvk_4x2_bf16__avx2(wt, attn_mistral_7b_bf16_v_row(&kv, hk, jp + 0), attn_mistral_7b_bf16_v_row(&kv, hk, jp + 1), w->so + (hk) * 512);
+                        j = jp;
+                        if (j + STREAM_PREFETCH + 0 < j_end) {
+                            attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
+                            attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH + 0), DV);
+                        }
+                        if (j + STREAM_PREFETCH + 1 < j_end) {
+                            attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
+                            attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
+                        }
+                        memcpy(wt, wn, sizeof wt);
+                    }
+            }
             for (j = jp; j < j_end; j++) /* the last keys, one at a time */
-                for (hk = 0; hk < HKV; hk++) {
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     p = attn_mistral_7b_bf16_sqk_4x1_bf16__avx2(w->sq + (hk) * 512, attn_mistral_7b_bf16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512);
                     attn_mistral_7b_bf16_spv_4x128_bf16__avx2(p, attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * 512);
                 }
         } else { /* a kv head's keys are adjacent: read head by head */
-            for (hk = 0; hk < HKV; hk++)
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_mistral_7b_bf16_sqk_4x1_bf16__avx2(w->sq + (hk) * 512, attn_mistral_7b_bf16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512);
@@ -6344,7 +6382,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_sunit_
             if (seen == TILE_HIDDEN) continue; /* no row sees these keys: not even read */
             if (kv.k_head < kv.k_key) {
                 for (j = j0; j < j0 + kb; j++)
-                    for (hk = 0; hk < HKV; hk++) {
+                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_mistral_7b_bf16_sterms_4x1__avx2(args, w, b, hk, j, partial, &add);
                         attn_mistral_7b_bf16_spv_4x128_bf16__avx2(attn_mistral_7b_bf16_sqk_4x1_bf16__avx2(w->sq + (hk) * 512, attn_mistral_7b_bf16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
@@ -6355,7 +6393,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_sunit_
                         }
                     }
             } else {
-                for (hk = 0; hk < HKV; hk++)
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_mistral_7b_bf16_sterms_4x1__avx2(args, w, b, hk, j, partial, &add);
@@ -6370,8 +6408,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_sunit_
         }
     }
 
-    /* the split's result */
-    for (r = 0; r < n; r++) {
+    /* the split's result: the unit's kv heads' rows */
+    for (r = w->hk_lo * 4; r < w->hk_hi * 4; r++) {
         const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         attn_mistral_7b_bf16_dresult(w->so + r * 128, w->sm[(r / 4) * 4 + rr], w->sl[(r / 4) * 4 + rr], opart + row * DV,
                 lpart + row);
@@ -6422,9 +6460,9 @@ __attribute__((target("avx2,fma,f16c"))) static attn_status attn_mistral_7b_bf16
     const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
     const int64_t rows = GROUP * Lq; /* query rows a kv head */
     /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs
-       (attn_runtime.h); its units take every kv head */
+       (attn_runtime.h) */
     const int stream = rows <= attn_cpu()->decode_stream_rows[0];
-    const int64_t nhg = !stream && B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
+    const int64_t nhg = B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
     const int64_t units = B * nsplit * nhg, hpg = HKV / nhg; /* kv heads a unit */
     const int nth = attn_mistral_7b_bf16_decode_threads(args->threads);
     attn_mistral_7b_bf16_dlayout lay;
@@ -9334,9 +9372,10 @@ static void attn_mistral_7b_bf16_sunit_4x1__neon(const attn_args *args, int64_t 
     attn_mistral_7b_bf16_tile_class cls;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
-    for (r = 0; r < n; r++) {
+    for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
         const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
-        attn_mistral_7b_bf16_qpack_bf16__neon(attn_mistral_7b_bf16_q_row(args, b, i, h), w->sq + r * 128);
+        if (r >= w->hk_lo * 4 && r < w->hk_hi * 4)
+            attn_mistral_7b_bf16_qpack_bf16__neon(attn_mistral_7b_bf16_q_row(args, b, i, h), w->sq + r * 128);
         attn_mistral_7b_bf16_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -9357,15 +9396,11 @@ static void attn_mistral_7b_bf16_sunit_4x1__neon(const attn_args *args, int64_t 
             int64_t jp;
             memset(wt, 0, sizeof wt);
             memset(wn, 0, sizeof wn);
-            if (j_end - j_begin >= 2)
-                attn_mistral_7b_bf16_sqk_4x2_bf16__neon(w->sq + (0) * 512, attn_mistral_7b_bf16_k_row(&kv, 0, j_begin + 0), attn_mistral_7b_bf16_k_row(&kv, 0, j_begin + 1),
-                        w->sm + (0) * 4, w->sl + (0) * 4, w->so + (0) * 512, wt);
-            for (jp = j_begin; jp + 1 < j_end; jp += 2)
-                for (hk = 0; hk < HKV; hk++) {
-                    const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? jp : jp + 2;
-                    if (jn + 1 < j_end)
-                        attn_mistral_7b_bf16_sqk_4x2_bf16__neon(w->sq + (hn) * 512, attn_mistral_7b_bf16_k_row(&kv, hn, jn + 0), attn_mistral_7b_bf16_k_row(&kv, hn, jn + 1),
-                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 512, wn);
+            if (w->hk_hi - w->hk_lo == 1) { /* a unit of one kv head (a short cache's): each step's weights, then its P*V */
+                for (jp = j_begin; jp + 1 < j_end; jp += 2) {
+                    hk = w->hk_lo;
+                    attn_mistral_7b_bf16_sqk_4x2_bf16__neon(w->sq + (hk) * 512, attn_mistral_7b_bf16_k_row(&kv, hk, jp + 0), attn_mistral_7b_bf16_k_row(&kv, hk, jp + 1),
+                        w->sm + (hk) * 4, w->sl + (hk) * 4, w->so + (hk) * 512, wt);
                     attn_mistral_7b_bf16_spvk_4x2_bf16__neon(wt, attn_mistral_7b_bf16_v_row(&kv, hk, jp + 0), attn_mistral_7b_bf16_v_row(&kv, hk, jp + 1), w->so + (hk) * 512);
                     j = jp;
                     if (j + STREAM_PREFETCH + 0 < j_end) {
@@ -9376,16 +9411,38 @@ static void attn_mistral_7b_bf16_sunit_4x1__neon(const attn_args *args, int64_t 
                         attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
                         attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
                     }
-                    memcpy(wt, wn, sizeof wt);
                 }
+            } else {
+                if (j_end - j_begin >= 2)
+                    attn_mistral_7b_bf16_sqk_4x2_bf16__neon(w->sq + (w->hk_lo) * 512, attn_mistral_7b_bf16_k_row(&kv, w->hk_lo, j_begin + 0), attn_mistral_7b_bf16_k_row(&kv, w->hk_lo, j_begin + 1),
+                        w->sm + (w->hk_lo) * 4, w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 512, wt);
+                for (jp = j_begin; jp + 1 < j_end; jp += 2)
+                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                        const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + 2;
+                        if (jn + 1 < j_end)
+                            attn_mistral_7b_bf16_sqk_4x2_bf16__neon(w->sq + (hn) * 512, attn_mistral_7b_bf16_k_row(&kv, hn, jn + 0), attn_mistral_7b_bf16_k_row(&kv, hn, jn + 1),
+                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 512, wn);
+                        attn_mistral_7b_bf16_spvk_4x2_bf16__neon(wt, attn_mistral_7b_bf16_v_row(&kv, hk, jp + 0), attn_mistral_7b_bf16_v_row(&kv, hk, jp + 1), w->so + (hk) * 512);
+                        j = jp;
+                        if (j + STREAM_PREFETCH + 0 < j_end) {
+                            attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
+                            attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH + 0), DV);
+                        }
+                        if (j + STREAM_PREFETCH + 1 < j_end) {
+                            attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
+                            attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
+                        }
+                        memcpy(wt, wn, sizeof wt);
+                    }
+            }
             for (j = jp; j < j_end; j++) /* the last keys, one at a time */
-                for (hk = 0; hk < HKV; hk++) {
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     p = attn_mistral_7b_bf16_sqk_4x1_bf16__neon(w->sq + (hk) * 512, attn_mistral_7b_bf16_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512);
                     attn_mistral_7b_bf16_spv_4x128_bf16__neon(p, attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * 512);
                 }
         } else { /* a kv head's keys are adjacent: read head by head */
-            for (hk = 0; hk < HKV; hk++)
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_mistral_7b_bf16_sqk_4x1_bf16__neon(w->sq + (hk) * 512, attn_mistral_7b_bf16_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512);
@@ -9405,7 +9462,7 @@ static void attn_mistral_7b_bf16_sunit_4x1__neon(const attn_args *args, int64_t 
             if (seen == TILE_HIDDEN) continue; /* no row sees these keys: not even read */
             if (kv.k_head < kv.k_key) {
                 for (j = j0; j < j0 + kb; j++)
-                    for (hk = 0; hk < HKV; hk++) {
+                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_mistral_7b_bf16_sterms_4x1__neon(args, w, b, hk, j, partial, &add);
                         attn_mistral_7b_bf16_spv_4x128_bf16__neon(attn_mistral_7b_bf16_sqk_4x1_bf16__neon(w->sq + (hk) * 512, attn_mistral_7b_bf16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
@@ -9416,7 +9473,7 @@ static void attn_mistral_7b_bf16_sunit_4x1__neon(const attn_args *args, int64_t 
                         }
                     }
             } else {
-                for (hk = 0; hk < HKV; hk++)
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_mistral_7b_bf16_sterms_4x1__neon(args, w, b, hk, j, partial, &add);
@@ -9431,8 +9488,8 @@ static void attn_mistral_7b_bf16_sunit_4x1__neon(const attn_args *args, int64_t 
         }
     }
 
-    /* the split's result */
-    for (r = 0; r < n; r++) {
+    /* the split's result: the unit's kv heads' rows */
+    for (r = w->hk_lo * 4; r < w->hk_hi * 4; r++) {
         const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         attn_mistral_7b_bf16_dresult(w->so + r * 128, w->sm[(r / 4) * 4 + rr], w->sl[(r / 4) * 4 + rr], opart + row * DV,
                 lpart + row);
@@ -9483,9 +9540,9 @@ static attn_status attn_mistral_7b_bf16_decode__neon(const attn_args *args)
     const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
     const int64_t rows = GROUP * Lq; /* query rows a kv head */
     /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs
-       (attn_runtime.h); its units take every kv head */
+       (attn_runtime.h) */
     const int stream = rows <= attn_cpu()->decode_stream_rows[0];
-    const int64_t nhg = !stream && B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
+    const int64_t nhg = B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
     const int64_t units = B * nsplit * nhg, hpg = HKV / nhg; /* kv heads a unit */
     const int nth = attn_mistral_7b_bf16_decode_threads(args->threads);
     attn_mistral_7b_bf16_dlayout lay;

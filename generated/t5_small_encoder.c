@@ -3234,9 +3234,10 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_1
     attn_t5_small_encoder_tile_class cls;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
-    for (r = 0; r < n; r++) {
+    for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
         const int64_t rr = r % 1, h = (r / 1) * GROUP + rr / Lq, i = rr % Lq;
-        attn_t5_small_encoder_qpack_f32__avx512(attn_t5_small_encoder_q_row(args, b, i, h), w->sq + r * 64);
+        if (r >= w->hk_lo * 1 && r < w->hk_hi * 1)
+            attn_t5_small_encoder_qpack_f32__avx512(attn_t5_small_encoder_q_row(args, b, i, h), w->sq + r * 64);
         attn_t5_small_encoder_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -3255,7 +3256,7 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_1
             if (seen == TILE_HIDDEN) continue; /* no row sees these keys: not even read */
             if (kv.k_head < kv.k_key) {
                 for (j = j0; j < j0 + kb; j++)
-                    for (hk = 0; hk < HKV; hk++) {
+                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_1x1__avx512(args, w, b, hk, j, partial, &add);
                         attn_t5_small_encoder_spv_1x64_f32__avx512(attn_t5_small_encoder_sqk_1x1_f32__avx512(w->sq + (hk) * 64, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
@@ -3266,7 +3267,7 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_1
                         }
                     }
             } else {
-                for (hk = 0; hk < HKV; hk++)
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_1x1__avx512(args, w, b, hk, j, partial, &add);
@@ -3281,8 +3282,8 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_1
         }
     }
 
-    /* the split's result */
-    for (r = 0; r < n; r++) {
+    /* the split's result: the unit's kv heads' rows */
+    for (r = w->hk_lo * 1; r < w->hk_hi * 1; r++) {
         const int64_t rr = r % 1, h = (r / 1) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         attn_t5_small_encoder_dresult(w->so + r * 64, w->sm[(r / 1) * 4 + rr], w->sl[(r / 1) * 4 + rr], opart + row * DV,
                 lpart + row);
@@ -3303,9 +3304,10 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_2
     attn_t5_small_encoder_tile_class cls;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
-    for (r = 0; r < n; r++) {
+    for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
         const int64_t rr = r % 2, h = (r / 2) * GROUP + rr / Lq, i = rr % Lq;
-        attn_t5_small_encoder_qpack_f32__avx512(attn_t5_small_encoder_q_row(args, b, i, h), w->sq + r * 64);
+        if (r >= w->hk_lo * 2 && r < w->hk_hi * 2)
+            attn_t5_small_encoder_qpack_f32__avx512(attn_t5_small_encoder_q_row(args, b, i, h), w->sq + r * 64);
         attn_t5_small_encoder_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -3324,7 +3326,7 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_2
             if (seen == TILE_HIDDEN) continue; /* no row sees these keys: not even read */
             if (kv.k_head < kv.k_key) {
                 for (j = j0; j < j0 + kb; j++)
-                    for (hk = 0; hk < HKV; hk++) {
+                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_2x1__avx512(args, w, b, hk, j, partial, &add);
                         attn_t5_small_encoder_spv_2x64_f32__avx512(attn_t5_small_encoder_sqk_2x1_f32__avx512(w->sq + (hk) * 128, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
@@ -3335,7 +3337,7 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_2
                         }
                     }
             } else {
-                for (hk = 0; hk < HKV; hk++)
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_2x1__avx512(args, w, b, hk, j, partial, &add);
@@ -3350,8 +3352,8 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_2
         }
     }
 
-    /* the split's result */
-    for (r = 0; r < n; r++) {
+    /* the split's result: the unit's kv heads' rows */
+    for (r = w->hk_lo * 2; r < w->hk_hi * 2; r++) {
         const int64_t rr = r % 2, h = (r / 2) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         attn_t5_small_encoder_dresult(w->so + r * 64, w->sm[(r / 2) * 4 + rr], w->sl[(r / 2) * 4 + rr], opart + row * DV,
                 lpart + row);
@@ -3372,9 +3374,10 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_3
     attn_t5_small_encoder_tile_class cls;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
-    for (r = 0; r < n; r++) {
+    for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
         const int64_t rr = r % 3, h = (r / 3) * GROUP + rr / Lq, i = rr % Lq;
-        attn_t5_small_encoder_qpack_f32__avx512(attn_t5_small_encoder_q_row(args, b, i, h), w->sq + r * 64);
+        if (r >= w->hk_lo * 3 && r < w->hk_hi * 3)
+            attn_t5_small_encoder_qpack_f32__avx512(attn_t5_small_encoder_q_row(args, b, i, h), w->sq + r * 64);
         attn_t5_small_encoder_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -3393,7 +3396,7 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_3
             if (seen == TILE_HIDDEN) continue; /* no row sees these keys: not even read */
             if (kv.k_head < kv.k_key) {
                 for (j = j0; j < j0 + kb; j++)
-                    for (hk = 0; hk < HKV; hk++) {
+                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_3x1__avx512(args, w, b, hk, j, partial, &add);
                         attn_t5_small_encoder_spv_3x64_f32__avx512(attn_t5_small_encoder_sqk_3x1_f32__avx512(w->sq + (hk) * 192, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
@@ -3404,7 +3407,7 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_3
                         }
                     }
             } else {
-                for (hk = 0; hk < HKV; hk++)
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_3x1__avx512(args, w, b, hk, j, partial, &add);
@@ -3419,8 +3422,8 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_3
         }
     }
 
-    /* the split's result */
-    for (r = 0; r < n; r++) {
+    /* the split's result: the unit's kv heads' rows */
+    for (r = w->hk_lo * 3; r < w->hk_hi * 3; r++) {
         const int64_t rr = r % 3, h = (r / 3) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         attn_t5_small_encoder_dresult(w->so + r * 64, w->sm[(r / 3) * 4 + rr], w->sl[(r / 3) * 4 + rr], opart + row * DV,
                 lpart + row);
@@ -3441,9 +3444,10 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_4
     attn_t5_small_encoder_tile_class cls;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
-    for (r = 0; r < n; r++) {
+    for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
         const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
-        attn_t5_small_encoder_qpack_f32__avx512(attn_t5_small_encoder_q_row(args, b, i, h), w->sq + r * 64);
+        if (r >= w->hk_lo * 4 && r < w->hk_hi * 4)
+            attn_t5_small_encoder_qpack_f32__avx512(attn_t5_small_encoder_q_row(args, b, i, h), w->sq + r * 64);
         attn_t5_small_encoder_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -3462,7 +3466,7 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_4
             if (seen == TILE_HIDDEN) continue; /* no row sees these keys: not even read */
             if (kv.k_head < kv.k_key) {
                 for (j = j0; j < j0 + kb; j++)
-                    for (hk = 0; hk < HKV; hk++) {
+                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_4x1__avx512(args, w, b, hk, j, partial, &add);
                         attn_t5_small_encoder_spv_4x64_f32__avx512(attn_t5_small_encoder_sqk_4x1_f32__avx512(w->sq + (hk) * 256, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
@@ -3473,7 +3477,7 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_4
                         }
                     }
             } else {
-                for (hk = 0; hk < HKV; hk++)
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_4x1__avx512(args, w, b, hk, j, partial, &add);
@@ -3488,8 +3492,8 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_4
         }
     }
 
-    /* the split's result */
-    for (r = 0; r < n; r++) {
+    /* the split's result: the unit's kv heads' rows */
+    for (r = w->hk_lo * 4; r < w->hk_hi * 4; r++) {
         const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         attn_t5_small_encoder_dresult(w->so + r * 64, w->sm[(r / 4) * 4 + rr], w->sl[(r / 4) * 4 + rr], opart + row * DV,
                 lpart + row);
@@ -3538,9 +3542,9 @@ __attribute__((target("avx512f,fma"))) static attn_status attn_t5_small_encoder_
     const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
     const int64_t rows = GROUP * Lq; /* query rows a kv head */
     /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs
-       (attn_runtime.h); its units take every kv head */
+       (attn_runtime.h) */
     const int stream = rows <= attn_cpu()->decode_stream_rows[1];
-    const int64_t nhg = !stream && B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
+    const int64_t nhg = B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
     const int64_t units = B * nsplit * nhg, hpg = HKV / nhg; /* kv heads a unit */
     const int nth = attn_t5_small_encoder_decode_threads(args->threads);
     attn_t5_small_encoder_dlayout lay;
@@ -6873,9 +6877,10 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit
     attn_t5_small_encoder_tile_class cls;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
-    for (r = 0; r < n; r++) {
+    for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
         const int64_t rr = r % 1, h = (r / 1) * GROUP + rr / Lq, i = rr % Lq;
-        attn_t5_small_encoder_qpack_f32__avx2(attn_t5_small_encoder_q_row(args, b, i, h), w->sq + r * 64);
+        if (r >= w->hk_lo * 1 && r < w->hk_hi * 1)
+            attn_t5_small_encoder_qpack_f32__avx2(attn_t5_small_encoder_q_row(args, b, i, h), w->sq + r * 64);
         attn_t5_small_encoder_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -6894,7 +6899,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit
             if (seen == TILE_HIDDEN) continue; /* no row sees these keys: not even read */
             if (kv.k_head < kv.k_key) {
                 for (j = j0; j < j0 + kb; j++)
-                    for (hk = 0; hk < HKV; hk++) {
+                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_1x1__avx2(args, w, b, hk, j, partial, &add);
                         attn_t5_small_encoder_spv_1x64_f32__avx2(attn_t5_small_encoder_sqk_1x1_f32__avx2(w->sq + (hk) * 64, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
@@ -6905,7 +6910,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit
                         }
                     }
             } else {
-                for (hk = 0; hk < HKV; hk++)
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_1x1__avx2(args, w, b, hk, j, partial, &add);
@@ -6920,8 +6925,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit
         }
     }
 
-    /* the split's result */
-    for (r = 0; r < n; r++) {
+    /* the split's result: the unit's kv heads' rows */
+    for (r = w->hk_lo * 1; r < w->hk_hi * 1; r++) {
         const int64_t rr = r % 1, h = (r / 1) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         attn_t5_small_encoder_dresult(w->so + r * 64, w->sm[(r / 1) * 4 + rr], w->sl[(r / 1) * 4 + rr], opart + row * DV,
                 lpart + row);
@@ -6942,9 +6947,10 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit
     attn_t5_small_encoder_tile_class cls;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
-    for (r = 0; r < n; r++) {
+    for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
         const int64_t rr = r % 2, h = (r / 2) * GROUP + rr / Lq, i = rr % Lq;
-        attn_t5_small_encoder_qpack_f32__avx2(attn_t5_small_encoder_q_row(args, b, i, h), w->sq + r * 64);
+        if (r >= w->hk_lo * 2 && r < w->hk_hi * 2)
+            attn_t5_small_encoder_qpack_f32__avx2(attn_t5_small_encoder_q_row(args, b, i, h), w->sq + r * 64);
         attn_t5_small_encoder_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -6963,7 +6969,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit
             if (seen == TILE_HIDDEN) continue; /* no row sees these keys: not even read */
             if (kv.k_head < kv.k_key) {
                 for (j = j0; j < j0 + kb; j++)
-                    for (hk = 0; hk < HKV; hk++) {
+                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_2x1__avx2(args, w, b, hk, j, partial, &add);
                         attn_t5_small_encoder_spv_2x64_f32__avx2(attn_t5_small_encoder_sqk_2x1_f32__avx2(w->sq + (hk) * 128, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
@@ -6974,7 +6980,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit
                         }
                     }
             } else {
-                for (hk = 0; hk < HKV; hk++)
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_2x1__avx2(args, w, b, hk, j, partial, &add);
@@ -6989,8 +6995,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit
         }
     }
 
-    /* the split's result */
-    for (r = 0; r < n; r++) {
+    /* the split's result: the unit's kv heads' rows */
+    for (r = w->hk_lo * 2; r < w->hk_hi * 2; r++) {
         const int64_t rr = r % 2, h = (r / 2) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         attn_t5_small_encoder_dresult(w->so + r * 64, w->sm[(r / 2) * 4 + rr], w->sl[(r / 2) * 4 + rr], opart + row * DV,
                 lpart + row);
@@ -7011,9 +7017,10 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit
     attn_t5_small_encoder_tile_class cls;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
-    for (r = 0; r < n; r++) {
+    for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
         const int64_t rr = r % 3, h = (r / 3) * GROUP + rr / Lq, i = rr % Lq;
-        attn_t5_small_encoder_qpack_f32__avx2(attn_t5_small_encoder_q_row(args, b, i, h), w->sq + r * 64);
+        if (r >= w->hk_lo * 3 && r < w->hk_hi * 3)
+            attn_t5_small_encoder_qpack_f32__avx2(attn_t5_small_encoder_q_row(args, b, i, h), w->sq + r * 64);
         attn_t5_small_encoder_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -7032,7 +7039,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit
             if (seen == TILE_HIDDEN) continue; /* no row sees these keys: not even read */
             if (kv.k_head < kv.k_key) {
                 for (j = j0; j < j0 + kb; j++)
-                    for (hk = 0; hk < HKV; hk++) {
+                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_3x1__avx2(args, w, b, hk, j, partial, &add);
                         attn_t5_small_encoder_spv_3x64_f32__avx2(attn_t5_small_encoder_sqk_3x1_f32__avx2(w->sq + (hk) * 192, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
@@ -7043,7 +7050,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit
                         }
                     }
             } else {
-                for (hk = 0; hk < HKV; hk++)
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_3x1__avx2(args, w, b, hk, j, partial, &add);
@@ -7058,8 +7065,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit
         }
     }
 
-    /* the split's result */
-    for (r = 0; r < n; r++) {
+    /* the split's result: the unit's kv heads' rows */
+    for (r = w->hk_lo * 3; r < w->hk_hi * 3; r++) {
         const int64_t rr = r % 3, h = (r / 3) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         attn_t5_small_encoder_dresult(w->so + r * 64, w->sm[(r / 3) * 4 + rr], w->sl[(r / 3) * 4 + rr], opart + row * DV,
                 lpart + row);
@@ -7080,9 +7087,10 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit
     attn_t5_small_encoder_tile_class cls;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
-    for (r = 0; r < n; r++) {
+    for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
         const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
-        attn_t5_small_encoder_qpack_f32__avx2(attn_t5_small_encoder_q_row(args, b, i, h), w->sq + r * 64);
+        if (r >= w->hk_lo * 4 && r < w->hk_hi * 4)
+            attn_t5_small_encoder_qpack_f32__avx2(attn_t5_small_encoder_q_row(args, b, i, h), w->sq + r * 64);
         attn_t5_small_encoder_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -7101,7 +7109,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit
             if (seen == TILE_HIDDEN) continue; /* no row sees these keys: not even read */
             if (kv.k_head < kv.k_key) {
                 for (j = j0; j < j0 + kb; j++)
-                    for (hk = 0; hk < HKV; hk++) {
+                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_4x1__avx2(args, w, b, hk, j, partial, &add);
                         attn_t5_small_encoder_spv_4x64_f32__avx2(attn_t5_small_encoder_sqk_4x1_f32__avx2(w->sq + (hk) * 256, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
@@ -7112,7 +7120,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit
                         }
                     }
             } else {
-                for (hk = 0; hk < HKV; hk++)
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_4x1__avx2(args, w, b, hk, j, partial, &add);
@@ -7127,8 +7135,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit
         }
     }
 
-    /* the split's result */
-    for (r = 0; r < n; r++) {
+    /* the split's result: the unit's kv heads' rows */
+    for (r = w->hk_lo * 4; r < w->hk_hi * 4; r++) {
         const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         attn_t5_small_encoder_dresult(w->so + r * 64, w->sm[(r / 4) * 4 + rr], w->sl[(r / 4) * 4 + rr], opart + row * DV,
                 lpart + row);
@@ -7177,9 +7185,9 @@ __attribute__((target("avx2,fma,f16c"))) static attn_status attn_t5_small_encode
     const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
     const int64_t rows = GROUP * Lq; /* query rows a kv head */
     /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs
-       (attn_runtime.h); its units take every kv head */
+       (attn_runtime.h) */
     const int stream = rows <= attn_cpu()->decode_stream_rows[0];
-    const int64_t nhg = !stream && B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
+    const int64_t nhg = B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
     const int64_t units = B * nsplit * nhg, hpg = HKV / nhg; /* kv heads a unit */
     const int nth = attn_t5_small_encoder_decode_threads(args->threads);
     attn_t5_small_encoder_dlayout lay;
@@ -10319,9 +10327,10 @@ static void attn_t5_small_encoder_sunit_1x1__neon(const attn_args *args, int64_t
     attn_t5_small_encoder_tile_class cls;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
-    for (r = 0; r < n; r++) {
+    for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
         const int64_t rr = r % 1, h = (r / 1) * GROUP + rr / Lq, i = rr % Lq;
-        attn_t5_small_encoder_qpack_f32__neon(attn_t5_small_encoder_q_row(args, b, i, h), w->sq + r * 64);
+        if (r >= w->hk_lo * 1 && r < w->hk_hi * 1)
+            attn_t5_small_encoder_qpack_f32__neon(attn_t5_small_encoder_q_row(args, b, i, h), w->sq + r * 64);
         attn_t5_small_encoder_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -10340,7 +10349,7 @@ static void attn_t5_small_encoder_sunit_1x1__neon(const attn_args *args, int64_t
             if (seen == TILE_HIDDEN) continue; /* no row sees these keys: not even read */
             if (kv.k_head < kv.k_key) {
                 for (j = j0; j < j0 + kb; j++)
-                    for (hk = 0; hk < HKV; hk++) {
+                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_t5_small_encoder_sterms_1x1__neon(args, w, b, hk, j, partial, &add);
                         attn_t5_small_encoder_spv_1x64_f32__neon(attn_t5_small_encoder_sqk_1x1_f32__neon(w->sq + (hk) * 64, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
@@ -10351,7 +10360,7 @@ static void attn_t5_small_encoder_sunit_1x1__neon(const attn_args *args, int64_t
                         }
                     }
             } else {
-                for (hk = 0; hk < HKV; hk++)
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_t5_small_encoder_sterms_1x1__neon(args, w, b, hk, j, partial, &add);
@@ -10366,8 +10375,8 @@ static void attn_t5_small_encoder_sunit_1x1__neon(const attn_args *args, int64_t
         }
     }
 
-    /* the split's result */
-    for (r = 0; r < n; r++) {
+    /* the split's result: the unit's kv heads' rows */
+    for (r = w->hk_lo * 1; r < w->hk_hi * 1; r++) {
         const int64_t rr = r % 1, h = (r / 1) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         attn_t5_small_encoder_dresult(w->so + r * 64, w->sm[(r / 1) * 4 + rr], w->sl[(r / 1) * 4 + rr], opart + row * DV,
                 lpart + row);
@@ -10388,9 +10397,10 @@ static void attn_t5_small_encoder_sunit_2x1__neon(const attn_args *args, int64_t
     attn_t5_small_encoder_tile_class cls;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
-    for (r = 0; r < n; r++) {
+    for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
         const int64_t rr = r % 2, h = (r / 2) * GROUP + rr / Lq, i = rr % Lq;
-        attn_t5_small_encoder_qpack_f32__neon(attn_t5_small_encoder_q_row(args, b, i, h), w->sq + r * 64);
+        if (r >= w->hk_lo * 2 && r < w->hk_hi * 2)
+            attn_t5_small_encoder_qpack_f32__neon(attn_t5_small_encoder_q_row(args, b, i, h), w->sq + r * 64);
         attn_t5_small_encoder_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -10409,7 +10419,7 @@ static void attn_t5_small_encoder_sunit_2x1__neon(const attn_args *args, int64_t
             if (seen == TILE_HIDDEN) continue; /* no row sees these keys: not even read */
             if (kv.k_head < kv.k_key) {
                 for (j = j0; j < j0 + kb; j++)
-                    for (hk = 0; hk < HKV; hk++) {
+                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_t5_small_encoder_sterms_2x1__neon(args, w, b, hk, j, partial, &add);
                         attn_t5_small_encoder_spv_2x64_f32__neon(attn_t5_small_encoder_sqk_2x1_f32__neon(w->sq + (hk) * 128, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
@@ -10420,7 +10430,7 @@ static void attn_t5_small_encoder_sunit_2x1__neon(const attn_args *args, int64_t
                         }
                     }
             } else {
-                for (hk = 0; hk < HKV; hk++)
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_t5_small_encoder_sterms_2x1__neon(args, w, b, hk, j, partial, &add);
@@ -10435,8 +10445,8 @@ static void attn_t5_small_encoder_sunit_2x1__neon(const attn_args *args, int64_t
         }
     }
 
-    /* the split's result */
-    for (r = 0; r < n; r++) {
+    /* the split's result: the unit's kv heads' rows */
+    for (r = w->hk_lo * 2; r < w->hk_hi * 2; r++) {
         const int64_t rr = r % 2, h = (r / 2) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         attn_t5_small_encoder_dresult(w->so + r * 64, w->sm[(r / 2) * 4 + rr], w->sl[(r / 2) * 4 + rr], opart + row * DV,
                 lpart + row);
@@ -10457,9 +10467,10 @@ static void attn_t5_small_encoder_sunit_3x1__neon(const attn_args *args, int64_t
     attn_t5_small_encoder_tile_class cls;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
-    for (r = 0; r < n; r++) {
+    for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
         const int64_t rr = r % 3, h = (r / 3) * GROUP + rr / Lq, i = rr % Lq;
-        attn_t5_small_encoder_qpack_f32__neon(attn_t5_small_encoder_q_row(args, b, i, h), w->sq + r * 64);
+        if (r >= w->hk_lo * 3 && r < w->hk_hi * 3)
+            attn_t5_small_encoder_qpack_f32__neon(attn_t5_small_encoder_q_row(args, b, i, h), w->sq + r * 64);
         attn_t5_small_encoder_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -10478,7 +10489,7 @@ static void attn_t5_small_encoder_sunit_3x1__neon(const attn_args *args, int64_t
             if (seen == TILE_HIDDEN) continue; /* no row sees these keys: not even read */
             if (kv.k_head < kv.k_key) {
                 for (j = j0; j < j0 + kb; j++)
-                    for (hk = 0; hk < HKV; hk++) {
+                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_t5_small_encoder_sterms_3x1__neon(args, w, b, hk, j, partial, &add);
                         attn_t5_small_encoder_spv_3x64_f32__neon(attn_t5_small_encoder_sqk_3x1_f32__neon(w->sq + (hk) * 192, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
@@ -10489,7 +10500,7 @@ static void attn_t5_small_encoder_sunit_3x1__neon(const attn_args *args, int64_t
                         }
                     }
             } else {
-                for (hk = 0; hk < HKV; hk++)
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_t5_small_encoder_sterms_3x1__neon(args, w, b, hk, j, partial, &add);
@@ -10504,8 +10515,8 @@ static void attn_t5_small_encoder_sunit_3x1__neon(const attn_args *args, int64_t
         }
     }
 
-    /* the split's result */
-    for (r = 0; r < n; r++) {
+    /* the split's result: the unit's kv heads' rows */
+    for (r = w->hk_lo * 3; r < w->hk_hi * 3; r++) {
         const int64_t rr = r % 3, h = (r / 3) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         attn_t5_small_encoder_dresult(w->so + r * 64, w->sm[(r / 3) * 4 + rr], w->sl[(r / 3) * 4 + rr], opart + row * DV,
                 lpart + row);
@@ -10526,9 +10537,10 @@ static void attn_t5_small_encoder_sunit_4x1__neon(const attn_args *args, int64_t
     attn_t5_small_encoder_tile_class cls;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
-    for (r = 0; r < n; r++) {
+    for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
         const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
-        attn_t5_small_encoder_qpack_f32__neon(attn_t5_small_encoder_q_row(args, b, i, h), w->sq + r * 64);
+        if (r >= w->hk_lo * 4 && r < w->hk_hi * 4)
+            attn_t5_small_encoder_qpack_f32__neon(attn_t5_small_encoder_q_row(args, b, i, h), w->sq + r * 64);
         attn_t5_small_encoder_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -10547,7 +10559,7 @@ static void attn_t5_small_encoder_sunit_4x1__neon(const attn_args *args, int64_t
             if (seen == TILE_HIDDEN) continue; /* no row sees these keys: not even read */
             if (kv.k_head < kv.k_key) {
                 for (j = j0; j < j0 + kb; j++)
-                    for (hk = 0; hk < HKV; hk++) {
+                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_t5_small_encoder_sterms_4x1__neon(args, w, b, hk, j, partial, &add);
                         attn_t5_small_encoder_spv_4x64_f32__neon(attn_t5_small_encoder_sqk_4x1_f32__neon(w->sq + (hk) * 256, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
@@ -10558,7 +10570,7 @@ static void attn_t5_small_encoder_sunit_4x1__neon(const attn_args *args, int64_t
                         }
                     }
             } else {
-                for (hk = 0; hk < HKV; hk++)
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_t5_small_encoder_sterms_4x1__neon(args, w, b, hk, j, partial, &add);
@@ -10573,8 +10585,8 @@ static void attn_t5_small_encoder_sunit_4x1__neon(const attn_args *args, int64_t
         }
     }
 
-    /* the split's result */
-    for (r = 0; r < n; r++) {
+    /* the split's result: the unit's kv heads' rows */
+    for (r = w->hk_lo * 4; r < w->hk_hi * 4; r++) {
         const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         attn_t5_small_encoder_dresult(w->so + r * 64, w->sm[(r / 4) * 4 + rr], w->sl[(r / 4) * 4 + rr], opart + row * DV,
                 lpart + row);
@@ -10623,9 +10635,9 @@ static attn_status attn_t5_small_encoder_decode__neon(const attn_args *args)
     const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
     const int64_t rows = GROUP * Lq; /* query rows a kv head */
     /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs
-       (attn_runtime.h); its units take every kv head */
+       (attn_runtime.h) */
     const int stream = rows <= attn_cpu()->decode_stream_rows[0];
-    const int64_t nhg = !stream && B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
+    const int64_t nhg = B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
     const int64_t units = B * nsplit * nhg, hpg = HKV / nhg; /* kv heads a unit */
     const int nth = attn_t5_small_encoder_decode_threads(args->threads);
     attn_t5_small_encoder_dlayout lay;

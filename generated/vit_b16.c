@@ -3502,9 +3502,10 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sunit_1x1__avx51
     attn_vit_b16_tile_class cls;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
-    for (r = 0; r < n; r++) {
+    for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
         const int64_t rr = r % 1, h = (r / 1) * GROUP + rr / Lq, i = rr % Lq;
-        attn_vit_b16_qpack_f32__avx512(attn_vit_b16_q_row(args, b, i, h), w->sq + r * 64);
+        if (r >= w->hk_lo * 1 && r < w->hk_hi * 1)
+            attn_vit_b16_qpack_f32__avx512(attn_vit_b16_q_row(args, b, i, h), w->sq + r * 64);
         attn_vit_b16_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -3517,13 +3518,24 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sunit_1x1__avx51
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
         __m128 p, pn;
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
-            /* one step ahead: the next head's scores while this head's P*V runs
-               (never the same head's: its max may move, and p with it) */
-            p = attn_vit_b16_sqk_1x1_f32__avx512(w->sq + (0) * 64, attn_vit_b16_k_row(&kv, 0, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (0) * 4,
-                    w->sl + (0) * 4, w->so + (0) * 64);
-            for (j = j_begin; j < j_end; j++) {
-                for (hk = 0; hk < HKV; hk++) {
-                    const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? j : j + 1;
+            if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
+                for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
+                    p = attn_vit_b16_sqk_1x1_f32__avx512(w->sq + (hk) * 64, attn_vit_b16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
+                    w->sl + (hk) * 4, w->so + (hk) * 64);
+                    attn_vit_b16_spv_1x64_f32__avx512(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * 64);
+                    if (j + STREAM_PREFETCH < j_end) {
+                        attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                    }
+                }
+            else
+                /* one step ahead: the next head's scores while this head's P*V runs
+                   (never the same head's: its max may move, and p with it) */
+                p = attn_vit_b16_sqk_1x1_f32__avx512(w->sq + (w->hk_lo) * 64, attn_vit_b16_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * 4,
+                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 64);
+            for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                    const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_vit_b16_sqk_1x1_f32__avx512(w->sq + (hn) * 64, attn_vit_b16_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4,
                     w->sl + (hn) * 4, w->so + (hn) * 64) : p;
                     attn_vit_b16_spv_1x64_f32__avx512(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * 64);
@@ -3535,7 +3547,7 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sunit_1x1__avx51
                 }
             }
         } else { /* a kv head's keys are adjacent: read head by head */
-            for (hk = 0; hk < HKV; hk++)
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_vit_b16_sqk_1x1_f32__avx512(w->sq + (hk) * 64, attn_vit_b16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 64);
@@ -3555,7 +3567,7 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sunit_1x1__avx51
             if (seen == TILE_HIDDEN) continue; /* no row sees these keys: not even read */
             if (kv.k_head < kv.k_key) {
                 for (j = j0; j < j0 + kb; j++)
-                    for (hk = 0; hk < HKV; hk++) {
+                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_vit_b16_sterms_1x1__avx512(args, w, b, hk, j, partial, &add);
                         attn_vit_b16_spv_1x64_f32__avx512(attn_vit_b16_sqk_1x1_f32__avx512(w->sq + (hk) * 64, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
@@ -3566,7 +3578,7 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sunit_1x1__avx51
                         }
                     }
             } else {
-                for (hk = 0; hk < HKV; hk++)
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_vit_b16_sterms_1x1__avx512(args, w, b, hk, j, partial, &add);
@@ -3581,8 +3593,8 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sunit_1x1__avx51
         }
     }
 
-    /* the split's result */
-    for (r = 0; r < n; r++) {
+    /* the split's result: the unit's kv heads' rows */
+    for (r = w->hk_lo * 1; r < w->hk_hi * 1; r++) {
         const int64_t rr = r % 1, h = (r / 1) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         attn_vit_b16_dresult(w->so + r * 64, w->sm[(r / 1) * 4 + rr], w->sl[(r / 1) * 4 + rr], opart + row * DV,
                 lpart + row);
@@ -3603,9 +3615,10 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sunit_2x1__avx51
     attn_vit_b16_tile_class cls;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
-    for (r = 0; r < n; r++) {
+    for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
         const int64_t rr = r % 2, h = (r / 2) * GROUP + rr / Lq, i = rr % Lq;
-        attn_vit_b16_qpack_f32__avx512(attn_vit_b16_q_row(args, b, i, h), w->sq + r * 64);
+        if (r >= w->hk_lo * 2 && r < w->hk_hi * 2)
+            attn_vit_b16_qpack_f32__avx512(attn_vit_b16_q_row(args, b, i, h), w->sq + r * 64);
         attn_vit_b16_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -3618,13 +3631,24 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sunit_2x1__avx51
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
         __m128 p, pn;
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
-            /* one step ahead: the next head's scores while this head's P*V runs
-               (never the same head's: its max may move, and p with it) */
-            p = attn_vit_b16_sqk_2x1_f32__avx512(w->sq + (0) * 128, attn_vit_b16_k_row(&kv, 0, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (0) * 4,
-                    w->sl + (0) * 4, w->so + (0) * 128);
-            for (j = j_begin; j < j_end; j++) {
-                for (hk = 0; hk < HKV; hk++) {
-                    const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? j : j + 1;
+            if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
+                for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
+                    p = attn_vit_b16_sqk_2x1_f32__avx512(w->sq + (hk) * 128, attn_vit_b16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
+                    w->sl + (hk) * 4, w->so + (hk) * 128);
+                    attn_vit_b16_spv_2x64_f32__avx512(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * 128);
+                    if (j + STREAM_PREFETCH < j_end) {
+                        attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                    }
+                }
+            else
+                /* one step ahead: the next head's scores while this head's P*V runs
+                   (never the same head's: its max may move, and p with it) */
+                p = attn_vit_b16_sqk_2x1_f32__avx512(w->sq + (w->hk_lo) * 128, attn_vit_b16_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * 4,
+                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 128);
+            for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                    const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_vit_b16_sqk_2x1_f32__avx512(w->sq + (hn) * 128, attn_vit_b16_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4,
                     w->sl + (hn) * 4, w->so + (hn) * 128) : p;
                     attn_vit_b16_spv_2x64_f32__avx512(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * 128);
@@ -3636,7 +3660,7 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sunit_2x1__avx51
                 }
             }
         } else { /* a kv head's keys are adjacent: read head by head */
-            for (hk = 0; hk < HKV; hk++)
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_vit_b16_sqk_2x1_f32__avx512(w->sq + (hk) * 128, attn_vit_b16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 128);
@@ -3656,7 +3680,7 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sunit_2x1__avx51
             if (seen == TILE_HIDDEN) continue; /* no row sees these keys: not even read */
             if (kv.k_head < kv.k_key) {
                 for (j = j0; j < j0 + kb; j++)
-                    for (hk = 0; hk < HKV; hk++) {
+                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_vit_b16_sterms_2x1__avx512(args, w, b, hk, j, partial, &add);
                         attn_vit_b16_spv_2x64_f32__avx512(attn_vit_b16_sqk_2x1_f32__avx512(w->sq + (hk) * 128, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
@@ -3667,7 +3691,7 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sunit_2x1__avx51
                         }
                     }
             } else {
-                for (hk = 0; hk < HKV; hk++)
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_vit_b16_sterms_2x1__avx512(args, w, b, hk, j, partial, &add);
@@ -3682,8 +3706,8 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sunit_2x1__avx51
         }
     }
 
-    /* the split's result */
-    for (r = 0; r < n; r++) {
+    /* the split's result: the unit's kv heads' rows */
+    for (r = w->hk_lo * 2; r < w->hk_hi * 2; r++) {
         const int64_t rr = r % 2, h = (r / 2) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         attn_vit_b16_dresult(w->so + r * 64, w->sm[(r / 2) * 4 + rr], w->sl[(r / 2) * 4 + rr], opart + row * DV,
                 lpart + row);
@@ -3705,15 +3729,11 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sp
     int64_t jp;
     memset(wt, 0, sizeof wt);
     memset(wn, 0, sizeof wn);
-    if (j_end - j_begin >= 2)
-        attn_vit_b16_sqk_3x2_f32__avx512(w->sq + (0) * 192, attn_vit_b16_k_row(&kv, 0, j_begin + 0), attn_vit_b16_k_row(&kv, 0, j_begin + 1),
-                        w->sm + (0) * 4, w->sl + (0) * 4, w->so + (0) * 192, wt);
-    for (jp = j_begin; jp + 1 < j_end; jp += 2)
-        for (hk = 0; hk < HKV; hk++) {
-            const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? jp : jp + 2;
-            if (jn + 1 < j_end)
-                attn_vit_b16_sqk_3x2_f32__avx512(w->sq + (hn) * 192, attn_vit_b16_k_row(&kv, hn, jn + 0), attn_vit_b16_k_row(&kv, hn, jn + 1),
-                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 192, wn);
+    if (w->hk_hi - w->hk_lo == 1) { /* a unit of one kv head (a short cache's): each step's weights, then its P*V */
+        for (jp = j_begin; jp + 1 < j_end; jp += 2) {
+            hk = w->hk_lo;
+            attn_vit_b16_sqk_3x2_f32__avx512(w->sq + (hk) * 192, attn_vit_b16_k_row(&kv, hk, jp + 0), attn_vit_b16_k_row(&kv, hk, jp + 1),
+                        w->sm + (hk) * 4, w->sl + (hk) * 4, w->so + (hk) * 192, wt);
             attn_vit_b16_spvk_3x2_f32__avx512(wt, attn_vit_b16_v_row(&kv, hk, jp + 0), attn_vit_b16_v_row(&kv, hk, jp + 1), w->so + (hk) * 192);
             j = jp;
             if (j + STREAM_PREFETCH + 0 < j_end) {
@@ -3724,14 +3744,36 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sp
                 attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
                 attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
             }
-            if (hk == 0 && jp + STREAM_PAGE_AHEAD + 1 < j_end) {
-                attn_vit_b16_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 0);
-                attn_vit_b16_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 1);
-            }
-            memcpy(wt, wn, sizeof wt);
         }
+    } else {
+        if (j_end - j_begin >= 2)
+            attn_vit_b16_sqk_3x2_f32__avx512(w->sq + (w->hk_lo) * 192, attn_vit_b16_k_row(&kv, w->hk_lo, j_begin + 0), attn_vit_b16_k_row(&kv, w->hk_lo, j_begin + 1),
+                        w->sm + (w->hk_lo) * 4, w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 192, wt);
+        for (jp = j_begin; jp + 1 < j_end; jp += 2)
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + 2;
+                if (jn + 1 < j_end)
+                    attn_vit_b16_sqk_3x2_f32__avx512(w->sq + (hn) * 192, attn_vit_b16_k_row(&kv, hn, jn + 0), attn_vit_b16_k_row(&kv, hn, jn + 1),
+                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 192, wn);
+                attn_vit_b16_spvk_3x2_f32__avx512(wt, attn_vit_b16_v_row(&kv, hk, jp + 0), attn_vit_b16_v_row(&kv, hk, jp + 1), w->so + (hk) * 192);
+                j = jp;
+                if (j + STREAM_PREFETCH + 0 < j_end) {
+                    attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
+                    attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH + 0), DV);
+                }
+                if (j + STREAM_PREFETCH + 1 < j_end) {
+                    attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
+                    attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
+                }
+                if (hk == w->hk_lo && jp + STREAM_PAGE_AHEAD + 1 < j_end) {
+                    attn_vit_b16_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 0);
+                    attn_vit_b16_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 1);
+                }
+                memcpy(wt, wn, sizeof wt);
+            }
+    }
     for (j = jp; j < j_end; j++) /* the last keys, one at a time */
-        for (hk = 0; hk < HKV; hk++) {
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             p = attn_vit_b16_sqk_3x1_f32__avx512(w->sq + (hk) * 192, attn_vit_b16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 192);
             attn_vit_b16_spv_3x64_f32__avx512(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * 192);
@@ -3752,9 +3794,10 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sunit_3x1__avx51
     attn_vit_b16_tile_class cls;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
-    for (r = 0; r < n; r++) {
+    for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
         const int64_t rr = r % 3, h = (r / 3) * GROUP + rr / Lq, i = rr % Lq;
-        attn_vit_b16_qpack_f32__avx512(attn_vit_b16_q_row(args, b, i, h), w->sq + r * 64);
+        if (r >= w->hk_lo * 3 && r < w->hk_hi * 3)
+            attn_vit_b16_qpack_f32__avx512(attn_vit_b16_q_row(args, b, i, h), w->sq + r * 64);
         attn_vit_b16_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -3769,13 +3812,24 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sunit_3x1__avx51
         if (kv.k_head < kv.k_key && attn_cpu()->decode_key_pairs) { /* where the CPU takes 2 keys a step better (attn_runtime.h) */
             attn_vit_b16_spairs_3x2__avx512(kv, w, j_begin, j_end);
         } else if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
-            /* one step ahead: the next head's scores while this head's P*V runs
-               (never the same head's: its max may move, and p with it) */
-            p = attn_vit_b16_sqk_3x1_f32__avx512(w->sq + (0) * 192, attn_vit_b16_k_row(&kv, 0, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (0) * 4,
-                    w->sl + (0) * 4, w->so + (0) * 192);
-            for (j = j_begin; j < j_end; j++) {
-                for (hk = 0; hk < HKV; hk++) {
-                    const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? j : j + 1;
+            if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
+                for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
+                    p = attn_vit_b16_sqk_3x1_f32__avx512(w->sq + (hk) * 192, attn_vit_b16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
+                    w->sl + (hk) * 4, w->so + (hk) * 192);
+                    attn_vit_b16_spv_3x64_f32__avx512(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * 192);
+                    if (j + STREAM_PREFETCH < j_end) {
+                        attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                    }
+                }
+            else
+                /* one step ahead: the next head's scores while this head's P*V runs
+                   (never the same head's: its max may move, and p with it) */
+                p = attn_vit_b16_sqk_3x1_f32__avx512(w->sq + (w->hk_lo) * 192, attn_vit_b16_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * 4,
+                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 192);
+            for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                    const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_vit_b16_sqk_3x1_f32__avx512(w->sq + (hn) * 192, attn_vit_b16_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4,
                     w->sl + (hn) * 4, w->so + (hn) * 192) : p;
                     attn_vit_b16_spv_3x64_f32__avx512(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * 192);
@@ -3787,7 +3841,7 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sunit_3x1__avx51
                 }
             }
         } else { /* a kv head's keys are adjacent: read head by head */
-            for (hk = 0; hk < HKV; hk++)
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_vit_b16_sqk_3x1_f32__avx512(w->sq + (hk) * 192, attn_vit_b16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 192);
@@ -3807,7 +3861,7 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sunit_3x1__avx51
             if (seen == TILE_HIDDEN) continue; /* no row sees these keys: not even read */
             if (kv.k_head < kv.k_key) {
                 for (j = j0; j < j0 + kb; j++)
-                    for (hk = 0; hk < HKV; hk++) {
+                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_vit_b16_sterms_3x1__avx512(args, w, b, hk, j, partial, &add);
                         attn_vit_b16_spv_3x64_f32__avx512(attn_vit_b16_sqk_3x1_f32__avx512(w->sq + (hk) * 192, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
@@ -3818,7 +3872,7 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sunit_3x1__avx51
                         }
                     }
             } else {
-                for (hk = 0; hk < HKV; hk++)
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_vit_b16_sterms_3x1__avx512(args, w, b, hk, j, partial, &add);
@@ -3833,8 +3887,8 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sunit_3x1__avx51
         }
     }
 
-    /* the split's result */
-    for (r = 0; r < n; r++) {
+    /* the split's result: the unit's kv heads' rows */
+    for (r = w->hk_lo * 3; r < w->hk_hi * 3; r++) {
         const int64_t rr = r % 3, h = (r / 3) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         attn_vit_b16_dresult(w->so + r * 64, w->sm[(r / 3) * 4 + rr], w->sl[(r / 3) * 4 + rr], opart + row * DV,
                 lpart + row);
@@ -3856,15 +3910,11 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sp
     int64_t jp;
     memset(wt, 0, sizeof wt);
     memset(wn, 0, sizeof wn);
-    if (j_end - j_begin >= 2)
-        attn_vit_b16_sqk_4x2_f32__avx512(w->sq + (0) * 256, attn_vit_b16_k_row(&kv, 0, j_begin + 0), attn_vit_b16_k_row(&kv, 0, j_begin + 1),
-                        w->sm + (0) * 4, w->sl + (0) * 4, w->so + (0) * 256, wt);
-    for (jp = j_begin; jp + 1 < j_end; jp += 2)
-        for (hk = 0; hk < HKV; hk++) {
-            const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? jp : jp + 2;
-            if (jn + 1 < j_end)
-                attn_vit_b16_sqk_4x2_f32__avx512(w->sq + (hn) * 256, attn_vit_b16_k_row(&kv, hn, jn + 0), attn_vit_b16_k_row(&kv, hn, jn + 1),
-                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 256, wn);
+    if (w->hk_hi - w->hk_lo == 1) { /* a unit of one kv head (a short cache's): each step's weights, then its P*V */
+        for (jp = j_begin; jp + 1 < j_end; jp += 2) {
+            hk = w->hk_lo;
+            attn_vit_b16_sqk_4x2_f32__avx512(w->sq + (hk) * 256, attn_vit_b16_k_row(&kv, hk, jp + 0), attn_vit_b16_k_row(&kv, hk, jp + 1),
+                        w->sm + (hk) * 4, w->sl + (hk) * 4, w->so + (hk) * 256, wt);
             attn_vit_b16_spvk_4x2_f32__avx512(wt, attn_vit_b16_v_row(&kv, hk, jp + 0), attn_vit_b16_v_row(&kv, hk, jp + 1), w->so + (hk) * 256);
             j = jp;
             if (j + STREAM_PREFETCH + 0 < j_end) {
@@ -3875,14 +3925,36 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sp
                 attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
                 attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
             }
-            if (hk == 0 && jp + STREAM_PAGE_AHEAD + 1 < j_end) {
-                attn_vit_b16_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 0);
-                attn_vit_b16_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 1);
-            }
-            memcpy(wt, wn, sizeof wt);
         }
+    } else {
+        if (j_end - j_begin >= 2)
+            attn_vit_b16_sqk_4x2_f32__avx512(w->sq + (w->hk_lo) * 256, attn_vit_b16_k_row(&kv, w->hk_lo, j_begin + 0), attn_vit_b16_k_row(&kv, w->hk_lo, j_begin + 1),
+                        w->sm + (w->hk_lo) * 4, w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 256, wt);
+        for (jp = j_begin; jp + 1 < j_end; jp += 2)
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + 2;
+                if (jn + 1 < j_end)
+                    attn_vit_b16_sqk_4x2_f32__avx512(w->sq + (hn) * 256, attn_vit_b16_k_row(&kv, hn, jn + 0), attn_vit_b16_k_row(&kv, hn, jn + 1),
+                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 256, wn);
+                attn_vit_b16_spvk_4x2_f32__avx512(wt, attn_vit_b16_v_row(&kv, hk, jp + 0), attn_vit_b16_v_row(&kv, hk, jp + 1), w->so + (hk) * 256);
+                j = jp;
+                if (j + STREAM_PREFETCH + 0 < j_end) {
+                    attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
+                    attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH + 0), DV);
+                }
+                if (j + STREAM_PREFETCH + 1 < j_end) {
+                    attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
+                    attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
+                }
+                if (hk == w->hk_lo && jp + STREAM_PAGE_AHEAD + 1 < j_end) {
+                    attn_vit_b16_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 0);
+                    attn_vit_b16_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 1);
+                }
+                memcpy(wt, wn, sizeof wt);
+            }
+    }
     for (j = jp; j < j_end; j++) /* the last keys, one at a time */
-        for (hk = 0; hk < HKV; hk++) {
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             p = attn_vit_b16_sqk_4x1_f32__avx512(w->sq + (hk) * 256, attn_vit_b16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 256);
             attn_vit_b16_spv_4x64_f32__avx512(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * 256);
@@ -3903,9 +3975,10 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sunit_4x1__avx51
     attn_vit_b16_tile_class cls;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
-    for (r = 0; r < n; r++) {
+    for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
         const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
-        attn_vit_b16_qpack_f32__avx512(attn_vit_b16_q_row(args, b, i, h), w->sq + r * 64);
+        if (r >= w->hk_lo * 4 && r < w->hk_hi * 4)
+            attn_vit_b16_qpack_f32__avx512(attn_vit_b16_q_row(args, b, i, h), w->sq + r * 64);
         attn_vit_b16_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -3920,13 +3993,24 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sunit_4x1__avx51
         if (kv.k_head < kv.k_key && attn_cpu()->decode_key_pairs) { /* where the CPU takes 2 keys a step better (attn_runtime.h) */
             attn_vit_b16_spairs_4x2__avx512(kv, w, j_begin, j_end);
         } else if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
-            /* one step ahead: the next head's scores while this head's P*V runs
-               (never the same head's: its max may move, and p with it) */
-            p = attn_vit_b16_sqk_4x1_f32__avx512(w->sq + (0) * 256, attn_vit_b16_k_row(&kv, 0, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (0) * 4,
-                    w->sl + (0) * 4, w->so + (0) * 256);
-            for (j = j_begin; j < j_end; j++) {
-                for (hk = 0; hk < HKV; hk++) {
-                    const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? j : j + 1;
+            if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
+                for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
+                    p = attn_vit_b16_sqk_4x1_f32__avx512(w->sq + (hk) * 256, attn_vit_b16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
+                    w->sl + (hk) * 4, w->so + (hk) * 256);
+                    attn_vit_b16_spv_4x64_f32__avx512(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * 256);
+                    if (j + STREAM_PREFETCH < j_end) {
+                        attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                    }
+                }
+            else
+                /* one step ahead: the next head's scores while this head's P*V runs
+                   (never the same head's: its max may move, and p with it) */
+                p = attn_vit_b16_sqk_4x1_f32__avx512(w->sq + (w->hk_lo) * 256, attn_vit_b16_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * 4,
+                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 256);
+            for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                    const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_vit_b16_sqk_4x1_f32__avx512(w->sq + (hn) * 256, attn_vit_b16_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4,
                     w->sl + (hn) * 4, w->so + (hn) * 256) : p;
                     attn_vit_b16_spv_4x64_f32__avx512(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * 256);
@@ -3938,7 +4022,7 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sunit_4x1__avx51
                 }
             }
         } else { /* a kv head's keys are adjacent: read head by head */
-            for (hk = 0; hk < HKV; hk++)
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_vit_b16_sqk_4x1_f32__avx512(w->sq + (hk) * 256, attn_vit_b16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 256);
@@ -3958,7 +4042,7 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sunit_4x1__avx51
             if (seen == TILE_HIDDEN) continue; /* no row sees these keys: not even read */
             if (kv.k_head < kv.k_key) {
                 for (j = j0; j < j0 + kb; j++)
-                    for (hk = 0; hk < HKV; hk++) {
+                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_vit_b16_sterms_4x1__avx512(args, w, b, hk, j, partial, &add);
                         attn_vit_b16_spv_4x64_f32__avx512(attn_vit_b16_sqk_4x1_f32__avx512(w->sq + (hk) * 256, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
@@ -3969,7 +4053,7 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sunit_4x1__avx51
                         }
                     }
             } else {
-                for (hk = 0; hk < HKV; hk++)
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_vit_b16_sterms_4x1__avx512(args, w, b, hk, j, partial, &add);
@@ -3984,8 +4068,8 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sunit_4x1__avx51
         }
     }
 
-    /* the split's result */
-    for (r = 0; r < n; r++) {
+    /* the split's result: the unit's kv heads' rows */
+    for (r = w->hk_lo * 4; r < w->hk_hi * 4; r++) {
         const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         attn_vit_b16_dresult(w->so + r * 64, w->sm[(r / 4) * 4 + rr], w->sl[(r / 4) * 4 + rr], opart + row * DV,
                 lpart + row);
@@ -4034,9 +4118,9 @@ __attribute__((target("avx512f,fma"))) static attn_status attn_vit_b16_decode__a
     const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
     const int64_t rows = GROUP * Lq; /* query rows a kv head */
     /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs
-       (attn_runtime.h); its units take every kv head */
+       (attn_runtime.h) */
     const int stream = rows <= attn_cpu()->decode_stream_rows[1];
-    const int64_t nhg = !stream && B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
+    const int64_t nhg = B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
     const int64_t units = B * nsplit * nhg, hpg = HKV / nhg; /* kv heads a unit */
     const int nth = attn_vit_b16_decode_threads(args->threads);
     attn_vit_b16_dlayout lay;
@@ -7937,9 +8021,10 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_sunit_1x1__avx
     attn_vit_b16_tile_class cls;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
-    for (r = 0; r < n; r++) {
+    for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
         const int64_t rr = r % 1, h = (r / 1) * GROUP + rr / Lq, i = rr % Lq;
-        attn_vit_b16_qpack_f32__avx2(attn_vit_b16_q_row(args, b, i, h), w->sq + r * 64);
+        if (r >= w->hk_lo * 1 && r < w->hk_hi * 1)
+            attn_vit_b16_qpack_f32__avx2(attn_vit_b16_q_row(args, b, i, h), w->sq + r * 64);
         attn_vit_b16_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -7952,13 +8037,24 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_sunit_1x1__avx
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
         __m128 p, pn;
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
-            /* one step ahead: the next head's scores while this head's P*V runs
-               (never the same head's: its max may move, and p with it) */
-            p = attn_vit_b16_sqk_1x1_f32__avx2(w->sq + (0) * 64, attn_vit_b16_k_row(&kv, 0, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (0) * 4,
-                    w->sl + (0) * 4, w->so + (0) * 64);
-            for (j = j_begin; j < j_end; j++) {
-                for (hk = 0; hk < HKV; hk++) {
-                    const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? j : j + 1;
+            if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
+                for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
+                    p = attn_vit_b16_sqk_1x1_f32__avx2(w->sq + (hk) * 64, attn_vit_b16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
+                    w->sl + (hk) * 4, w->so + (hk) * 64);
+                    attn_vit_b16_spv_1x64_f32__avx2(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * 64);
+                    if (j + STREAM_PREFETCH < j_end) {
+                        attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                    }
+                }
+            else
+                /* one step ahead: the next head's scores while this head's P*V runs
+                   (never the same head's: its max may move, and p with it) */
+                p = attn_vit_b16_sqk_1x1_f32__avx2(w->sq + (w->hk_lo) * 64, attn_vit_b16_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * 4,
+                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 64);
+            for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                    const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_vit_b16_sqk_1x1_f32__avx2(w->sq + (hn) * 64, attn_vit_b16_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4,
                     w->sl + (hn) * 4, w->so + (hn) * 64) : p;
                     attn_vit_b16_spv_1x64_f32__avx2(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * 64);
@@ -7970,7 +8066,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_sunit_1x1__avx
                 }
             }
         } else { /* a kv head's keys are adjacent: read head by head */
-            for (hk = 0; hk < HKV; hk++)
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_vit_b16_sqk_1x1_f32__avx2(w->sq + (hk) * 64, attn_vit_b16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 64);
@@ -7990,7 +8086,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_sunit_1x1__avx
             if (seen == TILE_HIDDEN) continue; /* no row sees these keys: not even read */
             if (kv.k_head < kv.k_key) {
                 for (j = j0; j < j0 + kb; j++)
-                    for (hk = 0; hk < HKV; hk++) {
+                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_vit_b16_sterms_1x1__avx2(args, w, b, hk, j, partial, &add);
                         attn_vit_b16_spv_1x64_f32__avx2(attn_vit_b16_sqk_1x1_f32__avx2(w->sq + (hk) * 64, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
@@ -8001,7 +8097,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_sunit_1x1__avx
                         }
                     }
             } else {
-                for (hk = 0; hk < HKV; hk++)
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_vit_b16_sterms_1x1__avx2(args, w, b, hk, j, partial, &add);
@@ -8016,8 +8112,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_sunit_1x1__avx
         }
     }
 
-    /* the split's result */
-    for (r = 0; r < n; r++) {
+    /* the split's result: the unit's kv heads' rows */
+    for (r = w->hk_lo * 1; r < w->hk_hi * 1; r++) {
         const int64_t rr = r % 1, h = (r / 1) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         attn_vit_b16_dresult(w->so + r * 64, w->sm[(r / 1) * 4 + rr], w->sl[(r / 1) * 4 + rr], opart + row * DV,
                 lpart + row);
@@ -8038,9 +8134,10 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_sunit_2x1__avx
     attn_vit_b16_tile_class cls;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
-    for (r = 0; r < n; r++) {
+    for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
         const int64_t rr = r % 2, h = (r / 2) * GROUP + rr / Lq, i = rr % Lq;
-        attn_vit_b16_qpack_f32__avx2(attn_vit_b16_q_row(args, b, i, h), w->sq + r * 64);
+        if (r >= w->hk_lo * 2 && r < w->hk_hi * 2)
+            attn_vit_b16_qpack_f32__avx2(attn_vit_b16_q_row(args, b, i, h), w->sq + r * 64);
         attn_vit_b16_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -8053,13 +8150,24 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_sunit_2x1__avx
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
         __m128 p, pn;
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
-            /* one step ahead: the next head's scores while this head's P*V runs
-               (never the same head's: its max may move, and p with it) */
-            p = attn_vit_b16_sqk_2x1_f32__avx2(w->sq + (0) * 128, attn_vit_b16_k_row(&kv, 0, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (0) * 4,
-                    w->sl + (0) * 4, w->so + (0) * 128);
-            for (j = j_begin; j < j_end; j++) {
-                for (hk = 0; hk < HKV; hk++) {
-                    const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? j : j + 1;
+            if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
+                for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
+                    p = attn_vit_b16_sqk_2x1_f32__avx2(w->sq + (hk) * 128, attn_vit_b16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
+                    w->sl + (hk) * 4, w->so + (hk) * 128);
+                    attn_vit_b16_spv_2x64_f32__avx2(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * 128);
+                    if (j + STREAM_PREFETCH < j_end) {
+                        attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                    }
+                }
+            else
+                /* one step ahead: the next head's scores while this head's P*V runs
+                   (never the same head's: its max may move, and p with it) */
+                p = attn_vit_b16_sqk_2x1_f32__avx2(w->sq + (w->hk_lo) * 128, attn_vit_b16_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * 4,
+                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 128);
+            for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                    const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_vit_b16_sqk_2x1_f32__avx2(w->sq + (hn) * 128, attn_vit_b16_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4,
                     w->sl + (hn) * 4, w->so + (hn) * 128) : p;
                     attn_vit_b16_spv_2x64_f32__avx2(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * 128);
@@ -8071,7 +8179,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_sunit_2x1__avx
                 }
             }
         } else { /* a kv head's keys are adjacent: read head by head */
-            for (hk = 0; hk < HKV; hk++)
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_vit_b16_sqk_2x1_f32__avx2(w->sq + (hk) * 128, attn_vit_b16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 128);
@@ -8091,7 +8199,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_sunit_2x1__avx
             if (seen == TILE_HIDDEN) continue; /* no row sees these keys: not even read */
             if (kv.k_head < kv.k_key) {
                 for (j = j0; j < j0 + kb; j++)
-                    for (hk = 0; hk < HKV; hk++) {
+                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_vit_b16_sterms_2x1__avx2(args, w, b, hk, j, partial, &add);
                         attn_vit_b16_spv_2x64_f32__avx2(attn_vit_b16_sqk_2x1_f32__avx2(w->sq + (hk) * 128, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
@@ -8102,7 +8210,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_sunit_2x1__avx
                         }
                     }
             } else {
-                for (hk = 0; hk < HKV; hk++)
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_vit_b16_sterms_2x1__avx2(args, w, b, hk, j, partial, &add);
@@ -8117,8 +8225,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_sunit_2x1__avx
         }
     }
 
-    /* the split's result */
-    for (r = 0; r < n; r++) {
+    /* the split's result: the unit's kv heads' rows */
+    for (r = w->hk_lo * 2; r < w->hk_hi * 2; r++) {
         const int64_t rr = r % 2, h = (r / 2) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         attn_vit_b16_dresult(w->so + r * 64, w->sm[(r / 2) * 4 + rr], w->sl[(r / 2) * 4 + rr], opart + row * DV,
                 lpart + row);
@@ -8140,15 +8248,11 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_
     int64_t jp;
     memset(wt, 0, sizeof wt);
     memset(wn, 0, sizeof wn);
-    if (j_end - j_begin >= 2)
-        attn_vit_b16_sqk_3x2_f32__avx2(w->sq + (0) * 192, attn_vit_b16_k_row(&kv, 0, j_begin + 0), attn_vit_b16_k_row(&kv, 0, j_begin + 1),
-                        w->sm + (0) * 4, w->sl + (0) * 4, w->so + (0) * 192, wt);
-    for (jp = j_begin; jp + 1 < j_end; jp += 2)
-        for (hk = 0; hk < HKV; hk++) {
-            const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? jp : jp + 2;
-            if (jn + 1 < j_end)
-                attn_vit_b16_sqk_3x2_f32__avx2(w->sq + (hn) * 192, attn_vit_b16_k_row(&kv, hn, jn + 0), attn_vit_b16_k_row(&kv, hn, jn + 1),
-                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 192, wn);
+    if (w->hk_hi - w->hk_lo == 1) { /* a unit of one kv head (a short cache's): each step's weights, then its P*V */
+        for (jp = j_begin; jp + 1 < j_end; jp += 2) {
+            hk = w->hk_lo;
+            attn_vit_b16_sqk_3x2_f32__avx2(w->sq + (hk) * 192, attn_vit_b16_k_row(&kv, hk, jp + 0), attn_vit_b16_k_row(&kv, hk, jp + 1),
+                        w->sm + (hk) * 4, w->sl + (hk) * 4, w->so + (hk) * 192, wt);
             attn_vit_b16_spvk_3x2_f32__avx2(wt, attn_vit_b16_v_row(&kv, hk, jp + 0), attn_vit_b16_v_row(&kv, hk, jp + 1), w->so + (hk) * 192);
             j = jp;
             if (j + STREAM_PREFETCH + 0 < j_end) {
@@ -8159,14 +8263,36 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_
                 attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
                 attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
             }
-            if (hk == 0 && jp + STREAM_PAGE_AHEAD + 1 < j_end) {
-                attn_vit_b16_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 0);
-                attn_vit_b16_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 1);
-            }
-            memcpy(wt, wn, sizeof wt);
         }
+    } else {
+        if (j_end - j_begin >= 2)
+            attn_vit_b16_sqk_3x2_f32__avx2(w->sq + (w->hk_lo) * 192, attn_vit_b16_k_row(&kv, w->hk_lo, j_begin + 0), attn_vit_b16_k_row(&kv, w->hk_lo, j_begin + 1),
+                        w->sm + (w->hk_lo) * 4, w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 192, wt);
+        for (jp = j_begin; jp + 1 < j_end; jp += 2)
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + 2;
+                if (jn + 1 < j_end)
+                    attn_vit_b16_sqk_3x2_f32__avx2(w->sq + (hn) * 192, attn_vit_b16_k_row(&kv, hn, jn + 0), attn_vit_b16_k_row(&kv, hn, jn + 1),
+                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 192, wn);
+                attn_vit_b16_spvk_3x2_f32__avx2(wt, attn_vit_b16_v_row(&kv, hk, jp + 0), attn_vit_b16_v_row(&kv, hk, jp + 1), w->so + (hk) * 192);
+                j = jp;
+                if (j + STREAM_PREFETCH + 0 < j_end) {
+                    attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
+                    attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH + 0), DV);
+                }
+                if (j + STREAM_PREFETCH + 1 < j_end) {
+                    attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
+                    attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
+                }
+                if (hk == w->hk_lo && jp + STREAM_PAGE_AHEAD + 1 < j_end) {
+                    attn_vit_b16_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 0);
+                    attn_vit_b16_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 1);
+                }
+                memcpy(wt, wn, sizeof wt);
+            }
+    }
     for (j = jp; j < j_end; j++) /* the last keys, one at a time */
-        for (hk = 0; hk < HKV; hk++) {
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             p = attn_vit_b16_sqk_3x1_f32__avx2(w->sq + (hk) * 192, attn_vit_b16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 192);
             attn_vit_b16_spv_3x64_f32__avx2(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * 192);
@@ -8187,9 +8313,10 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_sunit_3x1__avx
     attn_vit_b16_tile_class cls;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
-    for (r = 0; r < n; r++) {
+    for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
         const int64_t rr = r % 3, h = (r / 3) * GROUP + rr / Lq, i = rr % Lq;
-        attn_vit_b16_qpack_f32__avx2(attn_vit_b16_q_row(args, b, i, h), w->sq + r * 64);
+        if (r >= w->hk_lo * 3 && r < w->hk_hi * 3)
+            attn_vit_b16_qpack_f32__avx2(attn_vit_b16_q_row(args, b, i, h), w->sq + r * 64);
         attn_vit_b16_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -8204,13 +8331,24 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_sunit_3x1__avx
         if (kv.k_head < kv.k_key && attn_cpu()->decode_key_pairs) { /* where the CPU takes 2 keys a step better (attn_runtime.h) */
             attn_vit_b16_spairs_3x2__avx2(kv, w, j_begin, j_end);
         } else if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
-            /* one step ahead: the next head's scores while this head's P*V runs
-               (never the same head's: its max may move, and p with it) */
-            p = attn_vit_b16_sqk_3x1_f32__avx2(w->sq + (0) * 192, attn_vit_b16_k_row(&kv, 0, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (0) * 4,
-                    w->sl + (0) * 4, w->so + (0) * 192);
-            for (j = j_begin; j < j_end; j++) {
-                for (hk = 0; hk < HKV; hk++) {
-                    const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? j : j + 1;
+            if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
+                for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
+                    p = attn_vit_b16_sqk_3x1_f32__avx2(w->sq + (hk) * 192, attn_vit_b16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
+                    w->sl + (hk) * 4, w->so + (hk) * 192);
+                    attn_vit_b16_spv_3x64_f32__avx2(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * 192);
+                    if (j + STREAM_PREFETCH < j_end) {
+                        attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                    }
+                }
+            else
+                /* one step ahead: the next head's scores while this head's P*V runs
+                   (never the same head's: its max may move, and p with it) */
+                p = attn_vit_b16_sqk_3x1_f32__avx2(w->sq + (w->hk_lo) * 192, attn_vit_b16_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * 4,
+                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 192);
+            for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                    const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_vit_b16_sqk_3x1_f32__avx2(w->sq + (hn) * 192, attn_vit_b16_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4,
                     w->sl + (hn) * 4, w->so + (hn) * 192) : p;
                     attn_vit_b16_spv_3x64_f32__avx2(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * 192);
@@ -8222,7 +8360,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_sunit_3x1__avx
                 }
             }
         } else { /* a kv head's keys are adjacent: read head by head */
-            for (hk = 0; hk < HKV; hk++)
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_vit_b16_sqk_3x1_f32__avx2(w->sq + (hk) * 192, attn_vit_b16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 192);
@@ -8242,7 +8380,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_sunit_3x1__avx
             if (seen == TILE_HIDDEN) continue; /* no row sees these keys: not even read */
             if (kv.k_head < kv.k_key) {
                 for (j = j0; j < j0 + kb; j++)
-                    for (hk = 0; hk < HKV; hk++) {
+                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_vit_b16_sterms_3x1__avx2(args, w, b, hk, j, partial, &add);
                         attn_vit_b16_spv_3x64_f32__avx2(attn_vit_b16_sqk_3x1_f32__avx2(w->sq + (hk) * 192, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
@@ -8253,7 +8391,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_sunit_3x1__avx
                         }
                     }
             } else {
-                for (hk = 0; hk < HKV; hk++)
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_vit_b16_sterms_3x1__avx2(args, w, b, hk, j, partial, &add);
@@ -8268,8 +8406,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_sunit_3x1__avx
         }
     }
 
-    /* the split's result */
-    for (r = 0; r < n; r++) {
+    /* the split's result: the unit's kv heads' rows */
+    for (r = w->hk_lo * 3; r < w->hk_hi * 3; r++) {
         const int64_t rr = r % 3, h = (r / 3) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         attn_vit_b16_dresult(w->so + r * 64, w->sm[(r / 3) * 4 + rr], w->sl[(r / 3) * 4 + rr], opart + row * DV,
                 lpart + row);
@@ -8291,15 +8429,11 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_
     int64_t jp;
     memset(wt, 0, sizeof wt);
     memset(wn, 0, sizeof wn);
-    if (j_end - j_begin >= 2)
-        attn_vit_b16_sqk_4x2_f32__avx2(w->sq + (0) * 256, attn_vit_b16_k_row(&kv, 0, j_begin + 0), attn_vit_b16_k_row(&kv, 0, j_begin + 1),
-                        w->sm + (0) * 4, w->sl + (0) * 4, w->so + (0) * 256, wt);
-    for (jp = j_begin; jp + 1 < j_end; jp += 2)
-        for (hk = 0; hk < HKV; hk++) {
-            const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? jp : jp + 2;
-            if (jn + 1 < j_end)
-                attn_vit_b16_sqk_4x2_f32__avx2(w->sq + (hn) * 256, attn_vit_b16_k_row(&kv, hn, jn + 0), attn_vit_b16_k_row(&kv, hn, jn + 1),
-                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 256, wn);
+    if (w->hk_hi - w->hk_lo == 1) { /* a unit of one kv head (a short cache's): each step's weights, then its P*V */
+        for (jp = j_begin; jp + 1 < j_end; jp += 2) {
+            hk = w->hk_lo;
+            attn_vit_b16_sqk_4x2_f32__avx2(w->sq + (hk) * 256, attn_vit_b16_k_row(&kv, hk, jp + 0), attn_vit_b16_k_row(&kv, hk, jp + 1),
+                        w->sm + (hk) * 4, w->sl + (hk) * 4, w->so + (hk) * 256, wt);
             attn_vit_b16_spvk_4x2_f32__avx2(wt, attn_vit_b16_v_row(&kv, hk, jp + 0), attn_vit_b16_v_row(&kv, hk, jp + 1), w->so + (hk) * 256);
             j = jp;
             if (j + STREAM_PREFETCH + 0 < j_end) {
@@ -8310,14 +8444,36 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_
                 attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
                 attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
             }
-            if (hk == 0 && jp + STREAM_PAGE_AHEAD + 1 < j_end) {
-                attn_vit_b16_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 0);
-                attn_vit_b16_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 1);
-            }
-            memcpy(wt, wn, sizeof wt);
         }
+    } else {
+        if (j_end - j_begin >= 2)
+            attn_vit_b16_sqk_4x2_f32__avx2(w->sq + (w->hk_lo) * 256, attn_vit_b16_k_row(&kv, w->hk_lo, j_begin + 0), attn_vit_b16_k_row(&kv, w->hk_lo, j_begin + 1),
+                        w->sm + (w->hk_lo) * 4, w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 256, wt);
+        for (jp = j_begin; jp + 1 < j_end; jp += 2)
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + 2;
+                if (jn + 1 < j_end)
+                    attn_vit_b16_sqk_4x2_f32__avx2(w->sq + (hn) * 256, attn_vit_b16_k_row(&kv, hn, jn + 0), attn_vit_b16_k_row(&kv, hn, jn + 1),
+                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 256, wn);
+                attn_vit_b16_spvk_4x2_f32__avx2(wt, attn_vit_b16_v_row(&kv, hk, jp + 0), attn_vit_b16_v_row(&kv, hk, jp + 1), w->so + (hk) * 256);
+                j = jp;
+                if (j + STREAM_PREFETCH + 0 < j_end) {
+                    attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
+                    attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH + 0), DV);
+                }
+                if (j + STREAM_PREFETCH + 1 < j_end) {
+                    attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
+                    attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
+                }
+                if (hk == w->hk_lo && jp + STREAM_PAGE_AHEAD + 1 < j_end) {
+                    attn_vit_b16_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 0);
+                    attn_vit_b16_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 1);
+                }
+                memcpy(wt, wn, sizeof wt);
+            }
+    }
     for (j = jp; j < j_end; j++) /* the last keys, one at a time */
-        for (hk = 0; hk < HKV; hk++) {
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             p = attn_vit_b16_sqk_4x1_f32__avx2(w->sq + (hk) * 256, attn_vit_b16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 256);
             attn_vit_b16_spv_4x64_f32__avx2(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * 256);
@@ -8338,9 +8494,10 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_sunit_4x1__avx
     attn_vit_b16_tile_class cls;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
-    for (r = 0; r < n; r++) {
+    for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
         const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
-        attn_vit_b16_qpack_f32__avx2(attn_vit_b16_q_row(args, b, i, h), w->sq + r * 64);
+        if (r >= w->hk_lo * 4 && r < w->hk_hi * 4)
+            attn_vit_b16_qpack_f32__avx2(attn_vit_b16_q_row(args, b, i, h), w->sq + r * 64);
         attn_vit_b16_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -8355,13 +8512,24 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_sunit_4x1__avx
         if (kv.k_head < kv.k_key && attn_cpu()->decode_key_pairs) { /* where the CPU takes 2 keys a step better (attn_runtime.h) */
             attn_vit_b16_spairs_4x2__avx2(kv, w, j_begin, j_end);
         } else if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
-            /* one step ahead: the next head's scores while this head's P*V runs
-               (never the same head's: its max may move, and p with it) */
-            p = attn_vit_b16_sqk_4x1_f32__avx2(w->sq + (0) * 256, attn_vit_b16_k_row(&kv, 0, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (0) * 4,
-                    w->sl + (0) * 4, w->so + (0) * 256);
-            for (j = j_begin; j < j_end; j++) {
-                for (hk = 0; hk < HKV; hk++) {
-                    const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? j : j + 1;
+            if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
+                for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
+                    p = attn_vit_b16_sqk_4x1_f32__avx2(w->sq + (hk) * 256, attn_vit_b16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
+                    w->sl + (hk) * 4, w->so + (hk) * 256);
+                    attn_vit_b16_spv_4x64_f32__avx2(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * 256);
+                    if (j + STREAM_PREFETCH < j_end) {
+                        attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                    }
+                }
+            else
+                /* one step ahead: the next head's scores while this head's P*V runs
+                   (never the same head's: its max may move, and p with it) */
+                p = attn_vit_b16_sqk_4x1_f32__avx2(w->sq + (w->hk_lo) * 256, attn_vit_b16_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * 4,
+                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 256);
+            for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                    const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_vit_b16_sqk_4x1_f32__avx2(w->sq + (hn) * 256, attn_vit_b16_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4,
                     w->sl + (hn) * 4, w->so + (hn) * 256) : p;
                     attn_vit_b16_spv_4x64_f32__avx2(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * 256);
@@ -8373,7 +8541,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_sunit_4x1__avx
                 }
             }
         } else { /* a kv head's keys are adjacent: read head by head */
-            for (hk = 0; hk < HKV; hk++)
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_vit_b16_sqk_4x1_f32__avx2(w->sq + (hk) * 256, attn_vit_b16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 256);
@@ -8393,7 +8561,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_sunit_4x1__avx
             if (seen == TILE_HIDDEN) continue; /* no row sees these keys: not even read */
             if (kv.k_head < kv.k_key) {
                 for (j = j0; j < j0 + kb; j++)
-                    for (hk = 0; hk < HKV; hk++) {
+                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_vit_b16_sterms_4x1__avx2(args, w, b, hk, j, partial, &add);
                         attn_vit_b16_spv_4x64_f32__avx2(attn_vit_b16_sqk_4x1_f32__avx2(w->sq + (hk) * 256, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
@@ -8404,7 +8572,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_sunit_4x1__avx
                         }
                     }
             } else {
-                for (hk = 0; hk < HKV; hk++)
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_vit_b16_sterms_4x1__avx2(args, w, b, hk, j, partial, &add);
@@ -8419,8 +8587,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_sunit_4x1__avx
         }
     }
 
-    /* the split's result */
-    for (r = 0; r < n; r++) {
+    /* the split's result: the unit's kv heads' rows */
+    for (r = w->hk_lo * 4; r < w->hk_hi * 4; r++) {
         const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         attn_vit_b16_dresult(w->so + r * 64, w->sm[(r / 4) * 4 + rr], w->sl[(r / 4) * 4 + rr], opart + row * DV,
                 lpart + row);
@@ -8469,9 +8637,9 @@ __attribute__((target("avx2,fma,f16c"))) static attn_status attn_vit_b16_decode_
     const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
     const int64_t rows = GROUP * Lq; /* query rows a kv head */
     /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs
-       (attn_runtime.h); its units take every kv head */
+       (attn_runtime.h) */
     const int stream = rows <= attn_cpu()->decode_stream_rows[0];
-    const int64_t nhg = !stream && B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
+    const int64_t nhg = B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
     const int64_t units = B * nsplit * nhg, hpg = HKV / nhg; /* kv heads a unit */
     const int nth = attn_vit_b16_decode_threads(args->threads);
     attn_vit_b16_dlayout lay;
@@ -11585,9 +11753,10 @@ static void attn_vit_b16_sunit_1x1__neon(const attn_args *args, int64_t b, int64
     attn_vit_b16_tile_class cls;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
-    for (r = 0; r < n; r++) {
+    for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
         const int64_t rr = r % 1, h = (r / 1) * GROUP + rr / Lq, i = rr % Lq;
-        attn_vit_b16_qpack_f32__neon(attn_vit_b16_q_row(args, b, i, h), w->sq + r * 64);
+        if (r >= w->hk_lo * 1 && r < w->hk_hi * 1)
+            attn_vit_b16_qpack_f32__neon(attn_vit_b16_q_row(args, b, i, h), w->sq + r * 64);
         attn_vit_b16_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -11600,13 +11769,24 @@ static void attn_vit_b16_sunit_1x1__neon(const attn_args *args, int64_t b, int64
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
         float32x4_t p, pn;
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
-            /* one step ahead: the next head's scores while this head's P*V runs
-               (never the same head's: its max may move, and p with it) */
-            p = attn_vit_b16_sqk_1x1_f32__neon(w->sq + (0) * 64, attn_vit_b16_k_row(&kv, 0, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (0) * 4,
-                    w->sl + (0) * 4, w->so + (0) * 64);
-            for (j = j_begin; j < j_end; j++) {
-                for (hk = 0; hk < HKV; hk++) {
-                    const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? j : j + 1;
+            if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
+                for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
+                    p = attn_vit_b16_sqk_1x1_f32__neon(w->sq + (hk) * 64, attn_vit_b16_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4,
+                    w->sl + (hk) * 4, w->so + (hk) * 64);
+                    attn_vit_b16_spv_1x64_f32__neon(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * 64);
+                    if (j + STREAM_PREFETCH < j_end) {
+                        attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                    }
+                }
+            else
+                /* one step ahead: the next head's scores while this head's P*V runs
+                   (never the same head's: its max may move, and p with it) */
+                p = attn_vit_b16_sqk_1x1_f32__neon(w->sq + (w->hk_lo) * 64, attn_vit_b16_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * 4,
+                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 64);
+            for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                    const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_vit_b16_sqk_1x1_f32__neon(w->sq + (hn) * 64, attn_vit_b16_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * 4,
                     w->sl + (hn) * 4, w->so + (hn) * 64) : p;
                     attn_vit_b16_spv_1x64_f32__neon(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * 64);
@@ -11618,7 +11798,7 @@ static void attn_vit_b16_sunit_1x1__neon(const attn_args *args, int64_t b, int64
                 }
             }
         } else { /* a kv head's keys are adjacent: read head by head */
-            for (hk = 0; hk < HKV; hk++)
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_vit_b16_sqk_1x1_f32__neon(w->sq + (hk) * 64, attn_vit_b16_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 64);
@@ -11638,7 +11818,7 @@ static void attn_vit_b16_sunit_1x1__neon(const attn_args *args, int64_t b, int64
             if (seen == TILE_HIDDEN) continue; /* no row sees these keys: not even read */
             if (kv.k_head < kv.k_key) {
                 for (j = j0; j < j0 + kb; j++)
-                    for (hk = 0; hk < HKV; hk++) {
+                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_vit_b16_sterms_1x1__neon(args, w, b, hk, j, partial, &add);
                         attn_vit_b16_spv_1x64_f32__neon(attn_vit_b16_sqk_1x1_f32__neon(w->sq + (hk) * 64, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
@@ -11649,7 +11829,7 @@ static void attn_vit_b16_sunit_1x1__neon(const attn_args *args, int64_t b, int64
                         }
                     }
             } else {
-                for (hk = 0; hk < HKV; hk++)
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_vit_b16_sterms_1x1__neon(args, w, b, hk, j, partial, &add);
@@ -11664,8 +11844,8 @@ static void attn_vit_b16_sunit_1x1__neon(const attn_args *args, int64_t b, int64
         }
     }
 
-    /* the split's result */
-    for (r = 0; r < n; r++) {
+    /* the split's result: the unit's kv heads' rows */
+    for (r = w->hk_lo * 1; r < w->hk_hi * 1; r++) {
         const int64_t rr = r % 1, h = (r / 1) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         attn_vit_b16_dresult(w->so + r * 64, w->sm[(r / 1) * 4 + rr], w->sl[(r / 1) * 4 + rr], opart + row * DV,
                 lpart + row);
@@ -11686,9 +11866,10 @@ static void attn_vit_b16_sunit_2x1__neon(const attn_args *args, int64_t b, int64
     attn_vit_b16_tile_class cls;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
-    for (r = 0; r < n; r++) {
+    for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
         const int64_t rr = r % 2, h = (r / 2) * GROUP + rr / Lq, i = rr % Lq;
-        attn_vit_b16_qpack_f32__neon(attn_vit_b16_q_row(args, b, i, h), w->sq + r * 64);
+        if (r >= w->hk_lo * 2 && r < w->hk_hi * 2)
+            attn_vit_b16_qpack_f32__neon(attn_vit_b16_q_row(args, b, i, h), w->sq + r * 64);
         attn_vit_b16_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -11701,13 +11882,24 @@ static void attn_vit_b16_sunit_2x1__neon(const attn_args *args, int64_t b, int64
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
         float32x4_t p, pn;
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
-            /* one step ahead: the next head's scores while this head's P*V runs
-               (never the same head's: its max may move, and p with it) */
-            p = attn_vit_b16_sqk_2x1_f32__neon(w->sq + (0) * 128, attn_vit_b16_k_row(&kv, 0, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (0) * 4,
-                    w->sl + (0) * 4, w->so + (0) * 128);
-            for (j = j_begin; j < j_end; j++) {
-                for (hk = 0; hk < HKV; hk++) {
-                    const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? j : j + 1;
+            if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
+                for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
+                    p = attn_vit_b16_sqk_2x1_f32__neon(w->sq + (hk) * 128, attn_vit_b16_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4,
+                    w->sl + (hk) * 4, w->so + (hk) * 128);
+                    attn_vit_b16_spv_2x64_f32__neon(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * 128);
+                    if (j + STREAM_PREFETCH < j_end) {
+                        attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                    }
+                }
+            else
+                /* one step ahead: the next head's scores while this head's P*V runs
+                   (never the same head's: its max may move, and p with it) */
+                p = attn_vit_b16_sqk_2x1_f32__neon(w->sq + (w->hk_lo) * 128, attn_vit_b16_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * 4,
+                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 128);
+            for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                    const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_vit_b16_sqk_2x1_f32__neon(w->sq + (hn) * 128, attn_vit_b16_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * 4,
                     w->sl + (hn) * 4, w->so + (hn) * 128) : p;
                     attn_vit_b16_spv_2x64_f32__neon(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * 128);
@@ -11719,7 +11911,7 @@ static void attn_vit_b16_sunit_2x1__neon(const attn_args *args, int64_t b, int64
                 }
             }
         } else { /* a kv head's keys are adjacent: read head by head */
-            for (hk = 0; hk < HKV; hk++)
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_vit_b16_sqk_2x1_f32__neon(w->sq + (hk) * 128, attn_vit_b16_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 128);
@@ -11739,7 +11931,7 @@ static void attn_vit_b16_sunit_2x1__neon(const attn_args *args, int64_t b, int64
             if (seen == TILE_HIDDEN) continue; /* no row sees these keys: not even read */
             if (kv.k_head < kv.k_key) {
                 for (j = j0; j < j0 + kb; j++)
-                    for (hk = 0; hk < HKV; hk++) {
+                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_vit_b16_sterms_2x1__neon(args, w, b, hk, j, partial, &add);
                         attn_vit_b16_spv_2x64_f32__neon(attn_vit_b16_sqk_2x1_f32__neon(w->sq + (hk) * 128, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
@@ -11750,7 +11942,7 @@ static void attn_vit_b16_sunit_2x1__neon(const attn_args *args, int64_t b, int64
                         }
                     }
             } else {
-                for (hk = 0; hk < HKV; hk++)
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_vit_b16_sterms_2x1__neon(args, w, b, hk, j, partial, &add);
@@ -11765,8 +11957,8 @@ static void attn_vit_b16_sunit_2x1__neon(const attn_args *args, int64_t b, int64
         }
     }
 
-    /* the split's result */
-    for (r = 0; r < n; r++) {
+    /* the split's result: the unit's kv heads' rows */
+    for (r = w->hk_lo * 2; r < w->hk_hi * 2; r++) {
         const int64_t rr = r % 2, h = (r / 2) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         attn_vit_b16_dresult(w->so + r * 64, w->sm[(r / 2) * 4 + rr], w->sl[(r / 2) * 4 + rr], opart + row * DV,
                 lpart + row);
@@ -11787,9 +11979,10 @@ static void attn_vit_b16_sunit_3x1__neon(const attn_args *args, int64_t b, int64
     attn_vit_b16_tile_class cls;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
-    for (r = 0; r < n; r++) {
+    for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
         const int64_t rr = r % 3, h = (r / 3) * GROUP + rr / Lq, i = rr % Lq;
-        attn_vit_b16_qpack_f32__neon(attn_vit_b16_q_row(args, b, i, h), w->sq + r * 64);
+        if (r >= w->hk_lo * 3 && r < w->hk_hi * 3)
+            attn_vit_b16_qpack_f32__neon(attn_vit_b16_q_row(args, b, i, h), w->sq + r * 64);
         attn_vit_b16_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -11802,13 +11995,24 @@ static void attn_vit_b16_sunit_3x1__neon(const attn_args *args, int64_t b, int64
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
         float32x4_t p, pn;
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
-            /* one step ahead: the next head's scores while this head's P*V runs
-               (never the same head's: its max may move, and p with it) */
-            p = attn_vit_b16_sqk_3x1_f32__neon(w->sq + (0) * 192, attn_vit_b16_k_row(&kv, 0, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (0) * 4,
-                    w->sl + (0) * 4, w->so + (0) * 192);
-            for (j = j_begin; j < j_end; j++) {
-                for (hk = 0; hk < HKV; hk++) {
-                    const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? j : j + 1;
+            if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
+                for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
+                    p = attn_vit_b16_sqk_3x1_f32__neon(w->sq + (hk) * 192, attn_vit_b16_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4,
+                    w->sl + (hk) * 4, w->so + (hk) * 192);
+                    attn_vit_b16_spv_3x64_f32__neon(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * 192);
+                    if (j + STREAM_PREFETCH < j_end) {
+                        attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                    }
+                }
+            else
+                /* one step ahead: the next head's scores while this head's P*V runs
+                   (never the same head's: its max may move, and p with it) */
+                p = attn_vit_b16_sqk_3x1_f32__neon(w->sq + (w->hk_lo) * 192, attn_vit_b16_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * 4,
+                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 192);
+            for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                    const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_vit_b16_sqk_3x1_f32__neon(w->sq + (hn) * 192, attn_vit_b16_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * 4,
                     w->sl + (hn) * 4, w->so + (hn) * 192) : p;
                     attn_vit_b16_spv_3x64_f32__neon(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * 192);
@@ -11820,7 +12024,7 @@ static void attn_vit_b16_sunit_3x1__neon(const attn_args *args, int64_t b, int64
                 }
             }
         } else { /* a kv head's keys are adjacent: read head by head */
-            for (hk = 0; hk < HKV; hk++)
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_vit_b16_sqk_3x1_f32__neon(w->sq + (hk) * 192, attn_vit_b16_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 192);
@@ -11840,7 +12044,7 @@ static void attn_vit_b16_sunit_3x1__neon(const attn_args *args, int64_t b, int64
             if (seen == TILE_HIDDEN) continue; /* no row sees these keys: not even read */
             if (kv.k_head < kv.k_key) {
                 for (j = j0; j < j0 + kb; j++)
-                    for (hk = 0; hk < HKV; hk++) {
+                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_vit_b16_sterms_3x1__neon(args, w, b, hk, j, partial, &add);
                         attn_vit_b16_spv_3x64_f32__neon(attn_vit_b16_sqk_3x1_f32__neon(w->sq + (hk) * 192, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
@@ -11851,7 +12055,7 @@ static void attn_vit_b16_sunit_3x1__neon(const attn_args *args, int64_t b, int64
                         }
                     }
             } else {
-                for (hk = 0; hk < HKV; hk++)
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_vit_b16_sterms_3x1__neon(args, w, b, hk, j, partial, &add);
@@ -11866,8 +12070,8 @@ static void attn_vit_b16_sunit_3x1__neon(const attn_args *args, int64_t b, int64
         }
     }
 
-    /* the split's result */
-    for (r = 0; r < n; r++) {
+    /* the split's result: the unit's kv heads' rows */
+    for (r = w->hk_lo * 3; r < w->hk_hi * 3; r++) {
         const int64_t rr = r % 3, h = (r / 3) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         attn_vit_b16_dresult(w->so + r * 64, w->sm[(r / 3) * 4 + rr], w->sl[(r / 3) * 4 + rr], opart + row * DV,
                 lpart + row);
@@ -11888,9 +12092,10 @@ static void attn_vit_b16_sunit_4x1__neon(const attn_args *args, int64_t b, int64
     attn_vit_b16_tile_class cls;
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
-    for (r = 0; r < n; r++) {
+    for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
         const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
-        attn_vit_b16_qpack_f32__neon(attn_vit_b16_q_row(args, b, i, h), w->sq + r * 64);
+        if (r >= w->hk_lo * 4 && r < w->hk_hi * 4)
+            attn_vit_b16_qpack_f32__neon(attn_vit_b16_q_row(args, b, i, h), w->sq + r * 64);
         attn_vit_b16_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
     for (r = 0; r < HKV * 4; r++) {
@@ -11903,13 +12108,24 @@ static void attn_vit_b16_sunit_4x1__neon(const attn_args *args, int64_t b, int64
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
         float32x4_t p, pn;
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
-            /* one step ahead: the next head's scores while this head's P*V runs
-               (never the same head's: its max may move, and p with it) */
-            p = attn_vit_b16_sqk_4x1_f32__neon(w->sq + (0) * 256, attn_vit_b16_k_row(&kv, 0, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (0) * 4,
-                    w->sl + (0) * 4, w->so + (0) * 256);
-            for (j = j_begin; j < j_end; j++) {
-                for (hk = 0; hk < HKV; hk++) {
-                    const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? j : j + 1;
+            if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
+                for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
+                    p = attn_vit_b16_sqk_4x1_f32__neon(w->sq + (hk) * 256, attn_vit_b16_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4,
+                    w->sl + (hk) * 4, w->so + (hk) * 256);
+                    attn_vit_b16_spv_4x64_f32__neon(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * 256);
+                    if (j + STREAM_PREFETCH < j_end) {
+                        attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                    }
+                }
+            else
+                /* one step ahead: the next head's scores while this head's P*V runs
+                   (never the same head's: its max may move, and p with it) */
+                p = attn_vit_b16_sqk_4x1_f32__neon(w->sq + (w->hk_lo) * 256, attn_vit_b16_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * 4,
+                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 256);
+            for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                    const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_vit_b16_sqk_4x1_f32__neon(w->sq + (hn) * 256, attn_vit_b16_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * 4,
                     w->sl + (hn) * 4, w->so + (hn) * 256) : p;
                     attn_vit_b16_spv_4x64_f32__neon(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * 256);
@@ -11921,7 +12137,7 @@ static void attn_vit_b16_sunit_4x1__neon(const attn_args *args, int64_t b, int64
                 }
             }
         } else { /* a kv head's keys are adjacent: read head by head */
-            for (hk = 0; hk < HKV; hk++)
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_vit_b16_sqk_4x1_f32__neon(w->sq + (hk) * 256, attn_vit_b16_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 256);
@@ -11941,7 +12157,7 @@ static void attn_vit_b16_sunit_4x1__neon(const attn_args *args, int64_t b, int64
             if (seen == TILE_HIDDEN) continue; /* no row sees these keys: not even read */
             if (kv.k_head < kv.k_key) {
                 for (j = j0; j < j0 + kb; j++)
-                    for (hk = 0; hk < HKV; hk++) {
+                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_vit_b16_sterms_4x1__neon(args, w, b, hk, j, partial, &add);
                         attn_vit_b16_spv_4x64_f32__neon(attn_vit_b16_sqk_4x1_f32__neon(w->sq + (hk) * 256, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
@@ -11952,7 +12168,7 @@ static void attn_vit_b16_sunit_4x1__neon(const attn_args *args, int64_t b, int64
                         }
                     }
             } else {
-                for (hk = 0; hk < HKV; hk++)
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_vit_b16_sterms_4x1__neon(args, w, b, hk, j, partial, &add);
@@ -11967,8 +12183,8 @@ static void attn_vit_b16_sunit_4x1__neon(const attn_args *args, int64_t b, int64
         }
     }
 
-    /* the split's result */
-    for (r = 0; r < n; r++) {
+    /* the split's result: the unit's kv heads' rows */
+    for (r = w->hk_lo * 4; r < w->hk_hi * 4; r++) {
         const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         attn_vit_b16_dresult(w->so + r * 64, w->sm[(r / 4) * 4 + rr], w->sl[(r / 4) * 4 + rr], opart + row * DV,
                 lpart + row);
@@ -12017,9 +12233,9 @@ static attn_status attn_vit_b16_decode__neon(const attn_args *args)
     const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
     const int64_t rows = GROUP * Lq; /* query rows a kv head */
     /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs
-       (attn_runtime.h); its units take every kv head */
+       (attn_runtime.h) */
     const int stream = rows <= attn_cpu()->decode_stream_rows[0];
-    const int64_t nhg = !stream && B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
+    const int64_t nhg = B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
     const int64_t units = B * nsplit * nhg, hpg = HKV / nhg; /* kv heads a unit */
     const int nth = attn_vit_b16_decode_threads(args->threads);
     attn_vit_b16_dlayout lay;

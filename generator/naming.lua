@@ -206,6 +206,10 @@ M.OPS = {
   kv_zero = { what = "a row of zeros: the K and V rows of an evicted page (paged)" },
   k_tile_row = { what = "address of a key row a prefill tile reads (paged: zeros on an evicted page)" },
   v_tile_row = { what = "address of a value row a prefill tile reads (paged: zeros on an evicted page)" },
+  kvg = { what = "a decode block's K and V rows gathered into the scratch (paged, small pages: a struct type)" },
+  kg_row = { what = "address of a key row in a gathered decode block" },
+  vg_row = { what = "address of a value row in a gathered decode block" },
+  kv_gather = { what = "a decode block's K and V rows copied from their pages into the scratch" },
   k_step = { what = "the stride from a key row to the next on its page (paged: 0 on an evicted page)" },
   v_step = { what = "the stride from a value row to the next on its page (paged: 0 on an evicted page)" },
 }

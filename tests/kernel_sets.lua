@@ -172,8 +172,9 @@ M.PURPOSES = {
   run = { pool = "test", features = { "padding", "mask_bool", "mask_bias", "sinks" } },
   -- Makefile FUZZ_KERNELS: argument validation and kernels under libFuzzer;
   -- not yet K/V in a block type (q8_0, q4_0): the harness lays its inputs out
-  -- in values of 16 or 32 bits (tests/fuzz/fuzz_args.c), nor paged K/V, whose block table it does not build either
-  fuzz = { pool = "test", features = "all", filter = function(c) return not block_kv(c) and c.paged == nil end },
+  -- in values of 16 or 32 bits (tests/fuzz/fuzz_args.c); paged K/V with a block table it builds (shuffled,
+  -- evicted and bad entries)
+  fuzz = { pool = "test", features = "all", filter = function(c) return not block_kv(c) end },
   -- Makefile NEON_CONFIGS: every test config with a NEON variant, under qemu
   neon = { pool = "test", every = true, filter = function(c) return has_isa(c, "neon") end },
   -- Makefile NEON_SCALAR: of those, the ones whose scalar variant runs under

@@ -1140,16 +1140,18 @@ Test(reference, masks_written_out)
 }
 
 /* Split KV and its merge give the same bits for 1 and 2 threads: the blocked
-   kernel (Lq = 3), and the streaming one (Lq = 1) on a cache long enough for
-   splits of 1024 keys. */
+   kernel (Lq = 3), and the streaming one (Lq = 1, where the CPU's profile takes
+   it for 4 rows a kv head) on a cache long enough for splits of 1024 keys; and
+   for 1, 2 and 3 threads on a short cache (2 splits a sequence), whose units
+   take one kv head each, the streaming kernel's too. */
 Test(decode, threads_bitwise)
 {
     const attn_kernel *ks[] = { &attn_llama3_8b_kernel, &attn_t_everything_kernel, &attn_t_d111_mqa_window_kernel };
-    const int64_t shapes[][2] = { { 3, 5000 }, { 1, 20000 } }; /* Lq, Lk */
+    const int64_t shapes[][3] = { { 3, 5000, 2 }, { 1, 20000, 2 }, { 1, 700, 2 }, { 1, 700, 3 }, { 3, 700, 3 } }; /* Lq, Lk, threads */
     int i, j, s;
     for (i = 0; i < 3; i++)
         for (j = 0; j < ks[i]->n_variants; j++)
-            for (s = 0; s < 2; s++) {
+            for (s = 0; s < 5; s++) {
                 const attn_variant *v = &ks[i]->variants[j];
                 attn_case c;
                 if (!attn_isa_supported(v->isa)) continue;
@@ -1159,9 +1161,9 @@ Test(decode, threads_bitwise)
                 c.seq_k = shapes[s][1];
                 c.ragged = ks[i]->spec.padding;
                 c.seed = 11;
-                cr_expect_eq(attn_verify_bitwise_threads(ks[i], v, &c, 1, 2), 1,
-                             "%s/%s: decode differs for 1 and 2 threads at Lq=%d Lk=%d", ks[i]->spec.name,
-                             attn_isa_name(v->isa), (int)c.seq_q, (int)c.seq_k);
+                cr_expect_eq(attn_verify_bitwise_threads(ks[i], v, &c, 1, (int)shapes[s][2]), 1,
+                             "%s/%s: decode differs for 1 and %d threads at Lq=%d Lk=%d", ks[i]->spec.name,
+                             attn_isa_name(v->isa), (int)shapes[s][2], (int)c.seq_q, (int)c.seq_k);
             }
 }
 

@@ -197,6 +197,11 @@ function M.scratch_bytes(p, v, s)
   local ints = 5 * rp + 3
   if p.sparse then ints = ints + 2 * rp end
   local bytes = math.ceil(floats * 4 / 8) * 8 + ints * 8
+  local g = p.decode.gather
+  if g then -- a block's K and V rows of every kv head (paged, small pages), first, on whole lines each
+    local per = g.keys * p.Hkv * g.elem_bytes
+    bytes = bytes + math.ceil(per * g.k / 64) * 64 + (g.shared and 0 or math.ceil(per * g.v / 64) * 64)
+  end
   return math.ceil(bytes / 64) * 64
 end
 

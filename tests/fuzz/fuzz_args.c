@@ -43,6 +43,9 @@
  *           mask {j, i, h, b} (stride fields, innermost first)
  *   threads (1 byte, as int8), seed (4 bytes)
  *   seqlens_k[b] for b < 64 (seqlen fields; later batches get full length)
+ *   paged kernels (spec.page > 0), last: their block table (paged_table below)
+ * A paged kernel's K and V strides are the pools' {page, slot, head}: decoded
+ * as a [page][slot][head] tensor (NHD) or with slot and head swapped (HND).
  * A length field is a byte m: m < 0xE0 the value m; 0xE0..0xEF the value
  * 224 + ((m - 0xE0) << 8 | next byte); 0xF0..0xF7 a boundary value
  * (special[]); 0xF8..0xFF the next 8 bytes as a little-endian int64.
@@ -467,31 +470,46 @@ static void check_status(const attn_spec *spec, const attn_args *a, attn_status 
     const int has_state = linear && spec->state;
     /* shared_kv: V is read from K's rows, args->v and v_stride are ignored */
     const int has_v = linear || !spec->shared_kv;
+    const int paged = !linear && spec->page > 0;
     const int null_arg = a->q == NULL || a->k == NULL || (has_v && a->v == NULL) || a->o == NULL ||
                          (spec->padding && a->seqlens_k == NULL) || (has_mask && a->mask == NULL) ||
+                         (paged && a->block_table == NULL) ||
                          (has_state && (a->state_s == NULL || a->state_z == NULL)) ||
                          (!linear && spec->sinks && a->sinks == NULL) ||
                          (attn_rel_rows(spec) > 0 && a->rel_table == NULL) ||
                          (!linear && spec->qk_norm && a->q_norm_w == NULL);
-    const int bad_shape = a->batch < 0 || a->seq_q < 0 || a->seq_k < 0;
+    const int bad_shape = a->batch < 0 || a->seq_q < 0 || a->seq_k < 0 || (paged && a->num_pages < 0);
     const int bad_stride = any_negative(a->q_stride, 3) || any_negative(a->k_stride, 3) ||
                            (has_v && any_negative(a->v_stride, 3)) || any_negative(a->o_stride, 3) ||
-                           (has_mask && any_negative(a->mask_stride, 4));
-    int bad_seqlens = 0;
-    int64_t b;
+                           (has_mask && any_negative(a->mask_stride, 4)) || (paged && a->block_table_stride < 0);
+    int bad_seqlens = 0, bad_page = 0, evicted = 0;
+    int64_t b, e;
 
     if (spec->padding && !null_arg && !bad_shape && a->batch <= MAX_SEQLENS)
         for (b = 0; b < a->batch; b++)
             bad_seqlens |= a->seqlens_k[b] < 0 || a->seqlens_k[b] > a->seq_k;
+    /* the block table's entries of every sequence's pages: one naming no page of the
+       pools is always ATTN_ERR_PAGE; an evicted one (-1) is where a row sees the page */
+    if (paged && !null_arg && !bad_shape && !bad_stride && !bad_seqlens && a->batch <= MAX_SEQLENS)
+        for (b = 0; b < a->batch; b++)
+            for (e = 0; e * spec->page < a->seqlens_k[b]; e++) {
+                const int32_t page = a->block_table[b * a->block_table_stride + e];
+                evicted |= page == -1;
+                bad_page |= page < -1 || page >= a->num_pages;
+            }
 
     if ((st == ATTN_ERR_NULL_ARG) != null_arg)
         die("status '%s' but a required pointer is %s", attn_status_string(st),
             null_arg ? "NULL" : "not NULL");
     switch (st) {
     case ATTN_OK:
-        if (bad_shape || bad_stride || a->threads < 0 || bad_seqlens)
-            die("accepted bad args (shape %d, stride %d, threads %d, seqlens %d)", bad_shape,
-                bad_stride, a->threads, bad_seqlens);
+        if (bad_shape || bad_stride || a->threads < 0 || bad_seqlens || bad_page)
+            die("accepted bad args (shape %d, stride %d, threads %d, seqlens %d, page %d)", bad_shape,
+                bad_stride, a->threads, bad_seqlens, bad_page);
+        break;
+    case ATTN_ERR_PAGE:
+        if (!bad_page && !evicted)
+            die("'%s' but every entry names a page of the pools", attn_status_string(st));
         break;
     case ATTN_ERR_NULL_ARG: break;
     case ATTN_ERR_SHAPE:
@@ -514,7 +532,8 @@ static void check_status(const attn_spec *spec, const attn_args *a, attn_status 
         /* with lengths below 2^24 and strides below 2^28 every offset (and
            LSE's B * Hq * Lq) stays far below 2^61 */
         if (a->batch < ((int64_t)1 << 24) && a->seq_q < ((int64_t)1 << 24) &&
-            a->seq_k < ((int64_t)1 << 24) && all_below(a->q_stride, 3, (int64_t)1 << 28) &&
+            a->seq_k < ((int64_t)1 << 24) && (!paged || a->num_pages < ((int64_t)1 << 24)) &&
+            all_below(a->q_stride, 3, (int64_t)1 << 28) &&
             all_below(a->k_stride, 3, (int64_t)1 << 28) &&
             (!has_v || all_below(a->v_stride, 3, (int64_t)1 << 28)) &&
             all_below(a->o_stride, 3, (int64_t)1 << 28) &&
@@ -524,6 +543,16 @@ static void check_status(const attn_spec *spec, const attn_args *a, attn_status 
     default:
         die("attn_check_args returned '%s' (%d)", attn_status_string(st), (int)st);
     }
+}
+
+/* K's and V's layouts: [B][Lk][Hkv][D or Dv], or a paged kernel's pools [N][P][Hkv][D or Dv]
+   (strides {page, slot, head}). */
+static void kv_layouts(const attn_spec *spec, const attn_args *a, layout *lk, layout *lv)
+{
+    const int paged = spec->family != ATTN_FAMILY_LINEAR && spec->page > 0;
+    const int64_t n = paged ? a->num_pages : a->batch, len = paged ? spec->page : a->seq_k;
+    set_layout(lk, n, len, spec->heads_kv, spec->head_dim, a->k_stride, 1);
+    set_layout(lv, n, len, spec->heads_kv, spec->head_dim_v, a->v_stride, 1);
 }
 
 /* Step 3: run an accepted call on real buffers and compare with the reference. */
@@ -563,8 +592,7 @@ static void run_and_compare(const attn_spec *spec, attn_fwd_fn fwd, attn_args *a
     if (!linear && spec->shared_kv)
         memcpy(a->v_stride, a->k_stride, sizeof a->v_stride);
     set_layout(&lq, B, Lq, Hq, D, a->q_stride, 1);
-    set_layout(&lk, B, Lk, Hkv, D, a->k_stride, 1);
-    set_layout(&lv, B, Lk, Hkv, Dv, a->v_stride, 1);
+    kv_layouts(spec, a, &lk, &lv);
     set_layout(&lo, B, Lq, Hq, Dv, a->o_stride, 1);
     memset(&lm, 0, sizeof lm);
     if (has_mask)
@@ -1130,6 +1158,82 @@ static int classic_one(const attn_kernel *kernel, input *in, unsigned entry)
     return 0;
 }
 
+/*
+ * A paged kernel's block table, after the seqlens fields: num_pages (a length
+ * field; 0: B * ceil(seq_k / P), a page for each of every sequence's), the
+ * table's row stride (a stride field over ceil(seq_k / P) entries), and a byte
+ * of faults: bit 0 the table NULL; bit 1 the first (next byte) % 4 pages of
+ * each sequence evicted (-1: legal only where no row sees a key of them);
+ * bit 2 one entry (the next byte picks which) naming no page: num_pages, -2 or
+ * INT32_MAX by the byte after.  The entries are the pages 0..N-1 shuffled by
+ * the seed (wrapping around where the sequences have more pages than N).  The
+ * table is allocated exactly to its last entry a call may read; returns 0 where
+ * it would be too large to build (the input is skipped).
+ */
+static int paged_table(input *in, const attn_spec *spec, attn_args *a, uint64_t seed, int32_t **out)
+{
+    const int64_t P = spec->page, lk = a->seq_k > 0 && a->seq_k < MAX_LENGTH ? a->seq_k : 0;
+    const int64_t npb = (lk + P - 1) / P; /* pages a sequence at most (seqlens_k <= seq_k) */
+    int64_t n = length_field(in), stride, count, i, b, e;
+    unsigned faults;
+    int32_t *t, *perm = NULL;
+    if (n == 0)
+        n = sat_mul(a->batch > 0 ? a->batch : 0, npb);
+    stride = stride_field(in, npb);
+    faults = next_byte(in);
+    a->num_pages = n;
+    a->block_table_stride = stride;
+    *out = NULL;
+    if (faults & 1) {
+        a->block_table = NULL;
+        return 1;
+    }
+    if (a->seq_k >= MAX_LENGTH && a->batch > 0)
+        return 0; /* a table of that many pages is not built */
+    if (a->batch <= 0 || npb == 0 || stride < 0) { /* no entry is read (or the args fail first) */
+        a->block_table = (const int32_t *)poisoned();
+        return 1;
+    }
+    if (a->batch > MAX_SEQLENS || stride > MAX_ELEMS)
+        return 0;
+    count = (a->batch - 1) * stride + npb;
+    t = (int32_t *)alloc_elems(count, sizeof *t);
+    if (n > 0 && n <= MAX_ELEMS) { /* a shuffled order of the pages */
+        perm = (int32_t *)alloc_elems(n, sizeof *perm);
+        for (i = 0; i < n; i++)
+            perm[i] = (int32_t)i;
+        for (i = n - 1; i > 0; i--) {
+            const int64_t k = (int64_t)(rng_next(&seed) % (uint64_t)(i + 1));
+            const int32_t x = perm[i];
+            perm[i] = perm[k];
+            perm[k] = x;
+        }
+    }
+    for (i = 0; i < count; i++)
+        t[i] = -3; /* between rows: never read */
+    for (b = 0; b < a->batch; b++)
+        for (e = 0; e < npb; e++) {
+            const int64_t k = b * npb + e;
+            t[b * stride + e] = n <= 0 ? 0 : perm ? perm[k % n] : (int32_t)(k % (n < INT32_MAX ? n : INT32_MAX));
+        }
+    if (faults & 2) {
+        const int64_t ev = next_byte(in) % 4;
+        for (b = 0; b < a->batch; b++)
+            for (e = 0; e < ev && e < npb; e++)
+                t[b * stride + e] = -1;
+    }
+    if (faults & 4) {
+        const int64_t at = next_byte(in) % count;
+        const unsigned kind = next_byte(in) % 3;
+        t[at] = kind == 0 && n <= INT32_MAX ? (int32_t)n : kind == 1 ? -2 : INT32_MAX;
+    }
+    if (perm != NULL)
+        release(perm);
+    a->block_table = t;
+    *out = t;
+    return 1;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     input in;
@@ -1138,7 +1242,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     attn_fwd_fn fwd;
     attn_args a;
     unsigned entry, flags;
-    int32_t *seqlens = NULL;
+    int32_t *seqlens = NULL, *table = NULL;
     int64_t ext4[4];
     uint64_t seed = 0;
     attn_status st, st2;
@@ -1168,8 +1272,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     a.seq_q = length_field(&in);
     a.seq_k = length_field(&in);
     decode_strides3(&in, a.q_stride, a.seq_q, spec->heads_q, spec->head_dim);
-    decode_strides3(&in, a.k_stride, a.seq_k, spec->heads_kv, spec->head_dim);
-    decode_strides3(&in, a.v_stride, a.seq_k, spec->heads_kv, spec->head_dim_v);
+    if (spec->family == ATTN_FAMILY_SDPA && spec->page > 0) { /* the pools: {page, slot, head} */
+        const int hnd = spec->page_order == ATTN_PAGE_HND;
+        int64_t s[3];
+        decode_strides3(&in, s, hnd ? spec->heads_kv : spec->page, hnd ? spec->page : spec->heads_kv, spec->head_dim);
+        a.k_stride[0] = s[0], a.k_stride[1] = s[hnd ? 2 : 1], a.k_stride[2] = s[hnd ? 1 : 2];
+        decode_strides3(&in, s, hnd ? spec->heads_kv : spec->page, hnd ? spec->page : spec->heads_kv, spec->head_dim_v);
+        a.v_stride[0] = s[0], a.v_stride[1] = s[hnd ? 2 : 1], a.v_stride[2] = s[hnd ? 1 : 2];
+    } else {
+        decode_strides3(&in, a.k_stride, a.seq_k, spec->heads_kv, spec->head_dim);
+        decode_strides3(&in, a.v_stride, a.seq_k, spec->heads_kv, spec->head_dim_v);
+    }
     decode_strides3(&in, a.o_stride, a.seq_q, spec->heads_q, spec->head_dim_v);
     ext4[0] = a.batch;
     ext4[1] = spec->heads_q;
@@ -1214,6 +1327,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             a.seqlens_k = (const int32_t *)poisoned();
         }
     }
+    if (spec->family == ATTN_FAMILY_SDPA && spec->page > 0 && !paged_table(&in, spec, &a, seed ^ 0x5eedu, &table)) {
+        free(seqlens);
+        return 0;
+    }
 
     st = attn_check_args(spec, &a);
     check_status(spec, &a, st);
@@ -1226,5 +1343,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         run_and_compare(spec, fwd, &a, seed, (flags & 128) != 0);
     }
     free(seqlens);
+    if (table != NULL)
+        release(table);
     return 0;
 }

@@ -126,6 +126,7 @@ local NEEDS = {
     function(c) return kernel_sets.features(c).linear_state == true end },
   classic = { 'a classic family (kind = "additive" or "luong")',
     function(c) return kernel_sets.family(c).args == "attn_classic_args" end },
+  paged = { "paged K/V (paged = {page = P})", function(c) return type(c.paged) == "table" end },
   -- nothing but Q, K, V, O (and LSE) to check: a seed's one bad argument is
   -- the only thing wrong with it
   plain = { "neither a mask nor padding", function(c) return not has_mask(c) and c.padding ~= true end },
@@ -163,7 +164,8 @@ end
 
 -- fields: kernel (a 0-based index into KERNELS), entry, flags, batch,
 -- seq_q, seq_k, strides (16 stride fields as byte strings, innermost first
--- per tensor), threads, seed, seqlens
+-- per tensor), threads, seed, seqlens, and a paged kernel's table fields
+-- (num_pages, the table's stride, its faults and their bytes: a byte string)
 local function args(t)
   local strides = t.strides or string.rep("\0", 16)
   assert(#strides >= 16)
@@ -171,7 +173,7 @@ local function args(t)
   for i, v in ipairs(t.seqlens or {}) do seqlens[i] = string.char(v) end
   return string.char(t.kernel, t.entry or 0, t.flags or FLAG.lse) .. len_field(t.batch) ..
     len_field(t.seq_q) .. len_field(t.seq_k) .. strides .. string.char(t.threads or 0) ..
-    le(t.seed or 12345, 4) .. table.concat(seqlens)
+    le(t.seed or 12345, 4) .. table.concat(seqlens) .. (t.table or "")
 end
 
 -- Q/K/V/O: a gap in every dim; mask: 0x80 + n is the literal stride n
@@ -209,6 +211,12 @@ on("padding", "null_seqlens", { batch = 1, seq_q = 4, seq_k = 4, flags = FLAG.se
 on("plain", "negative_stride", { batch = 1, seq_q = 4, seq_k = 4, strides = NEG_STRIDE })
 on("plain", "huge_stride", { batch = 1, seq_q = 4, seq_k = 4, strides = HUGE_STRIDE })
 on("padding", "seqlen_too_long", { batch = 2, seq_q = 4, seq_k = 9, seqlens = { 0, 0xF1 } })
+-- paged: the first pages of each sequence evicted (-1) where no row sees them (a window of
+-- fewer keys), and where rows do (ATTN_ERR_PAGE); an entry naming no page; no table
+on("paged", "paged_evicted_unseen", { batch = 2, seq_q = 3, seq_k = 90, seqlens = { 0, 1 }, table = "\0\0\2\3" })
+on("paged", "paged_evicted_seen", { batch = 1, seq_q = 3, seq_k = 9, seqlens = { 0 }, table = "\0\0\2\2" })
+on("paged", "paged_bad_entry", { batch = 2, seq_q = 1, seq_k = 40, seqlens = { 0, 3 }, table = "\0\3\4\5\1" })
+on("paged", "paged_null_table", { batch = 1, seq_q = 2, seq_k = 8, seqlens = { 0 }, table = "\0\0\1" })
 on("plain", "negative_threads", { batch = 1, seq_q = 4, seq_k = 4, threads = 255 })
 on("linear_state", "null_state_s", { batch = 1, seq_q = 4, seq_k = 4, flags = FLAG.mask_null, seqlens = { 4 } })
 on("linear_state", "null_state_z", { batch = 1, seq_q = 4, seq_k = 4, flags = FLAG.sparse, seqlens = { 4 } })

@@ -176,4 +176,25 @@ describe("the decode schedule", function()
     assert.equal(sdpa.DECODE_BLOCK, block("q4_0"))
     assert.equal(block("q8_0"), preset("llama3_8b_q8kv").decode.block)
   end)
+
+  it("gathers a block's rows where pages are smaller than a block, and counts them in the scratch", function()
+    local raw = dofile(helper.root .. "/configs/llama3_8b_f16kv.lua")
+    local function plan(page)
+      return planner.plan(assert(config.from_table(helper.with(raw, { paged = { page = page } }), "paged")))
+    end
+    local contiguous = preset("llama3_8b_f16kv")
+    assert.is_nil(contiguous.decode.gather)
+    local block = contiguous.decode.block
+    local p1, big = plan(1), plan(block)
+    assert.is_nil(big.decode.gather) -- a page holds a whole block: calls stop at page ends only
+    local g = assert(p1.decode.gather)
+    assert.equal(p1.decode.blocks.many, g.keys)
+    assert.equal(128, g.k)
+    assert.equal(128, g.v)
+    assert.is_false(g.shared)
+    local per = g.keys * p1.Hkv * (g.k + g.v) * 2 -- f16: 2 bytes a value
+    local v1, vc = variant(p1, "avx2"), variant(contiguous, "avx2")
+    assert.equal(vc.dsched.scratch_bytes + per, v1.dsched.scratch_bytes)
+    assert.equal(vc.dsched.scratch_bytes, variant(big, "avx2").dsched.scratch_bytes)
+  end)
 end)
