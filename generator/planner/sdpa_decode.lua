@@ -62,6 +62,12 @@ local function constants(p, v, s)
   if s.pv_pf then
     c[#c + 1] = { "PV_CHUNKS", s.pv_chunks, "chunks of D of the P*V kernels at most (a line of the next block each)" }
   end
+  if s.dp then
+    c[#c + 1] = { "DP_ROWS", s.dp.rows, "rows a kv head from which the pair variant's calls take the dp class" }
+    c[#c + 1] = { "DP_KEYS", s.dp.keys, "keys a call of the dp class's scores kernel takes (qkdp's rows)" }
+    c[#c + 1] = { "DP_PAIRS", s.dp.pairs, "bf16 pairs of D in a packed Q^T panel row (D / 2)" }
+    c[#c + 1] = { "DP_PV_ROWS", s.dp.pv_rows[1], "rows a call of the dp class's P*V kernel takes (pvdp's widest)" }
+  end
   if s.row_lines then
     c[#c + 1] = { "ROW_LINES", s.row_lines, "cache lines of each K and V row (the kernels that prefetch count them)" }
     c[#c + 1] = { "LINE_FLOATS", p.line_floats, "elements of a K/V row in a cache line" }
@@ -79,6 +85,13 @@ end
 -- "none": not asked for).
 local function classes(s)
   local t = {}
+  if s.dp then -- first: its rows are a subset of the panels' (gl >= DP_ROWS)
+    t[#t + 1] = { name = "dp", cond = "w->dp && gl >= DP_ROWS",
+      pad = "(gl + (ROWS_PANEL - 1)) / ROWS_PANEL * ROWS_PANEL",
+      scores = "qkdp on Q^T panels in bf16 pairs", pv = "pvdp on P and V in bf16 pairs of keys",
+      block_l2 = "DECODE_BLOCK_ONE (one panel), DECODE_BLOCK_MANY", scores_pf = false, pv_pf = false,
+      key_starts = "burst", within = "panel" }
+  end
   t[#t + 1] = { name = "lanes", cond = s.lanes and "gl > ROWS_HALF && gl <= ROWS_VEC" or "0", pad = "ROWS_VEC",
     scores = s.wpairs and "dpairs (two vectors)" or "lanes", pv = "pv, widest first",
     block_l2 = s.wpairs and "DECODE_BLOCK_ONE" or "DECODE_BLOCK", scores_pf = s.row_lines ~= nil and s.lanes,
@@ -177,6 +190,17 @@ function M.schedule(p, v)
     end
     s.pv_chunks, s.pv_chunks_of = most, expr
   end
+  -- the class of bf16 pair products (planner/sdpa.lua sets v.dp_from, the
+  -- variant of pair dot products whose calls take it): a kv head's rows in
+  -- panels, from one panel on, scored by that variant's qkdp (DP_KEYS keys
+  -- a call, their pairs broadcast against a panel of Q^T pairs) and
+  -- multiplied by its pvdp (P rounded to bf16, V packed a block at a time)
+  if v.dp_from then
+    local dv = v.dp_from
+    s.dp = { v = dv, rows = s.panel, keys = dv.qk.mr, pairs = dv.dp_pairs, pv_rows = dv.prefill_pv_rows,
+      qk = { dv.qkdp_fn(dv.qk.mr), dv.qkdp_fn(1) }, pv = {} }
+    for i, mr in ipairs(dv.prefill_pv_rows) do s.dp.pv[i] = dv.pvdp_fn(mr) end
+  end
   s.consts = constants(p, v, s)
   s.classes = classes(s)
   s.c = shape(s)
@@ -194,6 +218,10 @@ function M.scratch_bytes(p, v, s)
   floats = floats + rp * p.D + rp * v.dqs + p.decode.blocks.many * rp + rp * v.dvp + 3 * rp
   if p.entropy then floats = floats + rp end
   if p.alibi then floats = floats + 2 * rp end
+  if s.dp then -- the dp class's bf16 pairs: Q^T panels, P and V of a block (even keys), and the flag
+    local kp = math.ceil(p.decode.blocks.many / 32) * 32 -- P's rows: whole 16 x 16 blocks of pairs
+    floats = floats + math.ceil((rp * 2 * s.dp.pairs + kp * rp + kp * v.dvp) / 2) + 1
+  end
   local ints = 5 * rp + 3
   if p.sparse then ints = ints + 2 * rp end
   local bytes = math.ceil(floats * 4 / 8) * 8 + ints * 8
