@@ -30,6 +30,13 @@ M.SCORE_KEYS = 8
 --- A kv head's rows scored by dot products are padded to a multiple of this
 -- (the dot kernel's rows, lib/dot: 4 x 2).
 M.DOT_ROWS = 4
+--- Keys of a block of the class of bf16 pair products (sd.dp): its P*V
+-- loads and stores a kv head's rows of O and packs the block's V rows once
+-- a block, so the longer the block the less that costs against the products
+-- (DeepSeek-V3's decode at Lq = 1 against 32768 keys on the 2-core Zen 5 VM,
+-- loaded: 0.69-0.74 of the bf16 dot peak with blocks of 64 keys, 0.78-0.99
+-- with 128 to 512)
+M.DP_BLOCK = 256
 
 --- lcm(n, 4): the padding of the whole unit's rows, whole panels and whole
 -- dot-product groups both.
@@ -64,6 +71,7 @@ local function constants(p, v, s)
   end
   if s.dp then
     c[#c + 1] = { "DP_ROWS", s.dp.rows, "rows a kv head from which the pair variant's calls take the dp class" }
+    c[#c + 1] = { "DP_BLOCK", s.dp.block, "keys of a block of the dp class" }
     c[#c + 1] = { "DP_KEYS", s.dp.keys, "keys a call of the dp class's scores kernel takes (qkdp's rows)" }
     c[#c + 1] = { "DP_PAIRS", s.dp.pairs, "bf16 pairs of D in a packed Q^T panel row (D / 2)" }
     c[#c + 1] = { "DP_PV_ROWS", s.dp.pv_rows[1], "rows a call of the dp class's P*V kernel takes (pvdp's widest)" }
@@ -197,7 +205,8 @@ function M.schedule(p, v)
   -- multiplied by its pvdp (P rounded to bf16, V packed a block at a time)
   if v.dp_from then
     local dv = v.dp_from
-    s.dp = { v = dv, rows = s.panel, keys = dv.qk.mr, pairs = dv.dp_pairs, pv_rows = dv.prefill_pv_rows,
+    s.dp = { v = dv, rows = s.panel, block = math.min(M.DP_BLOCK, p.decode.chunk), keys = dv.qk.mr,
+      pairs = dv.dp_pairs, pv_rows = dv.prefill_pv_rows,
       qk = { dv.qkdp_fn(dv.qk.mr), dv.qkdp_fn(1) }, pv = {} }
     for i, mr in ipairs(dv.prefill_pv_rows) do s.dp.pv[i] = dv.pvdp_fn(mr) end
   end
@@ -219,7 +228,10 @@ function M.scratch_bytes(p, v, s)
   if p.entropy then floats = floats + rp end
   if p.alibi then floats = floats + 2 * rp end
   if s.dp then -- the dp class's bf16 pairs: Q^T panels, P and V of a block (even keys), and the flag
-    local kp = math.ceil(p.decode.blocks.many / 32) * 32 -- P's rows: whole 16 x 16 blocks of pairs
+    local kp = math.ceil(s.dp.block / 32) * 32 -- P's rows: whole 16 x 16 blocks of pairs
+    if s.dp.block > p.decode.blocks.many then -- S^T holds its longer block
+      floats = floats + (s.dp.block - p.decode.blocks.many) * rp
+    end
     floats = floats + math.ceil((rp * 2 * s.dp.pairs + kp * rp + kp * v.dvp) / 2) + 1
   end
   local ints = 5 * rp + 3
