@@ -1237,12 +1237,12 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))) static void 
 }
 
 /* V rows of keys [j0, j0 + kb) of kv head hk as bf16 pairs of keys: vp[c / 2][d] = (V[j0 + c][d], V[j0 + c + 1][d])
- * for even c, 512 pairs a row (zero past Dv), the last pair's second key 0 where kb is odd. */
+ * for even c, 512 pairs a row (zero past Dv), the last pair's second key 0 where kb is odd (lib/pack_pairs' loop). */
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))) static void attn_deepseek_v3_decode_dvpackdp__avx512bf16(const attn_deepseek_v3_decode_kv *kvs, int64_t hk, int64_t j0, int64_t kb, uint16_t *restrict vp)
 {
     const attn_deepseek_v3_decode_kv kv = *kvs;
     int64_t c, d;
-    for (c = 0; c < kb; c += 2) {
+    for (c = 0; c < kb; c += 2) { /* a pair of keys; the second is zero past the block */
         const uint16_t *v0 = attn_deepseek_v3_decode_v_row(&kv, hk, j0 + c);
         uint16_t *dst = vp + c * 512;
         if (c + 1 < kb) {
