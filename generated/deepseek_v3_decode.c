@@ -395,7 +395,7 @@ ATTN_SHARED static void attn_deepseek_v3_decode_dresult(const float *o, float m,
  * * R floats, twice with entropy), each (batch, kv heads)'s count of splits still
  * to finish,
  * then a scratch of DECODE_SCRATCH bytes a thread; each part on ATTN_ALIGN bytes. */
-enum { DECODE_SCRATCH = 19505216 /* bytes of a thread's scratch: the largest variant's */ };
+enum { DECODE_SCRATCH = 14786624 /* bytes of a thread's scratch: the largest variant's */ };
 typedef struct { size_t opart, lpart, left, scratch, bytes; } attn_deepseek_v3_decode_dlayout;
 
 /* The threads of a call: args->threads, or OpenMP's default (1 without OpenMP). */
@@ -1206,14 +1206,14 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))) static void 
  * where this variant called it, lib/decode_dp). */
 
 /* Query row q (bf16, unscaled: qkdp scales the sums), or zeros where q is NULL, into column c of a Q^T
- * panel of 32 rows: qt[k][c] = (q[2k], q[2k + 1]) for the 288 pairs k. */
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))) static void attn_deepseek_v3_decode_dqpackdp__avx512bf16(const uint16_t *q, uint16_t *restrict qt, int64_t c)
+ * panel of 32 rows: qt[k][c] = (q[2k], q[2k + 1]) for the 288 pairs k, each pair's 32 bits copied
+ * into a float slot of the scratch's f32 Q^T (which this class leaves unused; the scores kernel reads
+ * the pairs through vector loads and copies, as the prefill's panels of pairs). */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))) static void attn_deepseek_v3_decode_dqpackdp__avx512bf16(const uint16_t *q, float *restrict qt, int64_t c)
 {
+    static const uint16_t zero[2] = { 0, 0 };
     int64_t k;
-    for (k = 0; k < 288; k++) {
-        qt[2 * (k * 32 + c)] = q ? q[2 * k] : 0;
-        qt[2 * (k * 32 + c) + 1] = q ? q[2 * k + 1] : 0;
-    }
+    for (k = 0; k < 288; k++) memcpy(qt + k * 32 + c, q ? q + 2 * k : zero, sizeof(float));
 }
 
 /* P of n rows (a multiple of 16), key-major in s (kb keys, rows rs floats apart), rounded to bf16 into rows
@@ -3627,13 +3627,13 @@ __attribute__((target("avx512f,fma"))) static void attn_deepseek_v3_decode_dot_4
 typedef struct {
     float qt[2048 * D];        /* Q^T in panels of 32 rows (qpack) */
     float q[2048 * 576];       /* the same rows, row-major (zero-padded to whole vectors) */
-    float s[256 * 2048];       /* S^T, then P^T: key-major (the dp class's block, >= every block) */
+    float s[DECODE_BLOCK_MANY * 2048];       /* S^T, then P^T: key-major (DECODE_BLOCK_MANY >= every block) */
     float o[2048 * 512];      /* unnormalized output rows */
     float m[2048], l[2048], alpha[2048];
-    /* the class of bf16 pair products (lib/decode_dp): Q^T panels in pairs of D, a block's P in
-       rows of pairs of keys (256 keys a row at most) and its V rows in pairs of keys; whether the
+    /* the class of bf16 pair products (lib/decode_dp; its Q^T panels of pairs in qt): a block's P in
+       rows of pairs of keys (as many as S^T holds) and its V rows in pairs of keys; whether the
        avx512bf16 variant called this path */
-    uint16_t qtp[2048 * 2 * 288], pp[256 * 2048], vp[256 * 512];
+    uint16_t pp[DECODE_BLOCK_MANY * 2048], vp[256 * 512];
     int dp;
     int64_t lo[2048], hi[2048], sink_hi[2048], first[2048], last[2048];
     int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
@@ -3720,7 +3720,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_deeps
         }
         if (dp) /* the pair products' Q^T panels (unscaled bf16 pairs of D) */
             attn_deepseek_v3_decode_dqpackdp__avx512bf16(r < HKV * glp && rr < gl ? attn_deepseek_v3_decode_q_row(args, b, i, (r / glp) * GROUP + g) : NULL,
-                    w->qtp + (r / ROWS_PANEL) * ROWS_PANEL * 2 * DP_PAIRS, r % ROWS_PANEL);
+                    w->qt + (r / ROWS_PANEL) * ROWS_PANEL * DP_PAIRS, r % ROWS_PANEL);
         else
         for (d = 0; d < D; d++) qc[d * ROWS_PANEL] = qw[d];
     }
@@ -3749,7 +3749,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_deeps
         const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
         for (hk = w->hk_lo; hk < w->hk_hi; hk++)
             for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
-                const uint16_t *qp = w->qtp + r * 2 * DP_PAIRS; /* the panel's Q^T pairs */
+                const uint16_t *qp = (const uint16_t *)(w->qt + r * DP_PAIRS); /* the panel's Q^T pairs */
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
                 for (c = 0; c + DP_KEYS <= kb; c += DP_KEYS) {
                     attn_deepseek_v3_decode_qkdp_8x32_bf16__avx512bf16(attn_deepseek_v3_decode_k_row(&kv, hk, j0 + c), kv.k_key, qp, w->s + c * rp + r, rp);
@@ -3981,7 +3981,8 @@ __attribute__((target("avx512f,fma"))) static void attn_deepseek_v3_decode_dunit
         O_STRIDE = 512, /* floats of an O row (Dv in whole vectors) */
         SCORE_KEYS = 8, /* keys a call of the lanes and pairs score kernels takes */
         DP_ROWS = 32, /* rows a kv head from which the pair variant's calls take the dp class */
-        DP_BLOCK = 256 /* keys of a block of the dp class */
+        DP_BLOCK = 256, /* keys of a block of the dp class (at most) */
+        S_ROWS = 2048 /* rows of S^T a key: the unit's most, padded */
     };
     const int64_t Lq = args->seq_q, gl = GROUP * Lq;
     /* more than half a vector of rows a kv head and at most one: each kv head's
@@ -4005,7 +4006,10 @@ __attribute__((target("avx512f,fma"))) static void attn_deepseek_v3_decode_dunit
     const int pf = attn_cpu()->decode_prefetch; /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
     /* keys a block: where the prefetch goes to L2, more the more work a key has, but
        for one vector of rows (the lanes kernel: a K value broadcast for each FMA) */
-    const int64_t bk = dp ? DP_BLOCK : pf != ATTN_PREFETCH_L2 || lanes ? DECODE_BLOCK : glp == ROWS_PANEL ? DECODE_BLOCK_ONE
+    /* the dp class: DP_BLOCK keys, or fewer where S^T holds fewer of this call's rows (whole 32s) */
+    const int64_t bk_dp = DECODE_BLOCK_MANY * S_ROWS / rp / 32 * 32 < DP_BLOCK
+            ? DECODE_BLOCK_MANY * S_ROWS / rp / 32 * 32 : DP_BLOCK;
+    const int64_t bk = dp ? bk_dp : pf != ATTN_PREFETCH_L2 || lanes ? DECODE_BLOCK : glp == ROWS_PANEL ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
     const int even = attn_cpu()->decode_even_rows; /* two P*V calls of a kv head's rows in even halves (AMD Zen 4 and 5) */
     int64_t r, j0;

@@ -35,7 +35,10 @@ M.DOT_ROWS = 4
 -- a block, so the longer the block the less that costs against the products
 -- (DeepSeek-V3's decode at Lq = 1 against 32768 keys on the 2-core Zen 5 VM,
 -- loaded: 0.69-0.74 of the bf16 dot peak with blocks of 64 keys, 0.78-0.99
--- with 128 to 512)
+-- with 128 to 512).  A call takes fewer (whole 32s) where the scores of a
+-- block of DECODE_BLOCK_MANY keys of the unit's most rows would not hold
+-- its rows' (S^T does not grow: the decode scratch stays under glibc's
+-- largest mmap threshold, 32 MiB, with its splits' outputs at Lq = 2).
 M.DP_BLOCK = 256
 
 --- lcm(n, 4): the padding of the whole unit's rows, whole panels and whole
@@ -71,7 +74,8 @@ local function constants(p, v, s)
   end
   if s.dp then
     c[#c + 1] = { "DP_ROWS", s.dp.rows, "rows a kv head from which the pair variant's calls take the dp class" }
-    c[#c + 1] = { "DP_BLOCK", s.dp.block, "keys of a block of the dp class" }
+    c[#c + 1] = { "DP_BLOCK", s.dp.block, "keys of a block of the dp class (at most)" }
+    c[#c + 1] = { "S_ROWS", s.unit_rows_padded, "rows of S^T a key: the unit's most, padded" }
     c[#c + 1] = { "DP_KEYS", s.dp.keys, "keys a call of the dp class's scores kernel takes (qkdp's rows)" }
     c[#c + 1] = { "DP_PAIRS", s.dp.pairs, "bf16 pairs of D in a packed Q^T panel row (D / 2)" }
     c[#c + 1] = { "DP_PV_ROWS", s.dp.pv_rows[1], "rows a call of the dp class's P*V kernel takes (pvdp's widest)" }
@@ -227,12 +231,8 @@ function M.scratch_bytes(p, v, s)
   floats = floats + rp * p.D + rp * v.dqs + p.decode.blocks.many * rp + rp * v.dvp + 3 * rp
   if p.entropy then floats = floats + rp end
   if p.alibi then floats = floats + 2 * rp end
-  if s.dp then -- the dp class's bf16 pairs: Q^T panels, P and V of a block (even keys), and the flag
-    local kp = math.ceil(s.dp.block / 32) * 32 -- P's rows: whole 16 x 16 blocks of pairs
-    if s.dp.block > p.decode.blocks.many then -- S^T holds its longer block
-      floats = floats + (s.dp.block - p.decode.blocks.many) * rp
-    end
-    floats = floats + math.ceil((rp * 2 * s.dp.pairs + kp * rp + kp * v.dvp) / 2) + 1
+  if s.dp then -- the dp class's P and V of a block in bf16 pairs, and the flag (its Q^T pairs go in qt)
+    floats = floats + math.ceil((p.decode.blocks.many * rp + s.dp.block * v.dvp) / 2) + 1
   end
   local ints = 5 * rp + 3
   if p.sparse then ints = ints + 2 * rp end
