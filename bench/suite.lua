@@ -505,6 +505,11 @@ if wanted("mla") then
   if dp and dp.bf16_dot_peak_gflops then
     local frac = dp.gflops / dp.bf16_dot_peak_gflops
     target(what .. ": GFLOP/s / bf16 dot peak (avx512bf16)", frac, ">= 0.75", frac >= 0.75)
+    -- its class of bf16 pair products against the f32 panels the avx512
+    -- variant's calls take, timed in the same run
+    if f32 and ISA == "avx512" then
+      info(what .. ": speed of avx512bf16 (bf16 pairs) over avx512 (f32 panels)", f32.seconds / dp.seconds)
+    end
   else
     unmeasured(what .. ": GFLOP/s / bf16 dot peak (avx512bf16)", ">= 0.75", "this CPU runs no avx512bf16 variant")
   end

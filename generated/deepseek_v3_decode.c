@@ -395,7 +395,7 @@ ATTN_SHARED static void attn_deepseek_v3_decode_dresult(const float *o, float m,
  * * R floats, twice with entropy), each (batch, kv heads)'s count of splits still
  * to finish,
  * then a scratch of DECODE_SCRATCH bytes a thread; each part on ATTN_ALIGN bytes. */
-enum { DECODE_SCRATCH = 14262336 /* bytes of a thread's scratch: the largest variant's */ };
+enum { DECODE_SCRATCH = 14786624 /* bytes of a thread's scratch: the largest variant's */ };
 typedef struct { size_t opart, lpart, left, scratch, bytes; } attn_deepseek_v3_decode_dlayout;
 
 /* The threads of a call: args->threads, or OpenMP's default (1 without OpenMP). */
@@ -1202,6 +1202,66 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))) static void 
     }
 }
 
+/* The decode path's class of bf16 pair products (the avx512 variant's decode unit calls these
+ * where this variant called it, lib/decode_dp). */
+
+/* Query row q (bf16, unscaled: qkdp scales the sums), or zeros where q is NULL, into column c of a Q^T
+ * panel of 32 rows: qt[k][c] = (q[2k], q[2k + 1]) for the 288 pairs k, each pair's 32 bits copied
+ * into a float slot of the scratch's f32 Q^T (which this class leaves unused; the scores kernel reads
+ * the pairs through vector loads and copies, as the prefill's panels of pairs). */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))) static void attn_deepseek_v3_decode_dqpackdp__avx512bf16(const uint16_t *q, float *restrict qt, int64_t c)
+{
+    static const uint16_t zero[2] = { 0, 0 };
+    int64_t k;
+    for (k = 0; k < 288; k++) memcpy(qt + k * 32 + c, q ? q + 2 * k : zero, sizeof(float));
+}
+
+/* P of n rows (a multiple of 16), key-major in s (kb keys, rows rs floats apart), rounded to bf16 into rows
+ * of pairs of keys pp[r][c] (ps elements a row, a multiple of 32): key pairs (c, c + 1), the last one's second key 0
+ * where kb is odd, and 0 past kb up to ps; 16 x 16 blocks of pairs transposed in registers. */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))) static void attn_deepseek_v3_decode_dppackdp__avx512bf16(const float *restrict s, int64_t rs, int64_t kb, int64_t n,
+        uint16_t *restrict pp, int64_t ps)
+{
+    float blk[256]; /* 16 key pairs x 16 rows of pairs (32-bit lanes) */
+    int64_t r, c0, i;
+    for (r = 0; r < n; r += 16)
+        for (c0 = 0; c0 < ps; c0 += 32) {
+            for (i = 0; i < 16; i++) {
+                const int64_t c = c0 + 2 * i;
+                const __m512 a = c < kb ? _mm512_loadu_ps(s + c * rs + r) : _mm512_setzero_ps();
+                const __m512 b = c + 1 < kb ? _mm512_loadu_ps(s + (c + 1) * rs + r) : _mm512_setzero_ps();
+                _mm512_storeu_si512((void *)(blk + 16 * i), _mm512_or_si512(_mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(a)), _mm512_slli_epi32(_mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(b)), 16)));
+            }
+            attn_transpose16__avx512bf16(blk, 16, (float *)(pp + r * ps + c0), ps / 2);
+        }
+}
+
+/* V rows of keys [j0, j0 + kb) of kv head hk as bf16 pairs of keys: vp[c / 2][d] = (V[j0 + c][d], V[j0 + c + 1][d])
+ * for even c, 512 pairs a row (zero past Dv), the last pair's second key 0 where kb is odd (lib/pack_pairs' loop). */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))) static void attn_deepseek_v3_decode_dvpackdp__avx512bf16(const attn_deepseek_v3_decode_kv *kvs, int64_t hk, int64_t j0, int64_t kb, uint16_t *restrict vp)
+{
+    const attn_deepseek_v3_decode_kv kv = *kvs;
+    int64_t c, d;
+    for (c = 0; c < kb; c += 2) { /* a pair of keys; the second is zero past the block */
+        const uint16_t *v0 = attn_deepseek_v3_decode_v_row(&kv, hk, j0 + c);
+        uint16_t *dst = vp + c * 512;
+        if (c + 1 < kb) {
+            const uint16_t *v1 = attn_deepseek_v3_decode_v_row(&kv, hk, j0 + c + 1);
+            for (d = 0; d + 16 <= DV; d += 16)
+                _mm512_storeu_si512((void *)(dst + 2 * d), _mm512_or_si512(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(v0 + d))), _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(v1 + d))), 16)));
+            for (; d < DV; d++) {
+                dst[2 * d] = v0[d];
+                dst[2 * d + 1] = v1[d];
+            }
+        } else {
+            for (d = 0; d < DV; d++) {
+                dst[2 * d] = v0[d];
+                dst[2 * d + 1] = 0;
+            }
+        }
+    }
+}
+
 /* Per-thread scratch of the avx512bf16 prefill path. */
 typedef struct {
     uint16_t q[TQ * 576];      /* the query tile, packed (qpack) */
@@ -1399,7 +1459,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))) static void 
 }
 
 /* The decode path of this variant: avx512's, defined below. */
-__attribute__((target("avx512f,fma"))) static attn_status attn_deepseek_v3_decode_decode__avx512(const attn_args *args);
+__attribute__((target("avx512f,fma"))) static attn_status attn_deepseek_v3_decode_decode__avx512(const attn_args *args, int dp);
 
 /* Batch by batch and kv head by kv head: all threads pack that head's K and
  * V, then share its (query head, query tile) units; packed K/V and scratch
@@ -1425,7 +1485,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))) attn_status 
     threads = args->threads;
     (void)threads;
     if (B == 0 || Lq == 0) return ATTN_OK;
-    if (Lq <= 16) return attn_deepseek_v3_decode_decode__avx512(args); /* few query rows: decode path */
+    if (Lq <= 16) return attn_deepseek_v3_decode_decode__avx512(args, 1); /* few query rows: decode path (with its bf16 pair products) */
     nt = 0; /* O through the caches: this variant stores no whole f32 vectors past them */
     if ((uint64_t)lkp > (uint64_t)INT64_MAX / 4 / (D + 512)) return ATTN_ERR_TOO_LARGE;
     kc = lkp > 3855 ? 896 : lkp;
@@ -3570,6 +3630,11 @@ typedef struct {
     float s[DECODE_BLOCK_MANY * 2048];       /* S^T, then P^T: key-major (DECODE_BLOCK_MANY >= every block) */
     float o[2048 * 512];      /* unnormalized output rows */
     float m[2048], l[2048], alpha[2048];
+    /* the class of bf16 pair products (lib/decode_dp; its Q^T panels of pairs in qt): a block's P in
+       rows of pairs of keys (as many as S^T holds) and its V rows in pairs of keys; whether the
+       avx512bf16 variant called this path */
+    uint16_t pp[DECODE_BLOCK_MANY * 2048], vp[256 * 512];
+    int dp;
     int64_t lo[2048], hi[2048], sink_hi[2048], first[2048], last[2048];
     int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
     int64_t hk_lo, hk_hi; /* the blocked unit's kv heads (the driver's) */
@@ -3629,11 +3694,12 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v
 
 /* The decode unit's rows (r' = hk * glp + g * Lq + i: query i of head hk * GROUP + g): each
  * row's Q, packed for the scores, and its span; padding rows see what row 0 sees. */
-__attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_deepseek_v3_decode_drows__avx512(const attn_args *args, int64_t b, attn_deepseek_v3_decode_dscratch__avx512 *w, int64_t Lq, int64_t gl, int64_t glp, int64_t rp, int64_t lk)
+__attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_deepseek_v3_decode_drows__avx512(const attn_args *args, int64_t b, attn_deepseek_v3_decode_dscratch__avx512 *w, int64_t Lq, int64_t gl, int64_t glp, int64_t rp, int64_t lk, int dp)
 {
     enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
         ROWS_PANEL = 32, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
-        Q_STRIDE = 576 /* floats of a packed Q row (D in whole vectors) */
+        Q_STRIDE = 576, /* floats of a packed Q row (D in whole vectors) */
+        DP_PAIRS = 288 /* bf16 pairs of D in a packed Q^T panel row (D / 2) */
     };
     int64_t r;
 
@@ -3652,6 +3718,10 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_deeps
             w->hi[r] = w->hi[0];
             w->sink_hi[r] = w->sink_hi[0];
         }
+        if (dp) /* the pair products' Q^T panels (unscaled bf16 pairs of D) */
+            attn_deepseek_v3_decode_dqpackdp__avx512bf16(r < HKV * glp && rr < gl ? attn_deepseek_v3_decode_q_row(args, b, i, (r / glp) * GROUP + g) : NULL,
+                    w->qt + (r / ROWS_PANEL) * ROWS_PANEL * DP_PAIRS, r % ROWS_PANEL);
+        else
         for (d = 0; d < D; d++) qc[d * ROWS_PANEL] = qw[d];
     }
     w->rows_of = b;
@@ -3660,7 +3730,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_deeps
 /* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
  * apart), by the unit's row class, with the next block's first half prefetched
  * (rows pl of pn, from key jn) over the calls or inside them. */
-__attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_deepseek_v3_decode_dscores__avx512(const attn_deepseek_v3_decode_kv kv, attn_deepseek_v3_decode_dscratch__avx512 *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int lanes, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
+__attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_deepseek_v3_decode_dscores__avx512(const attn_deepseek_v3_decode_kv kv, attn_deepseek_v3_decode_dscratch__avx512 *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int lanes, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp, int dp)
 {
     enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
         ROWS_VEC = 16, /* f32 lanes of a vector: a kv head's rows in the lanes kernel at most (isa.lanes) */
@@ -3669,10 +3739,41 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_deeps
         ROWS_PANEL = 32, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
         Q_STRIDE = 576, /* floats of a packed Q row (D in whole vectors) */
         SCORE_KEYS = 8, /* keys a call of the lanes and pairs score kernels takes */
-        QK_ROWS = 8 /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
+        QK_ROWS = 8, /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
+        DP_KEYS = 8, /* keys a call of the dp class's scores kernel takes (qkdp's rows) */
+        DP_PAIRS = 288 /* bf16 pairs of D in a packed Q^T panel row (D / 2) */
     };
     int64_t r, c, hk, pl = *plp;
 
+    if (dp) { /* S^T = K Q^T in bf16 pairs of D, panel by panel: DP_KEYS keys' pairs broadcast a call */
+        const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++)
+            for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
+                const uint16_t *qp = (const uint16_t *)(w->qt + r * DP_PAIRS); /* the panel's Q^T pairs */
+                const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
+                for (c = 0; c + DP_KEYS <= kb; c += DP_KEYS) {
+                    attn_deepseek_v3_decode_qkdp_8x32_bf16__avx512bf16(attn_deepseek_v3_decode_k_row(&kv, hk, j0 + c), kv.k_key, qp, w->s + c * rp + r, rp);
+                    for (; pf && pl < pn / 2 * (pan * kb + c + DP_KEYS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        const uint16_t *row = attn_deepseek_v3_decode_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_deepseek_v3_decode_prefetch_row_l2(row, n);
+                        else
+                            attn_deepseek_v3_decode_prefetch_row(row, n);
+                    }
+                }
+                for (; c < kb; c++)
+                    attn_deepseek_v3_decode_qkdp_1x32_bf16__avx512bf16(attn_deepseek_v3_decode_k_row(&kv, hk, j0 + c), kv.k_key, qp, w->s + c * rp + r, rp);
+                for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
+                    const uint16_t *row = attn_deepseek_v3_decode_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_deepseek_v3_decode_prefetch_row_l2(row, n);
+                    else
+                        attn_deepseek_v3_decode_prefetch_row(row, n);
+                }
+            }
+    } else
     if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
         for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             const float *qt = w->qt + (hk * glp / ROWS_PANEL) * ROWS_PANEL * D + (hk * glp) % ROWS_PANEL; /* its rows' Q^T */
@@ -3763,7 +3864,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_deeps
 
 /* One block's O = alpha * O + P V, kv head by kv head, with the next block's second
  * half prefetched (rows pl of pn) over the calls or inside them. */
-__attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_deepseek_v3_decode_dpv__avx512(const attn_deepseek_v3_decode_kv kv, attn_deepseek_v3_decode_dscratch__avx512 *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int64_t gl, int even, int pf, int64_t jn, int64_t pn, int64_t *plp)
+__attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_deepseek_v3_decode_dpv__avx512(const attn_deepseek_v3_decode_kv kv, attn_deepseek_v3_decode_dscratch__avx512 *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int64_t gl, int even, int pf, int64_t jn, int64_t pn, int64_t *plp, int dp)
 {
     enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
         O_STRIDE = 512, /* floats of an O row (Dv in whole vectors) */
@@ -3771,6 +3872,32 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_deeps
     };
     int64_t r, hk, pl = *plp;
 
+    if (dp) { /* O = alpha * O + P V in bf16 pairs of keys, kv head by kv head: P rounded, the block's V packed */
+        const int64_t ps = (kb + 31) / 32 * 32; /* P's row: whole blocks of pairs */
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+            attn_deepseek_v3_decode_dvpackdp__avx512bf16(&kv, hk, j0, kb, w->vp);
+            attn_deepseek_v3_decode_dppackdp__avx512bf16(w->s + hk * glp, rp, kb, glp, w->pp, ps);
+            for (r = hk * glp; r < hk * glp + gl;) {
+                const int64_t left = hk * glp + gl - r;
+                const uint16_t *pr = w->pp + (r - hk * glp) * ps;
+                if (left >= 6) {
+                    attn_deepseek_v3_decode_pvdp_6x512_bf16__avx512bf16(pr, ps, 1, w->vp, 512, 0, (kb + 1) & ~(int64_t)1, w->o + r * O_STRIDE, w->alpha + r);
+                    r += 6;
+                } else {
+                    attn_deepseek_v3_decode_pvdp_1x512_bf16__avx512bf16(pr, ps, 1, w->vp, 512, 0, (kb + 1) & ~(int64_t)1, w->o + r * O_STRIDE, w->alpha + r);
+                    r += 1;
+                }
+                for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
+                    const uint16_t *row = attn_deepseek_v3_decode_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_deepseek_v3_decode_prefetch_row_l2(row, n);
+                    else
+                        attn_deepseek_v3_decode_prefetch_row(row, n);
+                }
+            }
+        }
+    } else
     /* O = alpha * O + P V, kv head by kv head, 6 rows at a time */
     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
         const uint16_t *vh = attn_deepseek_v3_decode_v_row(&kv, hk, j0);
@@ -3852,7 +3979,10 @@ __attribute__((target("avx512f,fma"))) static void attn_deepseek_v3_decode_dunit
         ROWS_PANEL = 32, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
         ROWS_DOT = 4, /* a kv head's rows scored by dot products are padded to this many */
         O_STRIDE = 512, /* floats of an O row (Dv in whole vectors) */
-        SCORE_KEYS = 8 /* keys a call of the lanes and pairs score kernels takes */
+        SCORE_KEYS = 8, /* keys a call of the lanes and pairs score kernels takes */
+        DP_ROWS = 32, /* rows a kv head from which the pair variant's calls take the dp class */
+        DP_BLOCK = 256, /* keys of a block of the dp class (at most) */
+        S_ROWS = 2048 /* rows of S^T a key: the unit's most, padded */
     };
     const int64_t Lq = args->seq_q, gl = GROUP * Lq;
     /* more than half a vector of rows a kv head and at most one: each kv head's
@@ -3865,6 +3995,9 @@ __attribute__((target("avx512f,fma"))) static void attn_deepseek_v3_decode_dunit
     const int lanes = gl > ROWS_HALF && gl <= ROWS_VEC;
     const int pairs = 0;
     const int dots = !lanes && !pairs && gl < ROWS_PANEL;
+    /* from a panel of rows a kv head on, where the avx512bf16 variant called this path: the rows
+       in panels, scored and multiplied in bf16 pairs (lib/decode_dp) */
+    const int dp = w->dp && gl >= DP_ROWS;
     const int64_t glp = lanes ? ROWS_VEC : pairs ? ROWS_HALF : dots ? (gl + (ROWS_DOT - 1)) / ROWS_DOT * ROWS_DOT : (gl + (ROWS_PANEL - 1)) / ROWS_PANEL * ROWS_PANEL;
     const int64_t rp = dots || pairs ? (HKV * glp + (ROWS_VEC - 1)) / ROWS_VEC * ROWS_VEC : HKV * glp;
     const int64_t lk = args->seq_k;
@@ -3873,14 +4006,17 @@ __attribute__((target("avx512f,fma"))) static void attn_deepseek_v3_decode_dunit
     const int pf = attn_cpu()->decode_prefetch; /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
     /* keys a block: where the prefetch goes to L2, more the more work a key has, but
        for one vector of rows (the lanes kernel: a K value broadcast for each FMA) */
-    const int64_t bk = pf != ATTN_PREFETCH_L2 || lanes ? DECODE_BLOCK : glp == ROWS_PANEL ? DECODE_BLOCK_ONE
+    /* the dp class: DP_BLOCK keys, or fewer where S^T holds fewer of this call's rows (whole 32s) */
+    const int64_t bk_dp = DECODE_BLOCK_MANY * S_ROWS / rp / 32 * 32 < DP_BLOCK
+            ? DECODE_BLOCK_MANY * S_ROWS / rp / 32 * 32 : DP_BLOCK;
+    const int64_t bk = dp ? bk_dp : pf != ATTN_PREFETCH_L2 || lanes ? DECODE_BLOCK : glp == ROWS_PANEL ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
     const int even = attn_cpu()->decode_even_rows; /* two P*V calls of a kv head's rows in even halves (AMD Zen 4 and 5) */
     int64_t r, j0;
     int full;
 
     if (w->rows_of != b) /* once a batch for a thread (its splits follow one another), not once a split */
-        attn_deepseek_v3_decode_drows__avx512(args, b, w, Lq, gl, glp, rp, lk);
+        attn_deepseek_v3_decode_drows__avx512(args, b, w, Lq, gl, glp, rp, lk, dp);
     for (r = 0; r < rp; r++) {
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
@@ -3912,12 +4048,12 @@ __attribute__((target("avx512f,fma"))) static void attn_deepseek_v3_decode_dunit
            the first lines of the keys a block further are asked for too, so that the
            hardware prefetcher, which stops at page boundaries, starts on their pages. */
         attn_deepseek_v3_decode_key_starts(&kv, &ks, ks_end, ks_end - ks);
-        attn_deepseek_v3_decode_dscores__avx512(kv, w, j0, kb, rp, glp, lanes, dots, pf, jn, pn, &pl);
+        attn_deepseek_v3_decode_dscores__avx512(kv, w, j0, kb, rp, glp, lanes, dots, pf, jn, pn, &pl, dp);
         attn_deepseek_v3_decode_dmasks__avx512(w, j0, kb, rp, cls);
         /* online softmax over whole vectors of rows */
         for (r = w->hk_lo * glp / ROWS_VEC * ROWS_VEC; r < w->hk_hi * glp; r += ROWS_VEC) attn_deepseek_v3_decode_softmax_t__avx512(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
 
-        attn_deepseek_v3_decode_dpv__avx512(kv, w, j0, kb, rp, glp, gl, even, pf, jn, pn, &pl);
+        attn_deepseek_v3_decode_dpv__avx512(kv, w, j0, kb, rp, glp, gl, even, pf, jn, pn, &pl, dp);
     }
 
     attn_deepseek_v3_decode_dsplit__avx512(w, opart, lpart, rp, glp, gl, Lq);
@@ -3960,7 +4096,7 @@ __attribute__((target("avx512f,fma"))) static void attn_deepseek_v3_decode_dmerg
  * the shapes alone, and a row's arithmetic does not depend on it.  The last unit
  * of a (batch, kv heads) to finish merges their rows' splits, so the region's end
  * is the call's only wait.  Its memory is one block (decode_mem). */
-__attribute__((target("avx512f,fma"))) static attn_status attn_deepseek_v3_decode_decode__avx512(const attn_args *args)
+__attribute__((target("avx512f,fma"))) static attn_status attn_deepseek_v3_decode_decode__avx512(const attn_args *args, int dp)
 {
     const int64_t B = args->batch, Lq = args->seq_q, R = HQ * Lq;
     const int64_t chunk = attn_deepseek_v3_decode_split_keys(args->seq_k); /* keys per split (lib/split_kv) */
@@ -3992,6 +4128,7 @@ __attribute__((target("avx512f,fma"))) static attn_status attn_deepseek_v3_decod
         int64_t u, r;
         int last;
         w->rows_of = -1;
+        w->dp = dp; /* the avx512bf16 variant's call: its class of pair products */
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1) nowait
 #endif
@@ -4245,7 +4382,7 @@ __attribute__((target("avx512f,fma"))) attn_status attn_deepseek_v3_decode_fwd__
     threads = args->threads;
     (void)threads;
     if (B == 0 || Lq == 0) return ATTN_OK;
-    if (Lq <= 16) return attn_deepseek_v3_decode_decode__avx512(args); /* few query rows: decode path */
+    if (Lq <= 16) return attn_deepseek_v3_decode_decode__avx512(args, 0); /* few query rows: decode path */
     nt = 0; /* O through the caches: this variant stores no whole f32 vectors past them */
     if ((uint64_t)lkp > (uint64_t)INT64_MAX / 4 / (D + 512)) return ATTN_ERR_TOO_LARGE;
     kc = lkp > 1927 ? 384 : lkp;

@@ -88,6 +88,9 @@ M.OPS = {
     what = "decode: a streaming unit's steps of N keys (M rows a kv head), where the CPU takes them" },
   dscratch = { isa = true, what = "decode: per-thread scratch type" },
   dmerge = { isa = true, what = "decode: combines one row's splits" },
+  dqpackdp = { isa = true, what = "decode (pair products): one query row into a column of a Q^T panel of bf16 pairs" },
+  dppackdp = { isa = true, what = "decode (pair products): a block's P rounded to bf16, rows of pairs of keys" },
+  dvpackdp = { isa = true, what = "decode (pair products): a block's V rows packed as bf16 pairs of keys" },
   -- the backward pass of sdpa (templates/families/sdpa_backward*)
   bwd = { isa = "optional", what = "backward pass: entry point (no ISA) or one ISA variant" },
   bwd_kernel = { what = "the attn_bwd_kernel descriptor of the backward pass" },

@@ -791,9 +791,25 @@ Test(decode, shared_kv_q8_0) { run_decode(&attn_t_shared_kv_q8_kernel); }
 Test(decode, shared_kv_q4_0) { run_decode(&attn_t_shared_kv_q4_kernel); }
 Test(decode, shared_kv_mla)
 {
-    static const int64_t lqs[] = { 1, 2, 7, 16 };
+    /* Lq 4, 7 and 16: the avx512bf16 variant's bf16 pair class on 32, 56 and 128 rows, in blocks
+       of 256, 128 and 64 keys */
+    static const int64_t lqs[] = { 1, 2, 4, 7, 16 };
     static const int64_t lks[] = { 1, 17, 113, 1025, 4099 };
-    run_decode_shapes(&attn_t_mla_kernel, lqs, 4, lks, 5);
+    run_decode_shapes(&attn_t_mla_kernel, lqs, 5, lks, 5);
+}
+
+/* The decode path's class of bf16 pair products (from a panel of 32 rows a kv head, where the
+   avx512bf16 variant calls the avx512 variant's decode unit; t_mla's Lq 4-16 above take it
+   too): every other mask rule, and a window, global tokens, softcap, the weights, dropout and
+   the entropy, which work on the f32 scores it shares with the panels, at Lq 8 and 16 of a
+   group of 4 (32 and 64 rows) */
+extern const attn_kernel attn_t_bf16_dot_masks_kernel, attn_t_dropout_weights_bf16_kernel;
+Test(decode, bf16_pairs)
+{
+    static const int64_t lqs[] = { 8, 16 };
+    static const int64_t lks[] = { 17, 1025, 4099 };
+    run_decode_shapes(&attn_t_bf16_dot_masks_kernel, lqs, 2, lks, 3);
+    run_decode_shapes(&attn_t_dropout_weights_bf16_kernel, lqs, 2, lks, 3);
 }
 
 /* uniform in [-1, 1) from a 64-bit LCG */

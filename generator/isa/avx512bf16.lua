@@ -45,6 +45,14 @@ M.dp = {
     local function ld(x) return ("_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(%s)))"):format(x) end
     return ("_mm512_storeu_si512((void *)(%s), _mm512_or_si512(%s, _mm512_slli_epi32(%s, 16)))"):format(p, ld(a), ld(b))
   end,
+  -- the 16 pairs (a[i], b[i]) of two vectors of f32 lanes, each rounded to
+  -- bf16 (nearest even), as 32-bit lanes (the decode path's P in pairs of keys)
+  pairs_of = function(a, b)
+    local function w(x) return ("_mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(%s))"):format(x) end
+    return ("_mm512_or_si512(%s, _mm512_slli_epi32(%s, 16))"):format(w(a), w(b))
+  end,
+  -- 16 32-bit lanes stored at p
+  store = function(p, x) return ("_mm512_storeu_si512((void *)(%s), %s)"):format(p, x) end,
 }
 
 --- C text of the pair helpers (attr: what precedes a function).

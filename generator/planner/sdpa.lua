@@ -618,6 +618,27 @@ local function plan_variants(p, cfg)
       v.dpairs, v.hpairs, v.wpairs, v.pv_prefetch, v.qk_prefetch, v.qkpf_rows = false, false, false, false, false, nil
     end
   end
+  -- a base variant whose decode path a variant of pair dot products calls
+  -- (avx512 for avx512bf16) gets the class of bf16 pair products for many
+  -- rows a kv head (planner/sdpa_decode.lua, dp), which runs when that
+  -- variant calls it: scores on the K rows in place (D even), each panel of
+  -- Q^T packed in pairs (the pair variant's panel as wide as the base's),
+  -- P and V in pairs of keys, P transposed lanes x lanes pairs at a time
+  -- (v.transpose_pack); not on paged caches (a call's keys one stride apart);
+  -- only where a call can have a panel of rows a kv head (group * max_q), and
+  -- a block of the panels holds 32 keys (the class's blocks are whole 32s).
+  -- The pair variant's code comes first in the file (its helpers and
+  -- micro-kernels precede the base's decode unit).
+  local at = {}
+  for i, v in ipairs(p.variants) do at[v] = i end
+  for _, v in ipairs(p.variants) do
+    local base = v.decode_by
+    if base and at[v] < at[base] and p.D % 2 == 0 and not p.paged and v.transpose_pack
+      and v.qk.nc == base.qk.nc and v.dvp == base.dvp and v.qk.mr > 1 and p.group * p.decode.max_q >= base.qk.nc
+      and p.decode.blocks.many >= 32 then
+      base.dp_from = v
+    end
+  end
   -- the blocked decode kernel's schedule of each variant that renders one
   -- (planner/sdpa_decode.lua)
   for _, v in ipairs(p.variants) do

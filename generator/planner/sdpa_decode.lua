@@ -30,6 +30,16 @@ M.SCORE_KEYS = 8
 --- A kv head's rows scored by dot products are padded to a multiple of this
 -- (the dot kernel's rows, lib/dot: 4 x 2).
 M.DOT_ROWS = 4
+--- Keys of a block of the class of bf16 pair products (sd.dp): its P*V
+-- loads and stores a kv head's rows of O and packs the block's V rows once
+-- a block, so the longer the block the less that costs against the products
+-- (DeepSeek-V3's decode at Lq = 1 against 32768 keys on the 2-core Zen 5 VM,
+-- loaded: 0.69-0.74 of the bf16 dot peak with blocks of 64 keys, 0.78-0.99
+-- with 128 to 512).  A call takes fewer (whole 32s) where the scores of a
+-- block of DECODE_BLOCK_MANY keys of the unit's most rows would not hold
+-- its rows' (S^T does not grow: the decode scratch stays under glibc's
+-- largest mmap threshold, 32 MiB, with its splits' outputs at Lq = 2).
+M.DP_BLOCK = 256
 
 --- lcm(n, 4): the padding of the whole unit's rows, whole panels and whole
 -- dot-product groups both.
@@ -62,6 +72,14 @@ local function constants(p, v, s)
   if s.pv_pf then
     c[#c + 1] = { "PV_CHUNKS", s.pv_chunks, "chunks of D of the P*V kernels at most (a line of the next block each)" }
   end
+  if s.dp then
+    c[#c + 1] = { "DP_ROWS", s.dp.rows, "rows a kv head from which the pair variant's calls take the dp class" }
+    c[#c + 1] = { "DP_BLOCK", s.dp.block, "keys of a block of the dp class (at most)" }
+    c[#c + 1] = { "S_ROWS", s.unit_rows_padded, "rows of S^T a key: the unit's most, padded" }
+    c[#c + 1] = { "DP_KEYS", s.dp.keys, "keys a call of the dp class's scores kernel takes (qkdp's rows)" }
+    c[#c + 1] = { "DP_PAIRS", s.dp.pairs, "bf16 pairs of D in a packed Q^T panel row (D / 2)" }
+    c[#c + 1] = { "DP_PV_ROWS", s.dp.pv_rows[1], "rows a call of the dp class's P*V kernel takes (pvdp's widest)" }
+  end
   if s.row_lines then
     c[#c + 1] = { "ROW_LINES", s.row_lines, "cache lines of each K and V row (the kernels that prefetch count them)" }
     c[#c + 1] = { "LINE_FLOATS", p.line_floats, "elements of a K/V row in a cache line" }
@@ -79,6 +97,13 @@ end
 -- "none": not asked for).
 local function classes(s)
   local t = {}
+  if s.dp then -- first: its rows are a subset of the panels' (gl >= DP_ROWS)
+    t[#t + 1] = { name = "dp", cond = "w->dp && gl >= DP_ROWS",
+      pad = "(gl + (ROWS_PANEL - 1)) / ROWS_PANEL * ROWS_PANEL",
+      scores = "qkdp on Q^T panels in bf16 pairs", pv = "pvdp on P and V in bf16 pairs of keys",
+      block_l2 = "DECODE_BLOCK_ONE (one panel), DECODE_BLOCK_MANY", scores_pf = false, pv_pf = false,
+      key_starts = "burst", within = "panel" }
+  end
   t[#t + 1] = { name = "lanes", cond = s.lanes and "gl > ROWS_HALF && gl <= ROWS_VEC" or "0", pad = "ROWS_VEC",
     scores = s.wpairs and "dpairs (two vectors)" or "lanes", pv = "pv, widest first",
     block_l2 = s.wpairs and "DECODE_BLOCK_ONE" or "DECODE_BLOCK", scores_pf = s.row_lines ~= nil and s.lanes,
@@ -177,6 +202,18 @@ function M.schedule(p, v)
     end
     s.pv_chunks, s.pv_chunks_of = most, expr
   end
+  -- the class of bf16 pair products (planner/sdpa.lua sets v.dp_from, the
+  -- variant of pair dot products whose calls take it): a kv head's rows in
+  -- panels, from one panel on, scored by that variant's qkdp (DP_KEYS keys
+  -- a call, their pairs broadcast against a panel of Q^T pairs) and
+  -- multiplied by its pvdp (P rounded to bf16, V packed a block at a time)
+  if v.dp_from then
+    local dv = v.dp_from
+    s.dp = { v = dv, rows = s.panel, block = math.min(M.DP_BLOCK, p.decode.chunk), keys = dv.qk.mr,
+      pairs = dv.dp_pairs, pv_rows = dv.prefill_pv_rows,
+      qk = { dv.qkdp_fn(dv.qk.mr), dv.qkdp_fn(1) }, pv = {} }
+    for i, mr in ipairs(dv.prefill_pv_rows) do s.dp.pv[i] = dv.pvdp_fn(mr) end
+  end
   s.consts = constants(p, v, s)
   s.classes = classes(s)
   s.c = shape(s)
@@ -194,6 +231,9 @@ function M.scratch_bytes(p, v, s)
   floats = floats + rp * p.D + rp * v.dqs + p.decode.blocks.many * rp + rp * v.dvp + 3 * rp
   if p.entropy then floats = floats + rp end
   if p.alibi then floats = floats + 2 * rp end
+  if s.dp then -- the dp class's P and V of a block in bf16 pairs, and the flag (its Q^T pairs go in qt)
+    floats = floats + math.ceil((p.decode.blocks.many * rp + s.dp.block * v.dvp) / 2) + 1
+  end
   local ints = 5 * rp + 3
   if p.sparse then ints = ints + 2 * rp end
   local bytes = math.ceil(floats * 4 / 8) * 8 + ints * 8

@@ -31,6 +31,7 @@ local compile = rawget(_G, "loadstring") or load
 -- flags of the classes tested before it and the runtime's answers in env.
 local function eval(s, cond, env)
   local e = cond:gsub("attn_cpu%(%)%->decode_half_pairs", env.half_pairs and "true" or "false")
+  e = e:gsub("w%->dp", env.dp and "true" or "false") -- whether the pair variant called the path
   e = e:gsub("[%a_][%w_]*", function(id)
     if id == "gl" then return tostring(env.gl) end
     local c = const(s, id)
@@ -45,8 +46,8 @@ local function eval(s, cond, env)
 end
 
 --- The class gl rows a kv head fall in (the last class holds where no other does).
-local function class_of(s, gl, half_pairs)
-  local env = { gl = gl, half_pairs = half_pairs }
+local function class_of(s, gl, half_pairs, dp)
+  local env = { gl = gl, half_pairs = half_pairs, dp = dp }
   local found = {}
   for i, cl in ipairs(s.classes) do
     local holds
@@ -142,6 +143,34 @@ describe("the decode schedule", function()
     assert.equal("0", s.classes[2].cond) -- pairs of D only from an f32 cache
     assert.is_nil(const(s, "ROW_LINES"))
     assert.equal("lanes", s.classes[1].scores)
+  end)
+
+  it("takes bf16 pair products for a panel of rows a kv head where the pair variant calls it", function()
+    local p = preset("deepseek_v3_decode")
+    local s = variant(p, "avx512").dsched
+    assert.equal("dp", s.classes[1].name)
+    assert.equal(variant(p, "avx512bf16"), s.dp.v)
+    assert.equal(32, const(s, "DP_ROWS"))
+    assert.equal(256, const(s, "DP_BLOCK"))
+    assert.equal(288, const(s, "DP_PAIRS"))
+    for _, gl in ipairs({ 1, 8, 16, 31, 32, 56, 128, 2048 }) do
+      local f = class_of(s, gl, false, true)
+      if gl >= 32 then -- within the panels: their padding, its own kernels
+        assert.same({ "dp", "panel" }, f, "gl " .. gl)
+      else
+        assert.equal(1, #f, "gl " .. gl)
+        assert.are_not.equal("dp", f[1], "gl " .. gl)
+      end
+      assert.are_not.equal("dp", class_of(s, gl, false, false)[1], "the avx512 variant's own calls, gl " .. gl)
+    end
+    -- none where no call has a panel of rows a kv head (the prefill preset: one row a head and
+    -- query), nor on variants of f32 products alone, nor on a paged cache
+    assert.is_nil(variant(preset("deepseek_v3_prefill"), "avx512").dsched.dp)
+    assert.is_nil(variant(preset("llama3_8b"), "avx512").dsched.dp)
+    local paged = planner.plan(assert(config.load(helper.root .. "/configs/test/t_paged_p1.lua")))
+    for _, v in ipairs(paged.variants) do
+      if v.dsched then assert.is_nil(v.dsched.dp, v.name) end
+    end
   end)
 
   it("is not planned for a variant that calls another's decode path", function()
