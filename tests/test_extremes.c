@@ -817,6 +817,11 @@ Test(extremes, denormal_v) { for_each(v_apart_from_k, denormal_v, "denormal V");
 static int can_hide_rows(const attn_spec *s)
 {
     /* causal top-left rows are never past the keys (p_i = i sees key 0) */
+    if (s->rope_style != ATTN_ROPE_NONE && s->rope_table && !s->top_left)
+        /* bottom-right rows past the keys (Lq > Lk_b) sit at negative positions, which a RoPE
+           table has no row for: the call is refused (ATTN_ERR_ROPE, which the kernel tests'
+           matrix checks), so only a mask row can hide a row of such a kernel */
+        return s->mask != ATTN_MASK_NONE && !s->padding;
     return s->padding || s->mask != ATTN_MASK_NONE || (s->causal && !s->top_left);
 }
 
