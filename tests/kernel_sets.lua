@@ -156,17 +156,22 @@ M.PURPOSES = {
   -- Makefile SAN_TESTS: the check tool of test configs under ASan + UBSan
   sanitize = { pool = "test", features = "all" },
   -- Makefile SAN_PRESETS: the same, for presets (model-sized shapes): every
-  -- kernel family and storage type (the options are sanitized on the test
-  -- configs above, which cover every feature of the presets); make test-full
-  -- takes sanitize-presets-full, every feature at model size too
+  -- kernel family and the latent head (the options and storage types are
+  -- sanitized on the test configs above, which cover every feature of the
+  -- presets); make test-full takes sanitize-presets-full, every feature at
+  -- model size too
   ["sanitize-presets"] = { pool = "preset", features = function(f)
-    if f:match("^dtype_") or f:match("^matmul_") or f:match("^kind_") or f == "shared_kv" then return true end
+    if f:match("^kind_") or f == "shared_kv" then return true end
     for _, n in ipairs(families.names) do -- a family's own features (luong_concat, linear_state)
       if f == n or f:sub(1, #n + 1) == n .. "_" then return true end
     end
     return false
   end },
   ["sanitize-presets-full"] = { pool = "preset", features = "all" },
+  -- tests/run.sh's strict compiles (clang x86-64, gcc AArch64): presets that
+  -- cover every feature of the pool (every preset's x86-64 gcc build is
+  -- strict in the kernel tests); make test-full compiles every preset
+  strict = { pool = "preset", features = "all" },
   -- Makefile SAN_RUN and VG_RUN: the run tool on .npy inputs, which reads
   -- seqlens_k, both kinds of mask and the sinks from files
   run = { pool = "test", features = { "padding", "mask_bool", "mask_bias", "sinks" } },

@@ -103,14 +103,20 @@ busted_record "busted (lua5.4)"
 echo "== generated/ matches a fresh generation"
 check generated-fresh tests/check_generated.sh
 
-echo "== every preset compiles warning-free (clang, x86-64; gcc, AArch64; without OpenMP)"
+echo "== presets compile warning-free (clang, x86-64; gcc, AArch64; without OpenMP; make test-full: every preset)"
 # JOBS compiles at a time; each prints "PASS", or "FAIL: CC FILE" and its messages.
 # clang and the AArch64 gcc compile each file whole; x86-64 gcc compiles
 # each build part alone (-DATTN_BUILD_PART=K, as the build cache does), as
 # strict, in the kernel tests' build below (Makefile: PRESET_PARTS)
 mkdir -p "$LOG/strict"
+# make test: the presets that cover every feature (tests/kernel_sets.lua strict); make test-full: all
+if [ -n "${TEST_FULL:-}" ]; then
+  strict_files=$(ls generated/*.c)
+else
+  strict_files=$(luajit tests/kernel_sets.lua strict configs/*.lua configs/test/*.lua | sed 's|.*|generated/&.c|')
+fi
 # shellcheck disable=SC2016  # $1-$3 are the inner script's
-for c in generated/*.c; do
+for c in $strict_files; do
   for cc in clang aarch64-linux-gnu-gcc; do echo "$cc $c"; done
 done | xargs -P "$JOBS" -n 2 sh -c '
   out="$1/strict/$2-$(basename "$3" .c)"
