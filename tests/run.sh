@@ -42,13 +42,16 @@ check() {
 # busted under one interpreter, in the background: busted_start NAME LUA
 # ARGS... starts it (output in its log, exit status in its .rc);
 # busted_record NAME, after wait, adds the counts of its summary line
-busted_start() {
+busted_run() { # the same in the foreground
   name=$1; lua=$2; shift 2
   rm -f "$LOG/$name.rc"
   if ! command -v "$lua" >/dev/null 2>&1; then
     echo "missing $lua" >"$LOG/$name.log"; echo 127 >"$LOG/$name.rc"; return
   fi
-  { "$lua" /usr/bin/busted -o plainTerminal "$@" >"$LOG/$name.log" 2>&1; echo $? >"$LOG/$name.rc"; } &
+  "$lua" /usr/bin/busted -o plainTerminal "$@" >"$LOG/$name.log" 2>&1; echo $? >"$LOG/$name.rc"
+}
+busted_start() {
+  busted_run "$@" &
 }
 # busted_record NAME [LOG...]: the counts of the summary lines of LOGs
 # (default: NAME's own log), added up, recorded as suite NAME
@@ -78,8 +81,8 @@ echo "== Lua specs (LuaJIT, Lua 5.1, Lua 5.4)"
 # LuaJIT's specs in two halves side by side (busted runs one spec, and
 # mostly one process, at a time; the build cache's compiles of a kernel are
 # the exception): BUSTED_SHARD_A (the CLI's spec, the longest, and tuning)
-# and every other spec file; then Lua 5.1 and 5.4 side by side (no
-# compiles: the slow specs are LuaJIT's)
+# and every other spec file, followed by Lua 5.1 and 5.4 (no compiles: the
+# slow specs are LuaJIT's)
 BUSTED_SHARD_A="cli_spec.lua tune_spec.lua docs_spec.lua"
 shard_a=""; shard_b=""
 for f in tests/spec/*_spec.lua; do
@@ -90,13 +93,14 @@ for f in tests/spec/*_spec.lua; do
 done
 # shellcheck disable=SC2086  # the lists are file names without blanks
 busted_start "busted-luajit-a" luajit $shard_a
+# the other half, then Lua 5.1 and 5.4 (no compiles), one after another
+# beside the first half, which takes about as long as the three
 # shellcheck disable=SC2086
-busted_start "busted-luajit-b" luajit $shard_b
+{ busted_run "busted-luajit-b" luajit $shard_b
+  busted_run "busted (lua5.1)" lua5.1 --exclude-tags=slow tests/spec
+  busted_run "busted (lua5.4)" lua5.4 --exclude-tags=slow tests/spec; } &
 wait
 busted_record "busted (luajit)" "busted-luajit-a" "busted-luajit-b"
-busted_start "busted (lua5.1)" lua5.1 --exclude-tags=slow tests/spec
-busted_start "busted (lua5.4)" lua5.4 --exclude-tags=slow tests/spec
-wait
 busted_record "busted (lua5.1)"
 busted_record "busted (lua5.4)"
 
