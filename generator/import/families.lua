@@ -34,14 +34,19 @@ local M = {}
 -- partial rotary keys.
 -- qk_norm: the family RMS-normalizes each head's Q and K rows before RoPE
 -- (q_norm, k_norm with learned weights): the configs get qk_norm = {eps =
--- rms_norm_eps}, with offset = 1 where the weights are applied as (1 + w).
+-- rms_norm_eps}, with offset = 1 where the weights are applied as (1 + w);
+-- flag: the key that turns the norm on (absent: always on); rope_layers: only
+-- the configs of RoPE layers get it (Llama 4's use_qk_norm, a norm without
+-- weights after its RoPE: the caller passes weights of ones).
 -- defaults: the values transformers' config class uses for absent keys.
 -- note: a line for the header of every config of the family.
 local LLAMA4_DEFAULTS = { attention_chunk_size = 8192, no_rope_layer_interval = 4, num_hidden_layers = 48,
-  attn_temperature_tuning = true, attn_scale = 0.1, floor_scale = 8192 }
+  attn_temperature_tuning = true, attn_scale = 0.1, floor_scale = 8192, use_qk_norm = true, rms_norm_eps = 1e-5 }
 local LLAMA4_READS = { no_rope_layers = true, attn_temperature_tuning = true }
-local LLAMA4_NOTE = "Llama 4 normalizes Q and K (use_qk_norm) before attention, outside the kernel; the attention "
-  .. "temperature of its NoPE layers (attn_temperature_tuning) is the kernel's temperature key."
+local LLAMA4_NOTE = "Llama 4 rotates Q and K (RoPE) outside the kernel; its L2 norm of Q and K on the RoPE layers "
+  .. "(use_qk_norm, after the rotation, without weights) is the kernel's qk_norm with weights of ones, and the "
+  .. "attention temperature of its NoPE layers (attn_temperature_tuning) is the kernel's temperature key."
+local LLAMA4_QK_NORM = { offset = 0, flag = "use_qk_norm", rope_layers = true }
 local MLA_READS = { kv_lora_rank = true, qk_rope_head_dim = true, qk_nope_head_dim = true, v_head_dim = true }
 local MLA_DEFAULTS = { kv_lora_rank = 512, qk_rope_head_dim = 64, qk_nope_head_dim = 128, v_head_dim = 128 }
 local MLA_NOTE = "Multi-head latent attention: the decode config is the absorbed form over the latent cache (one row "
@@ -59,9 +64,9 @@ local QWEN3_NOTE = "Qwen3 normalizes Q and K (RMS norm times w: q_norm and k_nor
 local FAMILIES = {
   llama = { label = "Llama", role = "decoder", rope = true, defaults = { rope_theta = 10000 } },
   llama4 = { label = "Llama 4", role = "decoder", chunked = "llama4", text_config = true, defaults = LLAMA4_DEFAULTS,
-    note = LLAMA4_NOTE, reads = LLAMA4_READS },
+    note = LLAMA4_NOTE, reads = LLAMA4_READS, qk_norm = LLAMA4_QK_NORM },
   llama4_text = { label = "Llama 4", role = "decoder", chunked = "llama4", defaults = LLAMA4_DEFAULTS,
-    note = LLAMA4_NOTE, reads = LLAMA4_READS },
+    note = LLAMA4_NOTE, reads = LLAMA4_READS, qk_norm = LLAMA4_QK_NORM },
   mistral = { label = "Mistral", role = "decoder", window = "all", rope = true,
     defaults = { sliding_window = 4096, rope_theta = 10000 } },
   mixtral = { label = "Mixtral", role = "decoder", window = "all", rope = true, defaults = { rope_theta = 1000000 } },

@@ -756,9 +756,30 @@ end
 local function read_qk_norm(ctx, s)
   local fam, r = ctx.family, ctx.r
   if not (fam and fam.qk_norm) then return true end
+  local spec = fam.qk_norm
+  if spec.flag then
+    local on = r.get(spec.flag, "an L2 norm of Q and K without weights on the RoPE layers: qk_norm, weights of ones")
+    if on ~= nil and type(on) ~= "boolean" then
+      return r.fail(spec.flag, ("'%s' must be true or false, got %s"):format(spec.flag, show(on)))
+    end
+    if not on then return true end
+  end
   local eps, err = r.positive("rms_norm_eps", r.get("rms_norm_eps", "the eps of q_norm and k_norm"))
   if err then return nil, err end
-  s.qk_norm = { eps = eps, offset = fam.qk_norm.offset }
+  s.qk_norm = { eps = eps, offset = spec.offset, ones = spec.rope_layers }
+  if spec.rope_layers then
+    -- the RoPE layers are the chunked variant's; one config of every layer
+    -- (attention_chunk_size null) holds NoPE layers too, which have no norm
+    local any = false
+    for _, v in ipairs(s.variants) do
+      v.no_qk_norm = not v.chunk
+      any = any or v.chunk ~= nil
+    end
+    if not any then
+      r.note("qk_norm", "", "not apart: 'attention_chunk_size' is null, so one config holds RoPE and NoPE layers and "
+        .. "the norm of the RoPE layers is left out; write qk_norm = {...} in a config of those layers")
+    end
+  end
   return true
 end
 
@@ -919,7 +940,8 @@ local function raw_config(s, v, isa)
     sinks = s.sinks or nil,
     temperature = v.temperature,
     rope = v.window and s.rope_local or s.rope,
-    qk_norm = s.qk_norm and { eps = s.qk_norm.eps, offset = s.qk_norm.offset == 1 and 1 or nil },
+    qk_norm = s.qk_norm and not v.no_qk_norm and { eps = s.qk_norm.eps, offset = s.qk_norm.offset == 1 and 1 or nil }
+      or nil,
     isa = isa,
   }
   if s.raw_scale then raw.scale = s.raw_scale.value end
@@ -964,7 +986,8 @@ local function config_lines(s, v, raw)
     local q = raw.qk_norm
     lines[#lines + 1] = { key = "qk_norm",
       value = ("{ eps = %s%s }"):format(num(q.eps, true), q.offset == 1 and ", offset = 1" or ""),
-      note = ("q_norm, k_norm: eps from rms_norm_eps, weights %s (args->q_norm_w, k_norm_w)")
+      note = s.qk_norm.ones and "use_qk_norm: eps from rms_norm_eps, weights of ones (args->q_norm_w, k_norm_w)"
+        or ("q_norm, k_norm: eps from rms_norm_eps, weights %s (args->q_norm_w, k_norm_w)")
         :format(q.offset == 1 and "as 1 + w" or "w") }
   end
   return lines

@@ -486,6 +486,24 @@ describe("import-hf", function()
       assert.is_nil(texts.l4_local:find("heads_q = 16", 1, true))
     end)
 
+    it("use_qk_norm: qk_norm (weights of ones) on the RoPE layers' config only, off when false or not apart", function()
+      local cfgs, texts = load_all(assert(import_table(llama4(), "q")))
+      assert.same({ eps = 1e-5, offset = 0 }, cfgs.q_local.qk_norm)
+      assert.is_nil(cfgs.q_global.qk_norm)
+      assert.truthy(texts.q_local:find(
+        "  qk_norm = { eps = 1e-05 }, -- use_qk_norm: eps from rms_norm_eps, weights of ones", 1, true), texts.q_local)
+      assert.truthy(texts.q_local:find("rms_norm_eps = absent (Llama 4 default: 1e-05", 1, true), texts.q_local)
+      cfgs = load_all(assert(import_table(llama4({ rms_norm_eps = 1e-6 }), "e")))
+      assert.equal(1e-6, cfgs.e_local.qk_norm.eps)
+      cfgs = load_all(assert(import_table(llama4({ use_qk_norm = false }), "off")))
+      assert.is_nil(cfgs.off_local.qk_norm)
+      local res = assert(import_table(llama4({ attention_chunk_size = json.null }), "z"))
+      assert.is_nil(load_all(res).z.qk_norm)
+      assert.truthy(res.configs[1].text:find("the norm of the RoPE layers is left out", 1, true))
+      local err = select(2, import_table(llama4({ use_qk_norm = "yes" }), "e"))
+      assert.truthy(err:find("'use_qk_norm' must be true or false", 1, true), err)
+    end)
+
     it("attn_temperature_tuning: off when false or 0, attn_scale and floor_scale carried, left out without chunks",
       function()
       for _, off in ipairs({ false, 0 }) do
