@@ -43,4 +43,23 @@ static inline void expect_case_on_variants(const attn_kernel *k, const attn_vari
     }
 }
 
+/* Whether s is a test config's spec (configs/test/; the KERNEL_TEST_CONFIG
+   lines of kernel_list.h).
+   Some long cases run on these alone: a preset is a model's shape (32 heads of
+   128 and more) with options the test configs have on small shapes (a spec in
+   tests/spec/families_spec.lua checks that they have every feature of the
+   presets), so the presets' own shapes run in the shorter cases. */
+#define KERNEL(name) extern const attn_kernel attn_##name##_kernel;
+#include "kernel_list.h"
+#undef KERNEL
+static inline int is_test_config(const attn_spec *s)
+{
+#define KERNEL(name)
+#define KERNEL_TEST_CONFIG(name) \
+    if (s == &attn_##name##_kernel.spec) return 1;
+#include "kernel_list.h"
+#undef KERNEL
+    return 0;
+}
+
 #endif

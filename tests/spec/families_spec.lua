@@ -158,6 +158,27 @@ describe("the family registry", function()
     for _, n in ipairs(families.names) do assert.is_true(seen[n], "no config of family " .. n) end
   end)
 
+  -- the long extreme-value cases (tests/test_extremes.c) and the sanitizers run
+  -- the options on the test configs' small shapes, trusting them to have every
+  -- option (feature) some preset has
+  it("has test configs with every feature of the presets", function()
+    local of_tests, missing = {}, {}
+    for _, file in ipairs(config_files()) do
+      if file:match("/test/[^/]*$") then
+        for feat in pairs((kernel_sets.features(assert(kernel_sets.load(file))))) do of_tests[feat] = true end
+      end
+    end
+    for _, file in ipairs(config_files()) do
+      if not file:match("/test/[^/]*$") then
+        local _, list = kernel_sets.features(assert(kernel_sets.load(file)))
+        for _, feat in ipairs(list) do
+          if not of_tests[feat] then missing[#missing + 1] = file .. ": " .. feat end
+        end
+      end
+    end
+    assert.same({}, missing)
+  end)
+
   it("refuses an unknown kind with a one-line config error naming the families", function()
     local cfg, key, msg = schema.normalize({ name = "x", kind = "flash", query_dim = 8, heads_q = 2 })
     assert.is_nil(cfg)
