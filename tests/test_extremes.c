@@ -625,11 +625,11 @@ static void creeping_logits(const attn_kernel *k, const attn_variant *const *vs,
 Test(extremes, growing_logits)
 {
     for_each(NULL, growing_logits, "K row j x (1 + j / 2)");
-    for_each_shape(is_test_config, growing_logits, "K row j x (1 + j / 2)", tiles_shape, 1);
+    for_each_shape(runs_long_cases, growing_logits, "K row j x (1 + j / 2)", tiles_shape, 1);
 }
 Test(extremes, creeping_logits)
 {
-    for_each_shape(is_test_config, creeping_logits, "K row j x (1 + j / 32)", tiles_shape, 1);
+    for_each_shape(runs_long_cases, creeping_logits, "K row j x (1 + j / 32)", tiles_shape, 1);
 }
 
 /* ---- infinities and NaN --------------------------------------------------- */
@@ -887,7 +887,7 @@ Test(extremes, one_query_or_one_key)
     static const int64_t lens[][2] = { { 1, 1 }, { 1, 2 }, { 2, 1 }, { 1, 37 }, { 37, 1 }, { 1, 300 }, { 300, 1 } };
     int n;
     for (n = 0; n < N_KERNELS; n++)
-        if (is_test_config(&kernels[n]->spec)) verify_shapes(kernels[n], lens, 7, 1 + n % 2);
+        if (runs_edges(kernels[n]) && runs_long_cases(&kernels[n]->spec)) verify_shapes(kernels[n], lens, 7, 1 + n % 2);
 }
 
 static void head_dim_edges(const attn_kernel *k, int expect_dim)

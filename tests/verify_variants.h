@@ -6,6 +6,8 @@
 #ifndef VERIFY_VARIANTS_H
 #define VERIFY_VARIANTS_H
 
+#include <stdlib.h>
+
 #include <criterion/criterion.h>
 
 #include "attn_runtime.h"
@@ -43,17 +45,19 @@ static inline void expect_case_on_variants(const attn_kernel *k, const attn_vari
     }
 }
 
-/* Whether s is a test config's spec (configs/test/; the KERNEL_TEST_CONFIG
-   lines of kernel_list.h).
-   Some long cases run on these alone: a preset is a model's shape (32 heads of
-   128 and more) with options the test configs have on small shapes (a spec in
-   tests/spec/families_spec.lua checks that they have every feature of the
-   presets), so the presets' own shapes run in the shorter cases. */
+/* Whether the long cases run on s's kernel: a test config's (configs/test/,
+   the KERNEL_TEST_CONFIG lines of kernel_list.h), or any kernel's under make
+   test-full (TEST_FULL set and not empty).  A preset is a model's shape (32
+   heads of 128 and more) with options the test configs have on small shapes
+   (tests/spec/families_spec.lua checks that they have every feature of the
+   presets), so make test runs the presets' own shapes in the shorter cases. */
 #define KERNEL(name) extern const attn_kernel attn_##name##_kernel;
 #include "kernel_list.h"
 #undef KERNEL
-static inline int is_test_config(const attn_spec *s)
+static inline int runs_long_cases(const attn_spec *s)
 {
+    const char *full = getenv("TEST_FULL");
+    if (full != NULL && full[0] != '\0') return 1;
 #define KERNEL(name)
 #define KERNEL_TEST_CONFIG(name) \
     if (s == &attn_##name##_kernel.spec) return 1;
