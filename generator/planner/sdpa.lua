@@ -400,8 +400,10 @@ local function plan_outputs(p, cfg)
   -- tiles, whose rows start from that pass's partial sums; the key tiles then
   -- see only dense spans.  What is indexed by a key's position (ALiBi's
   -- distance, the mask tensors, the weights, dropout's counters) keeps the
-  -- key tiles' per-key tests instead.
-  p.sparse_gather = p.sparse ~= nil and not (cfg.alibi or cfg.rel_bias or cfg.mask ~= "none" or p.weights or p.dropout)
+  -- key tiles' per-key tests instead, and so does a paged cache, whose keys
+  -- of one residue are not a fixed stride apart.
+  p.sparse_gather = p.sparse ~= nil and not (cfg.alibi or cfg.rel_bias or cfg.mask ~= "none" or p.weights or p.dropout
+    or cfg.paged)
   -- keys outside [0, Lk_b) or outside a row's span exist only with these
   p.has_spans = p.causal or p.has_left or p.has_right or p.chunk ~= nil or p.padding
 end

@@ -316,9 +316,6 @@ local function paged(raw, c, u)
   if raw.padding == false then
     return nil, "paged", "'paged' reads each sequence's key length (seqlens_k): it needs padding = true or none"
   end
-  if c.sparse then
-    return nil, "paged", "'paged' and 'sparse' do not go together yet: sparse kernels read keys a fixed stride apart"
-  end
   c.padding = true
   c.paged = { page = math.floor(t.page), order = order }
   return true

@@ -130,8 +130,8 @@ describe("render", function()
           local line = (" *   %s = %s,\n"):format(k, util.serialize(v))
           assert.truthy(banner:find(line, 1, true), "banner lacks " .. line)
         end
-        -- all but sliding_window, folded into window, paged, which does not go with sparse, and shared_kv,
-        -- rope and qk_norm, which do not go with backward (their banners: below, and t_rope's)
+        -- all but sliding_window, folded into window, and paged, shared_kv, rope and qk_norm, which do
+        -- not go with backward (their banners: below, and t_rope's)
         assert.equal(#schema.order - 5, n)
         assert.truthy(banner:find(" *   window = { left = 39, right = 0 },", 1, true))
         assert.truthy(banner:find(' *   isa = { "avx512", "avx2", "neon", "scalar" },', 1, true))

@@ -114,7 +114,7 @@ describe("schema", function()
       rejects_key(with({ sinks = 1 }), "sinks", "true or false")
     end)
 
-    it("paged: {page = 1..2^20, order NHD (default) or HND}; implies padding; not with sparse", function()
+    it("paged: {page = 1..2^20, order NHD (default) or HND}; implies padding; sparse on the key tiles", function()
       local c = assert(schema.normalize(with({ paged = { page = 16 } })))
       assert.same({ page = 16, order = "NHD" }, c.paged)
       assert.is_true(c.padding)
@@ -128,8 +128,12 @@ describe("schema", function()
       rejects_key(with({ paged = { page = 4, order = "NDH" } }), "paged", "'paged.order' must be one of NHD, HND")
       rejects_key(with({ paged = { page = 4, size = 2 } }), "paged", "unknown field 'size'")
       rejects_key(with({ paged = { page = 4 }, padding = false }), "paged", "it needs padding = true or none")
-      rejects_key(with({ paged = { page = 4 }, sparse = { pattern = "strided", stride = 4 } }), "paged",
-        "'paged' and 'sparse' do not go together yet")
+      -- a sparse pattern on a paged cache: its keys tested on the key tiles, not gathered by residue
+      local sp = assert(schema.normalize(with({ paged = { page = 4 }, sparse = { pattern = "strided", stride = 4 } })))
+      assert.same({ page = 4, order = "NHD" }, sp.paged)
+      assert.is_false(require("planner").plan(sp).sparse_gather)
+      assert.is_true(require("planner").plan(assert(schema.normalize(with({ sparse = { pattern = "strided",
+        stride = 4 } })))).sparse_gather)
     end)
 
     it("shared_kv: true kept, false and absent nil; head dims up to 1024 with it, Dv <= D", function()
