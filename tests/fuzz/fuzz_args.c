@@ -608,13 +608,16 @@ static void kv_layouts(const attn_spec *spec, const attn_args *a, layout *lk, la
     set_layout(lv, n, len, spec->heads_kv, spec->head_dim_v / kv_values(spec), a->v_stride, 1);
 }
 
-/* A layout in blocks of nv values, as values: the same bytes dequantized (strides times nv). */
+/* A layout in blocks of nv values, as values: the same bytes dequantized (strides times nv).
+   A dim of one element, or every dim of a tensor with none, gets stride 0: no offset along it
+   is formed, and the stride the kernel accepted in blocks may not fit as values (the reference
+   checks its f32 copy's strides as the kernel's). */
 static void values_layout(const layout *blocks, int64_t nv, layout *w)
 {
     int d;
     *w = *blocks;
-    for (d = 0; d < 3; d++)
-        w->str[d] = sat_mul(blocks->str[d], nv);
+    for (d = 0; d < 3 && nv > 1; d++)
+        w->str[d] = blocks->count > 0 && blocks->ext[d] > 1 ? sat_mul(blocks->str[d], nv) : 0;
     w->ext[3] = blocks->ext[3] * nv;
     w->span = sat_mul(blocks->span, nv);
     w->count = sat_mul(blocks->count, nv);
@@ -816,7 +819,12 @@ static void run_and_compare(const attn_spec *spec, attn_fwd_fn fwd, attn_args *a
     }
     st = attn_reference(spec, &ref);
     if (st != ATTN_OK)
-        die("the reference returned '%s'", attn_status_string(st));
+        die("the reference returned '%s' (B=%lld Lq=%lld Lk=%lld N=%lld; strides Q %lld %lld %lld, K %lld %lld %lld, "
+            "V %lld %lld %lld, O %lld %lld %lld)", attn_status_string(st), (long long)B, (long long)Lq, (long long)Lk,
+            (long long)a->num_pages, (long long)ref.q_stride[0], (long long)ref.q_stride[1], (long long)ref.q_stride[2],
+            (long long)ref.k_stride[0], (long long)ref.k_stride[1], (long long)ref.k_stride[2],
+            (long long)ref.v_stride[0], (long long)ref.v_stride[1], (long long)ref.v_stride[2],
+            (long long)ref.o_stride[0], (long long)ref.o_stride[1], (long long)ref.o_stride[2]);
     if (n_s > 0) { /* the state written back, within ATTN_REF_TOL_STATE of its terms */
         double *s_abs = (double *)alloc_elems(n_s, sizeof(double));
         double *z_abs = (double *)alloc_elems(n_z, sizeof(double));

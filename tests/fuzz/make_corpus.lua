@@ -258,7 +258,12 @@ args_seeds.classic_batch_0_huge_seq_q = string.char(kernel_with("classic", "clas
 --  * batch_2_62_plus_1 and seq_k_int64_min (byte 2, written for t_odd_dims,
 --    still t_odd_dims): a batch of 2^62 + 1 and a seq_k of INT64_MIN, length
 --    checks every kernel makes, so any kernel makes sense.
+--  * regress_block_kv_value_strides (byte 249, found on t_shared_kv_q4, 11 of 17 then): a
+--    paged q4_0 cache of no pages (num_pages 0, batch 0) whose head stride of about 2^57
+--    blocks the kernel accepts; as values (times 32) the reference's copy no longer fit.
 local raw_seeds = {
+  { name = "regress_block_kv_value_strides", need = "block_kv",
+    bytes = "\249\0\0\0\2\16\2\7\130\0\253\3\0\5\0\4\0\1\2\2\2\171\3\1\0\0\57\48\0\0\3\130" },
   { name = "regress_variant_checks_first", bytes = "\3\49\3\144\242\0\3" },
   { name = "regress_empty_mask_huge_stride", need = "mask_bool",
     bytes = "\4\3\144\1\36\0\0\64" .. string.rep("\0", 5) .. "\1" .. string.rep("\0", 5) ..
