@@ -204,7 +204,9 @@ static int qkv_rope(attn_qkv_case *cb)
     const size_t n = (size_t)(rows * half);
     float *t;
     int64_t pos, m;
-    if (attn_guard_alloc(&cb->rope, 2 * n * sizeof(float) + 1))
+    /* exactly the two tables: sin's last row ends at the guard page, and every float is
+       aligned (a byte more put the tables one byte off their alignment) */
+    if (attn_guard_alloc(&cb->rope, 2 * n * sizeof(float)))
         return 1;
     t = (float *)cb->rope.ptr;
     for (pos = 0; pos < rows; pos++)

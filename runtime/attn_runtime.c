@@ -862,18 +862,29 @@ static int64_t first_key_seen(const attn_spec *spec, int64_t lq, int64_t lk)
  * first key any row sees and is no global key.  Entries past a sequence's
  * last page are not read.
  */
+/* The block table's entry for key j of sequence b (the page that holds it), and whether an
+   entry names a page of the pools: the one lookup of attn_check_args and attn_check_append. */
+static int64_t page_entry(const attn_spec *spec, const attn_args *args, int64_t b, int64_t j)
+{
+    return args->block_table[b * args->block_table_stride + j / spec->page];
+}
+
+static int page_in_pools(const attn_args *args, int64_t page)
+{
+    return page >= 0 && page < args->num_pages;
+}
+
 static attn_status check_block_table(const attn_spec *spec, const attn_args *args)
 {
     const int64_t pg = spec->page;
     int64_t b, e;
     for (b = 0; b < args->batch; b++) {
         const int64_t lk = args->seqlens_k[b];
-        const int32_t *row = args->block_table + b * args->block_table_stride;
         int64_t first = -1; /* computed at the first -1 entry */
         for (e = 0; e * pg < lk; e++) {
-            const int64_t page = row[e];
+            const int64_t page = page_entry(spec, args, b, e * pg);
             const int64_t j1 = (e + 1) * pg < lk ? (e + 1) * pg : lk; /* the page's keys: [e * pg, j1) */
-            if (page >= 0 && page < args->num_pages)
+            if (page_in_pools(args, page))
                 continue;
             if (page != -1)
                 return ATTN_ERR_PAGE;
@@ -916,7 +927,9 @@ static attn_status check_rope_table(const attn_spec *spec, const attn_args *args
 }
 
 /* A [B][L][H][n] tensor of elem-byte elements with strides {b, l, h} (and 1)
-   fits the index type. */
+   fits the index type: the one span check of Q, O, K and V (or K's and V's
+   pools) in attn_check_args and of the new rows and the cache in
+   attn_check_append. */
 static int rows_fit(int64_t b, int64_t l, int64_t h, int64_t n, const int64_t *stride, size_t elem)
 {
     const int64_t ext[4] = { b, l, h, n };
@@ -926,10 +939,21 @@ static int rows_fit(int64_t b, int64_t l, int64_t h, int64_t n, const int64_t *s
     return span_fits(4, ext, str, elem);
 }
 
+/* K and V (V when has_v): [B][Lk][Hkv][D or Dv] in the cache's type, or paged, the pools
+   [N][P][Hkv][D or Dv] (strides {page, slot, head}); a block type's rows are D / 32 blocks. */
+static int cache_fits(const attn_spec *spec, const attn_args *args, int paged, int has_v)
+{
+    const int64_t kv_values = attn_dtype_values(spec->dtype_kv) > 0 ? attn_dtype_values(spec->dtype_kv) : 1;
+    const int64_t n = paged ? args->num_pages : args->batch, len = paged ? spec->page : args->seq_k;
+    /* an unknown type: its size, 0, never fits */
+    const size_t ksz = attn_dtype_size(spec->dtype_kv);
+    return rows_fit(n, len, spec->heads_kv, spec->head_dim / kv_values, args->k_stride, ksz) &&
+           (!has_v || rows_fit(n, len, spec->heads_kv, spec->head_dim_v / kv_values, args->v_stride, ksz));
+}
+
 attn_status attn_check_append(const attn_spec *spec, const attn_args *args)
 {
-    const int64_t kv_values = spec != NULL && attn_dtype_values(spec->dtype_kv) > 0 ? attn_dtype_values(spec->dtype_kv) : 1;
-    const size_t qsz = spec != NULL ? attn_dtype_size(spec->dtype_q) : 0, ksz = spec != NULL ? attn_dtype_size(spec->dtype_kv) : 0;
+    const size_t qsz = spec != NULL ? attn_dtype_size(spec->dtype_q) : 0;
     /* shared_kv: the new rows are K's alone (v_new, v and v_stride are not read) */
     const int has_v = spec == NULL || !spec->shared_kv;
     const int paged = spec != NULL && spec->page > 0;
@@ -954,10 +978,7 @@ attn_status attn_check_append(const attn_spec *spec, const attn_args *args)
        [N][P][Hkv][D or Dv] */
     if (!rows_fit(args->batch, args->seq_new, spec->heads_kv, spec->head_dim, args->kn_stride, qsz) ||
         (has_v && !rows_fit(args->batch, args->seq_new, spec->heads_kv, spec->head_dim_v, args->vn_stride, qsz)) ||
-        !rows_fit(paged ? args->num_pages : args->batch, paged ? spec->page : args->seq_k, spec->heads_kv,
-                  spec->head_dim / kv_values, args->k_stride, ksz) ||
-        (has_v && !rows_fit(paged ? args->num_pages : args->batch, paged ? spec->page : args->seq_k, spec->heads_kv,
-                            spec->head_dim_v / kv_values, args->v_stride, ksz)))
+        !cache_fits(spec, args, paged, has_v))
         return ATTN_ERR_TOO_LARGE;
     for (b = 0; b < args->batch; b++)
         if (args->seqlens_k[b] < 0 || args->seqlens_k[b] > args->seq_k)
@@ -967,10 +988,9 @@ attn_status attn_check_append(const attn_spec *spec, const attn_args *args)
             return ATTN_ERR_CAPACITY;
     if (paged) /* every new row lands on a page of the pools: never on an evicted (-1) one */
         for (b = 0; b < args->batch; b++) {
-            const int32_t *row = args->block_table + b * args->block_table_stride;
             int64_t j;
             for (j = args->seqlens_k[b]; j < args->seqlens_k[b] + args->seq_new; j++)
-                if (row[j / spec->page] < 0 || row[j / spec->page] >= args->num_pages)
+                if (!page_in_pools(args, page_entry(spec, args, b, j)))
                     return ATTN_ERR_PAGE;
         }
     if (spec->qk_norm && args->seq_new > 0 && args->k_norm_w == NULL)
@@ -1000,7 +1020,7 @@ attn_status attn_check_args(const attn_spec *spec, const attn_args *args)
     /* shared_kv: V is read from K's rows; args->v and v_stride are ignored */
     const int has_v = spec == NULL || linear || !spec->shared_kv;
     int64_t ext[4], str[4];
-    int64_t b, kv_values;
+    int64_t b;
 
     if (spec == NULL || args == NULL || args->q == NULL || args->k == NULL ||
         (has_v && args->v == NULL) || args->o == NULL)
@@ -1009,9 +1029,6 @@ attn_status attn_check_args(const attn_spec *spec, const attn_args *args)
         return ATTN_ERR_NULL_ARG;
     if (paged && (args->seqlens_k == NULL || args->block_table == NULL))
         return ATTN_ERR_NULL_ARG;
-    kv_values = attn_dtype_values(spec->dtype_kv);
-    if (kv_values == 0)
-        kv_values = 1; /* an unknown type: its size, 0, fails the span checks */
     if (has_mask && args->mask == NULL)
         return ATTN_ERR_NULL_ARG;
     if (has_state && (args->state_s == NULL || args->state_z == NULL))
@@ -1049,32 +1066,13 @@ attn_status attn_check_args(const attn_spec *spec, const attn_args *args)
     if (args->batch > MAX_EXTENT || args->seq_q > MAX_EXTENT || args->seq_k > MAX_EXTENT)
         return ATTN_ERR_TOO_LARGE;
 
-    /* Q and O: [B][Lq][Hq][D or Dv]; K and V: [B][Lk][Hkv][D or Dv] */
-    ext[0] = args->batch;
-    ext[1] = args->seq_q;
-    ext[2] = spec->heads_q;
-    ext[3] = spec->head_dim;
-    memcpy(str, args->q_stride, sizeof args->q_stride);
-    str[3] = 1;
-    if (!span_fits(4, ext, str, attn_dtype_size(spec->dtype_q)))
-        return ATTN_ERR_TOO_LARGE;
-    ext[3] = spec->head_dim_v;
-    memcpy(str, args->o_stride, sizeof args->o_stride);
-    if (!span_fits(4, ext, str, attn_dtype_size(spec->dtype_o)))
-        return ATTN_ERR_TOO_LARGE;
-    ext[1] = args->seq_k;
-    if (paged) { /* paged: the pools [N][P][Hkv][D] (strides {page, slot, head}) */
-        ext[0] = args->num_pages;
-        ext[1] = spec->page;
-    }
-    ext[2] = spec->heads_kv;
-    ext[3] = spec->head_dim / kv_values; /* a block type's rows: D / 32 blocks */
-    memcpy(str, args->k_stride, sizeof args->k_stride);
-    if (!span_fits(4, ext, str, attn_dtype_size(spec->dtype_kv)))
-        return ATTN_ERR_TOO_LARGE;
-    ext[3] = spec->head_dim_v / kv_values;
-    memcpy(str, args->v_stride, sizeof args->v_stride);
-    if (has_v && !span_fits(4, ext, str, attn_dtype_size(spec->dtype_kv)))
+    /* Q and O: [B][Lq][Hq][D or Dv]; K and V: [B][Lk][Hkv][D or Dv], or paged, the pools
+       [N][P][Hkv][D or Dv] (strides {page, slot, head}); a block type's rows: D / 32 blocks */
+    if (!rows_fit(args->batch, args->seq_q, spec->heads_q, spec->head_dim, args->q_stride,
+                  attn_dtype_size(spec->dtype_q)) ||
+        !rows_fit(args->batch, args->seq_q, spec->heads_q, spec->head_dim_v, args->o_stride,
+                  attn_dtype_size(spec->dtype_o)) ||
+        !cache_fits(spec, args, paged, has_v))
         return ATTN_ERR_TOO_LARGE;
 
     /* LSE: contiguous [B][Hq][Lq] */

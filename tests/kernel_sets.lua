@@ -68,9 +68,10 @@ M.FEATURES = {
   { "temperature", function(c) return c.temperature ~= nil end },
   -- V read from the first head_dim_v values of each K row (one cache tensor)
   { "shared_kv", function(c) return c.shared_kv == true end },
-  -- rotary embeddings of the query rows (angles from the generated frequencies; the sanitizer's and
-  -- the fuzzer's harnesses do not pass a cos / sin table yet, so rope = {table = true} is no feature)
+  -- rotary embeddings of the query rows: angles from the generated frequencies, or the caller's
+  -- cos / sin table (rope = {table = true}; the harnesses pass one of exactly rope_rows rows)
   { "rope", function(c) return type(c.rope) == "table" and not c.rope.table end },
+  { "rope_table", function(c) return type(c.rope) == "table" and c.rope.table == true end },
   -- the RMS norm of the query rows (and appended key rows) times run-time weights
   { "qk_norm", function(c) return type(c.qk_norm) == "table" end },
   { "entropy", function(c) return c.entropy == true end },
@@ -135,10 +136,6 @@ function M.features(c)
   return set, list
 end
 
-local function block_kv(c)
-  local kv = type(c.dtype) == "table" and c.dtype.kv or c.dtype
-  return kv == "q8_0" or kv == "q4_0"
-end
 
 local function has_isa(c, isa)
   if type(c.isa) ~= "table" then return true end -- default: every ISA
@@ -175,11 +172,11 @@ M.PURPOSES = {
   -- Makefile SAN_RUN and VG_RUN: the run tool on .npy inputs, which reads
   -- seqlens_k, both kinds of mask and the sinks from files
   run = { pool = "test", features = { "padding", "mask_bool", "mask_bias", "sinks" } },
-  -- Makefile FUZZ_KERNELS: argument validation and kernels under libFuzzer;
-  -- not yet K/V in a block type (q8_0, q4_0): the harness lays its inputs out
-  -- in values of 16 or 32 bits (tests/fuzz/fuzz_args.c); paged K/V with a block table it builds (shuffled,
-  -- evicted and bad entries)
-  fuzz = { pool = "test", features = "all", filter = function(c) return not block_kv(c) end },
+  -- Makefile FUZZ_KERNELS: argument validation and kernels under libFuzzer
+  -- (tests/fuzz/fuzz_args.c): K/V in a block type laid out in whole blocks,
+  -- paged K/V with a block table it builds (shuffled, evicted and bad
+  -- entries), a RoPE table of exactly rope_rows rows
+  fuzz = { pool = "test", features = "all" },
   -- Makefile NEON_CONFIGS: every test config with a NEON variant, under qemu
   neon = { pool = "test", every = true, filter = function(c) return has_isa(c, "neon") end },
   -- Makefile NEON_SCALAR: of those, the ones whose scalar variant runs under

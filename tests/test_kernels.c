@@ -1975,8 +1975,27 @@ static void append_case(const attn_kernel *k, attn_status (*append)(const attn_a
         cr_expect_eq(append(&a), ATTN_ERR_PAGE);
         cr_expect(memcmp(kc, k0, kbytes) == 0 && memcmp(vc, v0, vbytes) == 0 && memcmp(o, o2, no * osz) == 0,
                   "%s: a refused call wrote", s->name);
+        table[e] = (int32_t)a.num_pages; /* and one naming no page of the pools */
+        cr_expect_eq(k->fwd(&a), ATTN_ERR_PAGE, "%s: a new row on a page past the pools", s->name);
+        cr_expect_eq(append(&a), ATTN_ERR_PAGE);
+        cr_expect(memcmp(kc, k0, kbytes) == 0 && memcmp(vc, v0, vbytes) == 0 && memcmp(o, o2, no * osz) == 0,
+                  "%s: a refused call wrote", s->name);
         table[e] = keep;
         (void)per;
+    }
+    { /* a new rows' or a cache's stride past the index type: ATTN_ERR_TOO_LARGE, nothing written */
+        int64_t *const strides[2] = { &a.kn_stride[0], &a.k_stride[0] };
+        int t;
+        a.seqlens_k = lens;
+        for (t = 0; t < 2; t++) {
+            const int64_t keep = *strides[t];
+            *strides[t] = INT64_MAX / 2;
+            cr_expect_eq(k->fwd(&a), ATTN_ERR_TOO_LARGE, "%s: stride %d past the index type", s->name, t);
+            cr_expect_eq(append(&a), ATTN_ERR_TOO_LARGE, "%s: append, stride %d past the index type", s->name, t);
+            cr_expect(memcmp(kc, k0, kbytes) == 0 && memcmp(vc, v0, vbytes) == 0 && memcmp(o, o2, no * osz) == 0,
+                      "%s: a refused call wrote", s->name);
+            *strides[t] = keep;
+        }
     }
     cr_expect_str_eq(attn_status_string(ATTN_ERR_CAPACITY),
                      "appending: seqlens_k[b] + seq_new is past the cache's seq_k");

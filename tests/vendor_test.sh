@@ -16,7 +16,8 @@
 # kernel (g++ and clang++); nm finds only attn_<name>_* in each kernel
 # object, only attn_* in the runtime and no symbol twice; the README's C
 # example compiles.  Linear, additive and luong kernels (their own args and
-# examples) are vendored and built on their own at the end.  The command's own behaviour: deterministic output,
+# examples) and a kernel with a RoPE table are vendored and built on their
+# own at the end.  The command's own behaviour: deterministic output,
 # errors (unknown preset, duplicate or reserved names, a foreign non-empty
 # folder, a user's file in the way) that change nothing, and re-vendoring
 # that replaces only the files it wrote.
@@ -502,6 +503,14 @@ classic_general() ( # a subshell: the cd stays in it
     gcc $STRICT -I. -fsyntax-only readme_example.c
 )
 check "luong general: the folder builds strict, the example runs, the README's example compiles" classic_general
+
+# rope = {table = true}: the example passes its cos / sin table (the angles
+# p theta^(-2m/dim)), so its call returns ATTN_OK and prints a checksum
+"$ATTNGEN" vendor -q configs/test/t_top_left.lua -o "$T/rope_table"
+rope_table_example() ( # a subshell: the cd stays in it
+  cd "$T/rope_table" && gcc $STRICT -O1 -c ./*.c && gcc -o example ./*.o -lm && example_line ./example
+)
+check "rope table: the folder builds strict, the example passes its table and runs" rope_table_example
 
 echo "vendor: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

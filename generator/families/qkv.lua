@@ -74,6 +74,9 @@ function M.describe(plan, opts)
     shared_kv = plan.shared_kv or false,
     qk_norm = plan.qk_norm and true or false,
     rel_rows = plan.rel_bias and plan.rel_rows or nil,
+    -- rope = {table = true}: the example's table holds the angles p theta^(-2m/dim)
+    rope_table = plan.rope and plan.rope.table and { half = plan.rope.half, dim = plan.rope.dim,
+      theta = ("%.17g"):format(plan.rope.theta) } or nil,
     dtypes = ("Q %s, K/V %s, O %s"):format(plan.dtype.q, plan.dtype.kv, plan.dtype.o),
   }
 end

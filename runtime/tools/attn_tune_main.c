@@ -259,6 +259,7 @@ typedef struct {
     size_t no, ns, nz;        /* elements of O and of the state's S and z */
     int32_t *table;           /* paged configs: the block table of the contiguous K and V's rows */
     float *qk_norm;           /* configs with qk_norm: q_norm_w then k_norm_w */
+    float *rope;              /* configs with rope table = true: cos then sin (rope_table) */
 } tune_inputs;
 
 static void free_inputs(tune_inputs *in)
@@ -281,6 +282,33 @@ static void free_inputs(tune_inputs *in)
     free(in->sinks);
     free(in->table);
     free(in->qk_norm);
+    free(in->rope);
+}
+
+/* rope = {table = true}: the cos / sin table of rows positions (0..rows-1),
+   cos then sin, [rows][rope_dim / 2] each, of RoPE's own angles
+   p 10000^(-2m/dim) (the default theta) formed in double and rounded once,
+   set in args (rope_cos, rope_sin, rope_rows).  NULL for other specs, or
+   when out of memory.  Released with free(). */
+static float *rope_table(const attn_spec *spec, attn_args *args, int64_t rows)
+{
+    const int64_t half = spec->rope_dim / 2;
+    float *t;
+    int64_t p, m;
+    if (spec->family != ATTN_FAMILY_SDPA || spec->rope_style == ATTN_ROPE_NONE || !spec->rope_table)
+        return NULL;
+    t = (float *)malloc(sizeof(float) * (size_t)(2 * rows * half) + 1);
+    if (!t) return NULL;
+    for (p = 0; p < rows; p++)
+        for (m = 0; m < half; m++) {
+            const double angle = (double)p * pow(10000.0, -2.0 * (double)m / (double)spec->rope_dim);
+            t[p * half + m] = (float)cos(angle);
+            t[(rows + p) * half + m] = (float)sin(angle);
+        }
+    args->rope_cos = t;
+    args->rope_sin = t + rows * half;
+    args->rope_rows = rows;
+    return t;
 }
 
 /* Fills args and in for shape sh: contiguous random Q, K, V, full key
@@ -349,6 +377,10 @@ static int make_inputs(const shape *sh, const options *opt, const attn_spec *spe
     args->rel_table = in->rel;
     in->qk_norm = attn_tool_qk_norm_weights(spec, args);
     if (spec->family == ATTN_FAMILY_SDPA && spec->qk_norm && !in->qk_norm)
+        return -1;
+    /* a table of every position a row of the shape can have: 0..max(Lq, Lk)-1 */
+    in->rope = rope_table(spec, args, sh->seq_q > sh->seq_k ? sh->seq_q : sh->seq_k);
+    if (spec->family == ATTN_FAMILY_SDPA && spec->rope_style != ATTN_ROPE_NONE && spec->rope_table && !in->rope)
         return -1;
     args->q = in->qs;
     args->k = in->ks;

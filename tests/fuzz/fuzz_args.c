@@ -43,9 +43,15 @@
  *           mask {j, i, h, b} (stride fields, innermost first)
  *   threads (1 byte, as int8), seed (4 bytes)
  *   seqlens_k[b] for b < 64 (seqlen fields; later batches get full length)
- *   paged kernels (spec.page > 0), last: their block table (paged_table below)
+ *   paged kernels (spec.page > 0): their block table (paged_table below)
+ *   rope-table kernels (rope = {table = true}), last: rope_rows and the
+ *   table's faults (rope_fields below)
  * A paged kernel's K and V strides are the pools' {page, slot, head}: decoded
  * as a [page][slot][head] tensor (NHD) or with slot and head swapped (HND).
+ * K and V in a block type (q8_0, q4_0): strides and rows count blocks of 32
+ * values (D / 32 a row), so no stride cuts a block; the buffers hold whole
+ * blocks, filled by the runtime's quantizers (gap blocks from NaNs), and the
+ * reference reads the stored blocks dequantized.
  * A length field is a byte m: m < 0xE0 the value m; 0xE0..0xEF the value
  * 224 + ((m - 0xE0) << 8 | next byte); 0xF0..0xF7 a boundary value
  * (special[]); 0xF8..0xFF the next 8 bytes as a little-endian int64.
@@ -462,6 +468,37 @@ static int all_below(const int64_t *v, int n, int64_t limit)
     return 1;
 }
 
+/* Values an element of K and V holds: 32 for a block type (q8_0, q4_0), else 1.  Their
+   strides count elements (blocks), so a stride never cuts a block. */
+static int64_t kv_values(const attn_spec *spec)
+{
+    const int n = attn_dtype_values(spec->dtype_kv);
+    return n > 1 ? n : 1;
+}
+
+/* rope = {table = true}: the caller's cos / sin table */
+static int has_rope_table(const attn_spec *spec)
+{
+    return spec->family == ATTN_FAMILY_SDPA && spec->rope_style != ATTN_ROPE_NONE && spec->rope_table;
+}
+
+/* Whether a query row's position lies outside the table's rows 0..rope_rows-1: positions
+   i + Lk_b - Lq (i top-left) for every sequence b, Lk_b its seqlens_k with padding. */
+static int rope_outside(const attn_spec *spec, const attn_args *a)
+{
+    const int64_t nb = spec->padding ? a->batch : a->batch > 0 ? 1 : 0;
+    int64_t b;
+    if (a->seq_q == 0)
+        return 0;
+    for (b = 0; b < nb; b++) {
+        const int64_t lk = spec->padding ? a->seqlens_k[b] : a->seq_k;
+        const int64_t lo = spec->top_left ? 0 : lk - a->seq_q, hi = spec->top_left ? a->seq_q - 1 : lk - 1;
+        if (lo < 0 || hi >= a->rope_rows)
+            return 1;
+    }
+    return 0;
+}
+
 /* Step 1: the status must agree with what is wrong with the args. */
 static void check_status(const attn_spec *spec, const attn_args *a, attn_status st)
 {
@@ -482,7 +519,11 @@ static void check_status(const attn_spec *spec, const attn_args *a, attn_status 
     const int bad_stride = any_negative(a->q_stride, 3) || any_negative(a->k_stride, 3) ||
                            (has_v && any_negative(a->v_stride, 3)) || any_negative(a->o_stride, 3) ||
                            (has_mask && any_negative(a->mask_stride, 4)) || (paged && a->block_table_stride < 0);
-    int bad_seqlens = 0, bad_page = 0, evicted = 0;
+    /* the rope table's faults, checked after every other argument's (a NULL table among
+       them: ATTN_ERR_NULL_ARG only when nothing else is wrong) */
+    const int rope = has_rope_table(spec);
+    const int rope_null = rope && (a->rope_cos == NULL || a->rope_sin == NULL);
+    int bad_seqlens = 0, bad_page = 0, evicted = 0, bad_rope = 0;
     int64_t b, e;
 
     if (spec->padding && !null_arg && !bad_shape && a->batch <= MAX_SEQLENS)
@@ -498,14 +539,25 @@ static void check_status(const attn_spec *spec, const attn_args *a, attn_status 
                 bad_page |= page < -1 || page >= a->num_pages;
             }
 
-    if ((st == ATTN_ERR_NULL_ARG) != null_arg)
+    if (rope && !null_arg && !bad_shape && !bad_stride && !bad_seqlens && a->rope_rows >= 0 &&
+        (!spec->padding || a->batch <= MAX_SEQLENS))
+        bad_rope = rope_outside(spec, a);
+
+    if (null_arg ? st != ATTN_ERR_NULL_ARG : st == ATTN_ERR_NULL_ARG && !rope_null)
         die("status '%s' but a required pointer is %s", attn_status_string(st),
             null_arg ? "NULL" : "not NULL");
     switch (st) {
     case ATTN_OK:
-        if (bad_shape || bad_stride || a->threads < 0 || bad_seqlens || bad_page)
-            die("accepted bad args (shape %d, stride %d, threads %d, seqlens %d, page %d)", bad_shape,
-                bad_stride, a->threads, bad_seqlens, bad_page);
+        if (bad_shape || bad_stride || a->threads < 0 || bad_seqlens || bad_page || rope_null ||
+            (rope && a->rope_rows < 0) || bad_rope)
+            die("accepted bad args (shape %d, stride %d, threads %d, seqlens %d, page %d, rope table %s, "
+                "rope_rows %lld, a position outside it %d)", bad_shape, bad_stride, a->threads, bad_seqlens,
+                bad_page, rope_null ? "NULL" : "given", (long long)a->rope_rows, bad_rope);
+        break;
+    case ATTN_ERR_ROPE:
+        if (!bad_rope)
+            die("'%s' but every position lies in the table's %lld rows", attn_status_string(st),
+                (long long)a->rope_rows);
         break;
     case ATTN_ERR_PAGE:
         if (!bad_page && !evicted)
@@ -513,7 +565,7 @@ static void check_status(const attn_spec *spec, const attn_args *a, attn_status 
         break;
     case ATTN_ERR_NULL_ARG: break;
     case ATTN_ERR_SHAPE:
-        if (!bad_shape)
+        if (!bad_shape && !(rope && a->rope_rows < 0))
             die("'%s' but no length is negative", attn_status_string(st));
         break;
     case ATTN_ERR_STRIDE:
@@ -537,7 +589,8 @@ static void check_status(const attn_spec *spec, const attn_args *a, attn_status 
             all_below(a->k_stride, 3, (int64_t)1 << 28) &&
             (!has_v || all_below(a->v_stride, 3, (int64_t)1 << 28)) &&
             all_below(a->o_stride, 3, (int64_t)1 << 28) &&
-            (!has_mask || all_below(a->mask_stride, 4, (int64_t)1 << 28)))
+            (!has_mask || all_below(a->mask_stride, 4, (int64_t)1 << 28)) &&
+            (!rope || a->rope_rows < ((int64_t)1 << 24)))
             die("'%s' for lengths below 2^24 and strides below 2^28", attn_status_string(st));
         break;
     default:
@@ -546,13 +599,61 @@ static void check_status(const attn_spec *spec, const attn_args *a, attn_status 
 }
 
 /* K's and V's layouts: [B][Lk][Hkv][D or Dv], or a paged kernel's pools [N][P][Hkv][D or Dv]
-   (strides {page, slot, head}). */
+   (strides {page, slot, head}), in elements: D / 32 blocks a row for a block type. */
 static void kv_layouts(const attn_spec *spec, const attn_args *a, layout *lk, layout *lv)
 {
     const int paged = spec->family != ATTN_FAMILY_LINEAR && spec->page > 0;
     const int64_t n = paged ? a->num_pages : a->batch, len = paged ? spec->page : a->seq_k;
-    set_layout(lk, n, len, spec->heads_kv, spec->head_dim, a->k_stride, 1);
-    set_layout(lv, n, len, spec->heads_kv, spec->head_dim_v, a->v_stride, 1);
+    set_layout(lk, n, len, spec->heads_kv, spec->head_dim / kv_values(spec), a->k_stride, 1);
+    set_layout(lv, n, len, spec->heads_kv, spec->head_dim_v / kv_values(spec), a->v_stride, 1);
+}
+
+/* A layout in blocks of nv values, as values: the same bytes dequantized (strides times nv).
+   A dim of one element, or every dim of a tensor with none, gets stride 0: no offset along it
+   is formed, and the stride the kernel accepted in blocks may not fit as values (the reference
+   checks its f32 copy's strides as the kernel's). */
+static void values_layout(const layout *blocks, int64_t nv, layout *w)
+{
+    int d;
+    *w = *blocks;
+    for (d = 0; d < 3 && nv > 1; d++)
+        w->str[d] = blocks->count > 0 && blocks->ext[d] > 1 ? sat_mul(blocks->str[d], nv) : 0;
+    w->ext[3] = blocks->ext[3] * nv;
+    w->span = sat_mul(blocks->span, nv);
+    w->count = sat_mul(blocks->count, nv);
+}
+
+/* The values in wide (a layout in values, NaN gaps) quantized into a buffer of exactly
+   n_blocks blocks of dtype (the runtime's quantizers), and wide overwritten with the stored
+   values dequantized: what the kernel reads, for the reference. */
+static void *store_blocks(float *wide, int64_t n_blocks, attn_dtype dtype)
+{
+    const int64_t n = n_blocks * attn_dtype_values(dtype);
+    void *buf;
+    if (n_blocks == 0)
+        return wide;
+    buf = alloc_elems(n_blocks, attn_dtype_size(dtype));
+    if ((dtype == ATTN_DTYPE_Q8_0 ? attn_quantize_q8_0(wide, buf, n) : attn_quantize_q4_0(wide, buf, n)) != ATTN_OK ||
+        (dtype == ATTN_DTYPE_Q8_0 ? attn_dequantize_q8_0(buf, wide, n) : attn_dequantize_q4_0(buf, wide, n)) != ATTN_OK)
+        die("the %s quantizer refused %lld values", attn_dtype_name(dtype), (long long)n);
+    return buf;
+}
+
+/* A cos / sin table of exactly rows * rope_dim / 2 values each, of random angles (the
+   kernel and the reference read the same table); NULL when too large to build. */
+static float *rope_table(const attn_spec *spec, int64_t rows, int want_sin, uint64_t *rng)
+{
+    const int64_t n = sat_mul(rows, spec->rope_dim / 2);
+    float *t;
+    int64_t i;
+    if (n > MAX_ELEMS)
+        return NULL;
+    t = (float *)alloc_elems(n, sizeof(float));
+    for (i = 0; i < n; i++) {
+        const double angle = 6.283185307179586 * rng_unit(rng);
+        t[i] = (float)(want_sin ? sin(angle) : cos(angle));
+    }
+    return t;
 }
 
 /* Step 3: run an accepted call on real buffers and compare with the reference. */
@@ -567,8 +668,10 @@ static void run_and_compare(const attn_spec *spec, attn_fwd_fn fwd, attn_args *a
     const int64_t n_s = linear && spec->state ? sat_mul(sat_mul(B, Hkv), sat_mul(D, Dv)) : 0;
     const int64_t n_z = linear && spec->state ? sat_mul(sat_mul(B, Hkv), D) : 0;
     const attn_dtype odt = spec->dtype_o;
-    layout lq, lk, lv, lo, lm;
+    const int64_t nv = kv_values(spec); /* K's and V's values an element */
+    layout lq, lk, lv, lkw, lvw, lo, lm;
     float *q, *k, *v, *o_ref, *lse = NULL, *lse_ref = NULL;
+    float *rope_cos = NULL, *rope_sin = NULL;
     float *st_s = NULL, *st_z = NULL, *s0 = NULL, *z0 = NULL, *ref_s = NULL, *ref_z = NULL;
     void *qs, *ks, *vs, *o;
     void *mask = NULL;
@@ -593,11 +696,14 @@ static void run_and_compare(const attn_spec *spec, attn_fwd_fn fwd, attn_args *a
         memcpy(a->v_stride, a->k_stride, sizeof a->v_stride);
     set_layout(&lq, B, Lq, Hq, D, a->q_stride, 1);
     kv_layouts(spec, a, &lk, &lv);
+    values_layout(&lk, nv, &lkw);
+    values_layout(&lv, nv, &lvw);
     set_layout(&lo, B, Lq, Hq, Dv, a->o_stride, 1);
     memset(&lm, 0, sizeof lm);
     if (has_mask)
         set_layout(&lm, B, Hq, Lq, Lk, a->mask_stride, a->mask_stride[3]);
-    if (too_large(&lq) || too_large(&lk) || too_large(&lv) || too_large(&lo) || (has_mask && too_large(&lm)))
+    if (too_large(&lq) || too_large(&lkw) || too_large(&lvw) || too_large(&lo) || (has_mask && too_large(&lm)) ||
+        (has_rope_table(spec) && sat_mul(a->rope_rows, spec->rope_dim / 2) > MAX_ELEMS))
         return;
     if (a->lse != NULL) {
         lse_count = sat_mul(sat_mul(B, Hq), Lq);
@@ -606,11 +712,22 @@ static void run_and_compare(const attn_spec *spec, attn_fwd_fn fwd, attn_args *a
     }
 
     q = make_input(&lq, &seed);
-    k = make_input(&lk, &seed);
-    v = make_input(&lv, &seed);
+    k = make_input(&lkw, &seed);
+    v = make_input(&lvw, &seed);
     qs = store_input(&lq, q, spec->dtype_q);
-    ks = store_input(&lk, k, spec->dtype_kv);
-    vs = store_input(&lv, v, spec->dtype_kv);
+    if (nv > 1) { /* whole blocks, each gap block quantized from its NaNs */
+        ks = store_blocks(k, lk.span, spec->dtype_kv);
+        vs = store_blocks(v, lv.span, spec->dtype_kv);
+    } else {
+        ks = store_input(&lk, k, spec->dtype_kv);
+        vs = store_input(&lv, v, spec->dtype_kv);
+    }
+    if (has_rope_table(spec)) { /* exactly rope_rows rows: a read past them is caught */
+        rope_cos = rope_table(spec, a->rope_rows, 0, &seed);
+        rope_sin = rope_table(spec, a->rope_rows, 1, &seed);
+        a->rope_cos = rope_cos;
+        a->rope_sin = rope_sin;
+    }
     o = make_output(&lo, odt);
     o_ref = (float *)make_output(&lo, ATTN_DTYPE_F32);
     if (has_mask && a->mask != NULL) {
@@ -694,13 +811,20 @@ static void run_and_compare(const attn_spec *spec, attn_fwd_fn fwd, attn_args *a
     ref.v = v;
     ref.o = o_ref;
     ref.lse = lse_ref;
+    memcpy(ref.k_stride, lkw.str, sizeof ref.k_stride); /* in values */
+    memcpy(ref.v_stride, lvw.str, sizeof ref.v_stride);
     if (n_s > 0) { /* (else B = 0: the poisoned pointers, never touched) */
         ref.state_s = ref_s;
         ref.state_z = ref_z;
     }
     st = attn_reference(spec, &ref);
     if (st != ATTN_OK)
-        die("the reference returned '%s'", attn_status_string(st));
+        die("the reference returned '%s' (B=%lld Lq=%lld Lk=%lld N=%lld; strides Q %lld %lld %lld, K %lld %lld %lld, "
+            "V %lld %lld %lld, O %lld %lld %lld)", attn_status_string(st), (long long)B, (long long)Lq, (long long)Lk,
+            (long long)a->num_pages, (long long)ref.q_stride[0], (long long)ref.q_stride[1], (long long)ref.q_stride[2],
+            (long long)ref.k_stride[0], (long long)ref.k_stride[1], (long long)ref.k_stride[2],
+            (long long)ref.v_stride[0], (long long)ref.v_stride[1], (long long)ref.v_stride[2],
+            (long long)ref.o_stride[0], (long long)ref.o_stride[1], (long long)ref.o_stride[2]);
     if (n_s > 0) { /* the state written back, within ATTN_REF_TOL_STATE of its terms */
         double *s_abs = (double *)alloc_elems(n_s, sizeof(double));
         double *z_abs = (double *)alloc_elems(n_z, sizeof(double));
@@ -777,6 +901,10 @@ static void run_and_compare(const attn_spec *spec, attn_fwd_fn fwd, attn_args *a
         release(rel);
     if (norm_w != NULL)
         release(norm_w);
+    if (rope_cos != NULL) {
+        release(rope_cos);
+        release(rope_sin);
+    }
 }
 
 /* ---- the additive and luong families ------------------------------------- */
@@ -1234,6 +1362,41 @@ static int paged_table(input *in, const attn_spec *spec, attn_args *a, uint64_t 
     return 1;
 }
 
+/*
+ * A rope-table kernel's table, last: rope_rows, a byte m (m < 0x80: the rows the
+ * call's positions need, plus ((m & 7) ^ 4) - 4, so 0 is exactly those, -4..-1 too
+ * few (ATTN_ERR_ROPE), 1..3 to spare; 0x80..0xEF: m - 0x80; then as for lengths),
+ * and a byte of faults: bit 0 rope_cos NULL, bit 1 rope_sin NULL.  Before the run
+ * the tables point at poisoned memory; an accepted call gets tables of exactly
+ * rope_rows rows.
+ */
+static void rope_fields(input *in, const attn_spec *spec, attn_args *a, const int32_t *seqlens)
+{
+    int64_t need, rows, b;
+    unsigned m, faults;
+    if (spec->top_left) /* positions 0..Lq-1 */
+        need = a->seq_q;
+    else if (spec->padding && seqlens != NULL) /* Lk_b - Lq..Lk_b - 1 */
+        for (need = 0, b = 0; b < a->batch; b++)
+            need = seqlens[b] > need ? seqlens[b] : need;
+    else
+        need = a->seq_k;
+    need = need < 0 ? 0 : need > MAX_LENGTH ? MAX_LENGTH : need;
+    m = next_byte(in);
+    if (m < 0x80)
+        rows = need + (int64_t)((m & 7) ^ 4) - 4;
+    else if (m < 0xF0)
+        rows = m - 0x80;
+    else if (m < 0xF8)
+        rows = special[m - 0xF0];
+    else
+        rows = next_i64(in);
+    faults = next_byte(in);
+    a->rope_rows = rows;
+    a->rope_cos = (faults & 1) ? NULL : (const float *)poisoned();
+    a->rope_sin = (faults & 2) ? NULL : (const float *)poisoned();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     input in;
@@ -1275,13 +1438,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (spec->family == ATTN_FAMILY_SDPA && spec->page > 0) { /* the pools: {page, slot, head} */
         const int hnd = spec->page_order == ATTN_PAGE_HND;
         int64_t s[3];
-        decode_strides3(&in, s, hnd ? spec->heads_kv : spec->page, hnd ? spec->page : spec->heads_kv, spec->head_dim);
+        decode_strides3(&in, s, hnd ? spec->heads_kv : spec->page, hnd ? spec->page : spec->heads_kv,
+                        spec->head_dim / kv_values(spec));
         a.k_stride[0] = s[0], a.k_stride[1] = s[hnd ? 2 : 1], a.k_stride[2] = s[hnd ? 1 : 2];
-        decode_strides3(&in, s, hnd ? spec->heads_kv : spec->page, hnd ? spec->page : spec->heads_kv, spec->head_dim_v);
+        decode_strides3(&in, s, hnd ? spec->heads_kv : spec->page, hnd ? spec->page : spec->heads_kv,
+                        spec->head_dim_v / kv_values(spec));
         a.v_stride[0] = s[0], a.v_stride[1] = s[hnd ? 2 : 1], a.v_stride[2] = s[hnd ? 1 : 2];
     } else {
-        decode_strides3(&in, a.k_stride, a.seq_k, spec->heads_kv, spec->head_dim);
-        decode_strides3(&in, a.v_stride, a.seq_k, spec->heads_kv, spec->head_dim_v);
+        decode_strides3(&in, a.k_stride, a.seq_k, spec->heads_kv, spec->head_dim / kv_values(spec));
+        decode_strides3(&in, a.v_stride, a.seq_k, spec->heads_kv, spec->head_dim_v / kv_values(spec));
     }
     decode_strides3(&in, a.o_stride, a.seq_q, spec->heads_q, spec->head_dim_v);
     ext4[0] = a.batch;
@@ -1331,6 +1496,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         free(seqlens);
         return 0;
     }
+
+    if (has_rope_table(spec))
+        rope_fields(&in, spec, &a, seqlens);
 
     st = attn_check_args(spec, &a);
     check_status(spec, &a, st);

@@ -127,6 +127,12 @@ local NEEDS = {
   classic = { 'a classic family (kind = "additive" or "luong")',
     function(c) return kernel_sets.family(c).args == "attn_classic_args" end },
   paged = { "paged K/V (paged = {page = P})", function(c) return type(c.paged) == "table" end },
+  rope_table = { "a RoPE table (rope = {table = true})",
+    function(c) return type(c.rope) == "table" and c.rope.table == true end },
+  block_kv = { 'K/V in a block type (dtype = {kv = "q8_0"} or "q4_0")', function(c)
+    local kv = type(c.dtype) == "table" and c.dtype.kv
+    return kv == "q8_0" or kv == "q4_0"
+  end },
   -- nothing but Q, K, V, O (and LSE) to check: a seed's one bad argument is
   -- the only thing wrong with it
   plain = { "neither a mask nor padding", function(c) return not has_mask(c) and c.padding ~= true end },
@@ -164,8 +170,9 @@ end
 
 -- fields: kernel (a 0-based index into KERNELS), entry, flags, batch,
 -- seq_q, seq_k, strides (16 stride fields as byte strings, innermost first
--- per tensor), threads, seed, seqlens, and a paged kernel's table fields
+-- per tensor), threads, seed, seqlens, a paged kernel's table fields
 -- (num_pages, the table's stride, its faults and their bytes: a byte string)
+-- and a rope-table kernel's fields (rope_rows, faults: a byte string)
 local function args(t)
   local strides = t.strides or string.rep("\0", 16)
   assert(#strides >= 16)
@@ -173,7 +180,7 @@ local function args(t)
   for i, v in ipairs(t.seqlens or {}) do seqlens[i] = string.char(v) end
   return string.char(t.kernel, t.entry or 0, t.flags or FLAG.lse) .. len_field(t.batch) ..
     len_field(t.seq_q) .. len_field(t.seq_k) .. strides .. string.char(t.threads or 0) ..
-    le(t.seed or 12345, 4) .. table.concat(seqlens) .. (t.table or "")
+    le(t.seed or 12345, 4) .. table.concat(seqlens) .. (t.table or "") .. (t.rope or "")
 end
 
 -- Q/K/V/O: a gap in every dim; mask: 0x80 + n is the literal stride n
@@ -217,6 +224,14 @@ on("paged", "paged_evicted_unseen", { batch = 2, seq_q = 3, seq_k = 90, seqlens 
 on("paged", "paged_evicted_seen", { batch = 1, seq_q = 3, seq_k = 9, seqlens = { 0 }, table = "\0\0\2\2" })
 on("paged", "paged_bad_entry", { batch = 2, seq_q = 1, seq_k = 40, seqlens = { 0, 3 }, table = "\0\3\4\5\1" })
 on("paged", "paged_null_table", { batch = 1, seq_q = 2, seq_k = 8, seqlens = { 0 }, table = "\0\0\1" })
+-- a RoPE table of exactly the rows the positions need, one row short (ATTN_ERR_ROPE), 2 rows
+-- (the positions need 6), no sin table; K/V blocks whose heads alias (head stride 0 blocks)
+on("rope_table", "rope_rows_exact", { batch = 2, seq_q = 6, seq_k = 9, seqlens = { 9, 4 }, rope = "\0\0" })
+on("rope_table", "rope_row_short", { batch = 2, seq_q = 6, seq_k = 9, seqlens = { 9, 4 }, rope = "\7\0" })
+on("rope_table", "rope_rows_2", { batch = 1, seq_q = 6, seq_k = 9, seqlens = { 9 }, rope = "\130\0" })
+on("rope_table", "rope_null_sin", { batch = 1, seq_q = 6, seq_k = 9, seqlens = { 9 }, rope = "\0\2" })
+on("block_kv", "block_kv_aliased_heads", { batch = 2, seq_q = 5, seq_k = 40, seqlens = { 0, 9 },
+  strides = "\0\0\0" .. "\128\0\0" .. "\128\0\0" .. string.rep("\0", 7) })
 on("plain", "negative_threads", { batch = 1, seq_q = 4, seq_k = 4, threads = 255 })
 on("linear_state", "null_state_s", { batch = 1, seq_q = 4, seq_k = 4, flags = FLAG.mask_null, seqlens = { 4 } })
 on("linear_state", "null_state_z", { batch = 1, seq_q = 4, seq_k = 4, flags = FLAG.sparse, seqlens = { 4 } })
@@ -243,7 +258,12 @@ args_seeds.classic_batch_0_huge_seq_q = string.char(kernel_with("classic", "clas
 --  * batch_2_62_plus_1 and seq_k_int64_min (byte 2, written for t_odd_dims,
 --    still t_odd_dims): a batch of 2^62 + 1 and a seq_k of INT64_MIN, length
 --    checks every kernel makes, so any kernel makes sense.
+--  * regress_block_kv_value_strides (byte 249, found on t_shared_kv_q4, 11 of 17 then): a
+--    paged q4_0 cache of no pages (num_pages 0, batch 0) whose head stride of about 2^57
+--    blocks the kernel accepts; as values (times 32) the reference's copy no longer fit.
 local raw_seeds = {
+  { name = "regress_block_kv_value_strides", need = "block_kv",
+    bytes = "\249\0\0\0\2\16\2\7\130\0\253\3\0\5\0\4\0\1\2\2\2\171\3\1\0\0\57\48\0\0\3\130" },
   { name = "regress_variant_checks_first", bytes = "\3\49\3\144\242\0\3" },
   { name = "regress_empty_mask_huge_stride", need = "mask_bool",
     bytes = "\4\3\144\1\36\0\0\64" .. string.rep("\0", 5) .. "\1" .. string.rep("\0", 5) ..

@@ -410,6 +410,21 @@ if not ok then io.stderr:write(err, "\n") os.exit(1) end
       assert.truthy(helper.read_file(db):find('"gflops"', 1, true)) -- a result was recorded
     end)
 
+    it("a config with a RoPE table tunes: the tuner passes a table of every position, both buckets #slow", function()
+      local d = folder("ropetab")
+      local file = helper.config_file(d, "tr", 'return { name = "tr", heads_q = 2, head_dim = 32, causal = true, '
+        .. 'rope = { style = "neox", table = true } }\n')
+      local db = d .. "/tune.json"
+      local code, out, err = helper.attngen({ "tune", file, "--seq", "96", "--decode-seq", "300",
+        "--tiles", "16x32", "--blocks", "16", "--db", db })
+      assert.equal(0, code, err)
+      assert.falsy((out .. err):find("FAILED", 1, true), out .. err)
+      local entries = assert(json.decode(helper.read_file(db))).entries
+      local buckets = {}
+      for _, e in pairs(entries) do buckets[e.bucket] = true end
+      assert.same({ prefill = true, decode = true }, buckets)
+    end)
+
     it("a causal linear config with a state tunes: every chunk's output agrees, from a zero state #slow", function()
       local d = folder("lin")
       local file = helper.config_file(d, "tl",
