@@ -110,6 +110,7 @@ M.OPS = {
     what = "backward: P, its dropped-out weights and dS of one query tile against one key tile" },
   bwd_dkdv = { isa = true, what = "backward: one (batch, kv head, key tile) unit, dK and dV of its keys" },
   bwd_dq = { isa = true, what = "backward: one (batch, query head, query tile) unit, dQ of its rows" },
+  bwd_sink = { isa = true, what = "backward: a query head's rows in the sink logit's gradient (sinks)" },
   -- the linear family's loops (templates/families/linear)
   phiq = { dtype = "q", isa = true, what = "linear: phi(q) of one query row into a packed row" },
   phik = { isa = true, what = "linear: phi in place on a packed K^T panel, and the sums of its rows" },

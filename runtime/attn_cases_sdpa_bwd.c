@@ -3,7 +3,7 @@
  * (specs with backward): the forward's inputs of the same case
  * (attn_cases_sdpa.c), O and LSE from the forward's reference stored as the
  * kernel stores them, a random dO in O's layout (NaN gaps), dQ, dK and dV
- * against guard pages, and the comparison with the float64 reference
+ * (and dsinks, with sinks) against guard pages, and the comparison with the float64 reference
  * (attn_reference_backward) by FlashAttention's criterion: each gradient's
  * largest error at most twice that of a plain float32 implementation of the
  * same formulas on the same inputs, plus 1e-5 of the gradient's largest
@@ -22,10 +22,10 @@
 
 typedef struct {
     attn_qkv_case f;            /* the forward's inputs, O and LSE */
-    attn_guard_buf dout, dq, dk, dv;
+    attn_guard_buf dout, dq, dk, dv, dsinks;
     float *dow, *ow;            /* dO and O as stored, widened, contiguous [B][Lq][Hq][Dv] */
-    float *ref[2][3];           /* [float64, plain f32][dQ, dK, dV], contiguous */
-    size_t n[3];                /* elements of dQ, dK, dV */
+    float *ref[2][4];           /* [float64, plain f32][dQ, dK, dV, dsinks], contiguous */
+    size_t n[4];                /* elements of dQ, dK, dV, dsinks (Hq with sinks, else 0) */
     attn_bwd_args args;
 } bwd_case;
 
@@ -37,26 +37,27 @@ static void bwd_free(bwd_case *cb)
     attn_guard_free(&cb->dq);
     attn_guard_free(&cb->dk);
     attn_guard_free(&cb->dv);
+    attn_guard_free(&cb->dsinks);
     free(cb->dow);
     free(cb->ow);
     for (m = 0; m < 2; m++)
-        for (g = 0; g < 3; g++)
+        for (g = 0; g < 4; g++)
             free(cb->ref[m][g]);
     memset(cb, 0, sizeof *cb);
 }
 
 static attn_dtype grad_type(const attn_spec *spec, int g)
 {
-    return g == 0 ? spec->dtype_grad_q : spec->dtype_grad_kv;
+    return g == 0 ? spec->dtype_grad_q : g == 3 ? ATTN_DTYPE_F32 : spec->dtype_grad_kv;
 }
 
 /* The gradients before a run: every element the "unset" NaN. */
 static void bwd_reset(bwd_case *cb)
 {
-    attn_guard_buf *out[3] = { &cb->dq, &cb->dk, &cb->dv };
+    attn_guard_buf *out[4] = { &cb->dq, &cb->dk, &cb->dv, &cb->dsinks };
     int g;
     size_t i;
-    for (g = 0; g < 3; g++)
+    for (g = 0; g < 4; g++)
         for (i = 0; i < cb->n[g]; i++)
             attn_store_bits(grad_type(cb->f.spec, g), out[g]->ptr, i, attn_unset_bits(grad_type(cb->f.spec, g)));
 }
@@ -90,7 +91,7 @@ static attn_status bwd_build(bwd_case *cb, const attn_spec *spec, const attn_cas
 {
     attn_status st = attn_qkv_build(&cb->f, spec, c);
     const size_t no = (size_t)c->batch * (size_t)c->seq_q * (size_t)spec->heads_q * (size_t)spec->head_dim_v;
-    attn_guard_buf *out[3] = { &cb->dq, &cb->dk, &cb->dv };
+    attn_guard_buf *out[4] = { &cb->dq, &cb->dk, &cb->dv, &cb->dsinks };
     attn_rng r;
     size_t i;
     int m, g;
@@ -103,12 +104,13 @@ static attn_status bwd_build(bwd_case *cb, const attn_spec *spec, const attn_cas
     cb->n[0] = (size_t)c->batch * (size_t)c->seq_q * (size_t)spec->heads_q * (size_t)spec->head_dim;
     cb->n[1] = (size_t)c->batch * (size_t)c->seq_k * (size_t)spec->heads_kv * (size_t)spec->head_dim;
     cb->n[2] = (size_t)c->batch * (size_t)c->seq_k * (size_t)spec->heads_kv * (size_t)spec->head_dim_v;
+    cb->n[3] = spec->sinks ? (size_t)spec->heads_q : 0;
     cb->dow = (float *)malloc((no + 1) * sizeof(float));
     cb->ow = (float *)malloc((no + 1) * sizeof(float));
     if (cb->dow == NULL || cb->ow == NULL ||
         attn_guard_alloc(&cb->dout, cb->f.lo.span * attn_dtype_size(spec->dtype_o)))
         return ATTN_ERR_NOMEM;
-    for (g = 0; g < 3; g++) {
+    for (g = 0; g < 4; g++) {
         if (attn_guard_alloc(out[g], cb->n[g] * attn_dtype_size(grad_type(spec, g))))
             return ATTN_ERR_NOMEM;
         for (m = 0; m < 2; m++)
@@ -130,6 +132,7 @@ static attn_status bwd_build(bwd_case *cb, const attn_spec *spec, const attn_cas
     cb->args.dq = cb->dq.ptr;
     cb->args.dk = cb->dk.ptr;
     cb->args.dv = cb->dv.ptr;
+    cb->args.dsinks = spec->sinks ? (float *)cb->dsinks.ptr : NULL;
     memcpy(cb->args.do_stride, cb->f.lo.str, sizeof cb->args.do_stride);
     {
         attn_bwd_args contiguous = cb->args;
@@ -169,19 +172,20 @@ static attn_status bwd_reference(bwd_case *cb)
         a.dq = cb->ref[m][0];
         a.dk = cb->ref[m][1];
         a.dv = cb->ref[m][2];
+        a.dsinks = spec->sinks ? cb->ref[m][3] : NULL;
         st = attn_reference_backward(spec, &a, m);
     }
     return st;
 }
 
-static const char *const grad_names[3] = { "dQ", "dK", "dV" };
+static const char *const grad_names[4] = { "dQ", "dK", "dV", "dsinks" };
 
 /* Each gradient of the last run against the float64 reference. */
 static void bwd_compare(const bwd_case *cb, attn_verify_result *res)
 {
     const attn_spec *spec = cb->f.spec;
-    const attn_guard_buf *out[3] = { &cb->dq, &cb->dk, &cb->dv };
-    double *max_err[3];
+    const attn_guard_buf *out[4] = { &cb->dq, &cb->dk, &cb->dv, &cb->dsinks };
+    double *max_err[4];
     char label[96] = "";
     int g;
     size_t i;
@@ -189,7 +193,8 @@ static void bwd_compare(const bwd_case *cb, attn_verify_result *res)
     max_err[0] = &res->max_err_dq;
     max_err[1] = &res->max_err_dk;
     max_err[2] = &res->max_err_dv;
-    for (g = 0; g < 3; g++) {
+    max_err[3] = &res->max_err_dsinks;
+    for (g = 0; g < 4; g++) {
         const attn_dtype dt = grad_type(spec, g);
         double f32_err = 0.0, mag = 0.0, tol;
         for (i = 0; i < cb->n[g]; i++) {
@@ -255,8 +260,8 @@ int attn_verify_bwd_bitwise_threads(const attn_bwd_kernel *kernel, const attn_bw
                                     const attn_case *c, int threads_a, int threads_b)
 {
     bwd_case *cb = (bwd_case *)calloc(1, sizeof *cb);
-    unsigned char *first[3] = { NULL, NULL, NULL };
-    const attn_guard_buf *out[3];
+    unsigned char *first[4] = { NULL, NULL, NULL, NULL };
+    const attn_guard_buf *out[4];
     int g, result = -1;
 
     if (cb == NULL)
@@ -264,9 +269,10 @@ int attn_verify_bwd_bitwise_threads(const attn_bwd_kernel *kernel, const attn_bw
     out[0] = &cb->dq;
     out[1] = &cb->dk;
     out[2] = &cb->dv;
+    out[3] = &cb->dsinks;
     if (bwd_build(cb, &kernel->fwd->spec, c) != ATTN_OK || bwd_run(cb, kernel, variant, threads_a) != ATTN_OK)
         goto done;
-    for (g = 0; g < 3; g++) {
+    for (g = 0; g < 4; g++) {
         first[g] = (unsigned char *)malloc(out[g]->bytes + 1);
         if (first[g] == NULL)
             goto done;
@@ -277,11 +283,11 @@ int attn_verify_bwd_bitwise_threads(const attn_bwd_kernel *kernel, const attn_bw
     if (bwd_run(cb, kernel, variant, threads_b) != ATTN_OK)
         goto done;
     result = 1;
-    for (g = 0; g < 3; g++)
+    for (g = 0; g < 4; g++)
         if (out[g]->bytes > 0 && memcmp(first[g], out[g]->ptr, out[g]->bytes) != 0)
             result = 0;
 done:
-    for (g = 0; g < 3; g++)
+    for (g = 0; g < 4; g++)
         free(first[g]);
     bwd_free(cb);
     free(cb);

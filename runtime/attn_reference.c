@@ -1217,6 +1217,39 @@ static void bwd_row(const attn_spec *spec, const attn_bwd_args *args, int64_t b,
         dq[d * 1] = (float)acc_q[d];
 }
 
+/* The term of query row i of head h in batch b in the sink's gradient: -P_sink D_i, P_sink =
+   exp(sinks[h] - LSE_i), D_i = dO_i . O_i (a row that sees no key has O = 0, so D_i = 0). */
+static double bwd_sink_term(const attn_spec *spec, const attn_bwd_args *args, int64_t b, int h, int64_t i, int f32)
+{
+    const attn_args *fa = &args->fwd;
+    const double lse = (double)fa->lse[(b * spec->heads_q + h) * fa->seq_q + i];
+    const float *o = (const float *)fa->o + b * fa->o_stride[0] + i * fa->o_stride[1] + h * fa->o_stride[2];
+    const float *g = (const float *)args->d_o + b * args->do_stride[0] + i * args->do_stride[1] + h * args->do_stride[2];
+    double drow = 0.0;
+    int d;
+    if (lse == -INFINITY)
+        return 0.0;
+    for (d = 0; d < spec->head_dim_v; d++)
+        drow = bwd_round(drow + bwd_round((double)g[d] * (double)o[d], f32), f32);
+    return -bwd_round(bwd_round(exp(bwd_round((double)fa->sinks[h] - lse, f32)), f32) * drow, f32);
+}
+
+/* dsinks[h] (sinks, args->dsinks not NULL): the rows' terms summed over b, then i, in order. */
+static void bwd_sinks(const attn_spec *spec, const attn_bwd_args *args, int f32)
+{
+    int64_t b, i;
+    int h;
+    if (!spec->sinks || args->dsinks == NULL)
+        return;
+    for (h = 0; h < spec->heads_q; h++) {
+        double sum = 0.0;
+        for (b = 0; b < args->fwd.batch; b++)
+            for (i = 0; i < args->fwd.seq_q; i++)
+                sum = bwd_round(sum + bwd_sink_term(spec, args, b, h, i, f32), f32);
+        args->dsinks[h] = (float)sum;
+    }
+}
+
 attn_status attn_reference_backward(const attn_spec *spec, const attn_bwd_args *args, int f32)
 {
     const attn_args *fa;
@@ -1257,5 +1290,6 @@ attn_status attn_reference_backward(const attn_spec *spec, const attn_bwd_args *
         }
     free(dk);
     free(dv);
+    bwd_sinks(spec, args, f32);
     return ATTN_OK;
 }

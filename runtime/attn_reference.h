@@ -325,7 +325,9 @@ attn_status attn_reference_classic(const attn_spec *spec, const attn_classic_arg
  * rounded to f32 as it is made (a plain float32 implementation of the same
  * formulas, the yardstick of the kernels' tolerance).  Every tensor is f32
  * (Q, K, V, O, dO widened; dQ, dK, dV written as f32 with args' strides,
- * keys past seqlens_k and rows that see no key 0).  Statuses as
+ * keys past seqlens_k and rows that see no key 0), and with sinks dsinks
+ * (when args->dsinks is not NULL): -sum over b and i of P_sink D_i, P_sink =
+ * exp(sinks[h] - LSE_i).  Statuses as
  * attn_check_bwd_args, ATTN_ERR_NOMEM, or ATTN_ERR_TOO_LARGE for head_dim
  * past 512.
  */

@@ -619,12 +619,18 @@ typedef struct attn_kernel {
  * Every element of dQ, dK and dV is written: 0 for a row that sees no key
  * and for keys at or past seqlens_k[b].  f32 accumulation throughout; the
  * result is bitwise identical for every thread count.
+ *   dsinks [Hq]           f32, configs with sinks (NULL: not wanted; ignored
+ *                         without sinks): the gradient of the sink logits,
+ *                         dsinks[h] = -sum over b and i of
+ *                         exp(sinks[h] - LSE[b][h][i]) (dO_i . O_i),
+ *                         summed in an order that no thread count changes
  */
 typedef struct attn_bwd_args {
     attn_args fwd;              /* the forward's arguments (above) */
     const void *d_o;            /* dO: dtype_o */
     void *dq, *dk, *dv;         /* dQ: dtype_grad_q; dK, dV: dtype_grad_kv */
     int64_t do_stride[3], dq_stride[3], dk_stride[3], dv_stride[3];
+    float *dsinks;              /* sinks: dsinks [Hq] f32, or NULL */
 } attn_bwd_args;
 
 /* Fill the strides of contiguous BSHD dO, dQ, dK, dV and of the forward's

@@ -4,7 +4,8 @@
  * 1. The formulas: on small shapes, the float64 reference's gradients
  *    (attn_reference_backward) against central differences of the forward
  *    reference (attn_reference) of the loss L = sum dO . O, for every
- *    element of Q, K and V, under each mask rule and score term.
+ *    element of Q, K and V (and the sink logits, with sinks), under each
+ *    mask rule and score term.
  * 2. Every config with backward = true (KERNEL_BWD lines of kernel_list.h):
  *    its backward variants against the reference on the quick shapes
  *    (attn_verify_bwd_case), and 1 and 2 threads giving the same bits.
@@ -26,7 +27,7 @@ typedef struct {
     float q[FD_B * FD_LQ * FD_HQ * FD_D], k[FD_B * FD_LK * FD_HKV * FD_D], v[FD_B * FD_LK * FD_HKV * FD_DV];
     float o[FD_B * FD_LQ * FD_HQ * FD_DV], d_o[FD_B * FD_LQ * FD_HQ * FD_DV], lse[FD_B * FD_HQ * FD_LQ];
     float dq[FD_B * FD_LQ * FD_HQ * FD_D], dk[FD_B * FD_LK * FD_HKV * FD_D], dv[FD_B * FD_LK * FD_HKV * FD_DV];
-    float bias[FD_B * FD_HQ * FD_LQ * FD_LK], sinks[FD_HQ];
+    float bias[FD_B * FD_HQ * FD_LQ * FD_LK], sinks[FD_HQ], dsinks[FD_HQ];
     int32_t seqlens[FD_B];
     attn_bwd_args a;
 } fd_problem;
@@ -71,6 +72,7 @@ static void fd_init(fd_problem *p, const attn_spec *s)
     p->a.dq = p->dq;
     p->a.dk = p->dk;
     p->a.dv = p->dv;
+    p->a.dsinks = s->sinks ? p->dsinks : NULL;
 }
 
 /* L = sum dO . O of the forward reference on the problem's current inputs */
@@ -117,6 +119,8 @@ static void fd_check(const attn_spec *s)
     fd_expect(p, s, p->q, p->dq, sizeof p->q / sizeof p->q[0], "dQ");
     fd_expect(p, s, p->k, p->dk, sizeof p->k / sizeof p->k[0], "dK");
     fd_expect(p, s, p->v, p->dv, sizeof p->v / sizeof p->v[0], "dV");
+    if (s->sinks) /* the sink logits' gradient: sinks[h] moved in the forward */
+        fd_expect(p, s, p->sinks, p->dsinks, FD_HQ, "dsinks");
     free(p);
 }
 
@@ -154,6 +158,14 @@ Test(backward_fd, bias_sinks_top_left)
 Test(backward_fd, dropout)
 {
     const attn_spec s = { FD_SPEC("dropout", -1, -1), .dropout = 1, .chunk = 3 };
+    fd_check(&s);
+}
+
+/* sinks with dropout (the same D_i) and rows that see no key (batch 1's first row, padding) */
+Test(backward_fd, dropout_sinks_padding)
+{
+    const attn_spec s = { FD_SPEC("dropout_sinks_padding", -1, 0), .causal = 1, .padding = 1, .dropout = 1,
+                          .sinks = 1 };
     fd_check(&s);
 }
 

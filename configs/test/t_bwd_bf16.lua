@@ -1,6 +1,7 @@
 -- The backward pass on bf16 storage with gradients stored as bf16
--- (grad_dtype = "storage"), a bias tensor, padding and chunks; and a keep-mask
--- with a strided sparse pattern on f16 Q/K/V (t_bwd_masks has the rest).
+-- (grad_dtype = "storage"), a bias tensor, padding, chunks and sinks (dsinks
+-- from bf16 O and dO, rows that see no key); and a keep-mask with a strided
+-- sparse pattern on f16 Q/K/V (t_bwd_masks has the rest).
 return {
   name = "t_bwd_bf16",
   heads_q = 2,
@@ -8,6 +9,7 @@ return {
   mask = "bias",
   padding = true,
   chunk = 12,
+  sinks = true,
   dtype = "bf16",
   backward = true,
   grad_dtype = "storage",

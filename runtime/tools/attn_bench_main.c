@@ -1138,10 +1138,11 @@ static int bench_backward(const attn_kernel *kern, const bench_options *opt, con
     void *dq = malloc(nq * attn_dtype_size(spec->dtype_grad_q) + 1);
     void *dk = malloc(nk * attn_dtype_size(spec->dtype_grad_kv) + 1);
     void *dv = malloc(nv * attn_dtype_size(spec->dtype_grad_kv) + 1);
+    float *dsinks = spec->sinks ? (float *)malloc(sizeof(float) * (size_t)spec->heads_q) : NULL; /* timed too */
     attn_bwd_args ba;
     int i, failed = 0, n = 0;
 
-    if (!d32 || !d_o || !dq || !dk || !dv || kern->fwd(args) != ATTN_OK) {
+    if (!d32 || !d_o || !dq || !dk || !dv || (spec->sinks && !dsinks) || kern->fwd(args) != ATTN_OK) {
         fprintf(stderr, "attngen: bench: backward: out of memory, or the forward failed\n");
         failed = 1;
         goto done;
@@ -1158,6 +1159,7 @@ static int bench_backward(const attn_kernel *kern, const bench_options *opt, con
     ba.dq = dq;
     ba.dk = dk;
     ba.dv = dv;
+    ba.dsinks = dsinks;
     current_bwd_args = &ba;
     if (!opt->json)
         printf("  backward (%.4g FLOPs: 2.5 times the forward's)\n", flops);
@@ -1191,6 +1193,7 @@ done:
     free(dq);
     free(dk);
     free(dv);
+    free(dsinks);
     return failed;
 }
 

@@ -230,6 +230,8 @@ static int check_backward(const attn_bwd_kernel *bk, attn_isa isa, const attn_ca
             rep.worst.max_err_dk = res.max_err_dk;
         if (res.max_err_dv > rep.worst.max_err_dv)
             rep.worst.max_err_dv = res.max_err_dv;
+        if (res.max_err_dsinks > rep.worst.max_err_dsinks)
+            rep.worst.max_err_dsinks = res.max_err_dsinks;
         if (res.worst_ratio > rep.worst.worst_ratio)
             rep.worst.worst_ratio = res.worst_ratio;
         if (st != ATTN_OK || res.failures > 0)
@@ -259,9 +261,11 @@ static int check_backward(const attn_bwd_kernel *bk, attn_isa isa, const attn_ca
     crash_len = 0;
     if (show_progress)
         fprintf(stderr, "\r%*s\r", 40, "");
-    printf("%s backward: %d cases, worst |err| dQ %.1e dK %.1e dV %.1e (%.2g of tolerance), %d failure%s\n",
-           attn_isa_name(isa), n_cases, rep.worst.max_err_dq, rep.worst.max_err_dk, rep.worst.max_err_dv,
-           rep.worst.worst_ratio, rep.failures, rep.failures == 1 ? "" : "s");
+    printf("%s backward: %d cases, worst |err| dQ %.1e dK %.1e dV %.1e", attn_isa_name(isa), n_cases,
+           rep.worst.max_err_dq, rep.worst.max_err_dk, rep.worst.max_err_dv);
+    if (bk->fwd->spec.sinks)
+        printf(" dsinks %.1e", rep.worst.max_err_dsinks);
+    printf(" (%.2g of tolerance), %d failure%s\n", rep.worst.worst_ratio, rep.failures, rep.failures == 1 ? "" : "s");
     if (rep.failures > 0)
         printf("  first failure: %s\n", rep.first);
     return rep.failures;

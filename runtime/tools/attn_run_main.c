@@ -110,10 +110,11 @@ static const char usage[] =
     "  --block-table paged configs (required there, but with --random-inputs): int32\n"
     "                [B][M], key j of batch b in slot j %% P of page BT[b][j / P]; K and\n"
     "                V are then pools [N][P][Hkv][D] (order NHD) or [N][Hkv][P][D] (HND)\n"
-    "  --do dO.npy --dq dQ.npy --dk dK.npy --dv dV.npy\n"
+    "  --do dO.npy --dq dQ.npy --dk dK.npy --dv dV.npy [--dsinks dS.npy]\n"
     "                configs with backward = true: after the forward, the backward pass\n"
     "                with its O and LSE; dO shaped like O, the gradients of Q, K and V\n"
-    "                written as float32 (bf16 widened) or float16 (grad_dtype)\n"
+    "                written as float32 (bf16 widened) or float16 (grad_dtype); with\n"
+    "                sinks = true, --dsinks: the sink logits' gradient [Hq], float32\n"
     "  configs with shared_kv = true take no --v: V is the first head_dim_v values\n"
     "                of each K row\n"
     "  --rope-cos, --rope-sin  configs with rope table = true (required there): cos\n"
@@ -365,6 +366,7 @@ typedef struct {
     const char *do_path, *grad_path[3]; /* --do; --dq, --dk, --dv (the backward pass) */
     const char *kn_path, *vn_path, *kv_out[2]; /* --k-new, --v-new; --k-out, --v-out (appending) */
     const char *qn_path[2]; /* --q-norm-w, --k-norm-w (configs with qk_norm) */
+    const char *dsinks_path; /* --dsinks (the backward pass of a config with sinks) */
 } run_options;
 
 /* --dropout-p: a number in [0, 1). */
@@ -526,13 +528,14 @@ static void parse_options(int argc, char **argv, run_options *opt)
         else if (strcmp(arg, "--v-out") == 0) dest = &opt->kv_out[1];
         else if (strcmp(arg, "--q-norm-w") == 0) dest = &opt->qn_path[0];
         else if (strcmp(arg, "--k-norm-w") == 0) dest = &opt->qn_path[1];
+        else if (strcmp(arg, "--dsinks") == 0) dest = &opt->dsinks_path;
         else if (strcmp(arg, "--threads") != 0 && (dest = classic_dest(opt, arg)) == NULL)
             fail(arg, "unknown option (expected --q, --k, --v, --seqlens-k, --mask, --rel-table, -o, "
                       "--lse, --weights, --average-heads, --entropy, --random-inputs, --batch, --seq-q, "
                       "--seq-k, --threads, --isa, --reference, --block-table, "
                       "--dropout-p, --dropout-seed, --dropout-offset, --state-in, --state-out, --sinks, "
                       "--rope-cos, --rope-sin, --s, --h, --u, --w-s, --w-h, --w, --v-attn, --b, --do, --dq, --dk, "
-                      "--dv, --k-new, --v-new, --k-out, --v-out, --q-norm-w, --k-norm-w)");
+                      "--dv, --dsinks, --k-new, --v-new, --k-out, --v-out, --q-norm-w, --k-norm-w)");
         if (i + 1 >= argc)
             fail(arg, "needs a value");
         if (dest != NULL)
@@ -1817,6 +1820,27 @@ static int run_classic(const attn_kernel *kernel, const run_options *opt)
 
 extern const attn_bwd_kernel *const attn_entry_bwd_kernel; /* NULL: the config has no backward pass */
 
+/* --dsinks: only with the backward options, for a config with sinks, a new output. */
+static void check_dsinks_path(const run_options *opt, const attn_spec *spec, int given)
+{
+    int g;
+    if (opt->dsinks_path == NULL)
+        return;
+    if (!spec->sinks || !spec->backward || attn_entry_bwd_kernel == NULL)
+        fail("--dsinks", "the config '%s' has no %s, so there is no sinks gradient", spec->name,
+             spec->backward ? "sinks (sinks = true)" : "backward pass (backward = true)");
+    if (given == 0)
+        fail("--dsinks", "needs the backward pass: --do, --dq, --dk and --dv");
+    check_output_path(opt->dsinks_path);
+    if ((opt->do_path != NULL && same_file(opt->dsinks_path, opt->do_path)) ||
+        (opt->o_path != NULL && same_file(opt->dsinks_path, opt->o_path)) ||
+        (opt->sinks_path != NULL && same_file(opt->dsinks_path, opt->sinks_path)))
+        fail("--dsinks", "must differ from --do, --sinks and -o");
+    for (g = 0; g < 3; g++)
+        if (opt->grad_path[g] != NULL && same_file(opt->dsinks_path, opt->grad_path[g]))
+            fail("--dsinks", "must differ from --dq, --dk and --dv");
+}
+
 /* The backward options: all four or none, and only for a config with backward = true. */
 static void check_bwd_paths(const run_options *opt, const attn_spec *spec)
 {
@@ -1824,6 +1848,7 @@ static void check_bwd_paths(const run_options *opt, const attn_spec *spec)
     int g, given = opt->do_path != NULL;
     for (g = 0; g < 3; g++)
         given += opt->grad_path[g] != NULL;
+    check_dsinks_path(opt, spec, given);
     if (given == 0)
         return;
     if (!spec->backward || attn_entry_bwd_kernel == NULL)
@@ -1905,6 +1930,11 @@ static void run_backward(const run_options *opt, const attn_spec *spec, const ru
     ba.dq = grad[0];
     ba.dk = grad[1];
     ba.dv = grad[2];
+    if (opt->dsinks_path != NULL) {
+        ba.dsinks = (float *)malloc((size_t)spec->heads_q * sizeof(float) + 1);
+        if (ba.dsinks == NULL)
+            fail(opt->dsinks_path, "out of memory");
+    }
     if (opt->use_reference) { /* compute() left the widened inputs; O is the reference's, f32 */
         ba.fwd.q = in->qw;
         ba.fwd.k = in->kw;
@@ -1925,6 +1955,11 @@ static void run_backward(const run_options *opt, const attn_spec *spec, const ru
     for (g = 0; g < 3; g++) {
         write_grad(opt->grad_path[g], gt[g], grad[g], n[g], 4 - drop, shape[g] + drop);
         free(grad[g]);
+    }
+    if (ba.dsinks != NULL) {
+        const int64_t hq = spec->heads_q;
+        write_grad(opt->dsinks_path, ATTN_DTYPE_F32, ba.dsinks, (size_t)hq, 1, &hq);
+        free(ba.dsinks);
     }
     free(d_o);
 }

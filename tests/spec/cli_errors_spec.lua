@@ -402,6 +402,9 @@ local CASES = {
   { name = "--do for a config without a backward pass", setup = inputs,
     argv = run({}, "--do", "o.npy", "--dq", "a.npy", "--dk", "b.npy", "--dv", "c.npy"),
     msg = "^%-%-do: the config 't_everything' has no backward pass %(backward = true%)$" },
+  { name = "--dsinks for a config without a backward pass", setup = inputs, argv = run({}, "--dsinks", "ds.npy"),
+    msg = "^%-%-dsinks: the config 't_everything' has no backward pass %(backward = true%), so there is no sinks "
+      .. "gradient$" },
   { name = "--dropout-p for a config without dropout", setup = inputs, argv = run({}, "--dropout-p", "0.1"),
     msg = "^%-%-dropout%-p: the config 't_everything' has no dropout %(dropout = true%), "
       .. "so %-%-dropout%-p is not accepted$" },

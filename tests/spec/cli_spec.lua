@@ -342,6 +342,34 @@ describe("cli #slow", function()
       end)
     end
 
+    it("--do with --dsinks: the sink logits' gradient matches the reference's (t_bwd_masks: dropout, sinks)",
+      function()
+      local bwd_config = "configs/test/t_bwd_masks.lua"
+      local cfg = assert(presets.load(bwd_config))
+      local d = folder("bwd_sinks")
+      local b, lq, lk = 2, 9, 20
+      assert.equal(0, (npy("random", d .. "/sinks.npy", "f32", "31", cfg.heads_q)))
+      assert.equal(0, (npy("random", d .. "/do.npy", "f32", "32", b, lq, cfg.heads_q, cfg.head_dim_v)))
+      local base = cat(cat({ "run", bwd_config }, inputs(d, cfg, { batch = b, lq = lq, lk = lk })),
+        { "--sinks", d .. "/sinks.npy", "--dropout-p", "0.2", "--dropout-seed", "5", "--do", d .. "/do.npy" })
+      local function outputs(tag)
+        local t = {}
+        for _, g in ipairs({ { "-o", "o" }, { "--dq", "dq" }, { "--dk", "dk" }, { "--dv", "dv" },
+          { "--dsinks", "ds" } }) do
+          t[#t + 1] = g[1]
+          t[#t + 1] = ("%s/%s_%s.npy"):format(d, g[2], tag)
+        end
+        return t
+      end
+      local code, _, err = attngen(cat(cat(base, { "--reference" }), outputs("ref")))
+      assert.equal(0, code, err)
+      for _, isa in ipairs(ISAS) do
+        code, _, err = attngen(cat(cat(base, { "--isa", isa }), outputs(isa)))
+        assert.equal(0, code, isa .. ": " .. err)
+        compare(d .. "/ds_" .. isa .. ".npy", d .. "/ds_ref.npy")
+      end
+    end)
+
     it("--block-table: K and V pools of shuffled pages match the reference (NHD, pages of 3; HND, pages of 1)",
       function()
       for n, case in ipairs({ { config = "configs/test/t_paged_p3.lua", pages = 20, page = 3, order = "NHD" },
