@@ -1987,6 +1987,8 @@ static void append_case(const attn_kernel *k, attn_status (*append)(const attn_a
         int64_t *const strides[2] = { &a.kn_stride[0], &a.k_stride[0] };
         int t;
         a.seqlens_k = lens;
+        memcpy(kc, k0, kbytes); /* (the store above, without padding, wrote) */
+        memcpy(vc, v0, vbytes);
         for (t = 0; t < 2; t++) {
             const int64_t keep = *strides[t];
             *strides[t] = INT64_MAX / 2;
