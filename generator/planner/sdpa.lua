@@ -178,7 +178,9 @@ M.STREAM_QO_L1 = 16 * 1024
 -- to 16-18, the kernels alternated in one process: page 1 1.51-1.75 of the
 -- contiguous time against 1.80-2.39 into L2 in 5 of 6 runs, 1.58 against
 -- 1.39 in the sixth; page 3 1.30 and 1.38 against 1.27 and 1.60; page 16
--- 1.02 and 1.03 against 0.89 and 1.17; docs/decode.md, "Small pages at Lq = 1").
+-- 1.02 and 1.03 against 0.89 and 1.17; at load 3-4, page 1 1.14 and 1.27
+-- against 1.50 and 1.64, page 3 1.02 and 1.08 against 1.52 and 1.35;
+-- docs/decode.md, "Small pages at Lq = 1").
 M.STREAM_PAGED_L1_DTYPES = { bf16 = true, f16 = true }
 
 --- The streaming decode path's running max is lazy: it moves only when a
