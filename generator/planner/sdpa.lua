@@ -170,6 +170,14 @@ M.STREAM_KEYS_BY_CPU = { f32 = true }
 -- for the K and V rows ahead into L2, not L1, where they would push the rows
 -- out (Llama-3-8B, f16 cache, 32768 keys, Zen 4: 14.0 -> 9.4 ms).
 M.STREAM_QO_L1 = 16 * 1024
+--- Except over small pages (paged, pages fewer keys than a decode block:
+-- p.decode.gather), where a key's rows lie at a random place of the pools
+-- and the hardware prefetcher cannot run ahead of them: there the 16-bit
+-- caches' rows STREAM_PREFETCH keys ahead go into L1 whatever their Q and O
+-- take (Llama-3-8B, f16 cache, Lq 1, page 1: 1.14-1.27 of the contiguous
+-- time against 1.50-1.64 into L2 on a lightly loaded machine; docs/decode.md,
+-- "Small pages at Lq = 1").
+M.STREAM_PAGED_L1_DTYPES = { bf16 = true, f16 = true }
 
 --- The streaming decode path's running max is lazy: it moves only when a
 -- score passes it by more than this (base 2), so O is seldom rescaled and
@@ -240,6 +248,7 @@ local function stream_plan(plan, v)
         end
         st.rows[lq], st.nkeys[rows], st.by_cpu[rows] = rows, nk, by_cpu
         st.l2[rows] = plan.dtype.kv == "f32" or big
+        if plan.decode.gather and M.STREAM_PAGED_L1_DTYPES[plan.dtype.kv] then st.l2[rows] = false end
       end
       return st
     end

@@ -226,4 +226,19 @@ describe("the decode schedule", function()
     assert.equal(vc.dsched.scratch_bytes + per, v1.dsched.scratch_bytes)
     assert.equal(vc.dsched.scratch_bytes, variant(big, "avx2").dsched.scratch_bytes)
   end)
+
+  it("streams small pages of a 16-bit cache with the rows ahead asked for into L1", function()
+    local function plan(name, page)
+      local raw = dofile(helper.root .. "/configs/" .. name .. ".lua")
+      return planner.plan(assert(config.from_table(helper.with(raw, { paged = { page = page } }), "paged")))
+    end
+    local contiguous = variant(preset("llama3_8b_f16kv"), "avx512").stream
+    local R = contiguous.rows[1] -- Lq 1: Q and O of every head take more than STREAM_QO_L1
+    assert.is_true(contiguous.l2[R])
+    local block = preset("llama3_8b_f16kv").decode.block
+    assert.is_false(variant(plan("llama3_8b_f16kv", 1), "avx512").stream.l2[R])
+    assert.is_false(variant(plan("llama3_8b_f16kv", 3), "avx2").stream.l2[R])
+    assert.is_true(variant(plan("llama3_8b_f16kv", block), "avx512").stream.l2[R]) -- pages of a block: as contiguous
+    assert.is_true(variant(plan("llama3_8b", 1), "avx512").stream.l2[R]) -- f32: the kernel waits on the reads, L2
+  end)
 end)
