@@ -1369,6 +1369,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))) static ATTN_
         attn_deepseek_v3_decode_scratch__avx512bf16 *w, int64_t *jmin, int64_t *jmax)
 {
     int64_t r;
+    (void)args; /* (where no position reads seq_q) */
     for (r = 0; r < tq; r++) {
         attn_deepseek_v3_decode_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         { /* the row's keys lie in [a, z) */
@@ -4327,6 +4328,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_deepseek_v3_
         attn_deepseek_v3_decode_scratch__avx512 *w, int64_t *jmin, int64_t *jmax)
 {
     int64_t r;
+    (void)args; /* (where no position reads seq_q) */
     for (r = 0; r < tq; r++) {
         attn_deepseek_v3_decode_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         { /* the row's keys lie in [a, z) */
@@ -6727,6 +6729,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_deepseek_v
         attn_deepseek_v3_decode_scratch__avx2 *w, int64_t *jmin, int64_t *jmax)
 {
     int64_t r;
+    (void)args; /* (where no position reads seq_q) */
     for (r = 0; r < tq; r++) {
         attn_deepseek_v3_decode_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         { /* the row's keys lie in [a, z) */
@@ -9659,6 +9662,7 @@ static ATTN_INLINE void attn_deepseek_v3_decode_uspan__neon(const attn_args *arg
         attn_deepseek_v3_decode_scratch__neon *w, int64_t *jmin, int64_t *jmax)
 {
     int64_t r;
+    (void)args; /* (where no position reads seq_q) */
     for (r = 0; r < tq; r++) {
         attn_deepseek_v3_decode_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         { /* the row's keys lie in [a, z) */
@@ -11925,6 +11929,7 @@ ATTN_NO_AUTOVEC static ATTN_INLINE void attn_deepseek_v3_decode_uspan__scalar(co
         attn_deepseek_v3_decode_scratch__scalar *w, int64_t *jmin, int64_t *jmax)
 {
     int64_t r;
+    (void)args; /* (where no position reads seq_q) */
     for (r = 0; r < tq; r++) {
         attn_deepseek_v3_decode_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         { /* the row's keys lie in [a, z) */

@@ -1421,6 +1421,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))) static ATTN_
         attn_deepseek_v3_prefill_scratch__avx512bf16 *w, int64_t *jmin, int64_t *jmax)
 {
     int64_t r;
+    (void)args; /* (where no position reads seq_q) */
     for (r = 0; r < tq; r++) {
         attn_deepseek_v3_prefill_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         { /* the row's keys lie in [a, z) */
@@ -4254,6 +4255,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_deepseek_v3_
         attn_deepseek_v3_prefill_scratch__avx512 *w, int64_t *jmin, int64_t *jmax)
 {
     int64_t r;
+    (void)args; /* (where no position reads seq_q) */
     for (r = 0; r < tq; r++) {
         attn_deepseek_v3_prefill_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         { /* the row's keys lie in [a, z) */
@@ -6582,6 +6584,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_deepseek_v
         attn_deepseek_v3_prefill_scratch__avx2 *w, int64_t *jmin, int64_t *jmax)
 {
     int64_t r;
+    (void)args; /* (where no position reads seq_q) */
     for (r = 0; r < tq; r++) {
         attn_deepseek_v3_prefill_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         { /* the row's keys lie in [a, z) */
@@ -9370,6 +9373,7 @@ static ATTN_INLINE void attn_deepseek_v3_prefill_uspan__neon(const attn_args *ar
         attn_deepseek_v3_prefill_scratch__neon *w, int64_t *jmin, int64_t *jmax)
 {
     int64_t r;
+    (void)args; /* (where no position reads seq_q) */
     for (r = 0; r < tq; r++) {
         attn_deepseek_v3_prefill_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         { /* the row's keys lie in [a, z) */
@@ -11156,6 +11160,7 @@ ATTN_NO_AUTOVEC static ATTN_INLINE void attn_deepseek_v3_prefill_uspan__scalar(c
         attn_deepseek_v3_prefill_scratch__scalar *w, int64_t *jmin, int64_t *jmax)
 {
     int64_t r;
+    (void)args; /* (where no position reads seq_q) */
     for (r = 0; r < tq; r++) {
         attn_deepseek_v3_prefill_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         { /* the row's keys lie in [a, z) */

@@ -2785,6 +2785,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_falcon_7b_us
         attn_falcon_7b_scratch__avx512 *w, int64_t *jmin, int64_t *jmax)
 {
     int64_t r;
+    (void)args; /* (where no position reads seq_q) */
     for (r = 0; r < tq; r++) {
         attn_falcon_7b_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         { /* the row's keys lie in [a, z) */
@@ -5248,6 +5249,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_falcon_7b_
         attn_falcon_7b_scratch__avx2 *w, int64_t *jmin, int64_t *jmax)
 {
     int64_t r;
+    (void)args; /* (where no position reads seq_q) */
     for (r = 0; r < tq; r++) {
         attn_falcon_7b_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         { /* the row's keys lie in [a, z) */
@@ -8028,6 +8030,7 @@ static ATTN_INLINE void attn_falcon_7b_uspan__neon(const attn_args *args, int64_
         attn_falcon_7b_scratch__neon *w, int64_t *jmin, int64_t *jmax)
 {
     int64_t r;
+    (void)args; /* (where no position reads seq_q) */
     for (r = 0; r < tq; r++) {
         attn_falcon_7b_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         { /* the row's keys lie in [a, z) */
@@ -9387,6 +9390,7 @@ ATTN_NO_AUTOVEC static ATTN_INLINE void attn_falcon_7b_uspan__scalar(const attn_
         attn_falcon_7b_scratch__scalar *w, int64_t *jmin, int64_t *jmax)
 {
     int64_t r;
+    (void)args; /* (where no position reads seq_q) */
     for (r = 0; r < tq; r++) {
         attn_falcon_7b_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         { /* the row's keys lie in [a, z) */

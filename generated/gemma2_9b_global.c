@@ -4483,6 +4483,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_gemma2_9b_gl
         attn_gemma2_9b_global_scratch__avx512 *w, int64_t *jmin, int64_t *jmax)
 {
     int64_t r;
+    (void)args; /* (where no position reads seq_q) */
     for (r = 0; r < tq; r++) {
         attn_gemma2_9b_global_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         { /* the row's keys lie in [a, z) */
@@ -6981,6 +6982,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_gemma2_9b_
         attn_gemma2_9b_global_scratch__avx2 *w, int64_t *jmin, int64_t *jmax)
 {
     int64_t r;
+    (void)args; /* (where no position reads seq_q) */
     for (r = 0; r < tq; r++) {
         attn_gemma2_9b_global_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         { /* the row's keys lie in [a, z) */
@@ -9697,6 +9699,7 @@ static ATTN_INLINE void attn_gemma2_9b_global_uspan__neon(const attn_args *args,
         attn_gemma2_9b_global_scratch__neon *w, int64_t *jmin, int64_t *jmax)
 {
     int64_t r;
+    (void)args; /* (where no position reads seq_q) */
     for (r = 0; r < tq; r++) {
         attn_gemma2_9b_global_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         { /* the row's keys lie in [a, z) */
@@ -11315,6 +11318,7 @@ ATTN_NO_AUTOVEC static ATTN_INLINE void attn_gemma2_9b_global_uspan__scalar(cons
         attn_gemma2_9b_global_scratch__scalar *w, int64_t *jmin, int64_t *jmax)
 {
     int64_t r;
+    (void)args; /* (where no position reads seq_q) */
     for (r = 0; r < tq; r++) {
         attn_gemma2_9b_global_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         { /* the row's keys lie in [a, z) */

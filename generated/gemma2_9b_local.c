@@ -4484,6 +4484,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_gemma2_9b_lo
         attn_gemma2_9b_local_scratch__avx512 *w, int64_t *jmin, int64_t *jmax)
 {
     int64_t r;
+    (void)args; /* (where no position reads seq_q) */
     for (r = 0; r < tq; r++) {
         attn_gemma2_9b_local_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         { /* the row's keys lie in [a, z) */
@@ -6982,6 +6983,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_gemma2_9b_
         attn_gemma2_9b_local_scratch__avx2 *w, int64_t *jmin, int64_t *jmax)
 {
     int64_t r;
+    (void)args; /* (where no position reads seq_q) */
     for (r = 0; r < tq; r++) {
         attn_gemma2_9b_local_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         { /* the row's keys lie in [a, z) */
@@ -9698,6 +9700,7 @@ static ATTN_INLINE void attn_gemma2_9b_local_uspan__neon(const attn_args *args, 
         attn_gemma2_9b_local_scratch__neon *w, int64_t *jmin, int64_t *jmax)
 {
     int64_t r;
+    (void)args; /* (where no position reads seq_q) */
     for (r = 0; r < tq; r++) {
         attn_gemma2_9b_local_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         { /* the row's keys lie in [a, z) */
@@ -11316,6 +11319,7 @@ ATTN_NO_AUTOVEC static ATTN_INLINE void attn_gemma2_9b_local_uspan__scalar(const
         attn_gemma2_9b_local_scratch__scalar *w, int64_t *jmin, int64_t *jmax)
 {
     int64_t r;
+    (void)args; /* (where no position reads seq_q) */
     for (r = 0; r < tq; r++) {
         attn_gemma2_9b_local_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         { /* the row's keys lie in [a, z) */

@@ -4289,6 +4289,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_gpt2_uspan__
         attn_gpt2_scratch__avx512 *w, int64_t *jmin, int64_t *jmax)
 {
     int64_t r;
+    (void)args; /* (where no position reads seq_q) */
     for (r = 0; r < tq; r++) {
         attn_gpt2_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         { /* the row's keys lie in [a, z) */
@@ -8872,6 +8873,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_gpt2_uspan
         attn_gpt2_scratch__avx2 *w, int64_t *jmin, int64_t *jmax)
 {
     int64_t r;
+    (void)args; /* (where no position reads seq_q) */
     for (r = 0; r < tq; r++) {
         attn_gpt2_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         { /* the row's keys lie in [a, z) */
@@ -12532,6 +12534,7 @@ static ATTN_INLINE void attn_gpt2_uspan__neon(const attn_args *args, int64_t i0,
         attn_gpt2_scratch__neon *w, int64_t *jmin, int64_t *jmax)
 {
     int64_t r;
+    (void)args; /* (where no position reads seq_q) */
     for (r = 0; r < tq; r++) {
         attn_gpt2_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         { /* the row's keys lie in [a, z) */
@@ -13883,6 +13886,7 @@ ATTN_NO_AUTOVEC static ATTN_INLINE void attn_gpt2_uspan__scalar(const attn_args 
         attn_gpt2_scratch__scalar *w, int64_t *jmin, int64_t *jmax)
 {
     int64_t r;
+    (void)args; /* (where no position reads seq_q) */
     for (r = 0; r < tq; r++) {
         attn_gpt2_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         { /* the row's keys lie in [a, z) */

@@ -2747,6 +2747,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_gpt_oss_20b_
         attn_gpt_oss_20b_local_scratch__avx512 *w, int64_t *jmin, int64_t *jmax)
 {
     int64_t r;
+    (void)args; /* (where no position reads seq_q) */
     for (r = 0; r < tq; r++) {
         attn_gpt_oss_20b_local_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         { /* the row's keys lie in [a, z) */
@@ -5221,6 +5222,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_gpt_oss_20
         attn_gpt_oss_20b_local_scratch__avx2 *w, int64_t *jmin, int64_t *jmax)
 {
     int64_t r;
+    (void)args; /* (where no position reads seq_q) */
     for (r = 0; r < tq; r++) {
         attn_gpt_oss_20b_local_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         { /* the row's keys lie in [a, z) */
@@ -8012,6 +8014,7 @@ static ATTN_INLINE void attn_gpt_oss_20b_local_uspan__neon(const attn_args *args
         attn_gpt_oss_20b_local_scratch__neon *w, int64_t *jmin, int64_t *jmax)
 {
     int64_t r;
+    (void)args; /* (where no position reads seq_q) */
     for (r = 0; r < tq; r++) {
         attn_gpt_oss_20b_local_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         { /* the row's keys lie in [a, z) */
@@ -9382,6 +9385,7 @@ ATTN_NO_AUTOVEC static ATTN_INLINE void attn_gpt_oss_20b_local_uspan__scalar(con
         attn_gpt_oss_20b_local_scratch__scalar *w, int64_t *jmin, int64_t *jmax)
 {
     int64_t r;
+    (void)args; /* (where no position reads seq_q) */
     for (r = 0; r < tq; r++) {
         attn_gpt_oss_20b_local_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         { /* the row's keys lie in [a, z) */

@@ -4017,6 +4017,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_llama3_8b_q8
         attn_llama3_8b_q8kv_scratch__avx512 *w, int64_t *jmin, int64_t *jmax)
 {
     int64_t r;
+    (void)args; /* (where no position reads seq_q) */
     for (r = 0; r < tq; r++) {
         attn_llama3_8b_q8kv_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         { /* the row's keys lie in [a, z) */
@@ -6720,6 +6721,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_llama3_8b_
         attn_llama3_8b_q8kv_scratch__avx2 *w, int64_t *jmin, int64_t *jmax)
 {
     int64_t r;
+    (void)args; /* (where no position reads seq_q) */
     for (r = 0; r < tq; r++) {
         attn_llama3_8b_q8kv_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         { /* the row's keys lie in [a, z) */
@@ -9786,6 +9788,7 @@ static ATTN_INLINE void attn_llama3_8b_q8kv_uspan__neon(const attn_args *args, i
         attn_llama3_8b_q8kv_scratch__neon *w, int64_t *jmin, int64_t *jmax)
 {
     int64_t r;
+    (void)args; /* (where no position reads seq_q) */
     for (r = 0; r < tq; r++) {
         attn_llama3_8b_q8kv_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         { /* the row's keys lie in [a, z) */
@@ -11520,6 +11523,7 @@ ATTN_NO_AUTOVEC static ATTN_INLINE void attn_llama3_8b_q8kv_uspan__scalar(const 
         attn_llama3_8b_q8kv_scratch__scalar *w, int64_t *jmin, int64_t *jmax)
 {
     int64_t r;
+    (void)args; /* (where no position reads seq_q) */
     for (r = 0; r < tq; r++) {
         attn_llama3_8b_q8kv_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         { /* the row's keys lie in [a, z) */

@@ -4295,6 +4295,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_longformer_b
         attn_longformer_base_scratch__avx512 *w, int64_t *jmin, int64_t *jmax)
 {
     int64_t r;
+    (void)args; /* (where no position reads seq_q) */
     for (r = 0; r < tq; r++) {
         attn_longformer_base_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         { /* the row's keys lie in [a, z) */
@@ -8878,6 +8879,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_longformer
         attn_longformer_base_scratch__avx2 *w, int64_t *jmin, int64_t *jmax)
 {
     int64_t r;
+    (void)args; /* (where no position reads seq_q) */
     for (r = 0; r < tq; r++) {
         attn_longformer_base_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         { /* the row's keys lie in [a, z) */
@@ -12538,6 +12540,7 @@ static ATTN_INLINE void attn_longformer_base_uspan__neon(const attn_args *args, 
         attn_longformer_base_scratch__neon *w, int64_t *jmin, int64_t *jmax)
 {
     int64_t r;
+    (void)args; /* (where no position reads seq_q) */
     for (r = 0; r < tq; r++) {
         attn_longformer_base_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         { /* the row's keys lie in [a, z) */
@@ -13889,6 +13892,7 @@ ATTN_NO_AUTOVEC static ATTN_INLINE void attn_longformer_base_uspan__scalar(const
         attn_longformer_base_scratch__scalar *w, int64_t *jmin, int64_t *jmax)
 {
     int64_t r;
+    (void)args; /* (where no position reads seq_q) */
     for (r = 0; r < tq; r++) {
         attn_longformer_base_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         { /* the row's keys lie in [a, z) */

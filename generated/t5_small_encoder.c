@@ -3714,6 +3714,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_t5_small_enc
         attn_t5_small_encoder_scratch__avx512 *w, int64_t *jmin, int64_t *jmax)
 {
     int64_t r;
+    (void)args; /* (where no position reads seq_q) */
     for (r = 0; r < tq; r++) {
         attn_t5_small_encoder_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         { /* the row's keys lie in [a, z) */
@@ -7421,6 +7422,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_t5_small_e
         attn_t5_small_encoder_scratch__avx2 *w, int64_t *jmin, int64_t *jmax)
 {
     int64_t r;
+    (void)args; /* (where no position reads seq_q) */
     for (r = 0; r < tq; r++) {
         attn_t5_small_encoder_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         { /* the row's keys lie in [a, z) */
@@ -10935,6 +10937,7 @@ static ATTN_INLINE void attn_t5_small_encoder_uspan__neon(const attn_args *args,
         attn_t5_small_encoder_scratch__neon *w, int64_t *jmin, int64_t *jmax)
 {
     int64_t r;
+    (void)args; /* (where no position reads seq_q) */
     for (r = 0; r < tq; r++) {
         attn_t5_small_encoder_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         { /* the row's keys lie in [a, z) */
@@ -12302,6 +12305,7 @@ ATTN_NO_AUTOVEC static ATTN_INLINE void attn_t5_small_encoder_uspan__scalar(cons
         attn_t5_small_encoder_scratch__scalar *w, int64_t *jmin, int64_t *jmax)
 {
     int64_t r;
+    (void)args; /* (where no position reads seq_q) */
     for (r = 0; r < tq; r++) {
         attn_t5_small_encoder_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         { /* the row's keys lie in [a, z) */
