@@ -395,18 +395,18 @@ ATTN_SHARED static attn_status attn_deepseek_v3_decode_call_mem(const attn_args 
     return *mem ? ATTN_OK : ATTN_ERR_NOMEM;
 }
 
-/* The sizes of a variant's prefill memory (the planner's): bytes of a packed
+/* The sizes of a variant's prefill memory (the planner's): its ISA, bytes of a packed
  * element, elements of a key's K^T panel column and of a packed V row, keys of a
  * K^T panel, floats of
  * a row's carried sums, keys a chunk and the keys past which a call runs chunks
  * (0: one chunk), bytes of a thread's scratch (whole ATTN_ALIGN). */
-typedef struct { int64_t esize, ktkey, dvp, nc, part, chunk, chunk_from, thread; } attn_deepseek_v3_decode_pvariant;
+typedef struct { attn_isa isa; int64_t esize, ktkey, dvp, nc, part, chunk, chunk_from, thread; } attn_deepseek_v3_decode_pvariant;
 ATTN_SHARED static const attn_deepseek_v3_decode_pvariant attn_deepseek_v3_decode_pvariants[5] = {
-    { 2, 576, 512, 32, 514, 896, 3855, 386048 }, /* avx512bf16 */
-    { 4, 576, 512, 32, 514, 384, 1927, 472064 }, /* avx512 */
-    { 4, 576, 512, 16, 514, 384, 1927, 472064 }, /* avx2 */
-    { 4, 576, 512, 8, 514, 384, 1927, 472064 }, /* neon */
-    { 4, 576, 512, 2, 514, 384, 1927, 472064 } /* scalar */
+    { ATTN_ISA_AVX512BF16, 2, 576, 512, 32, 514, 896, 3855, 386048 }, /* avx512bf16 */
+    { ATTN_ISA_AVX512, 4, 576, 512, 32, 514, 384, 1927, 472064 }, /* avx512 */
+    { ATTN_ISA_AVX2, 4, 576, 512, 16, 514, 384, 1927, 472064 }, /* avx2 */
+    { ATTN_ISA_NEON, 4, 576, 512, 8, 514, 384, 1927, 472064 }, /* neon */
+    { ATTN_ISA_SCALAR, 4, 576, 512, 2, 514, 384, 1927, 472064 } /* scalar */
 };
 
 /* The prefill path's memory, one block (args->workspace, or one allocation of the
@@ -12898,8 +12898,10 @@ size_t attn_deepseek_v3_decode_workspace_size(int64_t batch, int64_t seq_q, int6
                 attn_deepseek_v3_decode_call_threads(threads), &dlay)) return SIZE_MAX;
         return dlay.bytes;
     }
-    /* the prefill path: the largest variant's block (the one a call runs is picked at run time) */
+    /* the prefill path: the largest block of the variants this CPU runs (the one a call
+       runs is picked at run time: attn_pick_variant, or the caller's) */
     for (i = 0; i < 5; i++) {
+        if (!attn_isa_supported(attn_deepseek_v3_decode_pvariants[i].isa)) continue;
         if (!attn_deepseek_v3_decode_playout_of(seq_q, seq_k, attn_deepseek_v3_decode_call_threads(threads), &attn_deepseek_v3_decode_pvariants[i], &lay)) return SIZE_MAX;
         if (lay.bytes > n) n = lay.bytes;
     }

@@ -422,17 +422,17 @@ ATTN_SHARED static attn_status attn_llama3_8b_f16kv_call_mem(const attn_args *ar
     return *mem ? ATTN_OK : ATTN_ERR_NOMEM;
 }
 
-/* The sizes of a variant's prefill memory (the planner's): bytes of a packed
+/* The sizes of a variant's prefill memory (the planner's): its ISA, bytes of a packed
  * element, elements of a key's K^T panel column and of a packed V row, keys of a
  * K^T panel, floats of
  * a row's carried sums, keys a chunk and the keys past which a call runs chunks
  * (0: one chunk), bytes of a thread's scratch (whole ATTN_ALIGN). */
-typedef struct { int64_t esize, ktkey, dvp, nc, part, chunk, chunk_from, thread; } attn_llama3_8b_f16kv_pvariant;
+typedef struct { attn_isa isa; int64_t esize, ktkey, dvp, nc, part, chunk, chunk_from, thread; } attn_llama3_8b_f16kv_pvariant;
 ATTN_SHARED static const attn_llama3_8b_f16kv_pvariant attn_llama3_8b_f16kv_pvariants[4] = {
-    { 4, 128, 128, 32, 130, 2048, 8192, 201728 }, /* avx512 */
-    { 4, 128, 128, 16, 130, 2048, 8192, 201728 }, /* avx2 */
-    { 4, 128, 128, 8, 130, 2048, 8192, 201728 }, /* neon */
-    { 4, 128, 128, 2, 130, 2048, 8192, 201728 } /* scalar */
+    { ATTN_ISA_AVX512, 4, 128, 128, 32, 130, 2048, 8192, 201728 }, /* avx512 */
+    { ATTN_ISA_AVX2, 4, 128, 128, 16, 130, 2048, 8192, 201728 }, /* avx2 */
+    { ATTN_ISA_NEON, 4, 128, 128, 8, 130, 2048, 8192, 201728 }, /* neon */
+    { ATTN_ISA_SCALAR, 4, 128, 128, 2, 130, 2048, 8192, 201728 } /* scalar */
 };
 
 /* The prefill path's memory, one block (args->workspace, or one allocation of the
@@ -11696,8 +11696,10 @@ size_t attn_llama3_8b_f16kv_workspace_size(int64_t batch, int64_t seq_q, int64_t
                 attn_llama3_8b_f16kv_call_threads(threads), &dlay)) return SIZE_MAX;
         return dlay.bytes;
     }
-    /* the prefill path: the largest variant's block (the one a call runs is picked at run time) */
+    /* the prefill path: the largest block of the variants this CPU runs (the one a call
+       runs is picked at run time: attn_pick_variant, or the caller's) */
     for (i = 0; i < 4; i++) {
+        if (!attn_isa_supported(attn_llama3_8b_f16kv_pvariants[i].isa)) continue;
         if (!attn_llama3_8b_f16kv_playout_of(seq_q, seq_k, attn_llama3_8b_f16kv_call_threads(threads), &attn_llama3_8b_f16kv_pvariants[i], &lay)) return SIZE_MAX;
         if (lay.bytes > n) n = lay.bytes;
     }

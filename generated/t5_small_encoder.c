@@ -415,17 +415,17 @@ ATTN_SHARED static attn_status attn_t5_small_encoder_call_mem(const attn_args *a
     return *mem ? ATTN_OK : ATTN_ERR_NOMEM;
 }
 
-/* The sizes of a variant's prefill memory (the planner's): bytes of a packed
+/* The sizes of a variant's prefill memory (the planner's): its ISA, bytes of a packed
  * element, elements of a key's K^T panel column and of a packed V row, keys of a
  * K^T panel, floats of
  * a row's carried sums, keys a chunk and the keys past which a call runs chunks
  * (0: one chunk), bytes of a thread's scratch (whole ATTN_ALIGN). */
-typedef struct { int64_t esize, ktkey, dvp, nc, part, chunk, chunk_from, thread; } attn_t5_small_encoder_pvariant;
+typedef struct { attn_isa isa; int64_t esize, ktkey, dvp, nc, part, chunk, chunk_from, thread; } attn_t5_small_encoder_pvariant;
 ATTN_SHARED static const attn_t5_small_encoder_pvariant attn_t5_small_encoder_pvariants[4] = {
-    { 4, 64, 64, 32, 66, 4096, 16384, 153984 }, /* avx512 */
-    { 4, 64, 64, 16, 66, 4096, 16384, 153984 }, /* avx2 */
-    { 4, 64, 64, 8, 66, 4096, 16384, 153984 }, /* neon */
-    { 4, 64, 64, 2, 66, 4096, 16384, 153984 } /* scalar */
+    { ATTN_ISA_AVX512, 4, 64, 64, 32, 66, 4096, 16384, 153984 }, /* avx512 */
+    { ATTN_ISA_AVX2, 4, 64, 64, 16, 66, 4096, 16384, 153984 }, /* avx2 */
+    { ATTN_ISA_NEON, 4, 64, 64, 8, 66, 4096, 16384, 153984 }, /* neon */
+    { ATTN_ISA_SCALAR, 4, 64, 64, 2, 66, 4096, 16384, 153984 } /* scalar */
 };
 
 /* The prefill path's memory, one block (args->workspace, or one allocation of the
@@ -12834,8 +12834,10 @@ size_t attn_t5_small_encoder_workspace_size(int64_t batch, int64_t seq_q, int64_
                 attn_t5_small_encoder_call_threads(threads), &dlay)) return SIZE_MAX;
         return dlay.bytes;
     }
-    /* the prefill path: the largest variant's block (the one a call runs is picked at run time) */
+    /* the prefill path: the largest block of the variants this CPU runs (the one a call
+       runs is picked at run time: attn_pick_variant, or the caller's) */
     for (i = 0; i < 4; i++) {
+        if (!attn_isa_supported(attn_t5_small_encoder_pvariants[i].isa)) continue;
         if (!attn_t5_small_encoder_playout_of(seq_q, seq_k, attn_t5_small_encoder_call_threads(threads), &attn_t5_small_encoder_pvariants[i], &lay)) return SIZE_MAX;
         if (lay.bytes > n) n = lay.bytes;
     }
