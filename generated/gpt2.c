@@ -136,9 +136,12 @@ enum {
 /* How a block of query rows sees a block of keys. */
 typedef enum { TILE_HIDDEN, TILE_PARTIAL, TILE_FULL } attn_gpt2_tile_class;
 
-/* The streaming decode path inlines its per-key steps into the loop over kv
+/* The prefill path's phases (families/sdpa_prefill_unit and _tile) are inlined
+ * into its work unit, as one function of them would be.
+ * The streaming decode path inlines its per-key steps into the loop over kv
  * heads (gcc would call them) and keeps the rare rescale out of line
- * (ATTN_NOINLINE), so that the compiler leaves the rows' O in memory around it. */
+ * (ATTN_NOINLINE), so that the compiler leaves the rows' O in memory around it.
+ */
 #ifndef ATTN_INLINE
 #if defined(__GNUC__)
 #define ATTN_INLINE __attribute__((always_inline)) inline
@@ -353,6 +356,89 @@ ATTN_SHARED static int attn_gpt2_sees(const int64_t *first, const int64_t *last,
     return 0;
 }
 
+/* The threads of a call: args->threads, or OpenMP's default (1 without OpenMP). */
+ATTN_SHARED static int attn_gpt2_call_threads(int threads)
+{
+#ifdef _OPENMP
+    return threads > 0 ? threads : omp_get_max_threads();
+#else
+    return threads > 0 ? threads : 1;
+#endif
+}
+
+/* A call's memory of `bytes` (ATTN_ALIGN of them to align its start, every part
+ * inside on ATTN_ALIGN): args->workspace, aligned up inside it, where given
+ * (ATTN_ERR_WORKSPACE, before anything is written, where it is too small), else
+ * one allocation of the hook's, which the caller frees where args->workspace is NULL. */
+ATTN_SHARED static attn_status attn_gpt2_call_mem(const attn_args *args, size_t bytes, char **mem)
+{
+    if (args->workspace) {
+        const size_t pad = (size_t)((ATTN_ALIGN - (uintptr_t)args->workspace % ATTN_ALIGN) % ATTN_ALIGN);
+        if (args->workspace_bytes < bytes) return ATTN_ERR_WORKSPACE;
+        *mem = (char *)args->workspace + pad;
+        return ATTN_OK;
+    }
+    *mem = (char *)attn_alloc(bytes - ATTN_ALIGN);
+    return *mem ? ATTN_OK : ATTN_ERR_NOMEM;
+}
+
+/* The sizes of a variant's prefill memory (the planner's): its ISA, bytes of a packed
+ * element, elements of a key's K^T panel column and of a packed V row, keys of a
+ * K^T panel, floats of
+ * a row's carried sums, keys a chunk and the keys past which a call runs chunks
+ * (0: one chunk), bytes of a thread's scratch (whole ATTN_ALIGN). */
+typedef struct { attn_isa isa; int64_t esize, ktkey, dvp, nc, part, chunk, chunk_from, thread; } attn_gpt2_pvariant;
+ATTN_SHARED static const attn_gpt2_pvariant attn_gpt2_pvariants[4] = {
+    { ATTN_ISA_AVX512, 4, 64, 64, 32, 66, 4096, 16384, 152576 }, /* avx512 */
+    { ATTN_ISA_AVX2, 4, 64, 64, 16, 66, 4096, 16384, 152576 }, /* avx2 */
+    { ATTN_ISA_NEON, 4, 64, 64, 8, 66, 4096, 16384, 152576 }, /* neon */
+    { ATTN_ISA_SCALAR, 4, 64, 64, 2, 66, 4096, 16384, 152576 } /* scalar */
+};
+
+/* The prefill path's memory, one block (args->workspace, or one allocation of the
+ * hook's): K^T and V of a chunk of kc keys, packed; the rows' carried sums (GROUP *
+ * Lq rows of part floats) where a call runs chunks;
+ * then each thread's scratch (thread bytes); each part on ATTN_ALIGN bytes. */
+typedef struct { size_t kt, vp, part, ktp, vpp, scratch, thread, bytes; int64_t kc, npk; } attn_gpt2_playout;
+
+/* The block's layout for Lq query rows against seq_k keys and nth threads, with
+ * ATTN_ALIGN bytes to align the block's start; 0 where a size overflows. */
+ATTN_SHARED static int attn_gpt2_playout_of(int64_t Lq, int64_t seq_k, int nth, const attn_gpt2_pvariant *pv,
+        attn_gpt2_playout *lay)
+{
+    const uint64_t A = ATTN_ALIGN;
+    const int64_t lkp = (seq_k + TK - 1) / TK * TK; /* keys, rounded up to whole tiles */
+    uint64_t at;
+    if (Lq < 0 || seq_k < 0 || nth <= 0 || (uint64_t)lkp > (uint64_t)INT64_MAX / 4 / (D + pv->dvp)) return 0;
+    lay->kc = pv->chunk > 0 && lkp > pv->chunk_from ? pv->chunk : lkp;
+    if ((pv->chunk > 0 && lay->kc < lkp) && (uint64_t)Lq > (uint64_t)INT64_MAX / 4 / GROUP / (uint64_t)pv->part) return 0;
+    lay->npk = 0;
+    lay->kt = 0;
+    at = ((uint64_t)lay->kc * (uint64_t)(pv->ktkey * pv->esize) + A - 1) / A * A;
+    lay->vp = (size_t)at;
+    at += ((uint64_t)lay->kc * (uint64_t)(pv->dvp * pv->esize) + A - 1) / A * A;
+    lay->part = (size_t)at;
+    if (pv->chunk > 0 && lay->kc < lkp) at += ((uint64_t)GROUP * (uint64_t)Lq * (uint64_t)pv->part * sizeof(float) + A - 1) / A * A;
+    lay->ktp = (size_t)at;
+    lay->vpp = (size_t)at;
+    lay->scratch = (size_t)at;
+    lay->thread = (size_t)pv->thread;
+    if ((uint64_t)lay->thread > (uint64_t)INT64_MAX / 4 / (uint64_t)nth) return 0;
+    at += (uint64_t)nth * (uint64_t)lay->thread + A;
+    if (at > (uint64_t)SIZE_MAX) return 0;
+    lay->bytes = (size_t)at;
+    return 1;
+}
+
+/* The prefill path's block for a call (call_mem: args->workspace, or one allocation
+ * of the hook's, which the caller frees where args->workspace is NULL). */
+ATTN_SHARED static attn_status attn_gpt2_prefill_mem(const attn_args *args, const attn_gpt2_pvariant *pv, int nth,
+        attn_gpt2_playout *lay, char **mem)
+{
+    if (!attn_gpt2_playout_of(args->seq_q, args->seq_k, nth, pv, lay)) return ATTN_ERR_TOO_LARGE;
+    return attn_gpt2_call_mem(args, lay->bytes, mem);
+}
+
 /* The decode path's constants (the planner's). */
 enum {
     DECODE_SPLIT = 512, /* keys of a split (before doubling) */
@@ -398,16 +484,6 @@ ATTN_SHARED static void attn_gpt2_dresult(const float *o, float m, float l, floa
 enum { DECODE_SCRATCH = 438208 /* bytes of a thread's scratch: the largest variant's */ };
 typedef struct { size_t opart, lpart, left, scratch, bytes; } attn_gpt2_dlayout;
 
-/* The threads of a call: args->threads, or OpenMP's default (1 without OpenMP). */
-ATTN_SHARED static int attn_gpt2_decode_threads(int threads)
-{
-#ifdef _OPENMP
-    return threads > 0 ? threads : omp_get_max_threads();
-#else
-    return threads > 0 ? threads : 1;
-#endif
-}
-
 /* The block's layout for B batches of nsplit splits of R rows and nth threads,
  * with ATTN_ALIGN bytes to align the block's start; 0 where a size overflows. */
 ATTN_SHARED static int attn_gpt2_dlayout_of(int64_t B, int64_t R, int64_t nsplit, int nth, attn_gpt2_dlayout *lay)
@@ -430,20 +506,13 @@ ATTN_SHARED static int attn_gpt2_dlayout_of(int64_t B, int64_t R, int64_t nsplit
     return 1;
 }
 
-/* The decode path's block for a call: args->workspace (aligned up inside it), or
- * one allocation of the hook's (the caller frees it where args->workspace is NULL). */
+/* The decode path's block for a call (call_mem: args->workspace, or one allocation
+ * of the hook's, which the caller frees where args->workspace is NULL). */
 ATTN_SHARED static attn_status attn_gpt2_decode_mem(const attn_args *args, int64_t R, int64_t nsplit, int nth,
         attn_gpt2_dlayout *lay, char **mem)
 {
     if (!attn_gpt2_dlayout_of(args->batch, R, nsplit, nth, lay)) return ATTN_ERR_TOO_LARGE;
-    if (args->workspace) {
-        const size_t pad = (size_t)((ATTN_ALIGN - (uintptr_t)args->workspace % ATTN_ALIGN) % ATTN_ALIGN);
-        if (args->workspace_bytes < lay->bytes) return ATTN_ERR_WORKSPACE;
-        *mem = (char *)args->workspace + pad;
-        return ATTN_OK;
-    }
-    *mem = (char *)attn_alloc(lay->bytes - ATTN_ALIGN);
-    return *mem ? ATTN_OK : ATTN_ERR_NOMEM;
+    return attn_gpt2_call_mem(args, lay->bytes, mem);
 }
 
 /* Row pl of the blocked kernel's next block (its keys from jn), in address
@@ -4122,7 +4191,7 @@ __attribute__((target("avx512f,fma"))) static attn_status attn_gpt2_decode__avx5
     const int stream = rows <= attn_cpu()->decode_stream_rows[1];
     const int64_t nhg = B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
     const int64_t units = B * nsplit * nhg, hpg = HKV / nhg; /* kv heads a unit */
-    const int nth = attn_gpt2_decode_threads(args->threads);
+    const int nth = attn_gpt2_call_threads(args->threads);
     attn_gpt2_dlayout lay;
     char *mem;
     float *opart, *lpart;
@@ -4192,177 +4261,197 @@ __attribute__((target("avx512f,fma"))) static attn_status attn_gpt2_decode__avx5
     return ATTN_OK;
 }
 
+/* The avx512 prefill path's sizes (the planner's), named for its code below. */
+#define PREFILL_QROW 64 /* elements of a packed query row */
+#define PREFILL_KTKEY D /* elements of a key's column of the packed K^T panels */
+#define PREFILL_DVP 64 /* elements of a packed V row and of a row of O's sums: Dv in whole vectors */
+#define PREFILL_NC 32 /* keys of a K^T panel: the scores kernel's columns */
+#define PREFILL_PART 66 /* floats of a row's carried sums: O unnormalized, m, l */
+#define PREFILL_SCRATCH 152576 /* bytes of a thread's scratch slot (whole ATTN_ALIGN) */
+#define PREFILL_VARIANT 0 /* this variant's row of attn_gpt2_pvariants */
+
 /* Per-thread scratch of the avx512 prefill path. */
 typedef struct {
-    float q[TQ * 64];      /* the query tile, packed (qpack) */
+    float q[TQ * PREFILL_QROW];      /* the query tile, packed (qpack) */
     float s[TQ * TK];      /* scores, then probabilities */
-    float o[TQ * 64];      /* unnormalized output rows */
+    float o[TQ * PREFILL_DVP];      /* unnormalized output rows */
     float m[TQ], l[TQ], alpha[TQ]; /* running max, sum, rescale */
     int64_t lo[TQ], hi[TQ], sink_hi[TQ], first[TQ], last[TQ];
     int nt; /* O stored past the caches (attn_stream_output) */
 } attn_gpt2_scratch__avx512;
 
-/* One work unit: query head h of batch b, query rows [i0, i0 + tq), against
- * the keys [k0, k1) packed at kt and vp.  Where part is NULL these are all
- * the keys; else the rows start from their sums over the keys before k0
- * (where k0 > 0) and, where keys remain past k1, leave their sums there
- * (PART = 66 floats a row: O unnormalized, m, l) instead of O.
- * While the P*V calls of its first key tile run, it asks for the Q
- * rows of the unit this thread most likely runs next in L2 (query head nh,
- * rows ni, ni + nstep, ... as many as its own; none where ni < 0): one
- * head's rows lie a page or more apart, beyond the hardware prefetchers. */
-__attribute__((target("avx512f,fma"))) static void attn_gpt2_unit__avx512(const attn_args *args, const float *kt, const float *vp, int64_t k0, int64_t k1,
-        int64_t b, int64_t h, int64_t i0, int64_t tq, attn_gpt2_scratch__avx512 *w, float *part,
-        int64_t nh, int64_t ni, int64_t nstep)
-{
-    const int64_t lk = args->seq_k;
-    int64_t jmin = INT64_MAX, jmax = 0; /* the keys any row may see lie in [jmin, jmax) */
-    int64_t r, t, c;
-    int pf = ni >= 0; /* the next unit's Q rows are still to be prefetched */
+/* The scratch fits its slot of the call's block (a negative array size where not). */
+typedef char attn_gpt2_pscratch_fits__avx512[sizeof(attn_gpt2_scratch__avx512) <= PREFILL_SCRATCH ? 1 : -1];
 
+/* A unit's rows i0 + r (r < tq): their spans of keys (lk of them), and in
+ * [*jmin, *jmax) the keys any of them may see. */
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_gpt2_uspan__avx512(const attn_args *args, int64_t i0, int64_t tq, int64_t lk,
+        attn_gpt2_scratch__avx512 *w, int64_t *jmin, int64_t *jmax)
+{
+    int64_t r;
+    (void)args; /* (where no position reads seq_q) */
     for (r = 0; r < tq; r++) {
         attn_gpt2_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         { /* the row's keys lie in [a, z) */
             const int64_t a = (w->sink_hi[r] > 0 ? 0 : w->lo[r]), z = (w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r]);
             if (z > a) {
-                if (a < jmin) jmin = a;
-                if (z > jmax) jmax = z;
+                if (a < *jmin) *jmin = a;
+                if (z > *jmax) *jmax = z;
             }
         }
     }
-    if (part && k0 > 0 && k1 < args->seq_k && (jmax <= k0 || jmin >= k1))
-        return; /* no row sees a key of this chunk, nor is it the last: the rows' sums stay as they are */
+}
+
+/* The same rows' running sums: from zero, or where part and k0 > 0 from the sums the chunks before left at part,
+ * and their Q rows, packed. */
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_gpt2_uload__avx512(const attn_args *args, int64_t b, int64_t h, int64_t i0, int64_t tq, int64_t lk,
+        attn_gpt2_scratch__avx512 *w, const float *part, int64_t k0)
+{
+    int64_t r;
+    (void)lk; /* (where no position is asked for) */
     for (r = 0; r < tq; r++) {
         if (part && k0 > 0) { /* from the row's sums over the chunks before */
-            const float *pr = part + ((h % GROUP) * args->seq_q + i0 + r) * 66;
-            memcpy(w->o + r * 64, pr, sizeof(float) * 64);
-            w->m[r] = pr[64];
-            w->l[r] = pr[65];
+            const float *pr = part + ((h % GROUP) * args->seq_q + i0 + r) * PREFILL_PART;
+            memcpy(w->o + r * PREFILL_DVP, pr, sizeof(float) * PREFILL_DVP);
+            w->m[r] = pr[PREFILL_DVP];
+            w->l[r] = pr[PREFILL_DVP + 1];
         } else {
-            memset(w->o + r * 64, 0, sizeof(float) * 64);
+            memset(w->o + r * PREFILL_DVP, 0, sizeof(float) * PREFILL_DVP);
             w->m[r] = -INFINITY;
             w->l[r] = 0.0f;
         }
-        attn_gpt2_qpack_f32__avx512(attn_gpt2_q_row(args, b, i0 + r, h), w->q + r * 64);
+        attn_gpt2_qpack_f32__avx512(attn_gpt2_q_row(args, b, i0 + r, h), w->q + r * PREFILL_QROW);
     }
-    if (jmin < k0) jmin = k0; /* this chunk's keys */
-    if (jmax > k1) jmax = k1;
+}
 
-    for (t = jmin / TK; t * TK < jmax; t++) { /* the tiles outside [jmin, jmax) are hidden */
-        const int64_t j0 = t * TK;
-        const int64_t jn = lk - j0 < TK ? lk - j0 : TK; /* keys of this tile that exist */
-        const attn_gpt2_tile_class cls = attn_gpt2_classify(tq, j0, j0 + TK, w->lo, w->hi, w->sink_hi, w->first, w->last);
-        if (cls == TILE_HIDDEN) continue; /* no row sees this tile */
-
-        /* scores: S = scale * Q K^T; column blocks outside, so each K^T panel
-           stays in L1 while every row block of the tile passes over it */
-        for (c = 0; c < TK; c += 32) {
-            const float *ktc = kt + (j0 - k0 + c) * D; /* the panel of keys j0 + c .. */
-            for (r = 0; r + 8 <= tq; r += 8)
-                if (cls == TILE_FULL || attn_gpt2_sees(w->first + r, w->last + r, 8, c, c + 32)) {
-                    int64_t u0 = c, u1 = c + 32, u; /* the panel's vectors the block computes */
-                    /* on a mask's edge, the vectors no row of the block sees are left out
-                       (they lie outside every row's softmax) */
-                    if (cls != TILE_FULL) {
-                        while (!attn_gpt2_sees(w->first + r, w->last + r, 8, u0, u0 + 16)) u0 += 16;
-                        while (!attn_gpt2_sees(w->first + r, w->last + r, 8, u1 - 16, u1)) u1 -= 16;
-                    }
-                    if (u1 - u0 == 32)
-                        attn_gpt2_qk_8x32_f32__avx512(w->q + r * 64, 64, ktc, w->s + r * TK + c, TK);
-                    else
-                        for (u = u0; u < u1; u += 16)
-                            attn_gpt2_qk_8x16_f32__avx512(w->q + r * 64, 64, ktc + (u - c), w->s + r * TK + u, TK);
+/* The scores of the key tile at j0 (S = scale * Q K^T, base 2) of a unit's tq rows,
+ * as it sees it (cls): column blocks outside, so each K^T panel stays in L1 while
+ * every row block of the tile passes over it. */
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_gpt2_uscores__avx512(const float *kt, int64_t k0, int64_t j0, int64_t tq,
+        attn_gpt2_tile_class cls, attn_gpt2_scratch__avx512 *w)
+{
+    int64_t r, c;
+    for (c = 0; c < TK; c += PREFILL_NC) {
+        const float *ktc = kt + (j0 - k0 + c) * PREFILL_KTKEY; /* the panel of keys j0 + c .. */
+        for (r = 0; r + 8 <= tq; r += 8)
+            if (cls == TILE_FULL || attn_gpt2_sees(w->first + r, w->last + r, 8, c, c + PREFILL_NC)) {
+                int64_t u0 = c, u1 = c + PREFILL_NC, u; /* the panel's vectors the block computes */
+                /* on a mask's edge, the vectors no row of the block sees are left out
+                   (they lie outside every row's softmax) */
+                if (cls != TILE_FULL) {
+                    while (!attn_gpt2_sees(w->first + r, w->last + r, 8, u0, u0 + 16)) u0 += 16;
+                    while (!attn_gpt2_sees(w->first + r, w->last + r, 8, u1 - 16, u1)) u1 -= 16;
                 }
-            if (r + 4 <= tq) { /* half a block of the last rows, then one at a time */
-                if (cls == TILE_FULL || attn_gpt2_sees(w->first + r, w->last + r, 4, c, c + 32))
-                    attn_gpt2_qk_4x32_f32__avx512(w->q + r * 64, 64, ktc, w->s + r * TK + c, TK);
-                r += 4;
+                if (u1 - u0 == PREFILL_NC)
+                    attn_gpt2_qk_8x32_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                else
+                    for (u = u0; u < u1; u += 16)
+                        attn_gpt2_qk_8x16_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
             }
-            for (; r < tq; r++)
-                if (cls == TILE_FULL || attn_gpt2_sees(w->first + r, w->last + r, 1, c, c + 32))
-                    attn_gpt2_qk_1x32_f32__avx512(w->q + r * 64, 64, ktc, w->s + r * TK + c, TK);
+        if (r + 4 <= tq) { /* half a block of the last rows, then one at a time */
+            if (cls == TILE_FULL || attn_gpt2_sees(w->first + r, w->last + r, 4, c, c + PREFILL_NC))
+                attn_gpt2_qk_4x32_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+            r += 4;
         }
-
-        /* score terms, mask, online softmax */
-        for (r = 0; r < tq; r++) {
-            float *sr = w->s + r * TK;
-            if (cls == TILE_PARTIAL) { /* hide what this row does not see */
-                /* in tile columns the row sees [0, sk) and [lo, hi), with sk <= lo <= hi */
-                const int64_t lo = w->lo[r] - j0 < 0 ? 0 : (w->lo[r] - j0 > TK ? TK : w->lo[r] - j0);
-                const int64_t hi = w->hi[r] - j0 < lo ? lo : (w->hi[r] - j0 > TK ? TK : w->hi[r] - j0);
-                const int64_t sk = w->sink_hi[r] - j0 < 0 ? 0 : (w->sink_hi[r] - j0 > lo ? lo : w->sink_hi[r] - j0);
-                { /* the softmax reads from the vector of the row's first visible column on, if any */
-                    const int64_t cf = w->last[r] <= w->first[r] ? lo : w->first[r] / 16 * 16;
-                    for (c = cf > sk ? cf : sk; c < lo; c++) sr[c] = -INFINITY;
-                }
-                { /* past hi, only the columns of the softmax's last vector: it zeroes the ones after */
-                    const int64_t ce = (w->last[r] + 15) / 16 * 16;
-                    for (c = hi; c < ce; c++) sr[c] = -INFINITY;
-                }
-            }
-            /* max and exp over the vectors holding the columns this row may
-               see; the others get probability 0 */
-            attn_gpt2_softmax__avx512(sr, cls == TILE_FULL ? 0 : w->first[r] / 16 * 16,
-                    cls == TILE_FULL ? TK : (w->last[r] + 15) / 16 * 16, &w->m[r], &w->l[r], &w->alpha[r]);
-        }
-
-        /* O = alpha * O + P V over the keys each row block may see */
-        for (r = 0; r < tq;) {
-            const int64_t rows = tq - r >= 6 ? 6 : tq - r; /* the widest kernel that fits */
-            int64_t jlo = TK, jhi = 0, k;
-            if (cls == TILE_FULL) {
-                jlo = 0;
-                jhi = TK;
-            } else {
-                for (k = r; k < r + rows; k++) {
-                    if (w->last[k] > w->first[k]) {
-                        if (w->first[k] < jlo) jlo = w->first[k];
-                        if (w->last[k] > jhi) jhi = w->last[k];
-                    }
-                }
-                if (jhi > jn) jhi = jn;
-                if (jlo > jhi) jlo = jhi;
-            }
-            switch (rows) {
-            case 6:
-                attn_gpt2_pv_6x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
-                break;
-            case 5:
-                attn_gpt2_pv_5x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
-                break;
-            case 4:
-                attn_gpt2_pv_4x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
-                break;
-            case 3:
-                attn_gpt2_pv_3x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
-                break;
-            case 2:
-                attn_gpt2_pv_2x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
-                break;
-            default:
-                attn_gpt2_pv_1x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
-                break;
-            }
-            if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
-                attn_gpt2_prefetch_q(args, b, nh, ni + r * nstep, ni + (r + rows) * nstep, nstep);
-            r += rows;
-        }
-        pf = 0;
+        for (; r < tq; r++)
+            if (cls == TILE_FULL || attn_gpt2_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
+                attn_gpt2_qk_1x32_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
     }
+}
 
-    if (part && k1 < args->seq_k) { /* keys remain: the rows' sums, for the next chunk */
-        for (r = 0; r < tq; r++) {
-            float *pr = part + ((h % GROUP) * args->seq_q + i0 + r) * 66;
-            memcpy(pr, w->o + r * 64, sizeof(float) * 64);
-            pr[64] = w->m[r];
-            pr[65] = w->l[r];
+/* The same tile's score terms, masks and online softmax, row by row: row r is
+ * i0 + r of query head h of batch b (lk keys), jn the tile's keys that exist. */
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_gpt2_usoft__avx512(const attn_args *args, int64_t b, int64_t h, int64_t i0, int64_t tq,
+        int64_t lk, int64_t j0, int64_t jn, attn_gpt2_tile_class cls, attn_gpt2_scratch__avx512 *w)
+{
+    int64_t r, c;
+    (void)args; /* (what not every config reads) */
+    (void)i0;
+    (void)b;
+    (void)h;
+    (void)lk;
+    (void)jn;
+    for (r = 0; r < tq; r++) {
+        float *sr = w->s + r * TK;
+        if (cls == TILE_PARTIAL) { /* hide what this row does not see */
+            /* in tile columns the row sees [0, sk) and [lo, hi), with sk <= lo <= hi */
+            const int64_t lo = w->lo[r] - j0 < 0 ? 0 : (w->lo[r] - j0 > TK ? TK : w->lo[r] - j0);
+            const int64_t hi = w->hi[r] - j0 < lo ? lo : (w->hi[r] - j0 > TK ? TK : w->hi[r] - j0);
+            const int64_t sk = w->sink_hi[r] - j0 < 0 ? 0 : (w->sink_hi[r] - j0 > lo ? lo : w->sink_hi[r] - j0);
+            { /* the softmax reads from the vector of the row's first visible column on, if any */
+                const int64_t cf = w->last[r] <= w->first[r] ? lo : w->first[r] / 16 * 16;
+                for (c = cf > sk ? cf : sk; c < lo; c++) sr[c] = -INFINITY;
+            }
+            { /* past hi, only the columns of the softmax's last vector: it zeroes the ones after */
+                const int64_t ce = (w->last[r] + 15) / 16 * 16;
+                for (c = hi; c < ce; c++) sr[c] = -INFINITY;
+            }
         }
-        return;
+        /* max and exp over the vectors holding the columns this row may
+           see; the others get probability 0 */
+        attn_gpt2_softmax__avx512(sr, cls == TILE_FULL ? 0 : w->first[r] / 16 * 16,
+                cls == TILE_FULL ? TK : (w->last[r] + 15) / 16 * 16, &w->m[r], &w->l[r], &w->alpha[r]);
     }
-    /* epilogue: O = O / l, LSE = m + log(l); rows that saw no key give 0 and -inf */
+}
+
+/* The same tile's O = alpha * O + P V over the keys each row block may see (V
+ * packed at vp from key k0); while pf, each call asks for the next unit's Q
+ * rows (query head nh of batch b, rows ni + k * nstep) in L2, a block of them a call. */
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_gpt2_upv__avx512(const attn_args *args, const float *vp, int64_t k0, int64_t j0, int64_t jn,
+        int64_t b, int64_t tq, attn_gpt2_tile_class cls, attn_gpt2_scratch__avx512 *w, int pf, int64_t nh, int64_t ni, int64_t nstep)
+{
+    int64_t r;
+    for (r = 0; r < tq;) {
+        const int64_t rows = tq - r >= 6 ? 6 : tq - r; /* the widest kernel that fits */
+        int64_t jlo = TK, jhi = 0, k;
+        if (cls == TILE_FULL) {
+            jlo = 0;
+            jhi = TK;
+        } else {
+            for (k = r; k < r + rows; k++) {
+                if (w->last[k] > w->first[k]) {
+                    if (w->first[k] < jlo) jlo = w->first[k];
+                    if (w->last[k] > jhi) jhi = w->last[k];
+                }
+            }
+            if (jhi > jn) jhi = jn;
+            if (jlo > jhi) jlo = jhi;
+        }
+        switch (rows) {
+        case 6:
+            attn_gpt2_pv_6x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            break;
+        case 5:
+            attn_gpt2_pv_5x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            break;
+        case 4:
+            attn_gpt2_pv_4x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            break;
+        case 3:
+            attn_gpt2_pv_3x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            break;
+        case 2:
+            attn_gpt2_pv_2x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            break;
+        default:
+            attn_gpt2_pv_1x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            break;
+        }
+        if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
+            attn_gpt2_prefetch_q(args, b, nh, ni + r * nstep, ni + (r + rows) * nstep, nstep);
+        r += rows;
+    }
+}
+
+/* The epilogue of a unit's rows i0 + r (r < tq) of query head h of batch b:
+ * O = O / l, LSE = m + log(l); rows that saw no key give 0 and -inf. */
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_gpt2_uend__avx512(const attn_args *args, int64_t b, int64_t h, int64_t i0, int64_t tq,
+        attn_gpt2_scratch__avx512 *w)
+{
+    int64_t r;
     for (r = 0; r < tq; r++) {
         float *orow = attn_gpt2_o_row(args, b, i0 + r, h);
-        const float *acc = w->o + r * 64;
+        const float *acc = w->o + r * PREFILL_DVP;
         const float l = w->l[r];
         const __m512 vinv = _mm512_set1_ps(l == 0.0f ? 0.0f : 1.0f / l);
         if (w->nt) { /* past the caches: whole vectors, aligned (attn_stream_output) */
@@ -4381,6 +4470,55 @@ __attribute__((target("avx512f,fma"))) static void attn_gpt2_unit__avx512(const 
     }
 }
 
+/* One work unit: query head h of batch b, query rows [i0, i0 + tq), against
+ * the keys [k0, k1) packed at kt and vp.  Where part is NULL these are all
+ * the keys; else the rows start from their sums over the keys before k0
+ * (where k0 > 0) and, where keys remain past k1, leave their sums there
+ * (PREFILL_PART floats a row: O unnormalized, m, l) instead of O.
+ * While the P*V calls of its first key tile run, it asks for the Q
+ * rows of the unit this thread most likely runs next in L2 (query head nh,
+ * rows ni, ni + nstep, ... as many as its own; none where ni < 0): one
+ * head's rows lie a page or more apart, beyond the hardware prefetchers. */
+__attribute__((target("avx512f,fma"))) static void attn_gpt2_unit__avx512(const attn_args *args, const float *kt, const float *vp, int64_t k0, int64_t k1,
+        int64_t b, int64_t h, int64_t i0, int64_t tq, attn_gpt2_scratch__avx512 *w, float *part,
+        int64_t nh, int64_t ni, int64_t nstep)
+{
+    const int64_t lk = args->seq_k;
+    int64_t jmin = INT64_MAX, jmax = 0; /* the keys any row may see lie in [jmin, jmax) */
+    int64_t t;
+    int pf = ni >= 0; /* the next unit's Q rows are still to be prefetched */
+    int64_t r;
+
+    attn_gpt2_uspan__avx512(args, i0, tq, lk, w, &jmin, &jmax);
+    if (part && k0 > 0 && k1 < args->seq_k && (jmax <= k0 || jmin >= k1))
+        return; /* no row sees a key of this chunk, nor is it the last: the rows' sums stay as they are */
+    attn_gpt2_uload__avx512(args, b, h, i0, tq, lk, w, part, k0);
+    if (jmin < k0) jmin = k0; /* this chunk's keys */
+    if (jmax > k1) jmax = k1;
+
+    for (t = jmin / TK; t * TK < jmax; t++) { /* the tiles outside [jmin, jmax) are hidden */
+        const int64_t j0 = t * TK;
+        const int64_t jn = lk - j0 < TK ? lk - j0 : TK; /* keys of this tile that exist */
+        const attn_gpt2_tile_class cls = attn_gpt2_classify(tq, j0, j0 + TK, w->lo, w->hi, w->sink_hi, w->first, w->last);
+        if (cls == TILE_HIDDEN) continue; /* no row sees this tile */
+        attn_gpt2_uscores__avx512(kt, k0, j0, tq, cls, w);
+        attn_gpt2_usoft__avx512(args, b, h, i0, tq, lk, j0, jn, cls, w);
+        attn_gpt2_upv__avx512(args, vp, k0, j0, jn, b, tq, cls, w, pf, nh, ni, nstep);
+        pf = 0;
+    }
+
+    if (part && k1 < args->seq_k) { /* keys remain: the rows' sums, for the next chunk */
+        for (r = 0; r < tq; r++) {
+            float *pr = part + ((h % GROUP) * args->seq_q + i0 + r) * PREFILL_PART;
+            memcpy(pr, w->o + r * PREFILL_DVP, sizeof(float) * PREFILL_DVP);
+            pr[PREFILL_DVP] = w->m[r];
+            pr[PREFILL_DVP + 1] = w->l[r];
+        }
+        return;
+    }
+    attn_gpt2_uend__avx512(args, b, h, i0, tq, w);
+}
+
 /* Batch by batch and kv head by kv head: all threads pack that head's K and
  * V, then share its (query head, query tile) units; packed K/V and scratch
  * are allocated once per call.
@@ -4392,56 +4530,48 @@ __attribute__((target("avx512f,fma"))) attn_status attn_gpt2_fwd__avx512(const a
     const attn_status st = attn_check_args(&attn_gpt2_kernel.spec, args);
     int64_t B, Lq, lkp, nq;
     int64_t kc; /* keys packed at a time */
-    int threads, nt;
-    float *kt = NULL, *vp = NULL;
-    float *part = NULL; /* the rows' sums between chunks, 66 floats a row, for the rows of a kv head's query heads */
-    int failed = 0;
+    int nth, nt;
+    attn_gpt2_playout lay; /* the call's memory: one block (prefill_mem) */
+    char *mem;
+    attn_status mst;
+    float *kt, *vp;
+    float *part; /* the rows' sums between chunks, PREFILL_PART floats a row, for the rows of a kv head's query heads */
 
     if (st != ATTN_OK) return st; /* before reading args: NULL, or lengths near INT64_MAX */
     B = args->batch;
     Lq = args->seq_q;
     lkp = (args->seq_k + TK - 1) / TK * TK; /* keys, rounded up to whole tiles */
     nq = (Lq + TQ - 1) / TQ;
-    threads = args->threads;
-    (void)threads;
     if (B == 0 || Lq == 0) return ATTN_OK;
     if (Lq <= 16) return attn_gpt2_decode__avx512(args); /* few query rows: decode path */
     nt = attn_stream_output(args->o, args->o_stride, sizeof(float), B * Lq * HQ * DV * (int64_t)sizeof(float),
             sizeof(__m512));
-    if ((uint64_t)lkp > (uint64_t)INT64_MAX / 4 / (D + 64)) return ATTN_ERR_TOO_LARGE;
-    kc = lkp > 16384 ? 4096 : lkp;
-    if (kc < lkp && (uint64_t)Lq > (uint64_t)INT64_MAX / 4 / GROUP / 66) return ATTN_ERR_TOO_LARGE;
-    kt = (float *)attn_alloc(sizeof(float) * (size_t)(kc * D));
-    vp = (float *)attn_alloc(sizeof(float) * (size_t)(kc * 64));
-    if (kc < lkp) part = (float *)attn_alloc(sizeof(float) * (size_t)(GROUP * Lq * 66));
-    if (!kt || !vp || (kc < lkp && !part)) {
-        attn_free(part);
-        attn_free(kt);
-        attn_free(vp);
-        return ATTN_ERR_NOMEM;
-    }
+    /* K^T and V of kc keys at a time (kc: lkp, or past 16384 keys 4096), the rows' sums where kc < lkp, a scratch a thread */
+    nth = attn_gpt2_call_threads(args->threads);
+    mst = attn_gpt2_prefill_mem(args, &attn_gpt2_pvariants[PREFILL_VARIANT], nth, &lay, &mem);
+    if (mst != ATTN_OK) return mst;
+    kc = lay.kc;
+    kt = (float *)(mem + lay.kt);
+    vp = (float *)(mem + lay.vp);
+    part = (float *)(mem + lay.part);
 
 #ifdef _OPENMP
-#pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
+#pragma omp parallel num_threads(nth)
 #endif
     {
-        attn_gpt2_scratch__avx512 *w = (attn_gpt2_scratch__avx512 *)attn_alloc(sizeof(*w));
+#ifdef _OPENMP
+        attn_gpt2_scratch__avx512 *w = (attn_gpt2_scratch__avx512 *)(mem + lay.scratch + (size_t)omp_get_thread_num() * lay.thread);
+#else
+        attn_gpt2_scratch__avx512 *w = (attn_gpt2_scratch__avx512 *)(mem + lay.scratch);
+#endif
         int64_t g, u, k0;
 #ifdef _OPENMP
         const int64_t team = omp_get_num_threads(); /* a unit's successor in this thread is about `team` units on */
 #else
         const int64_t team = 1;
 #endif
-        if (w) {
-            memset(w, 0, sizeof(*w)); /* score columns a block skips are never uninitialized */
-            w->nt = nt;
-        }
-        if (!w) {
-#ifdef _OPENMP
-#pragma omp critical
-#endif
-            failed = 1;
-        }
+        memset(w, 0, sizeof(*w)); /* score columns a block skips are never uninitialized */
+        w->nt = nt;
         for (g = 0; g < B * HKV; g++) { /* every thread walks the same groups */
             const int64_t b = g / HKV, hk = g % HKV;
             const attn_gpt2_kv kv = attn_gpt2_kv_of(args, b);
@@ -4452,8 +4582,8 @@ __attribute__((target("avx512f,fma"))) attn_status attn_gpt2_fwd__avx512(const a
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
-                for (u = k0 / 32; u < k1 / 32; u++)
-                    attn_gpt2_kvpack_f32__avx512(&kv, hk, u * 32, lk, kt + (u * 32 - k0) * D, vp + (u * 32 - k0) * 64);
+                for (u = k0 / PREFILL_NC; u < k1 / PREFILL_NC; u++)
+                    attn_gpt2_kvpack_f32__avx512(&kv, hk, u * PREFILL_NC, lk, kt + (u * PREFILL_NC - k0) * PREFILL_KTKEY, vp + (u * PREFILL_NC - k0) * PREFILL_DVP);
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
@@ -4462,21 +4592,25 @@ __attribute__((target("avx512f,fma"))) attn_status attn_gpt2_fwd__avx512(const a
                     const int64_t qt = nq - 1 - u % nq, nu = u + team; /* this thread's next unit, most likely */
                     const int64_t h = hk * GROUP + u / nq;
                     const int64_t i0 = qt * TQ;
-                    if (w)
-                        attn_gpt2_unit__avx512(args, kt, vp, k0, k1, b, h, i0, Lq - i0 < TQ ? Lq - i0 : TQ, w, part,
-                                hk * GROUP + nu / nq, nu < GROUP * nq ? (nq - 1 - nu % nq) * TQ : -1, 1);
+                    attn_gpt2_unit__avx512(args, kt, vp, k0, k1, b, h, i0, Lq - i0 < TQ ? Lq - i0 : TQ, w, part,
+                            hk * GROUP + nu / nq, nu < GROUP * nq ? (nq - 1 - nu % nq) * TQ : -1, 1);
                 }
                 k0 += kc;
             } while (k0 < lkp);
         }
         if (nt) _mm_sfence(); /* this thread's streamed rows before the caller reads O */
-        attn_free(w);
     }
-    attn_free(kt);
-    attn_free(vp);
-    attn_free(part);
-    return failed ? ATTN_ERR_NOMEM : ATTN_OK;
+    if (!args->workspace) attn_free(mem);
+    return ATTN_OK;
 }
+
+#undef PREFILL_QROW
+#undef PREFILL_KTKEY
+#undef PREFILL_DVP
+#undef PREFILL_NC
+#undef PREFILL_PART
+#undef PREFILL_SCRATCH
+#undef PREFILL_VARIANT
 #endif /* defined(__x86_64__) || defined(_M_X64) */
 #endif /* build part of avx512 */
 
@@ -8641,7 +8775,7 @@ __attribute__((target("avx2,fma,f16c"))) static attn_status attn_gpt2_decode__av
     const int stream = rows <= attn_cpu()->decode_stream_rows[0];
     const int64_t nhg = B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
     const int64_t units = B * nsplit * nhg, hpg = HKV / nhg; /* kv heads a unit */
-    const int nth = attn_gpt2_decode_threads(args->threads);
+    const int nth = attn_gpt2_call_threads(args->threads);
     attn_gpt2_dlayout lay;
     char *mem;
     float *opart, *lpart;
@@ -8711,177 +8845,197 @@ __attribute__((target("avx2,fma,f16c"))) static attn_status attn_gpt2_decode__av
     return ATTN_OK;
 }
 
+/* The avx2 prefill path's sizes (the planner's), named for its code below. */
+#define PREFILL_QROW 64 /* elements of a packed query row */
+#define PREFILL_KTKEY D /* elements of a key's column of the packed K^T panels */
+#define PREFILL_DVP 64 /* elements of a packed V row and of a row of O's sums: Dv in whole vectors */
+#define PREFILL_NC 16 /* keys of a K^T panel: the scores kernel's columns */
+#define PREFILL_PART 66 /* floats of a row's carried sums: O unnormalized, m, l */
+#define PREFILL_SCRATCH 152576 /* bytes of a thread's scratch slot (whole ATTN_ALIGN) */
+#define PREFILL_VARIANT 1 /* this variant's row of attn_gpt2_pvariants */
+
 /* Per-thread scratch of the avx2 prefill path. */
 typedef struct {
-    float q[TQ * 64];      /* the query tile, packed (qpack) */
+    float q[TQ * PREFILL_QROW];      /* the query tile, packed (qpack) */
     float s[TQ * TK];      /* scores, then probabilities */
-    float o[TQ * 64];      /* unnormalized output rows */
+    float o[TQ * PREFILL_DVP];      /* unnormalized output rows */
     float m[TQ], l[TQ], alpha[TQ]; /* running max, sum, rescale */
     int64_t lo[TQ], hi[TQ], sink_hi[TQ], first[TQ], last[TQ];
     int nt; /* O stored past the caches (attn_stream_output) */
 } attn_gpt2_scratch__avx2;
 
-/* One work unit: query head h of batch b, query rows [i0, i0 + tq), against
- * the keys [k0, k1) packed at kt and vp.  Where part is NULL these are all
- * the keys; else the rows start from their sums over the keys before k0
- * (where k0 > 0) and, where keys remain past k1, leave their sums there
- * (PART = 66 floats a row: O unnormalized, m, l) instead of O.
- * While the P*V calls of its first key tile run, it asks for the Q
- * rows of the unit this thread most likely runs next in L2 (query head nh,
- * rows ni, ni + nstep, ... as many as its own; none where ni < 0): one
- * head's rows lie a page or more apart, beyond the hardware prefetchers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_unit__avx2(const attn_args *args, const float *kt, const float *vp, int64_t k0, int64_t k1,
-        int64_t b, int64_t h, int64_t i0, int64_t tq, attn_gpt2_scratch__avx2 *w, float *part,
-        int64_t nh, int64_t ni, int64_t nstep)
-{
-    const int64_t lk = args->seq_k;
-    int64_t jmin = INT64_MAX, jmax = 0; /* the keys any row may see lie in [jmin, jmax) */
-    int64_t r, t, c;
-    int pf = ni >= 0; /* the next unit's Q rows are still to be prefetched */
+/* The scratch fits its slot of the call's block (a negative array size where not). */
+typedef char attn_gpt2_pscratch_fits__avx2[sizeof(attn_gpt2_scratch__avx2) <= PREFILL_SCRATCH ? 1 : -1];
 
+/* A unit's rows i0 + r (r < tq): their spans of keys (lk of them), and in
+ * [*jmin, *jmax) the keys any of them may see. */
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_gpt2_uspan__avx2(const attn_args *args, int64_t i0, int64_t tq, int64_t lk,
+        attn_gpt2_scratch__avx2 *w, int64_t *jmin, int64_t *jmax)
+{
+    int64_t r;
+    (void)args; /* (where no position reads seq_q) */
     for (r = 0; r < tq; r++) {
         attn_gpt2_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         { /* the row's keys lie in [a, z) */
             const int64_t a = (w->sink_hi[r] > 0 ? 0 : w->lo[r]), z = (w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r]);
             if (z > a) {
-                if (a < jmin) jmin = a;
-                if (z > jmax) jmax = z;
+                if (a < *jmin) *jmin = a;
+                if (z > *jmax) *jmax = z;
             }
         }
     }
-    if (part && k0 > 0 && k1 < args->seq_k && (jmax <= k0 || jmin >= k1))
-        return; /* no row sees a key of this chunk, nor is it the last: the rows' sums stay as they are */
+}
+
+/* The same rows' running sums: from zero, or where part and k0 > 0 from the sums the chunks before left at part,
+ * and their Q rows, packed. */
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_gpt2_uload__avx2(const attn_args *args, int64_t b, int64_t h, int64_t i0, int64_t tq, int64_t lk,
+        attn_gpt2_scratch__avx2 *w, const float *part, int64_t k0)
+{
+    int64_t r;
+    (void)lk; /* (where no position is asked for) */
     for (r = 0; r < tq; r++) {
         if (part && k0 > 0) { /* from the row's sums over the chunks before */
-            const float *pr = part + ((h % GROUP) * args->seq_q + i0 + r) * 66;
-            memcpy(w->o + r * 64, pr, sizeof(float) * 64);
-            w->m[r] = pr[64];
-            w->l[r] = pr[65];
+            const float *pr = part + ((h % GROUP) * args->seq_q + i0 + r) * PREFILL_PART;
+            memcpy(w->o + r * PREFILL_DVP, pr, sizeof(float) * PREFILL_DVP);
+            w->m[r] = pr[PREFILL_DVP];
+            w->l[r] = pr[PREFILL_DVP + 1];
         } else {
-            memset(w->o + r * 64, 0, sizeof(float) * 64);
+            memset(w->o + r * PREFILL_DVP, 0, sizeof(float) * PREFILL_DVP);
             w->m[r] = -INFINITY;
             w->l[r] = 0.0f;
         }
-        attn_gpt2_qpack_f32__avx2(attn_gpt2_q_row(args, b, i0 + r, h), w->q + r * 64);
+        attn_gpt2_qpack_f32__avx2(attn_gpt2_q_row(args, b, i0 + r, h), w->q + r * PREFILL_QROW);
     }
-    if (jmin < k0) jmin = k0; /* this chunk's keys */
-    if (jmax > k1) jmax = k1;
+}
 
-    for (t = jmin / TK; t * TK < jmax; t++) { /* the tiles outside [jmin, jmax) are hidden */
-        const int64_t j0 = t * TK;
-        const int64_t jn = lk - j0 < TK ? lk - j0 : TK; /* keys of this tile that exist */
-        const attn_gpt2_tile_class cls = attn_gpt2_classify(tq, j0, j0 + TK, w->lo, w->hi, w->sink_hi, w->first, w->last);
-        if (cls == TILE_HIDDEN) continue; /* no row sees this tile */
-
-        /* scores: S = scale * Q K^T; column blocks outside, so each K^T panel
-           stays in L1 while every row block of the tile passes over it */
-        for (c = 0; c < TK; c += 16) {
-            const float *ktc = kt + (j0 - k0 + c) * D; /* the panel of keys j0 + c .. */
-            for (r = 0; r + 4 <= tq; r += 4)
-                if (cls == TILE_FULL || attn_gpt2_sees(w->first + r, w->last + r, 4, c, c + 16)) {
-                    int64_t u0 = c, u1 = c + 16, u; /* the panel's vectors the block computes */
-                    /* on a mask's edge, the vectors no row of the block sees are left out
-                       (they lie outside every row's softmax) */
-                    if (cls != TILE_FULL) {
-                        while (!attn_gpt2_sees(w->first + r, w->last + r, 4, u0, u0 + 8)) u0 += 8;
-                        while (!attn_gpt2_sees(w->first + r, w->last + r, 4, u1 - 8, u1)) u1 -= 8;
-                    }
-                    if (u1 - u0 == 16)
-                        attn_gpt2_qk_4x16_f32__avx2(w->q + r * 64, 64, ktc, w->s + r * TK + c, TK);
-                    else
-                        for (u = u0; u < u1; u += 8)
-                            attn_gpt2_qk_4x8_f32__avx2(w->q + r * 64, 64, ktc + (u - c), w->s + r * TK + u, TK);
+/* The scores of the key tile at j0 (S = scale * Q K^T, base 2) of a unit's tq rows,
+ * as it sees it (cls): column blocks outside, so each K^T panel stays in L1 while
+ * every row block of the tile passes over it. */
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_gpt2_uscores__avx2(const float *kt, int64_t k0, int64_t j0, int64_t tq,
+        attn_gpt2_tile_class cls, attn_gpt2_scratch__avx2 *w)
+{
+    int64_t r, c;
+    for (c = 0; c < TK; c += PREFILL_NC) {
+        const float *ktc = kt + (j0 - k0 + c) * PREFILL_KTKEY; /* the panel of keys j0 + c .. */
+        for (r = 0; r + 4 <= tq; r += 4)
+            if (cls == TILE_FULL || attn_gpt2_sees(w->first + r, w->last + r, 4, c, c + PREFILL_NC)) {
+                int64_t u0 = c, u1 = c + PREFILL_NC, u; /* the panel's vectors the block computes */
+                /* on a mask's edge, the vectors no row of the block sees are left out
+                   (they lie outside every row's softmax) */
+                if (cls != TILE_FULL) {
+                    while (!attn_gpt2_sees(w->first + r, w->last + r, 4, u0, u0 + 8)) u0 += 8;
+                    while (!attn_gpt2_sees(w->first + r, w->last + r, 4, u1 - 8, u1)) u1 -= 8;
                 }
-            if (r + 2 <= tq) { /* half a block of the last rows, then one at a time */
-                if (cls == TILE_FULL || attn_gpt2_sees(w->first + r, w->last + r, 2, c, c + 16))
-                    attn_gpt2_qk_2x16_f32__avx2(w->q + r * 64, 64, ktc, w->s + r * TK + c, TK);
-                r += 2;
+                if (u1 - u0 == PREFILL_NC)
+                    attn_gpt2_qk_4x16_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                else
+                    for (u = u0; u < u1; u += 8)
+                        attn_gpt2_qk_4x8_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
             }
-            for (; r < tq; r++)
-                if (cls == TILE_FULL || attn_gpt2_sees(w->first + r, w->last + r, 1, c, c + 16))
-                    attn_gpt2_qk_1x16_f32__avx2(w->q + r * 64, 64, ktc, w->s + r * TK + c, TK);
+        if (r + 2 <= tq) { /* half a block of the last rows, then one at a time */
+            if (cls == TILE_FULL || attn_gpt2_sees(w->first + r, w->last + r, 2, c, c + PREFILL_NC))
+                attn_gpt2_qk_2x16_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+            r += 2;
         }
-
-        /* score terms, mask, online softmax */
-        for (r = 0; r < tq; r++) {
-            float *sr = w->s + r * TK;
-            if (cls == TILE_PARTIAL) { /* hide what this row does not see */
-                /* in tile columns the row sees [0, sk) and [lo, hi), with sk <= lo <= hi */
-                const int64_t lo = w->lo[r] - j0 < 0 ? 0 : (w->lo[r] - j0 > TK ? TK : w->lo[r] - j0);
-                const int64_t hi = w->hi[r] - j0 < lo ? lo : (w->hi[r] - j0 > TK ? TK : w->hi[r] - j0);
-                const int64_t sk = w->sink_hi[r] - j0 < 0 ? 0 : (w->sink_hi[r] - j0 > lo ? lo : w->sink_hi[r] - j0);
-                { /* the softmax reads from the vector of the row's first visible column on, if any */
-                    const int64_t cf = w->last[r] <= w->first[r] ? lo : w->first[r] / 8 * 8;
-                    for (c = cf > sk ? cf : sk; c < lo; c++) sr[c] = -INFINITY;
-                }
-                { /* past hi, only the columns of the softmax's last vector: it zeroes the ones after */
-                    const int64_t ce = (w->last[r] + 7) / 8 * 8;
-                    for (c = hi; c < ce; c++) sr[c] = -INFINITY;
-                }
-            }
-            /* max and exp over the vectors holding the columns this row may
-               see; the others get probability 0 */
-            attn_gpt2_softmax__avx2(sr, cls == TILE_FULL ? 0 : w->first[r] / 8 * 8,
-                    cls == TILE_FULL ? TK : (w->last[r] + 7) / 8 * 8, &w->m[r], &w->l[r], &w->alpha[r]);
-        }
-
-        /* O = alpha * O + P V over the keys each row block may see */
-        for (r = 0; r < tq;) {
-            const int64_t rows = tq - r >= 6 ? 6 : tq - r; /* the widest kernel that fits */
-            int64_t jlo = TK, jhi = 0, k;
-            if (cls == TILE_FULL) {
-                jlo = 0;
-                jhi = TK;
-            } else {
-                for (k = r; k < r + rows; k++) {
-                    if (w->last[k] > w->first[k]) {
-                        if (w->first[k] < jlo) jlo = w->first[k];
-                        if (w->last[k] > jhi) jhi = w->last[k];
-                    }
-                }
-                if (jhi > jn) jhi = jn;
-                if (jlo > jhi) jlo = jhi;
-            }
-            switch (rows) {
-            case 6:
-                attn_gpt2_pv_6x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
-                break;
-            case 5:
-                attn_gpt2_pv_5x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
-                break;
-            case 4:
-                attn_gpt2_pv_4x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
-                break;
-            case 3:
-                attn_gpt2_pv_3x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
-                break;
-            case 2:
-                attn_gpt2_pv_2x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
-                break;
-            default:
-                attn_gpt2_pv_1x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
-                break;
-            }
-            if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
-                attn_gpt2_prefetch_q(args, b, nh, ni + r * nstep, ni + (r + rows) * nstep, nstep);
-            r += rows;
-        }
-        pf = 0;
+        for (; r < tq; r++)
+            if (cls == TILE_FULL || attn_gpt2_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
+                attn_gpt2_qk_1x16_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
     }
+}
 
-    if (part && k1 < args->seq_k) { /* keys remain: the rows' sums, for the next chunk */
-        for (r = 0; r < tq; r++) {
-            float *pr = part + ((h % GROUP) * args->seq_q + i0 + r) * 66;
-            memcpy(pr, w->o + r * 64, sizeof(float) * 64);
-            pr[64] = w->m[r];
-            pr[65] = w->l[r];
+/* The same tile's score terms, masks and online softmax, row by row: row r is
+ * i0 + r of query head h of batch b (lk keys), jn the tile's keys that exist. */
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_gpt2_usoft__avx2(const attn_args *args, int64_t b, int64_t h, int64_t i0, int64_t tq,
+        int64_t lk, int64_t j0, int64_t jn, attn_gpt2_tile_class cls, attn_gpt2_scratch__avx2 *w)
+{
+    int64_t r, c;
+    (void)args; /* (what not every config reads) */
+    (void)i0;
+    (void)b;
+    (void)h;
+    (void)lk;
+    (void)jn;
+    for (r = 0; r < tq; r++) {
+        float *sr = w->s + r * TK;
+        if (cls == TILE_PARTIAL) { /* hide what this row does not see */
+            /* in tile columns the row sees [0, sk) and [lo, hi), with sk <= lo <= hi */
+            const int64_t lo = w->lo[r] - j0 < 0 ? 0 : (w->lo[r] - j0 > TK ? TK : w->lo[r] - j0);
+            const int64_t hi = w->hi[r] - j0 < lo ? lo : (w->hi[r] - j0 > TK ? TK : w->hi[r] - j0);
+            const int64_t sk = w->sink_hi[r] - j0 < 0 ? 0 : (w->sink_hi[r] - j0 > lo ? lo : w->sink_hi[r] - j0);
+            { /* the softmax reads from the vector of the row's first visible column on, if any */
+                const int64_t cf = w->last[r] <= w->first[r] ? lo : w->first[r] / 8 * 8;
+                for (c = cf > sk ? cf : sk; c < lo; c++) sr[c] = -INFINITY;
+            }
+            { /* past hi, only the columns of the softmax's last vector: it zeroes the ones after */
+                const int64_t ce = (w->last[r] + 7) / 8 * 8;
+                for (c = hi; c < ce; c++) sr[c] = -INFINITY;
+            }
         }
-        return;
+        /* max and exp over the vectors holding the columns this row may
+           see; the others get probability 0 */
+        attn_gpt2_softmax__avx2(sr, cls == TILE_FULL ? 0 : w->first[r] / 8 * 8,
+                cls == TILE_FULL ? TK : (w->last[r] + 7) / 8 * 8, &w->m[r], &w->l[r], &w->alpha[r]);
     }
-    /* epilogue: O = O / l, LSE = m + log(l); rows that saw no key give 0 and -inf */
+}
+
+/* The same tile's O = alpha * O + P V over the keys each row block may see (V
+ * packed at vp from key k0); while pf, each call asks for the next unit's Q
+ * rows (query head nh of batch b, rows ni + k * nstep) in L2, a block of them a call. */
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_gpt2_upv__avx2(const attn_args *args, const float *vp, int64_t k0, int64_t j0, int64_t jn,
+        int64_t b, int64_t tq, attn_gpt2_tile_class cls, attn_gpt2_scratch__avx2 *w, int pf, int64_t nh, int64_t ni, int64_t nstep)
+{
+    int64_t r;
+    for (r = 0; r < tq;) {
+        const int64_t rows = tq - r >= 6 ? 6 : tq - r; /* the widest kernel that fits */
+        int64_t jlo = TK, jhi = 0, k;
+        if (cls == TILE_FULL) {
+            jlo = 0;
+            jhi = TK;
+        } else {
+            for (k = r; k < r + rows; k++) {
+                if (w->last[k] > w->first[k]) {
+                    if (w->first[k] < jlo) jlo = w->first[k];
+                    if (w->last[k] > jhi) jhi = w->last[k];
+                }
+            }
+            if (jhi > jn) jhi = jn;
+            if (jlo > jhi) jlo = jhi;
+        }
+        switch (rows) {
+        case 6:
+            attn_gpt2_pv_6x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            break;
+        case 5:
+            attn_gpt2_pv_5x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            break;
+        case 4:
+            attn_gpt2_pv_4x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            break;
+        case 3:
+            attn_gpt2_pv_3x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            break;
+        case 2:
+            attn_gpt2_pv_2x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            break;
+        default:
+            attn_gpt2_pv_1x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            break;
+        }
+        if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
+            attn_gpt2_prefetch_q(args, b, nh, ni + r * nstep, ni + (r + rows) * nstep, nstep);
+        r += rows;
+    }
+}
+
+/* The epilogue of a unit's rows i0 + r (r < tq) of query head h of batch b:
+ * O = O / l, LSE = m + log(l); rows that saw no key give 0 and -inf. */
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_gpt2_uend__avx2(const attn_args *args, int64_t b, int64_t h, int64_t i0, int64_t tq,
+        attn_gpt2_scratch__avx2 *w)
+{
+    int64_t r;
     for (r = 0; r < tq; r++) {
         float *orow = attn_gpt2_o_row(args, b, i0 + r, h);
-        const float *acc = w->o + r * 64;
+        const float *acc = w->o + r * PREFILL_DVP;
         const float l = w->l[r];
         const __m256 vinv = _mm256_set1_ps(l == 0.0f ? 0.0f : 1.0f / l);
         if (w->nt) { /* past the caches: whole vectors, aligned (attn_stream_output) */
@@ -8908,6 +9062,55 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_unit__avx2(const 
     }
 }
 
+/* One work unit: query head h of batch b, query rows [i0, i0 + tq), against
+ * the keys [k0, k1) packed at kt and vp.  Where part is NULL these are all
+ * the keys; else the rows start from their sums over the keys before k0
+ * (where k0 > 0) and, where keys remain past k1, leave their sums there
+ * (PREFILL_PART floats a row: O unnormalized, m, l) instead of O.
+ * While the P*V calls of its first key tile run, it asks for the Q
+ * rows of the unit this thread most likely runs next in L2 (query head nh,
+ * rows ni, ni + nstep, ... as many as its own; none where ni < 0): one
+ * head's rows lie a page or more apart, beyond the hardware prefetchers. */
+__attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_unit__avx2(const attn_args *args, const float *kt, const float *vp, int64_t k0, int64_t k1,
+        int64_t b, int64_t h, int64_t i0, int64_t tq, attn_gpt2_scratch__avx2 *w, float *part,
+        int64_t nh, int64_t ni, int64_t nstep)
+{
+    const int64_t lk = args->seq_k;
+    int64_t jmin = INT64_MAX, jmax = 0; /* the keys any row may see lie in [jmin, jmax) */
+    int64_t t;
+    int pf = ni >= 0; /* the next unit's Q rows are still to be prefetched */
+    int64_t r;
+
+    attn_gpt2_uspan__avx2(args, i0, tq, lk, w, &jmin, &jmax);
+    if (part && k0 > 0 && k1 < args->seq_k && (jmax <= k0 || jmin >= k1))
+        return; /* no row sees a key of this chunk, nor is it the last: the rows' sums stay as they are */
+    attn_gpt2_uload__avx2(args, b, h, i0, tq, lk, w, part, k0);
+    if (jmin < k0) jmin = k0; /* this chunk's keys */
+    if (jmax > k1) jmax = k1;
+
+    for (t = jmin / TK; t * TK < jmax; t++) { /* the tiles outside [jmin, jmax) are hidden */
+        const int64_t j0 = t * TK;
+        const int64_t jn = lk - j0 < TK ? lk - j0 : TK; /* keys of this tile that exist */
+        const attn_gpt2_tile_class cls = attn_gpt2_classify(tq, j0, j0 + TK, w->lo, w->hi, w->sink_hi, w->first, w->last);
+        if (cls == TILE_HIDDEN) continue; /* no row sees this tile */
+        attn_gpt2_uscores__avx2(kt, k0, j0, tq, cls, w);
+        attn_gpt2_usoft__avx2(args, b, h, i0, tq, lk, j0, jn, cls, w);
+        attn_gpt2_upv__avx2(args, vp, k0, j0, jn, b, tq, cls, w, pf, nh, ni, nstep);
+        pf = 0;
+    }
+
+    if (part && k1 < args->seq_k) { /* keys remain: the rows' sums, for the next chunk */
+        for (r = 0; r < tq; r++) {
+            float *pr = part + ((h % GROUP) * args->seq_q + i0 + r) * PREFILL_PART;
+            memcpy(pr, w->o + r * PREFILL_DVP, sizeof(float) * PREFILL_DVP);
+            pr[PREFILL_DVP] = w->m[r];
+            pr[PREFILL_DVP + 1] = w->l[r];
+        }
+        return;
+    }
+    attn_gpt2_uend__avx2(args, b, h, i0, tq, w);
+}
+
 /* Batch by batch and kv head by kv head: all threads pack that head's K and
  * V, then share its (query head, query tile) units; packed K/V and scratch
  * are allocated once per call.
@@ -8919,56 +9122,48 @@ __attribute__((target("avx2,fma,f16c"))) attn_status attn_gpt2_fwd__avx2(const a
     const attn_status st = attn_check_args(&attn_gpt2_kernel.spec, args);
     int64_t B, Lq, lkp, nq;
     int64_t kc; /* keys packed at a time */
-    int threads, nt;
-    float *kt = NULL, *vp = NULL;
-    float *part = NULL; /* the rows' sums between chunks, 66 floats a row, for the rows of a kv head's query heads */
-    int failed = 0;
+    int nth, nt;
+    attn_gpt2_playout lay; /* the call's memory: one block (prefill_mem) */
+    char *mem;
+    attn_status mst;
+    float *kt, *vp;
+    float *part; /* the rows' sums between chunks, PREFILL_PART floats a row, for the rows of a kv head's query heads */
 
     if (st != ATTN_OK) return st; /* before reading args: NULL, or lengths near INT64_MAX */
     B = args->batch;
     Lq = args->seq_q;
     lkp = (args->seq_k + TK - 1) / TK * TK; /* keys, rounded up to whole tiles */
     nq = (Lq + TQ - 1) / TQ;
-    threads = args->threads;
-    (void)threads;
     if (B == 0 || Lq == 0) return ATTN_OK;
     if (Lq <= 16) return attn_gpt2_decode__avx2(args); /* few query rows: decode path */
     nt = attn_stream_output(args->o, args->o_stride, sizeof(float), B * Lq * HQ * DV * (int64_t)sizeof(float),
             sizeof(__m256));
-    if ((uint64_t)lkp > (uint64_t)INT64_MAX / 4 / (D + 64)) return ATTN_ERR_TOO_LARGE;
-    kc = lkp > 16384 ? 4096 : lkp;
-    if (kc < lkp && (uint64_t)Lq > (uint64_t)INT64_MAX / 4 / GROUP / 66) return ATTN_ERR_TOO_LARGE;
-    kt = (float *)attn_alloc(sizeof(float) * (size_t)(kc * D));
-    vp = (float *)attn_alloc(sizeof(float) * (size_t)(kc * 64));
-    if (kc < lkp) part = (float *)attn_alloc(sizeof(float) * (size_t)(GROUP * Lq * 66));
-    if (!kt || !vp || (kc < lkp && !part)) {
-        attn_free(part);
-        attn_free(kt);
-        attn_free(vp);
-        return ATTN_ERR_NOMEM;
-    }
+    /* K^T and V of kc keys at a time (kc: lkp, or past 16384 keys 4096), the rows' sums where kc < lkp, a scratch a thread */
+    nth = attn_gpt2_call_threads(args->threads);
+    mst = attn_gpt2_prefill_mem(args, &attn_gpt2_pvariants[PREFILL_VARIANT], nth, &lay, &mem);
+    if (mst != ATTN_OK) return mst;
+    kc = lay.kc;
+    kt = (float *)(mem + lay.kt);
+    vp = (float *)(mem + lay.vp);
+    part = (float *)(mem + lay.part);
 
 #ifdef _OPENMP
-#pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
+#pragma omp parallel num_threads(nth)
 #endif
     {
-        attn_gpt2_scratch__avx2 *w = (attn_gpt2_scratch__avx2 *)attn_alloc(sizeof(*w));
+#ifdef _OPENMP
+        attn_gpt2_scratch__avx2 *w = (attn_gpt2_scratch__avx2 *)(mem + lay.scratch + (size_t)omp_get_thread_num() * lay.thread);
+#else
+        attn_gpt2_scratch__avx2 *w = (attn_gpt2_scratch__avx2 *)(mem + lay.scratch);
+#endif
         int64_t g, u, k0;
 #ifdef _OPENMP
         const int64_t team = omp_get_num_threads(); /* a unit's successor in this thread is about `team` units on */
 #else
         const int64_t team = 1;
 #endif
-        if (w) {
-            memset(w, 0, sizeof(*w)); /* score columns a block skips are never uninitialized */
-            w->nt = nt;
-        }
-        if (!w) {
-#ifdef _OPENMP
-#pragma omp critical
-#endif
-            failed = 1;
-        }
+        memset(w, 0, sizeof(*w)); /* score columns a block skips are never uninitialized */
+        w->nt = nt;
         for (g = 0; g < B * HKV; g++) { /* every thread walks the same groups */
             const int64_t b = g / HKV, hk = g % HKV;
             const attn_gpt2_kv kv = attn_gpt2_kv_of(args, b);
@@ -8979,8 +9174,8 @@ __attribute__((target("avx2,fma,f16c"))) attn_status attn_gpt2_fwd__avx2(const a
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
-                for (u = k0 / 16; u < k1 / 16; u++)
-                    attn_gpt2_kvpack_f32__avx2(&kv, hk, u * 16, lk, kt + (u * 16 - k0) * D, vp + (u * 16 - k0) * 64);
+                for (u = k0 / PREFILL_NC; u < k1 / PREFILL_NC; u++)
+                    attn_gpt2_kvpack_f32__avx2(&kv, hk, u * PREFILL_NC, lk, kt + (u * PREFILL_NC - k0) * PREFILL_KTKEY, vp + (u * PREFILL_NC - k0) * PREFILL_DVP);
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
@@ -8989,21 +9184,25 @@ __attribute__((target("avx2,fma,f16c"))) attn_status attn_gpt2_fwd__avx2(const a
                     const int64_t qt = nq - 1 - u % nq, nu = u + team; /* this thread's next unit, most likely */
                     const int64_t h = hk * GROUP + u / nq;
                     const int64_t i0 = qt * TQ;
-                    if (w)
-                        attn_gpt2_unit__avx2(args, kt, vp, k0, k1, b, h, i0, Lq - i0 < TQ ? Lq - i0 : TQ, w, part,
-                                hk * GROUP + nu / nq, nu < GROUP * nq ? (nq - 1 - nu % nq) * TQ : -1, 1);
+                    attn_gpt2_unit__avx2(args, kt, vp, k0, k1, b, h, i0, Lq - i0 < TQ ? Lq - i0 : TQ, w, part,
+                            hk * GROUP + nu / nq, nu < GROUP * nq ? (nq - 1 - nu % nq) * TQ : -1, 1);
                 }
                 k0 += kc;
             } while (k0 < lkp);
         }
         if (nt) _mm_sfence(); /* this thread's streamed rows before the caller reads O */
-        attn_free(w);
     }
-    attn_free(kt);
-    attn_free(vp);
-    attn_free(part);
-    return failed ? ATTN_ERR_NOMEM : ATTN_OK;
+    if (!args->workspace) attn_free(mem);
+    return ATTN_OK;
 }
+
+#undef PREFILL_QROW
+#undef PREFILL_KTKEY
+#undef PREFILL_DVP
+#undef PREFILL_NC
+#undef PREFILL_PART
+#undef PREFILL_SCRATCH
+#undef PREFILL_VARIANT
 #endif /* defined(__x86_64__) || defined(_M_X64) */
 #endif /* build part of avx2 */
 
@@ -12237,7 +12436,7 @@ static attn_status attn_gpt2_decode__neon(const attn_args *args)
     const int stream = rows <= attn_cpu()->decode_stream_rows[0];
     const int64_t nhg = B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
     const int64_t units = B * nsplit * nhg, hpg = HKV / nhg; /* kv heads a unit */
-    const int nth = attn_gpt2_decode_threads(args->threads);
+    const int nth = attn_gpt2_call_threads(args->threads);
     attn_gpt2_dlayout lay;
     char *mem;
     float *opart, *lpart;
@@ -12307,177 +12506,197 @@ static attn_status attn_gpt2_decode__neon(const attn_args *args)
     return ATTN_OK;
 }
 
+/* The neon prefill path's sizes (the planner's), named for its code below. */
+#define PREFILL_QROW 64 /* elements of a packed query row */
+#define PREFILL_KTKEY D /* elements of a key's column of the packed K^T panels */
+#define PREFILL_DVP 64 /* elements of a packed V row and of a row of O's sums: Dv in whole vectors */
+#define PREFILL_NC 8 /* keys of a K^T panel: the scores kernel's columns */
+#define PREFILL_PART 66 /* floats of a row's carried sums: O unnormalized, m, l */
+#define PREFILL_SCRATCH 152576 /* bytes of a thread's scratch slot (whole ATTN_ALIGN) */
+#define PREFILL_VARIANT 2 /* this variant's row of attn_gpt2_pvariants */
+
 /* Per-thread scratch of the neon prefill path. */
 typedef struct {
-    float q[TQ * 64];      /* the query tile, packed (qpack) */
+    float q[TQ * PREFILL_QROW];      /* the query tile, packed (qpack) */
     float s[TQ * TK];      /* scores, then probabilities */
-    float o[TQ * 64];      /* unnormalized output rows */
+    float o[TQ * PREFILL_DVP];      /* unnormalized output rows */
     float m[TQ], l[TQ], alpha[TQ]; /* running max, sum, rescale */
     int64_t lo[TQ], hi[TQ], sink_hi[TQ], first[TQ], last[TQ];
     int nt; /* O stored past the caches (attn_stream_output) */
 } attn_gpt2_scratch__neon;
 
-/* One work unit: query head h of batch b, query rows [i0, i0 + tq), against
- * the keys [k0, k1) packed at kt and vp.  Where part is NULL these are all
- * the keys; else the rows start from their sums over the keys before k0
- * (where k0 > 0) and, where keys remain past k1, leave their sums there
- * (PART = 66 floats a row: O unnormalized, m, l) instead of O.
- * While the P*V calls of its first key tile run, it asks for the Q
- * rows of the unit this thread most likely runs next in L2 (query head nh,
- * rows ni, ni + nstep, ... as many as its own; none where ni < 0): one
- * head's rows lie a page or more apart, beyond the hardware prefetchers. */
-static void attn_gpt2_unit__neon(const attn_args *args, const float *kt, const float *vp, int64_t k0, int64_t k1,
-        int64_t b, int64_t h, int64_t i0, int64_t tq, attn_gpt2_scratch__neon *w, float *part,
-        int64_t nh, int64_t ni, int64_t nstep)
-{
-    const int64_t lk = args->seq_k;
-    int64_t jmin = INT64_MAX, jmax = 0; /* the keys any row may see lie in [jmin, jmax) */
-    int64_t r, t, c;
-    int pf = ni >= 0; /* the next unit's Q rows are still to be prefetched */
+/* The scratch fits its slot of the call's block (a negative array size where not). */
+typedef char attn_gpt2_pscratch_fits__neon[sizeof(attn_gpt2_scratch__neon) <= PREFILL_SCRATCH ? 1 : -1];
 
+/* A unit's rows i0 + r (r < tq): their spans of keys (lk of them), and in
+ * [*jmin, *jmax) the keys any of them may see. */
+static ATTN_INLINE void attn_gpt2_uspan__neon(const attn_args *args, int64_t i0, int64_t tq, int64_t lk,
+        attn_gpt2_scratch__neon *w, int64_t *jmin, int64_t *jmax)
+{
+    int64_t r;
+    (void)args; /* (where no position reads seq_q) */
     for (r = 0; r < tq; r++) {
         attn_gpt2_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         { /* the row's keys lie in [a, z) */
             const int64_t a = (w->sink_hi[r] > 0 ? 0 : w->lo[r]), z = (w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r]);
             if (z > a) {
-                if (a < jmin) jmin = a;
-                if (z > jmax) jmax = z;
+                if (a < *jmin) *jmin = a;
+                if (z > *jmax) *jmax = z;
             }
         }
     }
-    if (part && k0 > 0 && k1 < args->seq_k && (jmax <= k0 || jmin >= k1))
-        return; /* no row sees a key of this chunk, nor is it the last: the rows' sums stay as they are */
+}
+
+/* The same rows' running sums: from zero, or where part and k0 > 0 from the sums the chunks before left at part,
+ * and their Q rows, packed. */
+static ATTN_INLINE void attn_gpt2_uload__neon(const attn_args *args, int64_t b, int64_t h, int64_t i0, int64_t tq, int64_t lk,
+        attn_gpt2_scratch__neon *w, const float *part, int64_t k0)
+{
+    int64_t r;
+    (void)lk; /* (where no position is asked for) */
     for (r = 0; r < tq; r++) {
         if (part && k0 > 0) { /* from the row's sums over the chunks before */
-            const float *pr = part + ((h % GROUP) * args->seq_q + i0 + r) * 66;
-            memcpy(w->o + r * 64, pr, sizeof(float) * 64);
-            w->m[r] = pr[64];
-            w->l[r] = pr[65];
+            const float *pr = part + ((h % GROUP) * args->seq_q + i0 + r) * PREFILL_PART;
+            memcpy(w->o + r * PREFILL_DVP, pr, sizeof(float) * PREFILL_DVP);
+            w->m[r] = pr[PREFILL_DVP];
+            w->l[r] = pr[PREFILL_DVP + 1];
         } else {
-            memset(w->o + r * 64, 0, sizeof(float) * 64);
+            memset(w->o + r * PREFILL_DVP, 0, sizeof(float) * PREFILL_DVP);
             w->m[r] = -INFINITY;
             w->l[r] = 0.0f;
         }
-        attn_gpt2_qpack_f32__neon(attn_gpt2_q_row(args, b, i0 + r, h), w->q + r * 64);
+        attn_gpt2_qpack_f32__neon(attn_gpt2_q_row(args, b, i0 + r, h), w->q + r * PREFILL_QROW);
     }
-    if (jmin < k0) jmin = k0; /* this chunk's keys */
-    if (jmax > k1) jmax = k1;
+}
 
-    for (t = jmin / TK; t * TK < jmax; t++) { /* the tiles outside [jmin, jmax) are hidden */
-        const int64_t j0 = t * TK;
-        const int64_t jn = lk - j0 < TK ? lk - j0 : TK; /* keys of this tile that exist */
-        const attn_gpt2_tile_class cls = attn_gpt2_classify(tq, j0, j0 + TK, w->lo, w->hi, w->sink_hi, w->first, w->last);
-        if (cls == TILE_HIDDEN) continue; /* no row sees this tile */
-
-        /* scores: S = scale * Q K^T; column blocks outside, so each K^T panel
-           stays in L1 while every row block of the tile passes over it */
-        for (c = 0; c < TK; c += 8) {
-            const float *ktc = kt + (j0 - k0 + c) * D; /* the panel of keys j0 + c .. */
-            for (r = 0; r + 8 <= tq; r += 8)
-                if (cls == TILE_FULL || attn_gpt2_sees(w->first + r, w->last + r, 8, c, c + 8)) {
-                    int64_t u0 = c, u1 = c + 8, u; /* the panel's vectors the block computes */
-                    /* on a mask's edge, the vectors no row of the block sees are left out
-                       (they lie outside every row's softmax) */
-                    if (cls != TILE_FULL) {
-                        while (!attn_gpt2_sees(w->first + r, w->last + r, 8, u0, u0 + 4)) u0 += 4;
-                        while (!attn_gpt2_sees(w->first + r, w->last + r, 8, u1 - 4, u1)) u1 -= 4;
-                    }
-                    if (u1 - u0 == 8)
-                        attn_gpt2_qk_8x8_f32__neon(w->q + r * 64, 64, ktc, w->s + r * TK + c, TK);
-                    else
-                        for (u = u0; u < u1; u += 4)
-                            attn_gpt2_qk_8x4_f32__neon(w->q + r * 64, 64, ktc + (u - c), w->s + r * TK + u, TK);
+/* The scores of the key tile at j0 (S = scale * Q K^T, base 2) of a unit's tq rows,
+ * as it sees it (cls): column blocks outside, so each K^T panel stays in L1 while
+ * every row block of the tile passes over it. */
+static ATTN_INLINE void attn_gpt2_uscores__neon(const float *kt, int64_t k0, int64_t j0, int64_t tq,
+        attn_gpt2_tile_class cls, attn_gpt2_scratch__neon *w)
+{
+    int64_t r, c;
+    for (c = 0; c < TK; c += PREFILL_NC) {
+        const float *ktc = kt + (j0 - k0 + c) * PREFILL_KTKEY; /* the panel of keys j0 + c .. */
+        for (r = 0; r + 8 <= tq; r += 8)
+            if (cls == TILE_FULL || attn_gpt2_sees(w->first + r, w->last + r, 8, c, c + PREFILL_NC)) {
+                int64_t u0 = c, u1 = c + PREFILL_NC, u; /* the panel's vectors the block computes */
+                /* on a mask's edge, the vectors no row of the block sees are left out
+                   (they lie outside every row's softmax) */
+                if (cls != TILE_FULL) {
+                    while (!attn_gpt2_sees(w->first + r, w->last + r, 8, u0, u0 + 4)) u0 += 4;
+                    while (!attn_gpt2_sees(w->first + r, w->last + r, 8, u1 - 4, u1)) u1 -= 4;
                 }
-            if (r + 4 <= tq) { /* half a block of the last rows, then one at a time */
-                if (cls == TILE_FULL || attn_gpt2_sees(w->first + r, w->last + r, 4, c, c + 8))
-                    attn_gpt2_qk_4x8_f32__neon(w->q + r * 64, 64, ktc, w->s + r * TK + c, TK);
-                r += 4;
+                if (u1 - u0 == PREFILL_NC)
+                    attn_gpt2_qk_8x8_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                else
+                    for (u = u0; u < u1; u += 4)
+                        attn_gpt2_qk_8x4_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
             }
-            for (; r < tq; r++)
-                if (cls == TILE_FULL || attn_gpt2_sees(w->first + r, w->last + r, 1, c, c + 8))
-                    attn_gpt2_qk_1x8_f32__neon(w->q + r * 64, 64, ktc, w->s + r * TK + c, TK);
+        if (r + 4 <= tq) { /* half a block of the last rows, then one at a time */
+            if (cls == TILE_FULL || attn_gpt2_sees(w->first + r, w->last + r, 4, c, c + PREFILL_NC))
+                attn_gpt2_qk_4x8_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+            r += 4;
         }
-
-        /* score terms, mask, online softmax */
-        for (r = 0; r < tq; r++) {
-            float *sr = w->s + r * TK;
-            if (cls == TILE_PARTIAL) { /* hide what this row does not see */
-                /* in tile columns the row sees [0, sk) and [lo, hi), with sk <= lo <= hi */
-                const int64_t lo = w->lo[r] - j0 < 0 ? 0 : (w->lo[r] - j0 > TK ? TK : w->lo[r] - j0);
-                const int64_t hi = w->hi[r] - j0 < lo ? lo : (w->hi[r] - j0 > TK ? TK : w->hi[r] - j0);
-                const int64_t sk = w->sink_hi[r] - j0 < 0 ? 0 : (w->sink_hi[r] - j0 > lo ? lo : w->sink_hi[r] - j0);
-                { /* the softmax reads from the vector of the row's first visible column on, if any */
-                    const int64_t cf = w->last[r] <= w->first[r] ? lo : w->first[r] / 4 * 4;
-                    for (c = cf > sk ? cf : sk; c < lo; c++) sr[c] = -INFINITY;
-                }
-                { /* past hi, only the columns of the softmax's last vector: it zeroes the ones after */
-                    const int64_t ce = (w->last[r] + 3) / 4 * 4;
-                    for (c = hi; c < ce; c++) sr[c] = -INFINITY;
-                }
-            }
-            /* max and exp over the vectors holding the columns this row may
-               see; the others get probability 0 */
-            attn_gpt2_softmax__neon(sr, cls == TILE_FULL ? 0 : w->first[r] / 4 * 4,
-                    cls == TILE_FULL ? TK : (w->last[r] + 3) / 4 * 4, &w->m[r], &w->l[r], &w->alpha[r]);
-        }
-
-        /* O = alpha * O + P V over the keys each row block may see */
-        for (r = 0; r < tq;) {
-            const int64_t rows = tq - r >= 6 ? 6 : tq - r; /* the widest kernel that fits */
-            int64_t jlo = TK, jhi = 0, k;
-            if (cls == TILE_FULL) {
-                jlo = 0;
-                jhi = TK;
-            } else {
-                for (k = r; k < r + rows; k++) {
-                    if (w->last[k] > w->first[k]) {
-                        if (w->first[k] < jlo) jlo = w->first[k];
-                        if (w->last[k] > jhi) jhi = w->last[k];
-                    }
-                }
-                if (jhi > jn) jhi = jn;
-                if (jlo > jhi) jlo = jhi;
-            }
-            switch (rows) {
-            case 6:
-                attn_gpt2_pv_6x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
-                break;
-            case 5:
-                attn_gpt2_pv_5x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
-                break;
-            case 4:
-                attn_gpt2_pv_4x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
-                break;
-            case 3:
-                attn_gpt2_pv_3x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
-                break;
-            case 2:
-                attn_gpt2_pv_2x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
-                break;
-            default:
-                attn_gpt2_pv_1x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
-                break;
-            }
-            if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
-                attn_gpt2_prefetch_q(args, b, nh, ni + r * nstep, ni + (r + rows) * nstep, nstep);
-            r += rows;
-        }
-        pf = 0;
+        for (; r < tq; r++)
+            if (cls == TILE_FULL || attn_gpt2_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
+                attn_gpt2_qk_1x8_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
     }
+}
 
-    if (part && k1 < args->seq_k) { /* keys remain: the rows' sums, for the next chunk */
-        for (r = 0; r < tq; r++) {
-            float *pr = part + ((h % GROUP) * args->seq_q + i0 + r) * 66;
-            memcpy(pr, w->o + r * 64, sizeof(float) * 64);
-            pr[64] = w->m[r];
-            pr[65] = w->l[r];
+/* The same tile's score terms, masks and online softmax, row by row: row r is
+ * i0 + r of query head h of batch b (lk keys), jn the tile's keys that exist. */
+static ATTN_INLINE void attn_gpt2_usoft__neon(const attn_args *args, int64_t b, int64_t h, int64_t i0, int64_t tq,
+        int64_t lk, int64_t j0, int64_t jn, attn_gpt2_tile_class cls, attn_gpt2_scratch__neon *w)
+{
+    int64_t r, c;
+    (void)args; /* (what not every config reads) */
+    (void)i0;
+    (void)b;
+    (void)h;
+    (void)lk;
+    (void)jn;
+    for (r = 0; r < tq; r++) {
+        float *sr = w->s + r * TK;
+        if (cls == TILE_PARTIAL) { /* hide what this row does not see */
+            /* in tile columns the row sees [0, sk) and [lo, hi), with sk <= lo <= hi */
+            const int64_t lo = w->lo[r] - j0 < 0 ? 0 : (w->lo[r] - j0 > TK ? TK : w->lo[r] - j0);
+            const int64_t hi = w->hi[r] - j0 < lo ? lo : (w->hi[r] - j0 > TK ? TK : w->hi[r] - j0);
+            const int64_t sk = w->sink_hi[r] - j0 < 0 ? 0 : (w->sink_hi[r] - j0 > lo ? lo : w->sink_hi[r] - j0);
+            { /* the softmax reads from the vector of the row's first visible column on, if any */
+                const int64_t cf = w->last[r] <= w->first[r] ? lo : w->first[r] / 4 * 4;
+                for (c = cf > sk ? cf : sk; c < lo; c++) sr[c] = -INFINITY;
+            }
+            { /* past hi, only the columns of the softmax's last vector: it zeroes the ones after */
+                const int64_t ce = (w->last[r] + 3) / 4 * 4;
+                for (c = hi; c < ce; c++) sr[c] = -INFINITY;
+            }
         }
-        return;
+        /* max and exp over the vectors holding the columns this row may
+           see; the others get probability 0 */
+        attn_gpt2_softmax__neon(sr, cls == TILE_FULL ? 0 : w->first[r] / 4 * 4,
+                cls == TILE_FULL ? TK : (w->last[r] + 3) / 4 * 4, &w->m[r], &w->l[r], &w->alpha[r]);
     }
-    /* epilogue: O = O / l, LSE = m + log(l); rows that saw no key give 0 and -inf */
+}
+
+/* The same tile's O = alpha * O + P V over the keys each row block may see (V
+ * packed at vp from key k0); while pf, each call asks for the next unit's Q
+ * rows (query head nh of batch b, rows ni + k * nstep) in L2, a block of them a call. */
+static ATTN_INLINE void attn_gpt2_upv__neon(const attn_args *args, const float *vp, int64_t k0, int64_t j0, int64_t jn,
+        int64_t b, int64_t tq, attn_gpt2_tile_class cls, attn_gpt2_scratch__neon *w, int pf, int64_t nh, int64_t ni, int64_t nstep)
+{
+    int64_t r;
+    for (r = 0; r < tq;) {
+        const int64_t rows = tq - r >= 6 ? 6 : tq - r; /* the widest kernel that fits */
+        int64_t jlo = TK, jhi = 0, k;
+        if (cls == TILE_FULL) {
+            jlo = 0;
+            jhi = TK;
+        } else {
+            for (k = r; k < r + rows; k++) {
+                if (w->last[k] > w->first[k]) {
+                    if (w->first[k] < jlo) jlo = w->first[k];
+                    if (w->last[k] > jhi) jhi = w->last[k];
+                }
+            }
+            if (jhi > jn) jhi = jn;
+            if (jlo > jhi) jlo = jhi;
+        }
+        switch (rows) {
+        case 6:
+            attn_gpt2_pv_6x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            break;
+        case 5:
+            attn_gpt2_pv_5x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            break;
+        case 4:
+            attn_gpt2_pv_4x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            break;
+        case 3:
+            attn_gpt2_pv_3x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            break;
+        case 2:
+            attn_gpt2_pv_2x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            break;
+        default:
+            attn_gpt2_pv_1x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            break;
+        }
+        if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
+            attn_gpt2_prefetch_q(args, b, nh, ni + r * nstep, ni + (r + rows) * nstep, nstep);
+        r += rows;
+    }
+}
+
+/* The epilogue of a unit's rows i0 + r (r < tq) of query head h of batch b:
+ * O = O / l, LSE = m + log(l); rows that saw no key give 0 and -inf. */
+static ATTN_INLINE void attn_gpt2_uend__neon(const attn_args *args, int64_t b, int64_t h, int64_t i0, int64_t tq,
+        attn_gpt2_scratch__neon *w)
+{
+    int64_t r;
     for (r = 0; r < tq; r++) {
         float *orow = attn_gpt2_o_row(args, b, i0 + r, h);
-        const float *acc = w->o + r * 64;
+        const float *acc = w->o + r * PREFILL_DVP;
         const float l = w->l[r];
         const float32x4_t vinv = vdupq_n_f32(l == 0.0f ? 0.0f : 1.0f / l);
         vst1q_f32(orow + 0, vmulq_f32(vld1q_f32(acc + 0), vinv));
@@ -12501,6 +12720,55 @@ static void attn_gpt2_unit__neon(const attn_args *args, const float *kt, const f
     }
 }
 
+/* One work unit: query head h of batch b, query rows [i0, i0 + tq), against
+ * the keys [k0, k1) packed at kt and vp.  Where part is NULL these are all
+ * the keys; else the rows start from their sums over the keys before k0
+ * (where k0 > 0) and, where keys remain past k1, leave their sums there
+ * (PREFILL_PART floats a row: O unnormalized, m, l) instead of O.
+ * While the P*V calls of its first key tile run, it asks for the Q
+ * rows of the unit this thread most likely runs next in L2 (query head nh,
+ * rows ni, ni + nstep, ... as many as its own; none where ni < 0): one
+ * head's rows lie a page or more apart, beyond the hardware prefetchers. */
+static void attn_gpt2_unit__neon(const attn_args *args, const float *kt, const float *vp, int64_t k0, int64_t k1,
+        int64_t b, int64_t h, int64_t i0, int64_t tq, attn_gpt2_scratch__neon *w, float *part,
+        int64_t nh, int64_t ni, int64_t nstep)
+{
+    const int64_t lk = args->seq_k;
+    int64_t jmin = INT64_MAX, jmax = 0; /* the keys any row may see lie in [jmin, jmax) */
+    int64_t t;
+    int pf = ni >= 0; /* the next unit's Q rows are still to be prefetched */
+    int64_t r;
+
+    attn_gpt2_uspan__neon(args, i0, tq, lk, w, &jmin, &jmax);
+    if (part && k0 > 0 && k1 < args->seq_k && (jmax <= k0 || jmin >= k1))
+        return; /* no row sees a key of this chunk, nor is it the last: the rows' sums stay as they are */
+    attn_gpt2_uload__neon(args, b, h, i0, tq, lk, w, part, k0);
+    if (jmin < k0) jmin = k0; /* this chunk's keys */
+    if (jmax > k1) jmax = k1;
+
+    for (t = jmin / TK; t * TK < jmax; t++) { /* the tiles outside [jmin, jmax) are hidden */
+        const int64_t j0 = t * TK;
+        const int64_t jn = lk - j0 < TK ? lk - j0 : TK; /* keys of this tile that exist */
+        const attn_gpt2_tile_class cls = attn_gpt2_classify(tq, j0, j0 + TK, w->lo, w->hi, w->sink_hi, w->first, w->last);
+        if (cls == TILE_HIDDEN) continue; /* no row sees this tile */
+        attn_gpt2_uscores__neon(kt, k0, j0, tq, cls, w);
+        attn_gpt2_usoft__neon(args, b, h, i0, tq, lk, j0, jn, cls, w);
+        attn_gpt2_upv__neon(args, vp, k0, j0, jn, b, tq, cls, w, pf, nh, ni, nstep);
+        pf = 0;
+    }
+
+    if (part && k1 < args->seq_k) { /* keys remain: the rows' sums, for the next chunk */
+        for (r = 0; r < tq; r++) {
+            float *pr = part + ((h % GROUP) * args->seq_q + i0 + r) * PREFILL_PART;
+            memcpy(pr, w->o + r * PREFILL_DVP, sizeof(float) * PREFILL_DVP);
+            pr[PREFILL_DVP] = w->m[r];
+            pr[PREFILL_DVP + 1] = w->l[r];
+        }
+        return;
+    }
+    attn_gpt2_uend__neon(args, b, h, i0, tq, w);
+}
+
 /* Batch by batch and kv head by kv head: all threads pack that head's K and
  * V, then share its (query head, query tile) units; packed K/V and scratch
  * are allocated once per call.
@@ -12512,55 +12780,47 @@ attn_status attn_gpt2_fwd__neon(const attn_args *args)
     const attn_status st = attn_check_args(&attn_gpt2_kernel.spec, args);
     int64_t B, Lq, lkp, nq;
     int64_t kc; /* keys packed at a time */
-    int threads, nt;
-    float *kt = NULL, *vp = NULL;
-    float *part = NULL; /* the rows' sums between chunks, 66 floats a row, for the rows of a kv head's query heads */
-    int failed = 0;
+    int nth, nt;
+    attn_gpt2_playout lay; /* the call's memory: one block (prefill_mem) */
+    char *mem;
+    attn_status mst;
+    float *kt, *vp;
+    float *part; /* the rows' sums between chunks, PREFILL_PART floats a row, for the rows of a kv head's query heads */
 
     if (st != ATTN_OK) return st; /* before reading args: NULL, or lengths near INT64_MAX */
     B = args->batch;
     Lq = args->seq_q;
     lkp = (args->seq_k + TK - 1) / TK * TK; /* keys, rounded up to whole tiles */
     nq = (Lq + TQ - 1) / TQ;
-    threads = args->threads;
-    (void)threads;
     if (B == 0 || Lq == 0) return ATTN_OK;
     if (Lq <= 16) return attn_gpt2_decode__neon(args); /* few query rows: decode path */
     nt = 0; /* O through the caches: this variant stores no whole f32 vectors past them */
-    if ((uint64_t)lkp > (uint64_t)INT64_MAX / 4 / (D + 64)) return ATTN_ERR_TOO_LARGE;
-    kc = lkp > 16384 ? 4096 : lkp;
-    if (kc < lkp && (uint64_t)Lq > (uint64_t)INT64_MAX / 4 / GROUP / 66) return ATTN_ERR_TOO_LARGE;
-    kt = (float *)attn_alloc(sizeof(float) * (size_t)(kc * D));
-    vp = (float *)attn_alloc(sizeof(float) * (size_t)(kc * 64));
-    if (kc < lkp) part = (float *)attn_alloc(sizeof(float) * (size_t)(GROUP * Lq * 66));
-    if (!kt || !vp || (kc < lkp && !part)) {
-        attn_free(part);
-        attn_free(kt);
-        attn_free(vp);
-        return ATTN_ERR_NOMEM;
-    }
+    /* K^T and V of kc keys at a time (kc: lkp, or past 16384 keys 4096), the rows' sums where kc < lkp, a scratch a thread */
+    nth = attn_gpt2_call_threads(args->threads);
+    mst = attn_gpt2_prefill_mem(args, &attn_gpt2_pvariants[PREFILL_VARIANT], nth, &lay, &mem);
+    if (mst != ATTN_OK) return mst;
+    kc = lay.kc;
+    kt = (float *)(mem + lay.kt);
+    vp = (float *)(mem + lay.vp);
+    part = (float *)(mem + lay.part);
 
 #ifdef _OPENMP
-#pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
+#pragma omp parallel num_threads(nth)
 #endif
     {
-        attn_gpt2_scratch__neon *w = (attn_gpt2_scratch__neon *)attn_alloc(sizeof(*w));
+#ifdef _OPENMP
+        attn_gpt2_scratch__neon *w = (attn_gpt2_scratch__neon *)(mem + lay.scratch + (size_t)omp_get_thread_num() * lay.thread);
+#else
+        attn_gpt2_scratch__neon *w = (attn_gpt2_scratch__neon *)(mem + lay.scratch);
+#endif
         int64_t g, u, k0;
 #ifdef _OPENMP
         const int64_t team = omp_get_num_threads(); /* a unit's successor in this thread is about `team` units on */
 #else
         const int64_t team = 1;
 #endif
-        if (w) {
-            memset(w, 0, sizeof(*w)); /* score columns a block skips are never uninitialized */
-            w->nt = nt;
-        }
-        if (!w) {
-#ifdef _OPENMP
-#pragma omp critical
-#endif
-            failed = 1;
-        }
+        memset(w, 0, sizeof(*w)); /* score columns a block skips are never uninitialized */
+        w->nt = nt;
         for (g = 0; g < B * HKV; g++) { /* every thread walks the same groups */
             const int64_t b = g / HKV, hk = g % HKV;
             const attn_gpt2_kv kv = attn_gpt2_kv_of(args, b);
@@ -12571,8 +12831,8 @@ attn_status attn_gpt2_fwd__neon(const attn_args *args)
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
-                for (u = k0 / 8; u < k1 / 8; u++)
-                    attn_gpt2_kvpack_f32__neon(&kv, hk, u * 8, lk, kt + (u * 8 - k0) * D, vp + (u * 8 - k0) * 64);
+                for (u = k0 / PREFILL_NC; u < k1 / PREFILL_NC; u++)
+                    attn_gpt2_kvpack_f32__neon(&kv, hk, u * PREFILL_NC, lk, kt + (u * PREFILL_NC - k0) * PREFILL_KTKEY, vp + (u * PREFILL_NC - k0) * PREFILL_DVP);
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
@@ -12581,20 +12841,24 @@ attn_status attn_gpt2_fwd__neon(const attn_args *args)
                     const int64_t qt = nq - 1 - u % nq, nu = u + team; /* this thread's next unit, most likely */
                     const int64_t h = hk * GROUP + u / nq;
                     const int64_t i0 = qt * TQ;
-                    if (w)
-                        attn_gpt2_unit__neon(args, kt, vp, k0, k1, b, h, i0, Lq - i0 < TQ ? Lq - i0 : TQ, w, part,
-                                hk * GROUP + nu / nq, nu < GROUP * nq ? (nq - 1 - nu % nq) * TQ : -1, 1);
+                    attn_gpt2_unit__neon(args, kt, vp, k0, k1, b, h, i0, Lq - i0 < TQ ? Lq - i0 : TQ, w, part,
+                            hk * GROUP + nu / nq, nu < GROUP * nq ? (nq - 1 - nu % nq) * TQ : -1, 1);
                 }
                 k0 += kc;
             } while (k0 < lkp);
         }
-        attn_free(w);
     }
-    attn_free(kt);
-    attn_free(vp);
-    attn_free(part);
-    return failed ? ATTN_ERR_NOMEM : ATTN_OK;
+    if (!args->workspace) attn_free(mem);
+    return ATTN_OK;
 }
+
+#undef PREFILL_QROW
+#undef PREFILL_KTKEY
+#undef PREFILL_DVP
+#undef PREFILL_NC
+#undef PREFILL_PART
+#undef PREFILL_SCRATCH
+#undef PREFILL_VARIANT
 #endif /* defined(__aarch64__) */
 #endif /* build part of neon */
 
@@ -13541,7 +13805,7 @@ ATTN_NO_AUTOVEC static attn_status attn_gpt2_decode__scalar(const attn_args *arg
     const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
     const int64_t nhg = B * nsplit < DECODE_HEAD_SPLIT ? HKV : 1; /* units a split: kv heads in groups */
     const int64_t units = B * nsplit * nhg, hpg = HKV / nhg; /* kv heads a unit */
-    const int nth = attn_gpt2_decode_threads(args->threads);
+    const int nth = attn_gpt2_call_threads(args->threads);
     attn_gpt2_dlayout lay;
     char *mem;
     float *opart, *lpart;
@@ -13594,160 +13858,180 @@ ATTN_NO_AUTOVEC static attn_status attn_gpt2_decode__scalar(const attn_args *arg
     return ATTN_OK;
 }
 
+/* The scalar prefill path's sizes (the planner's), named for its code below. */
+#define PREFILL_QROW 64 /* elements of a packed query row */
+#define PREFILL_KTKEY D /* elements of a key's column of the packed K^T panels */
+#define PREFILL_DVP 64 /* elements of a packed V row and of a row of O's sums: Dv in whole vectors */
+#define PREFILL_NC 2 /* keys of a K^T panel: the scores kernel's columns */
+#define PREFILL_PART 66 /* floats of a row's carried sums: O unnormalized, m, l */
+#define PREFILL_SCRATCH 152576 /* bytes of a thread's scratch slot (whole ATTN_ALIGN) */
+#define PREFILL_VARIANT 3 /* this variant's row of attn_gpt2_pvariants */
+
 /* Per-thread scratch of the scalar prefill path. */
 typedef struct {
-    float q[TQ * 64];      /* the query tile, packed (qpack) */
+    float q[TQ * PREFILL_QROW];      /* the query tile, packed (qpack) */
     float s[TQ * TK];      /* scores, then probabilities */
-    float o[TQ * 64];      /* unnormalized output rows */
+    float o[TQ * PREFILL_DVP];      /* unnormalized output rows */
     float m[TQ], l[TQ], alpha[TQ]; /* running max, sum, rescale */
     int64_t lo[TQ], hi[TQ], sink_hi[TQ], first[TQ], last[TQ];
     int nt; /* O stored past the caches (attn_stream_output) */
 } attn_gpt2_scratch__scalar;
 
-/* One work unit: query head h of batch b, query rows [i0, i0 + tq), against
- * the keys [k0, k1) packed at kt and vp.  Where part is NULL these are all
- * the keys; else the rows start from their sums over the keys before k0
- * (where k0 > 0) and, where keys remain past k1, leave their sums there
- * (PART = 66 floats a row: O unnormalized, m, l) instead of O.
- * While the P*V calls of its first key tile run, it asks for the Q
- * rows of the unit this thread most likely runs next in L2 (query head nh,
- * rows ni, ni + nstep, ... as many as its own; none where ni < 0): one
- * head's rows lie a page or more apart, beyond the hardware prefetchers. */
-ATTN_NO_AUTOVEC static void attn_gpt2_unit__scalar(const attn_args *args, const float *kt, const float *vp, int64_t k0, int64_t k1,
-        int64_t b, int64_t h, int64_t i0, int64_t tq, attn_gpt2_scratch__scalar *w, float *part,
-        int64_t nh, int64_t ni, int64_t nstep)
-{
-    const int64_t lk = args->seq_k;
-    int64_t jmin = INT64_MAX, jmax = 0; /* the keys any row may see lie in [jmin, jmax) */
-    int64_t r, t, c;
-    int pf = ni >= 0; /* the next unit's Q rows are still to be prefetched */
+/* The scratch fits its slot of the call's block (a negative array size where not). */
+typedef char attn_gpt2_pscratch_fits__scalar[sizeof(attn_gpt2_scratch__scalar) <= PREFILL_SCRATCH ? 1 : -1];
 
+/* A unit's rows i0 + r (r < tq): their spans of keys (lk of them), and in
+ * [*jmin, *jmax) the keys any of them may see. */
+ATTN_NO_AUTOVEC static ATTN_INLINE void attn_gpt2_uspan__scalar(const attn_args *args, int64_t i0, int64_t tq, int64_t lk,
+        attn_gpt2_scratch__scalar *w, int64_t *jmin, int64_t *jmax)
+{
+    int64_t r;
+    (void)args; /* (where no position reads seq_q) */
     for (r = 0; r < tq; r++) {
         attn_gpt2_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         { /* the row's keys lie in [a, z) */
             const int64_t a = (w->sink_hi[r] > 0 ? 0 : w->lo[r]), z = (w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r]);
             if (z > a) {
-                if (a < jmin) jmin = a;
-                if (z > jmax) jmax = z;
+                if (a < *jmin) *jmin = a;
+                if (z > *jmax) *jmax = z;
             }
         }
     }
-    if (part && k0 > 0 && k1 < args->seq_k && (jmax <= k0 || jmin >= k1))
-        return; /* no row sees a key of this chunk, nor is it the last: the rows' sums stay as they are */
+}
+
+/* The same rows' running sums: from zero, or where part and k0 > 0 from the sums the chunks before left at part,
+ * and their Q rows, packed. */
+ATTN_NO_AUTOVEC static ATTN_INLINE void attn_gpt2_uload__scalar(const attn_args *args, int64_t b, int64_t h, int64_t i0, int64_t tq, int64_t lk,
+        attn_gpt2_scratch__scalar *w, const float *part, int64_t k0)
+{
+    int64_t r;
+    (void)lk; /* (where no position is asked for) */
     for (r = 0; r < tq; r++) {
         if (part && k0 > 0) { /* from the row's sums over the chunks before */
-            const float *pr = part + ((h % GROUP) * args->seq_q + i0 + r) * 66;
-            memcpy(w->o + r * 64, pr, sizeof(float) * 64);
-            w->m[r] = pr[64];
-            w->l[r] = pr[65];
+            const float *pr = part + ((h % GROUP) * args->seq_q + i0 + r) * PREFILL_PART;
+            memcpy(w->o + r * PREFILL_DVP, pr, sizeof(float) * PREFILL_DVP);
+            w->m[r] = pr[PREFILL_DVP];
+            w->l[r] = pr[PREFILL_DVP + 1];
         } else {
-            memset(w->o + r * 64, 0, sizeof(float) * 64);
+            memset(w->o + r * PREFILL_DVP, 0, sizeof(float) * PREFILL_DVP);
             w->m[r] = -INFINITY;
             w->l[r] = 0.0f;
         }
-        attn_gpt2_qpack_f32__scalar(attn_gpt2_q_row(args, b, i0 + r, h), w->q + r * 64);
+        attn_gpt2_qpack_f32__scalar(attn_gpt2_q_row(args, b, i0 + r, h), w->q + r * PREFILL_QROW);
     }
-    if (jmin < k0) jmin = k0; /* this chunk's keys */
-    if (jmax > k1) jmax = k1;
+}
 
-    for (t = jmin / TK; t * TK < jmax; t++) { /* the tiles outside [jmin, jmax) are hidden */
-        const int64_t j0 = t * TK;
-        const int64_t jn = lk - j0 < TK ? lk - j0 : TK; /* keys of this tile that exist */
-        const attn_gpt2_tile_class cls = attn_gpt2_classify(tq, j0, j0 + TK, w->lo, w->hi, w->sink_hi, w->first, w->last);
-        if (cls == TILE_HIDDEN) continue; /* no row sees this tile */
-
-        /* scores: S = scale * Q K^T; column blocks outside, so each K^T panel
-           stays in L1 while every row block of the tile passes over it */
-        for (c = 0; c < TK; c += 2) {
-            const float *ktc = kt + (j0 - k0 + c) * D; /* the panel of keys j0 + c .. */
-            for (r = 0; r + 4 <= tq; r += 4)
-                if (cls == TILE_FULL || attn_gpt2_sees(w->first + r, w->last + r, 4, c, c + 2)) {
-                    int64_t u0 = c, u1 = c + 2, u; /* the panel's vectors the block computes */
-                    /* on a mask's edge, the vectors no row of the block sees are left out
-                       (they lie outside every row's softmax) */
-                    if (cls != TILE_FULL) {
-                        while (!attn_gpt2_sees(w->first + r, w->last + r, 4, u0, u0 + 1)) u0 += 1;
-                        while (!attn_gpt2_sees(w->first + r, w->last + r, 4, u1 - 1, u1)) u1 -= 1;
-                    }
-                    if (u1 - u0 == 2)
-                        attn_gpt2_qk_4x2_f32__scalar(w->q + r * 64, 64, ktc, w->s + r * TK + c, TK);
-                    else
-                        for (u = u0; u < u1; u += 1)
-                            attn_gpt2_qk_4x1_f32__scalar(w->q + r * 64, 64, ktc + (u - c), w->s + r * TK + u, TK);
+/* The scores of the key tile at j0 (S = scale * Q K^T, base 2) of a unit's tq rows,
+ * as it sees it (cls): column blocks outside, so each K^T panel stays in L1 while
+ * every row block of the tile passes over it. */
+ATTN_NO_AUTOVEC static ATTN_INLINE void attn_gpt2_uscores__scalar(const float *kt, int64_t k0, int64_t j0, int64_t tq,
+        attn_gpt2_tile_class cls, attn_gpt2_scratch__scalar *w)
+{
+    int64_t r, c;
+    for (c = 0; c < TK; c += PREFILL_NC) {
+        const float *ktc = kt + (j0 - k0 + c) * PREFILL_KTKEY; /* the panel of keys j0 + c .. */
+        for (r = 0; r + 4 <= tq; r += 4)
+            if (cls == TILE_FULL || attn_gpt2_sees(w->first + r, w->last + r, 4, c, c + PREFILL_NC)) {
+                int64_t u0 = c, u1 = c + PREFILL_NC, u; /* the panel's vectors the block computes */
+                /* on a mask's edge, the vectors no row of the block sees are left out
+                   (they lie outside every row's softmax) */
+                if (cls != TILE_FULL) {
+                    while (!attn_gpt2_sees(w->first + r, w->last + r, 4, u0, u0 + 1)) u0 += 1;
+                    while (!attn_gpt2_sees(w->first + r, w->last + r, 4, u1 - 1, u1)) u1 -= 1;
                 }
-            for (; r < tq; r++)
-                if (cls == TILE_FULL || attn_gpt2_sees(w->first + r, w->last + r, 1, c, c + 2))
-                    attn_gpt2_qk_1x2_f32__scalar(w->q + r * 64, 64, ktc, w->s + r * TK + c, TK);
+                if (u1 - u0 == PREFILL_NC)
+                    attn_gpt2_qk_4x2_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                else
+                    for (u = u0; u < u1; u += 1)
+                        attn_gpt2_qk_4x1_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
+            }
+        for (; r < tq; r++)
+            if (cls == TILE_FULL || attn_gpt2_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
+                attn_gpt2_qk_1x2_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+    }
+}
+
+/* The same tile's score terms, masks and online softmax, row by row: row r is
+ * i0 + r of query head h of batch b (lk keys), jn the tile's keys that exist. */
+ATTN_NO_AUTOVEC static ATTN_INLINE void attn_gpt2_usoft__scalar(const attn_args *args, int64_t b, int64_t h, int64_t i0, int64_t tq,
+        int64_t lk, int64_t j0, int64_t jn, attn_gpt2_tile_class cls, attn_gpt2_scratch__scalar *w)
+{
+    int64_t r, c;
+    (void)args; /* (what not every config reads) */
+    (void)i0;
+    (void)b;
+    (void)h;
+    (void)lk;
+    (void)jn;
+    for (r = 0; r < tq; r++) {
+        float *sr = w->s + r * TK;
+        if (cls == TILE_PARTIAL) { /* hide what this row does not see */
+            /* in tile columns the row sees [0, sk) and [lo, hi), with sk <= lo <= hi */
+            const int64_t lo = w->lo[r] - j0 < 0 ? 0 : (w->lo[r] - j0 > TK ? TK : w->lo[r] - j0);
+            const int64_t hi = w->hi[r] - j0 < lo ? lo : (w->hi[r] - j0 > TK ? TK : w->hi[r] - j0);
+            const int64_t sk = w->sink_hi[r] - j0 < 0 ? 0 : (w->sink_hi[r] - j0 > lo ? lo : w->sink_hi[r] - j0);
+            { /* the softmax reads from the vector of the row's first visible column on, if any */
+                const int64_t cf = w->last[r] <= w->first[r] ? lo : w->first[r] / 1 * 1;
+                for (c = cf > sk ? cf : sk; c < lo; c++) sr[c] = -INFINITY;
+            }
+            { /* past hi, only the columns of the softmax's last vector: it zeroes the ones after */
+                const int64_t ce = (w->last[r] + 0) / 1 * 1;
+                for (c = hi; c < ce; c++) sr[c] = -INFINITY;
+            }
         }
+        /* max and exp over the vectors holding the columns this row may
+           see; the others get probability 0 */
+        attn_gpt2_softmax__scalar(sr, cls == TILE_FULL ? 0 : w->first[r] / 1 * 1,
+                cls == TILE_FULL ? TK : (w->last[r] + 0) / 1 * 1, &w->m[r], &w->l[r], &w->alpha[r]);
+    }
+}
 
-        /* score terms, mask, online softmax */
-        for (r = 0; r < tq; r++) {
-            float *sr = w->s + r * TK;
-            if (cls == TILE_PARTIAL) { /* hide what this row does not see */
-                /* in tile columns the row sees [0, sk) and [lo, hi), with sk <= lo <= hi */
-                const int64_t lo = w->lo[r] - j0 < 0 ? 0 : (w->lo[r] - j0 > TK ? TK : w->lo[r] - j0);
-                const int64_t hi = w->hi[r] - j0 < lo ? lo : (w->hi[r] - j0 > TK ? TK : w->hi[r] - j0);
-                const int64_t sk = w->sink_hi[r] - j0 < 0 ? 0 : (w->sink_hi[r] - j0 > lo ? lo : w->sink_hi[r] - j0);
-                { /* the softmax reads from the vector of the row's first visible column on, if any */
-                    const int64_t cf = w->last[r] <= w->first[r] ? lo : w->first[r] / 1 * 1;
-                    for (c = cf > sk ? cf : sk; c < lo; c++) sr[c] = -INFINITY;
-                }
-                { /* past hi, only the columns of the softmax's last vector: it zeroes the ones after */
-                    const int64_t ce = (w->last[r] + 0) / 1 * 1;
-                    for (c = hi; c < ce; c++) sr[c] = -INFINITY;
+/* The same tile's O = alpha * O + P V over the keys each row block may see (V
+ * packed at vp from key k0); while pf, each call asks for the next unit's Q
+ * rows (query head nh of batch b, rows ni + k * nstep) in L2, a block of them a call. */
+ATTN_NO_AUTOVEC static ATTN_INLINE void attn_gpt2_upv__scalar(const attn_args *args, const float *vp, int64_t k0, int64_t j0, int64_t jn,
+        int64_t b, int64_t tq, attn_gpt2_tile_class cls, attn_gpt2_scratch__scalar *w, int pf, int64_t nh, int64_t ni, int64_t nstep)
+{
+    int64_t r;
+    for (r = 0; r < tq;) {
+        const int64_t rows = tq - r >= 4 ? 4 : 1; /* the widest kernel that fits */
+        int64_t jlo = TK, jhi = 0, k;
+        if (cls == TILE_FULL) {
+            jlo = 0;
+            jhi = TK;
+        } else {
+            for (k = r; k < r + rows; k++) {
+                if (w->last[k] > w->first[k]) {
+                    if (w->first[k] < jlo) jlo = w->first[k];
+                    if (w->last[k] > jhi) jhi = w->last[k];
                 }
             }
-            /* max and exp over the vectors holding the columns this row may
-               see; the others get probability 0 */
-            attn_gpt2_softmax__scalar(sr, cls == TILE_FULL ? 0 : w->first[r] / 1 * 1,
-                    cls == TILE_FULL ? TK : (w->last[r] + 0) / 1 * 1, &w->m[r], &w->l[r], &w->alpha[r]);
+            if (jhi > jn) jhi = jn;
+            if (jlo > jhi) jlo = jhi;
         }
-
-        /* O = alpha * O + P V over the keys each row block may see */
-        for (r = 0; r < tq;) {
-            const int64_t rows = tq - r >= 4 ? 4 : 1; /* the widest kernel that fits */
-            int64_t jlo = TK, jhi = 0, k;
-            if (cls == TILE_FULL) {
-                jlo = 0;
-                jhi = TK;
-            } else {
-                for (k = r; k < r + rows; k++) {
-                    if (w->last[k] > w->first[k]) {
-                        if (w->first[k] < jlo) jlo = w->first[k];
-                        if (w->last[k] > jhi) jhi = w->last[k];
-                    }
-                }
-                if (jhi > jn) jhi = jn;
-                if (jlo > jhi) jlo = jhi;
-            }
-            switch (rows) {
-            case 4:
-                attn_gpt2_pv_4x64_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
-                break;
-            default:
-                attn_gpt2_pv_1x64_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
-                break;
-            }
-            if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
-                attn_gpt2_prefetch_q(args, b, nh, ni + r * nstep, ni + (r + rows) * nstep, nstep);
-            r += rows;
+        switch (rows) {
+        case 4:
+            attn_gpt2_pv_4x64_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            break;
+        default:
+            attn_gpt2_pv_1x64_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            break;
         }
-        pf = 0;
+        if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
+            attn_gpt2_prefetch_q(args, b, nh, ni + r * nstep, ni + (r + rows) * nstep, nstep);
+        r += rows;
     }
+}
 
-    if (part && k1 < args->seq_k) { /* keys remain: the rows' sums, for the next chunk */
-        for (r = 0; r < tq; r++) {
-            float *pr = part + ((h % GROUP) * args->seq_q + i0 + r) * 66;
-            memcpy(pr, w->o + r * 64, sizeof(float) * 64);
-            pr[64] = w->m[r];
-            pr[65] = w->l[r];
-        }
-        return;
-    }
-    /* epilogue: O = O / l, LSE = m + log(l); rows that saw no key give 0 and -inf */
+/* The epilogue of a unit's rows i0 + r (r < tq) of query head h of batch b:
+ * O = O / l, LSE = m + log(l); rows that saw no key give 0 and -inf. */
+ATTN_NO_AUTOVEC static ATTN_INLINE void attn_gpt2_uend__scalar(const attn_args *args, int64_t b, int64_t h, int64_t i0, int64_t tq,
+        attn_gpt2_scratch__scalar *w)
+{
+    int64_t r;
     for (r = 0; r < tq; r++) {
         float *orow = attn_gpt2_o_row(args, b, i0 + r, h);
-        const float *acc = w->o + r * 64;
+        const float *acc = w->o + r * PREFILL_DVP;
         const float l = w->l[r];
         const float vinv = (l == 0.0f ? 0.0f : 1.0f / l);
         *(orow + 0) = (*(acc + 0) * vinv);
@@ -13819,6 +14103,55 @@ ATTN_NO_AUTOVEC static void attn_gpt2_unit__scalar(const attn_args *args, const 
     }
 }
 
+/* One work unit: query head h of batch b, query rows [i0, i0 + tq), against
+ * the keys [k0, k1) packed at kt and vp.  Where part is NULL these are all
+ * the keys; else the rows start from their sums over the keys before k0
+ * (where k0 > 0) and, where keys remain past k1, leave their sums there
+ * (PREFILL_PART floats a row: O unnormalized, m, l) instead of O.
+ * While the P*V calls of its first key tile run, it asks for the Q
+ * rows of the unit this thread most likely runs next in L2 (query head nh,
+ * rows ni, ni + nstep, ... as many as its own; none where ni < 0): one
+ * head's rows lie a page or more apart, beyond the hardware prefetchers. */
+ATTN_NO_AUTOVEC static void attn_gpt2_unit__scalar(const attn_args *args, const float *kt, const float *vp, int64_t k0, int64_t k1,
+        int64_t b, int64_t h, int64_t i0, int64_t tq, attn_gpt2_scratch__scalar *w, float *part,
+        int64_t nh, int64_t ni, int64_t nstep)
+{
+    const int64_t lk = args->seq_k;
+    int64_t jmin = INT64_MAX, jmax = 0; /* the keys any row may see lie in [jmin, jmax) */
+    int64_t t;
+    int pf = ni >= 0; /* the next unit's Q rows are still to be prefetched */
+    int64_t r;
+
+    attn_gpt2_uspan__scalar(args, i0, tq, lk, w, &jmin, &jmax);
+    if (part && k0 > 0 && k1 < args->seq_k && (jmax <= k0 || jmin >= k1))
+        return; /* no row sees a key of this chunk, nor is it the last: the rows' sums stay as they are */
+    attn_gpt2_uload__scalar(args, b, h, i0, tq, lk, w, part, k0);
+    if (jmin < k0) jmin = k0; /* this chunk's keys */
+    if (jmax > k1) jmax = k1;
+
+    for (t = jmin / TK; t * TK < jmax; t++) { /* the tiles outside [jmin, jmax) are hidden */
+        const int64_t j0 = t * TK;
+        const int64_t jn = lk - j0 < TK ? lk - j0 : TK; /* keys of this tile that exist */
+        const attn_gpt2_tile_class cls = attn_gpt2_classify(tq, j0, j0 + TK, w->lo, w->hi, w->sink_hi, w->first, w->last);
+        if (cls == TILE_HIDDEN) continue; /* no row sees this tile */
+        attn_gpt2_uscores__scalar(kt, k0, j0, tq, cls, w);
+        attn_gpt2_usoft__scalar(args, b, h, i0, tq, lk, j0, jn, cls, w);
+        attn_gpt2_upv__scalar(args, vp, k0, j0, jn, b, tq, cls, w, pf, nh, ni, nstep);
+        pf = 0;
+    }
+
+    if (part && k1 < args->seq_k) { /* keys remain: the rows' sums, for the next chunk */
+        for (r = 0; r < tq; r++) {
+            float *pr = part + ((h % GROUP) * args->seq_q + i0 + r) * PREFILL_PART;
+            memcpy(pr, w->o + r * PREFILL_DVP, sizeof(float) * PREFILL_DVP);
+            pr[PREFILL_DVP] = w->m[r];
+            pr[PREFILL_DVP + 1] = w->l[r];
+        }
+        return;
+    }
+    attn_gpt2_uend__scalar(args, b, h, i0, tq, w);
+}
+
 /* Batch by batch and kv head by kv head: all threads pack that head's K and
  * V, then share its (query head, query tile) units; packed K/V and scratch
  * are allocated once per call.
@@ -13830,55 +14163,47 @@ ATTN_NO_AUTOVEC attn_status attn_gpt2_fwd__scalar(const attn_args *args)
     const attn_status st = attn_check_args(&attn_gpt2_kernel.spec, args);
     int64_t B, Lq, lkp, nq;
     int64_t kc; /* keys packed at a time */
-    int threads, nt;
-    float *kt = NULL, *vp = NULL;
-    float *part = NULL; /* the rows' sums between chunks, 66 floats a row, for the rows of a kv head's query heads */
-    int failed = 0;
+    int nth, nt;
+    attn_gpt2_playout lay; /* the call's memory: one block (prefill_mem) */
+    char *mem;
+    attn_status mst;
+    float *kt, *vp;
+    float *part; /* the rows' sums between chunks, PREFILL_PART floats a row, for the rows of a kv head's query heads */
 
     if (st != ATTN_OK) return st; /* before reading args: NULL, or lengths near INT64_MAX */
     B = args->batch;
     Lq = args->seq_q;
     lkp = (args->seq_k + TK - 1) / TK * TK; /* keys, rounded up to whole tiles */
     nq = (Lq + TQ - 1) / TQ;
-    threads = args->threads;
-    (void)threads;
     if (B == 0 || Lq == 0) return ATTN_OK;
     if (Lq <= 16) return attn_gpt2_decode__scalar(args); /* few query rows: decode path */
     nt = 0; /* O through the caches: this variant stores no whole f32 vectors past them */
-    if ((uint64_t)lkp > (uint64_t)INT64_MAX / 4 / (D + 64)) return ATTN_ERR_TOO_LARGE;
-    kc = lkp > 16384 ? 4096 : lkp;
-    if (kc < lkp && (uint64_t)Lq > (uint64_t)INT64_MAX / 4 / GROUP / 66) return ATTN_ERR_TOO_LARGE;
-    kt = (float *)attn_alloc(sizeof(float) * (size_t)(kc * D));
-    vp = (float *)attn_alloc(sizeof(float) * (size_t)(kc * 64));
-    if (kc < lkp) part = (float *)attn_alloc(sizeof(float) * (size_t)(GROUP * Lq * 66));
-    if (!kt || !vp || (kc < lkp && !part)) {
-        attn_free(part);
-        attn_free(kt);
-        attn_free(vp);
-        return ATTN_ERR_NOMEM;
-    }
+    /* K^T and V of kc keys at a time (kc: lkp, or past 16384 keys 4096), the rows' sums where kc < lkp, a scratch a thread */
+    nth = attn_gpt2_call_threads(args->threads);
+    mst = attn_gpt2_prefill_mem(args, &attn_gpt2_pvariants[PREFILL_VARIANT], nth, &lay, &mem);
+    if (mst != ATTN_OK) return mst;
+    kc = lay.kc;
+    kt = (float *)(mem + lay.kt);
+    vp = (float *)(mem + lay.vp);
+    part = (float *)(mem + lay.part);
 
 #ifdef _OPENMP
-#pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
+#pragma omp parallel num_threads(nth)
 #endif
     {
-        attn_gpt2_scratch__scalar *w = (attn_gpt2_scratch__scalar *)attn_alloc(sizeof(*w));
+#ifdef _OPENMP
+        attn_gpt2_scratch__scalar *w = (attn_gpt2_scratch__scalar *)(mem + lay.scratch + (size_t)omp_get_thread_num() * lay.thread);
+#else
+        attn_gpt2_scratch__scalar *w = (attn_gpt2_scratch__scalar *)(mem + lay.scratch);
+#endif
         int64_t g, u, k0;
 #ifdef _OPENMP
         const int64_t team = omp_get_num_threads(); /* a unit's successor in this thread is about `team` units on */
 #else
         const int64_t team = 1;
 #endif
-        if (w) {
-            memset(w, 0, sizeof(*w)); /* score columns a block skips are never uninitialized */
-            w->nt = nt;
-        }
-        if (!w) {
-#ifdef _OPENMP
-#pragma omp critical
-#endif
-            failed = 1;
-        }
+        memset(w, 0, sizeof(*w)); /* score columns a block skips are never uninitialized */
+        w->nt = nt;
         for (g = 0; g < B * HKV; g++) { /* every thread walks the same groups */
             const int64_t b = g / HKV, hk = g % HKV;
             const attn_gpt2_kv kv = attn_gpt2_kv_of(args, b);
@@ -13889,8 +14214,8 @@ ATTN_NO_AUTOVEC attn_status attn_gpt2_fwd__scalar(const attn_args *args)
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
-                for (u = k0 / 2; u < k1 / 2; u++)
-                    attn_gpt2_kvpack_f32__scalar(&kv, hk, u * 2, lk, kt + (u * 2 - k0) * D, vp + (u * 2 - k0) * 64);
+                for (u = k0 / PREFILL_NC; u < k1 / PREFILL_NC; u++)
+                    attn_gpt2_kvpack_f32__scalar(&kv, hk, u * PREFILL_NC, lk, kt + (u * PREFILL_NC - k0) * PREFILL_KTKEY, vp + (u * PREFILL_NC - k0) * PREFILL_DVP);
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
@@ -13899,20 +14224,24 @@ ATTN_NO_AUTOVEC attn_status attn_gpt2_fwd__scalar(const attn_args *args)
                     const int64_t qt = nq - 1 - u % nq, nu = u + team; /* this thread's next unit, most likely */
                     const int64_t h = hk * GROUP + u / nq;
                     const int64_t i0 = qt * TQ;
-                    if (w)
-                        attn_gpt2_unit__scalar(args, kt, vp, k0, k1, b, h, i0, Lq - i0 < TQ ? Lq - i0 : TQ, w, part,
-                                hk * GROUP + nu / nq, nu < GROUP * nq ? (nq - 1 - nu % nq) * TQ : -1, 1);
+                    attn_gpt2_unit__scalar(args, kt, vp, k0, k1, b, h, i0, Lq - i0 < TQ ? Lq - i0 : TQ, w, part,
+                            hk * GROUP + nu / nq, nu < GROUP * nq ? (nq - 1 - nu % nq) * TQ : -1, 1);
                 }
                 k0 += kc;
             } while (k0 < lkp);
         }
-        attn_free(w);
     }
-    attn_free(kt);
-    attn_free(vp);
-    attn_free(part);
-    return failed ? ATTN_ERR_NOMEM : ATTN_OK;
+    if (!args->workspace) attn_free(mem);
+    return ATTN_OK;
 }
+
+#undef PREFILL_QROW
+#undef PREFILL_KTKEY
+#undef PREFILL_DVP
+#undef PREFILL_NC
+#undef PREFILL_PART
+#undef PREFILL_SCRATCH
+#undef PREFILL_VARIANT
 #endif /* build part of scalar */
 #if !defined(ATTN_BUILD_PART) || ATTN_BUILD_PART == 0
 
@@ -14065,12 +14394,25 @@ attn_status attn_gpt2_fwd(const attn_args *args)
 
 size_t attn_gpt2_workspace_size(int64_t batch, int64_t seq_q, int64_t seq_k, int threads)
 {
-    attn_gpt2_dlayout lay;
+    attn_gpt2_playout lay;
+    size_t n = 0;
+    int i;
+    attn_gpt2_dlayout dlay;
     int64_t chunk;
-    if (batch <= 0 || seq_q <= 0 || seq_q > 16 || seq_k < 0 || threads < 0) return 0;
-    chunk = attn_gpt2_split_keys(seq_k);
-    if (!attn_gpt2_dlayout_of(batch, HQ * seq_q, seq_k > 0 ? (seq_k + chunk - 1) / chunk : 1,
-            attn_gpt2_decode_threads(threads), &lay)) return SIZE_MAX;
-    return lay.bytes;
+    if (batch <= 0 || seq_q <= 0 || seq_k < 0 || threads < 0) return 0;
+    if (seq_q <= 16) { /* the decode path */
+        chunk = attn_gpt2_split_keys(seq_k);
+        if (!attn_gpt2_dlayout_of(batch, HQ * seq_q, seq_k > 0 ? (seq_k + chunk - 1) / chunk : 1,
+                attn_gpt2_call_threads(threads), &dlay)) return SIZE_MAX;
+        return dlay.bytes;
+    }
+    /* the prefill path: the largest block of the variants this CPU runs (the one a call
+       runs is picked at run time: attn_pick_variant, or the caller's) */
+    for (i = 0; i < 4; i++) {
+        if (!attn_isa_supported(attn_gpt2_pvariants[i].isa)) continue;
+        if (!attn_gpt2_playout_of(seq_q, seq_k, attn_gpt2_call_threads(threads), &attn_gpt2_pvariants[i], &lay)) return SIZE_MAX;
+        if (lay.bytes > n) n = lay.bytes;
+    }
+    return n;
 }
 #endif /* build part 0 */

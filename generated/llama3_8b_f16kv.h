@@ -56,9 +56,9 @@ attn_status attn_llama3_8b_f16kv_append(const attn_args *args);
 /*
  * Bytes of the workspace a call of these sizes needs (args->workspace, kept by
  * the caller between calls; threads as args->threads, 0: OpenMP's default):
- * 0 where the call needs none (no query rows, or more than 16, the
- * prefill path, whose memory comes from the allocator hook); SIZE_MAX where a
- * size overflows (the call then fails with ATTN_ERR_TOO_LARGE).
+ * the decode path's block for up to 16 query rows, else the prefill
+ * path's (the largest of the variants this CPU runs); 0 where the call has no query rows;
+ * SIZE_MAX where a size overflows (the call then fails with ATTN_ERR_TOO_LARGE).
  */
 size_t attn_llama3_8b_f16kv_workspace_size(int64_t batch, int64_t seq_q, int64_t seq_k, int threads);
 

@@ -263,7 +263,7 @@ typedef struct attn_args {
     const void *k_new, *v_new;  /* [B][seq_new][Hkv][D], [B][seq_new][Hkv][Dv] in dtype_q */
     int64_t kn_stride[3], vn_stride[3]; /* element strides {b, t, h} of k_new, v_new */
     int64_t seq_new;            /* the new rows of each sequence, Ln >= 0 */
-    /* sdpa kernels' decode path: the caller's scratch memory, kept between calls, of at least
+    /* sdpa kernels' forward calls (prefill and decode paths): the caller's scratch memory, kept between calls, of at least
        attn_NAME_workspace_size(batch, seq_q, seq_k, threads) bytes (any alignment);
        NULL: the allocator hook's, once a call */
     void *workspace;

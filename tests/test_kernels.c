@@ -22,6 +22,7 @@
 #include "attn_reference.h"
 #include "attn_runtime.h"
 #include "attn_verify.h"
+#include "attn_cases_qkv.h"
 #include "verify_variants.h"
 
 #define MAX_CASES 64
@@ -1188,8 +1189,8 @@ Test(decode, threads_bitwise)
             }
 }
 
-/* The caller's workspace (args.workspace): its size is 0 where the call takes
-   the prefill path or has no rows, grows with the threads, and a byte short
+/* The caller's workspace (args.workspace): its size is 0 where the call has
+   no rows, grows with the threads, and a byte short
    of it is ATTN_ERR_WORKSPACE before anything is written; of the size (at any
    alignment) the call gives the allocator's bits for 1, 2 and 3 threads.  The
    two-thread runs of every kernel's cases use one too (attn_cases_sdpa.c). */
@@ -1207,7 +1208,7 @@ Test(decode, workspace)
     attn_args a;
     cr_assert(k->workspace_size != NULL);
     cr_expect_eq(k->workspace_size(B, 0, Lk, 1), 0);
-    cr_expect_eq(k->workspace_size(B, 65, Lk, 1), 0, "the prefill path (more than decode_max_q rows, 64 at most) needs none");
+    cr_expect_gt(k->workspace_size(B, 65, Lk, 1), 0, "the prefill path (more than decode_max_q rows, 64 at most) needs one too");
     cr_expect_gt(k->workspace_size(B, Lq, Lk, 2), k->workspace_size(B, Lq, Lk, 1));
     for (i = 0; i < nq; i++) q[i] = (float)((i * 37) % 101) / 101.0f - 0.5f;
     for (i = 0; i < nkv; i++) kk[i] = (float)((i * 53) % 97) / 97.0f - 0.5f, v[i] = (float)((i * 29) % 89) / 89.0f;
@@ -1234,6 +1235,106 @@ Test(decode, workspace)
     cr_expect_str_eq(attn_status_string(ATTN_ERR_WORKSPACE), "workspace_bytes is below the kernel's workspace size");
     for (t = 0; t < 4; t++) free(o[t]);
     free(q), free(kk), free(v);
+}
+
+/* The allocator hook of Test(prefill, workspace): every call is counted and fails. */
+static int ws_hook_calls;
+static void *ws_failing_alloc(size_t bytes, void *user)
+{
+    (void)bytes, (void)user;
+    ws_hook_calls++;
+    return NULL;
+}
+static void ws_counting_free(void *ptr, void *user)
+{
+    (void)user;
+    if (ptr != NULL) ws_hook_calls++;
+}
+
+/* The prefill path takes all its memory from the caller's workspace: with an
+   allocator hook that fails on every call, a workspace of
+   attn_NAME_workspace_size's bytes (at an odd address) gives the bits of a run
+   on the hook's memory, for 1 and 2 threads and every variant; half of it is
+   ATTN_ERR_WORKSPACE before O is written, and so is a byte less for the
+   variants whose block is the largest (the size is the largest block of the
+   variants the CPU runs, so at least one of them has it); on Llama-3-8B's shape run in
+   chunks (8300 keys: 2048 at a time past 8192, the rows' sums carried) and in
+   one, a config's prefill_chunk (t_everything), and both gathered passes of
+   the sparse patterns (the summary keys' panel, each thread's residue panel). */
+Test(prefill, workspace)
+{
+    const struct { const attn_kernel *k; int64_t lq, lk; } cs[] = {
+        { &attn_llama3_8b_kernel, 65, 8300 }, { &attn_llama3_8b_kernel, 100, 300 },
+        { &attn_t_everything_kernel, 70, 400 }, { &attn_t_sparse_fixed_kernel, 70, 200 },
+        { &attn_t_sparse_strided_kernel, 70, 200 },
+    };
+    size_t i;
+    int j, t, largest;
+    for (i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        largest = 0; /* runs a byte short that were ATTN_ERR_WORKSPACE */
+        for (j = 0; j < cs[i].k->n_variants; j++)
+            for (t = 1; t <= 2; t++) {
+                const attn_kernel *k = cs[i].k;
+                const attn_variant *v = &k->variants[j];
+                attn_qkv_case cb;
+                attn_case c;
+                size_t n;
+                char *ws, *o_hook, *o_reset;
+                float *lse_hook;
+                attn_status short_st, edge_st, st;
+                if (!attn_isa_supported(v->isa)) continue;
+                memset(&cb, 0, sizeof cb);
+                memset(&c, 0, sizeof c);
+                c.batch = 2, c.seq_q = cs[i].lq, c.seq_k = cs[i].lk, c.ragged = k->spec.padding, c.seed = 5;
+                c.threads = t;
+                cr_assert_eq(attn_qkv_build(&cb, &k->spec, &c), ATTN_OK);
+                cb.args.threads = t;
+                n = k->workspace_size(c.batch, c.seq_q, c.seq_k, t);
+                cr_assert(n > 0 && n != SIZE_MAX, "%s: workspace_size %zu", k->spec.name, n);
+                cr_assert_eq(v->fwd(&cb.args), ATTN_OK);
+                o_hook = malloc(cb.o.bytes), o_reset = malloc(cb.o.bytes);
+                lse_hook = malloc(cb.lse_count * sizeof(float));
+                ws = malloc(n + 5);
+                cr_assert(o_hook && o_reset && lse_hook && ws);
+                memcpy(o_hook, cb.o.ptr, cb.o.bytes);
+                memcpy(lse_hook, cb.lse.ptr, cb.lse_count * sizeof(float));
+                attn_qkv_reset(&cb);
+                memcpy(o_reset, cb.o.ptr, cb.o.bytes);
+                cb.args.workspace = ws + 5, cb.args.workspace_bytes = n / 2;
+                ws_hook_calls = 0;
+                attn_set_allocator(ws_failing_alloc, ws_counting_free, NULL);
+                short_st = v->fwd(&cb.args);
+                cr_expect_eq(memcmp(cb.o.ptr, o_reset, cb.o.bytes), 0, "%s/%s: O written before the workspace was checked",
+                             k->spec.name, attn_isa_name(v->isa));
+                cb.args.workspace_bytes = n - 1;
+                edge_st = v->fwd(&cb.args);
+                if (edge_st == ATTN_ERR_WORKSPACE) {
+                    largest++;
+                    cr_expect_eq(memcmp(cb.o.ptr, o_reset, cb.o.bytes), 0, "%s/%s: O written a byte short",
+                                 k->spec.name, attn_isa_name(v->isa));
+                }
+                attn_qkv_reset(&cb);
+                cb.args.workspace_bytes = n;
+                st = v->fwd(&cb.args);
+                attn_set_allocator(NULL, NULL, NULL);
+                cr_expect_eq(short_st, ATTN_ERR_WORKSPACE, "%s/%s, %d threads: half the size", k->spec.name,
+                             attn_isa_name(v->isa), t);
+                cr_expect(edge_st == ATTN_ERR_WORKSPACE || edge_st == ATTN_OK, "%s/%s, %d threads: a byte short: %s",
+                          k->spec.name, attn_isa_name(v->isa), t, attn_status_string(edge_st));
+                cr_expect_eq(st, ATTN_OK, "%s/%s, %d threads: %s", k->spec.name, attn_isa_name(v->isa), t,
+                             attn_status_string(st));
+                cr_expect_eq(ws_hook_calls, 0, "%s/%s, %d threads: %d calls of the allocator hook", k->spec.name,
+                             attn_isa_name(v->isa), t, ws_hook_calls);
+                cr_expect_eq(memcmp(cb.o.ptr, o_hook, cb.o.bytes), 0, "%s/%s, %d threads: O differs from the hook's run",
+                             k->spec.name, attn_isa_name(v->isa), t);
+                cr_expect_eq(memcmp(cb.lse.ptr, lse_hook, cb.lse_count * sizeof(float)), 0,
+                             "%s/%s, %d threads: LSE differs", k->spec.name, attn_isa_name(v->isa), t);
+                cb.args.workspace = NULL, cb.args.workspace_bytes = 0;
+                attn_qkv_free(&cb);
+                free(o_hook), free(o_reset), free(lse_hook), free(ws);
+            }
+        cr_expect_gt(largest, 0, "%s: no variant needs all of workspace_size", cs[i].k->spec.name);
+    }
 }
 
 /* A call with fewer than DECODE_HEAD_SPLIT splits gives each kv head a unit of its

@@ -7,6 +7,7 @@ local schema = require("schema")
 local util = require("util")
 local naming = require("naming")
 local decode = require("planner.sdpa_decode")
+local prefill = require("planner.sdpa_prefill")
 
 local M = {}
 
@@ -655,6 +656,8 @@ local function plan_variants(p, cfg)
   for _, v in ipairs(p.variants) do
     if p.decode.max_q > 0 and not v.decode_by then v.dsched = decode.schedule(p, v) end
   end
+  -- the prefill path's constants and memory of each variant (planner/sdpa_prefill.lua)
+  for i, v in ipairs(p.variants) do v.prefill = prefill.plan(p, v, i) end
 end
 
 --- The backward pass (backward = true): its names, the storage of its

@@ -594,6 +594,28 @@ describe("ISA storage-type operations", function()
         isa = { "avx512" } }))
       assert.same({ avx512 = {} }, chunks({ head_dim = 16, prefill_chunk = 0, isa = { "avx512" } }))
     end)
+    it("size each variant's memory: its packed rows, its chunks (0: none) and a thread's scratch on whole lines",
+      function()
+        local p = plan_of({ heads_q = 32, heads_kv = 8, head_dim = 128, dtype = "bf16", matmul = "bf16",
+          isa = { "avx512bf16", "avx512", "scalar" } })
+        for i, v in ipairs(p.variants) do
+          local pf = v.prefill
+          assert.equal(i - 1, pf.index, v.name)
+          assert.equal(v.dp and 2 or 4, pf.esize, v.name)
+          assert.equal(v.dp and 2 * v.dp_pairs or 128, pf.ktkey, v.name)
+          assert.equal(v.dvp + 2, pf.part, v.name)
+          assert.same({ v.prefill_chunk, v.prefill_chunk_from }, { pf.chunk, pf.chunk_from }, v.name)
+          -- the scratch's arrays: Q, S (and P in bf16), O and the rows' sums and spans, at least
+          local least = p.tile.q * (pf.qrow * pf.esize + p.tile.kv * (v.dp and 6 or 4) + v.dvp * 4 + 3 * 4 + 5 * 8)
+          assert.is_true(is_integer(pf.thread) and pf.thread % 64 == 0 and pf.thread >= least, v.name)
+        end
+        -- a gathered sparse pattern carries its sums, never in chunks
+        local sp = plan_of({ heads_q = 4, heads_kv = 2, head_dim = 20, sparse = { pattern = "strided", stride = 8 },
+          isa = { "avx2" } }).variants[1].prefill
+        assert.same({ "strided", 0, 0 }, { sp.gather, sp.chunk, sp.chunk_from })
+        local none = plan_of({ head_dim = 16, prefill_chunk = 0, isa = { "avx2" } }).variants[1].prefill
+        assert.same({ 0, 0 }, { none.chunk, none.chunk_from })
+      end)
   end)
 
   describe("dropout", function()
