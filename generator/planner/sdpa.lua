@@ -206,6 +206,38 @@ function M.alibi_slopes(n)
   return slopes
 end
 
+--- The streaming decode path's block step for K/V caches of llama.cpp's
+-- blocks (lib/decode_qblock): a kv head's rows take STREAM_QBLOCK_KEYS keys
+-- a step (the block's scores, one softmax update, then P*V with O in
+-- registers over a chunk of Dv), where the one-key step loads and stores O
+-- at every key and dequantizes each V vector with its block's scale.  Taken
+-- on the ISAs that spell a block's codes as f32 in one vector (x86:
+-- isa.block_codes_i8 and _u4, lanes dividing 32); the others keep the one-key
+-- step.  Each kv head asks for its rows STREAM_QBLOCK_AHEAD keys on after its
+-- step.  docs/benchmarks.md ("Decode with integer products") has the figures.
+M.STREAM_QBLOCK_KEYS = 16
+M.STREAM_QBLOCK_AHEAD = 16
+
+--- The block step of a streaming plan st (nil where it is not taken): its
+-- keys, keys ahead, and by rows a kv head the vectors of Dv a P*V chunk
+-- holds in registers (half the registers in accumulators; a chunk whole
+-- blocks, or a whole part of one).
+function M.stream_qblock(plan, v, st)
+  local isa, L = v.isa, v.lanes
+  if not (plan.kv_block and isa.block_codes_i8 and isa.block_codes_u4 and L >= 8 and 32 % L == 0) then return nil end
+  local nvec, acc = math.floor(plan.Dv / L), math.floor(isa.regs / 2)
+  local qb = { keys = M.STREAM_QBLOCK_KEYS, ahead = M.STREAM_QBLOCK_AHEAD, vectors = {} }
+  for _, rows in ipairs(st.rows) do
+    local best = 1
+    for cv = 1, nvec do
+      local w = cv * L
+      if nvec % cv == 0 and cv * rows <= acc and (w % 32 == 0 or 32 % w == 0) then best = cv end
+    end
+    qb.vectors[rows] = best
+  end
+  return qb
+end
+
 --- The streaming decode path of a variant, or nil where the ISA has no
 -- four-float registers or the rows do not fit.
 local function stream_plan(plan, v)
@@ -241,6 +273,7 @@ local function stream_plan(plan, v)
         st.rows[lq], st.nkeys[rows], st.by_cpu[rows] = rows, nk, by_cpu
         st.l2[rows] = plan.dtype.kv == "f32" or big
       end
+      st.qblock = M.stream_qblock(plan, v, st)
       return st
     end
   end
