@@ -64,7 +64,7 @@ M.OPS = {
     what = "streaming decode: M rows += the weights of N keys times their V rows" },
   srescale = { shape = "MxN", isa = true, what = "streaming decode: M rows of O times their rescale factors" },
   sqblk = { shape = "MxN", dtype = "kv", isa = true,
-    what = "streaming decode, block caches: M rows against N keys, scores, one softmax update, P*V with O in registers" },
+    what = "streaming decode, block caches: M rows against N keys (scores, one softmax update, P*V, O in registers)" },
   sqbdot = { shape = "MxN", dtype = "kv", isa = true,
     what = "streaming decode, block caches: M rows' f32 scores against N keys (2), a block's scale once a row" },
   sterms = { shape = "MxN", isa = true, what = "streaming decode: score terms and hiding of M rows at one key" },
