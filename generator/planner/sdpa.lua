@@ -212,9 +212,12 @@ end
 -- registers over a chunk of Dv), where the one-key step loads and stores O
 -- at every key and dequantizes each V vector with its block's scale.  Taken
 -- on the ISAs that spell a block's codes as f32 in one vector (x86:
--- isa.block_codes_i8 and _u4, lanes dividing 32); the others keep the one-key
--- step.  Each kv head asks for its rows STREAM_QBLOCK_AHEAD keys on after its
--- step.  docs/benchmarks.md ("Decode with integer products") has the figures.
+-- isa.block_codes_i8 and _u4, lanes dividing 32) where the unit has steps
+-- without score terms; the others keep the one-key step.  Each kv head asks
+-- for its rows STREAM_QBLOCK_AHEAD keys on, into L1, after its step (L2:
+-- 34.2 ms against 21.5 in L1, 32 keys a block 36.5, two blocks ahead 26.9;
+-- Zen 5, loaded).  docs/benchmarks.md ("The streaming block step") has the
+-- figures.
 M.STREAM_QBLOCK_KEYS = 16
 M.STREAM_QBLOCK_AHEAD = 16
 
@@ -225,6 +228,8 @@ M.STREAM_QBLOCK_AHEAD = 16
 function M.stream_qblock(plan, v, st)
   local isa, L = v.isa, v.lanes
   if not (plan.kv_block and isa.block_codes_i8 and isa.block_codes_u4 and L >= 8 and 32 % L == 0) then return nil end
+  -- score terms on every key (ALiBi, a relative bias, a mask): the unit has no step without them
+  if plan.alibi or plan.rel_bias or plan.mask ~= "none" then return nil end
   local nvec, acc = math.floor(plan.Dv / L), math.floor(isa.regs / 2)
   local qb = { keys = M.STREAM_QBLOCK_KEYS, ahead = M.STREAM_QBLOCK_AHEAD, vectors = {} }
   for _, rows in ipairs(st.rows) do
