@@ -3932,6 +3932,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q4kv_sunit_4x1
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             enum { QBLOCK_KEYS = 16, QBLOCK_AHEAD = 16 }; /* the block step's keys; keys ahead it asks for */
             int64_t jb, c;
+            (void)pn;
             for (jb = j_begin; jb + QBLOCK_KEYS <= j_end; jb += QBLOCK_KEYS)
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     attn_llama3_8b_q4kv_sqblk_4x16_q4_0__avx512(w->sq + hk * 512, &kv, hk, jb, w->sm + hk * 4, w->sl + hk * 4,
@@ -6967,6 +6968,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q4kv_sunit_4
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             enum { QBLOCK_KEYS = 16, QBLOCK_AHEAD = 16 }; /* the block step's keys; keys ahead it asks for */
             int64_t jb, c;
+            (void)pn;
             for (jb = j_begin; jb + QBLOCK_KEYS <= j_end; jb += QBLOCK_KEYS)
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     attn_llama3_8b_q4kv_sqblk_4x16_q4_0__avx2(w->sq + hk * 512, &kv, hk, jb, w->sm + hk * 4, w->sl + hk * 4,
