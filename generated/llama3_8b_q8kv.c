@@ -3387,6 +3387,229 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_llama3_8b_q8kv_
     return _mm_set_ps(h3, h2, h1, h0);
 }
 
+/* The base-2 scores of 4 rows (q: rows 128 floats apart) against the K rows k0 and k1 into
+ * s0[0..4) and s1[0..4) (0 past 4): per 32 values of a block the products of the codes,
+ * then the block's scale d_k once a row (d_k sum q_i c_i). */
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_llama3_8b_q8kv_sqbdot_4x2_q8_0__avx512(const float *restrict q, const attn_block_q8_0 *restrict k0,
+        const attn_block_q8_0 *restrict k1, float *restrict s0, float *restrict s1)
+{
+    __m512 a0_0 = _mm512_setzero_ps(), a1_0 = _mm512_setzero_ps();
+    __m512 a0_1 = _mm512_setzero_ps(), a1_1 = _mm512_setzero_ps();
+    __m512 a0_2 = _mm512_setzero_ps(), a1_2 = _mm512_setzero_ps();
+    __m512 a0_3 = _mm512_setzero_ps(), a1_3 = _mm512_setzero_ps();
+    int b;
+    for (b = 0; b < 4; b++) {
+        const __m512 d0 = _mm512_cvtph_ps(_mm256_set1_epi16((short)k0[b].d)), d1 = _mm512_cvtph_ps(_mm256_set1_epi16((short)k1[b].d));
+        {
+            const __m512 x0_0 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(k0[b].q + 0)))), x1_0 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(k1[b].q + 0))));
+            const __m512 x0_1 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(k0[b].q + 16)))), x1_1 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(k1[b].q + 16))));
+            {
+                const __m512 qv0 = _mm512_loadu_ps(q + 0 + 32 * b + 0);
+                const __m512 qv1 = _mm512_loadu_ps(q + 0 + 32 * b + 16);
+                a0_0 = _mm512_fmadd_ps(_mm512_fmadd_ps(qv1, x0_1, _mm512_mul_ps(qv0, x0_0)), d0, a0_0);
+                a1_0 = _mm512_fmadd_ps(_mm512_fmadd_ps(qv1, x1_1, _mm512_mul_ps(qv0, x1_0)), d1, a1_0);
+            }
+            {
+                const __m512 qv0 = _mm512_loadu_ps(q + 128 + 32 * b + 0);
+                const __m512 qv1 = _mm512_loadu_ps(q + 128 + 32 * b + 16);
+                a0_1 = _mm512_fmadd_ps(_mm512_fmadd_ps(qv1, x0_1, _mm512_mul_ps(qv0, x0_0)), d0, a0_1);
+                a1_1 = _mm512_fmadd_ps(_mm512_fmadd_ps(qv1, x1_1, _mm512_mul_ps(qv0, x1_0)), d1, a1_1);
+            }
+            {
+                const __m512 qv0 = _mm512_loadu_ps(q + 256 + 32 * b + 0);
+                const __m512 qv1 = _mm512_loadu_ps(q + 256 + 32 * b + 16);
+                a0_2 = _mm512_fmadd_ps(_mm512_fmadd_ps(qv1, x0_1, _mm512_mul_ps(qv0, x0_0)), d0, a0_2);
+                a1_2 = _mm512_fmadd_ps(_mm512_fmadd_ps(qv1, x1_1, _mm512_mul_ps(qv0, x1_0)), d1, a1_2);
+            }
+            {
+                const __m512 qv0 = _mm512_loadu_ps(q + 384 + 32 * b + 0);
+                const __m512 qv1 = _mm512_loadu_ps(q + 384 + 32 * b + 16);
+                a0_3 = _mm512_fmadd_ps(_mm512_fmadd_ps(qv1, x0_1, _mm512_mul_ps(qv0, x0_0)), d0, a0_3);
+                a1_3 = _mm512_fmadd_ps(_mm512_fmadd_ps(qv1, x1_1, _mm512_mul_ps(qv0, x1_0)), d1, a1_3);
+            }
+        }
+    }
+    _mm_storeu_ps(s0, attn_hsum4q__avx512(a0_0, a0_1, a0_2, a0_3));
+    _mm_storeu_ps(s1, attn_hsum4q__avx512(a1_0, a1_1, a1_2, a1_3));
+}
+
+/* 4 rows of kv head hk (q: rows 128 floats apart; m, l: their running max and sum,
+ * 4 floats; o: their O) against the 16 keys from j0, every row seeing every key (no score
+ * terms): the block's scores, one online-softmax update for the block (the lazy max moves at
+ * most once, by more than 8.0f as in the one-key step), then O += P V with O held in
+ * registers for 4 vectors of Dv (4 x 4 accumulators) while the block's V rows are read. */
+__attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q8kv_sqblk_4x16_q8_0__avx512(const float *restrict q, const attn_llama3_8b_q8kv_kv *kv, int64_t hk, int64_t j0,
+        float *restrict m, float *restrict l, float *restrict o)
+{
+    float t[64]; /* the block's scores, then its weights: key c's rows at 4 c */
+    const attn_block_q8_0 *kr[16], *vr[16];
+    __m128 mv = _mm_loadu_ps(m), lv = _mm_loadu_ps(l), mx, mr;
+    int c;
+    for (c = 0; c < 16; c++) {
+        kr[c] = attn_llama3_8b_q8kv_k_row(kv, hk, j0 + c);
+        vr[c] = attn_llama3_8b_q8kv_v_row(kv, hk, j0 + c);
+    }
+    for (c = 0; c < 16; c += 2)
+        attn_llama3_8b_q8kv_sqbdot_4x2_q8_0__avx512(q, kr[c], kr[c + 1], t + 4 * c, t + 4 * c + 4);
+    mx = _mm_loadu_ps(t);
+    for (c = 1; c < 16; c++) mx = _mm_max_ps(mx, _mm_loadu_ps(t + 4 * c));
+    if (_mm_movemask_ps(_mm_cmp_ps(mx, _mm_add_ps(mv, _mm_set1_ps(8.0f)), _CMP_GT_OQ))) {
+        /* alpha = 2^(m_old - m_new); rows still at -inf get 0, not NaN */
+        const __m128 mn = _mm_max_ps(mv, mx);
+        const __m128 alpha = attn_exp2_q4__avx512(_mm_sub_ps(mv, _mm_blendv_ps(mn, _mm_setzero_ps(), _mm_cmp_ps(mn, _mm_set1_ps(-3.0e38f), _CMP_LT_OQ))));
+        lv = _mm_mul_ps(lv, alpha);
+        mv = mn;
+        _mm_storeu_ps(m, mv);
+        attn_llama3_8b_q8kv_srescale_4x128__avx512(o, alpha);
+    }
+    mr = _mm_blendv_ps(mv, _mm_setzero_ps(), _mm_cmp_ps(mv, _mm_set1_ps(-3.0e38f), _CMP_LT_OQ));
+    for (c = 0; c < 16; c++) {
+        const __m128 w = attn_exp2_q4__avx512(_mm_sub_ps(_mm_loadu_ps(t + 4 * c), mr));
+        lv = _mm_add_ps(lv, w);
+        _mm_storeu_ps(t + 4 * c, w);
+    }
+    _mm_storeu_ps(l, lv);
+    /* O += P V, 64 values of Dv at a time */
+    {
+        __m512 o0_0 = _mm512_loadu_ps(o + 0);
+        __m512 o0_1 = _mm512_loadu_ps(o + 16);
+        __m512 o0_2 = _mm512_loadu_ps(o + 32);
+        __m512 o0_3 = _mm512_loadu_ps(o + 48);
+        __m512 o1_0 = _mm512_loadu_ps(o + 128);
+        __m512 o1_1 = _mm512_loadu_ps(o + 144);
+        __m512 o1_2 = _mm512_loadu_ps(o + 160);
+        __m512 o1_3 = _mm512_loadu_ps(o + 176);
+        __m512 o2_0 = _mm512_loadu_ps(o + 256);
+        __m512 o2_1 = _mm512_loadu_ps(o + 272);
+        __m512 o2_2 = _mm512_loadu_ps(o + 288);
+        __m512 o2_3 = _mm512_loadu_ps(o + 304);
+        __m512 o3_0 = _mm512_loadu_ps(o + 384);
+        __m512 o3_1 = _mm512_loadu_ps(o + 400);
+        __m512 o3_2 = _mm512_loadu_ps(o + 416);
+        __m512 o3_3 = _mm512_loadu_ps(o + 432);
+        for (c = 0; c < 16; c++) {
+            const attn_block_q8_0 *restrict vc = vr[c];
+            const __m512 w0 = _mm512_set1_ps(t[4 * c + 0]);
+            const __m512 w1 = _mm512_set1_ps(t[4 * c + 1]);
+            const __m512 w2 = _mm512_set1_ps(t[4 * c + 2]);
+            const __m512 w3 = _mm512_set1_ps(t[4 * c + 3]);
+            {
+                const __m512 x = attn_load_q8_0__avx512(vc, 0);
+                o0_0 = _mm512_fmadd_ps(w0, x, o0_0);
+                o1_0 = _mm512_fmadd_ps(w1, x, o1_0);
+                o2_0 = _mm512_fmadd_ps(w2, x, o2_0);
+                o3_0 = _mm512_fmadd_ps(w3, x, o3_0);
+            }
+            {
+                const __m512 x = attn_load_q8_0__avx512(vc, 16);
+                o0_1 = _mm512_fmadd_ps(w0, x, o0_1);
+                o1_1 = _mm512_fmadd_ps(w1, x, o1_1);
+                o2_1 = _mm512_fmadd_ps(w2, x, o2_1);
+                o3_1 = _mm512_fmadd_ps(w3, x, o3_1);
+            }
+            {
+                const __m512 x = attn_load_q8_0__avx512(vc, 32);
+                o0_2 = _mm512_fmadd_ps(w0, x, o0_2);
+                o1_2 = _mm512_fmadd_ps(w1, x, o1_2);
+                o2_2 = _mm512_fmadd_ps(w2, x, o2_2);
+                o3_2 = _mm512_fmadd_ps(w3, x, o3_2);
+            }
+            {
+                const __m512 x = attn_load_q8_0__avx512(vc, 48);
+                o0_3 = _mm512_fmadd_ps(w0, x, o0_3);
+                o1_3 = _mm512_fmadd_ps(w1, x, o1_3);
+                o2_3 = _mm512_fmadd_ps(w2, x, o2_3);
+                o3_3 = _mm512_fmadd_ps(w3, x, o3_3);
+            }
+        }
+        _mm512_storeu_ps(o + 0, o0_0);
+        _mm512_storeu_ps(o + 16, o0_1);
+        _mm512_storeu_ps(o + 32, o0_2);
+        _mm512_storeu_ps(o + 48, o0_3);
+        _mm512_storeu_ps(o + 128, o1_0);
+        _mm512_storeu_ps(o + 144, o1_1);
+        _mm512_storeu_ps(o + 160, o1_2);
+        _mm512_storeu_ps(o + 176, o1_3);
+        _mm512_storeu_ps(o + 256, o2_0);
+        _mm512_storeu_ps(o + 272, o2_1);
+        _mm512_storeu_ps(o + 288, o2_2);
+        _mm512_storeu_ps(o + 304, o2_3);
+        _mm512_storeu_ps(o + 384, o3_0);
+        _mm512_storeu_ps(o + 400, o3_1);
+        _mm512_storeu_ps(o + 416, o3_2);
+        _mm512_storeu_ps(o + 432, o3_3);
+    }
+    {
+        __m512 o0_0 = _mm512_loadu_ps(o + 64);
+        __m512 o0_1 = _mm512_loadu_ps(o + 80);
+        __m512 o0_2 = _mm512_loadu_ps(o + 96);
+        __m512 o0_3 = _mm512_loadu_ps(o + 112);
+        __m512 o1_0 = _mm512_loadu_ps(o + 192);
+        __m512 o1_1 = _mm512_loadu_ps(o + 208);
+        __m512 o1_2 = _mm512_loadu_ps(o + 224);
+        __m512 o1_3 = _mm512_loadu_ps(o + 240);
+        __m512 o2_0 = _mm512_loadu_ps(o + 320);
+        __m512 o2_1 = _mm512_loadu_ps(o + 336);
+        __m512 o2_2 = _mm512_loadu_ps(o + 352);
+        __m512 o2_3 = _mm512_loadu_ps(o + 368);
+        __m512 o3_0 = _mm512_loadu_ps(o + 448);
+        __m512 o3_1 = _mm512_loadu_ps(o + 464);
+        __m512 o3_2 = _mm512_loadu_ps(o + 480);
+        __m512 o3_3 = _mm512_loadu_ps(o + 496);
+        for (c = 0; c < 16; c++) {
+            const attn_block_q8_0 *restrict vc = vr[c];
+            const __m512 w0 = _mm512_set1_ps(t[4 * c + 0]);
+            const __m512 w1 = _mm512_set1_ps(t[4 * c + 1]);
+            const __m512 w2 = _mm512_set1_ps(t[4 * c + 2]);
+            const __m512 w3 = _mm512_set1_ps(t[4 * c + 3]);
+            {
+                const __m512 x = attn_load_q8_0__avx512(vc, 64);
+                o0_0 = _mm512_fmadd_ps(w0, x, o0_0);
+                o1_0 = _mm512_fmadd_ps(w1, x, o1_0);
+                o2_0 = _mm512_fmadd_ps(w2, x, o2_0);
+                o3_0 = _mm512_fmadd_ps(w3, x, o3_0);
+            }
+            {
+                const __m512 x = attn_load_q8_0__avx512(vc, 80);
+                o0_1 = _mm512_fmadd_ps(w0, x, o0_1);
+                o1_1 = _mm512_fmadd_ps(w1, x, o1_1);
+                o2_1 = _mm512_fmadd_ps(w2, x, o2_1);
+                o3_1 = _mm512_fmadd_ps(w3, x, o3_1);
+            }
+            {
+                const __m512 x = attn_load_q8_0__avx512(vc, 96);
+                o0_2 = _mm512_fmadd_ps(w0, x, o0_2);
+                o1_2 = _mm512_fmadd_ps(w1, x, o1_2);
+                o2_2 = _mm512_fmadd_ps(w2, x, o2_2);
+                o3_2 = _mm512_fmadd_ps(w3, x, o3_2);
+            }
+            {
+                const __m512 x = attn_load_q8_0__avx512(vc, 112);
+                o0_3 = _mm512_fmadd_ps(w0, x, o0_3);
+                o1_3 = _mm512_fmadd_ps(w1, x, o1_3);
+                o2_3 = _mm512_fmadd_ps(w2, x, o2_3);
+                o3_3 = _mm512_fmadd_ps(w3, x, o3_3);
+            }
+        }
+        _mm512_storeu_ps(o + 64, o0_0);
+        _mm512_storeu_ps(o + 80, o0_1);
+        _mm512_storeu_ps(o + 96, o0_2);
+        _mm512_storeu_ps(o + 112, o0_3);
+        _mm512_storeu_ps(o + 192, o1_0);
+        _mm512_storeu_ps(o + 208, o1_1);
+        _mm512_storeu_ps(o + 224, o1_2);
+        _mm512_storeu_ps(o + 240, o1_3);
+        _mm512_storeu_ps(o + 320, o2_0);
+        _mm512_storeu_ps(o + 336, o2_1);
+        _mm512_storeu_ps(o + 352, o2_2);
+        _mm512_storeu_ps(o + 368, o2_3);
+        _mm512_storeu_ps(o + 448, o3_0);
+        _mm512_storeu_ps(o + 464, o3_1);
+        _mm512_storeu_ps(o + 480, o3_2);
+        _mm512_storeu_ps(o + 496, o3_3);
+    }
+}
+
 /* S^T of 8 keys against one vector of a kv head's rows (rows along the lanes):
  * s[i * rp + lane] = K row i . Q^T[.][lane], K rows ks elements apart from k0, Q^T
  * rows 32 floats apart.  Out of line, so that its 8 row pointers have registers
@@ -3774,70 +3997,42 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q8kv_sunit_4x1
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
         __m128 p, pn;
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
+            enum { QBLOCK_KEYS = 16, QBLOCK_AHEAD = 16 }; /* the block step's keys; keys ahead it asks for */
+            int64_t jb, c;
             (void)pn;
-            /* 2 keys a step, so that one pass over Q scores them and one over O adds
-               their V rows; one step ahead: the next head's weights while this head's
-               P*V runs (never the same head's: its max may move, and w with it) */
-            __m128 wt[2], wn[2];
-            int64_t jp;
-            memset(wt, 0, sizeof wt);
-            memset(wn, 0, sizeof wn);
-            if (w->hk_hi - w->hk_lo == 1) { /* a unit of one kv head (a short cache's): each step's weights, then its P*V */
-                for (jp = j_begin; jp + 1 < j_end; jp += 2) {
-                    hk = w->hk_lo;
-                    attn_llama3_8b_q8kv_sqk_4x2_q8_0__avx512(w->sq + (hk) * 512, attn_llama3_8b_q8kv_k_row(&kv, hk, jp + 0), attn_llama3_8b_q8kv_k_row(&kv, hk, jp + 1),
-                        w->sm + (hk) * 4, w->sl + (hk) * 4, w->so + (hk) * 512, wt);
-                    attn_llama3_8b_q8kv_spvk_4x2_q8_0__avx512(wt, attn_llama3_8b_q8kv_v_row(&kv, hk, jp + 0), attn_llama3_8b_q8kv_v_row(&kv, hk, jp + 1), w->so + (hk) * 512);
-                    j = jp;
-                    if (j + STREAM_PREFETCH + 0 < j_end) {
-                        attn_llama3_8b_q8kv_prefetch_row_l2(attn_llama3_8b_q8kv_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
-                        attn_llama3_8b_q8kv_prefetch_row_l2(attn_llama3_8b_q8kv_v_row(&kv, hk, j + STREAM_PREFETCH + 0), DV);
-                    }
-                    if (j + STREAM_PREFETCH + 1 < j_end) {
-                        attn_llama3_8b_q8kv_prefetch_row_l2(attn_llama3_8b_q8kv_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
-                        attn_llama3_8b_q8kv_prefetch_row_l2(attn_llama3_8b_q8kv_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
+            for (jb = j_begin; jb + QBLOCK_KEYS <= j_end; jb += QBLOCK_KEYS)
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                    attn_llama3_8b_q8kv_sqblk_4x16_q8_0__avx512(w->sq + hk * 512, &kv, hk, jb, w->sm + hk * 4, w->sl + hk * 4,
+                            w->so + hk * 512);
+                    for (c = jb + QBLOCK_AHEAD; c < jb + QBLOCK_AHEAD + QBLOCK_KEYS && c < j_end; c++) {
+                        attn_llama3_8b_q8kv_prefetch_row(attn_llama3_8b_q8kv_k_row(&kv, hk, c), D);
+                        attn_llama3_8b_q8kv_prefetch_row(attn_llama3_8b_q8kv_v_row(&kv, hk, c), DV);
                     }
                 }
-            } else {
-                if (j_end - j_begin >= 2)
-                    attn_llama3_8b_q8kv_sqk_4x2_q8_0__avx512(w->sq + (w->hk_lo) * 512, attn_llama3_8b_q8kv_k_row(&kv, w->hk_lo, j_begin + 0), attn_llama3_8b_q8kv_k_row(&kv, w->hk_lo, j_begin + 1),
-                        w->sm + (w->hk_lo) * 4, w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 512, wt);
-                for (jp = j_begin; jp + 1 < j_end; jp += 2)
-                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                        const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + 2;
-                        if (jn + 1 < j_end)
-                            attn_llama3_8b_q8kv_sqk_4x2_q8_0__avx512(w->sq + (hn) * 512, attn_llama3_8b_q8kv_k_row(&kv, hn, jn + 0), attn_llama3_8b_q8kv_k_row(&kv, hn, jn + 1),
-                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 512, wn);
-                        attn_llama3_8b_q8kv_spvk_4x2_q8_0__avx512(wt, attn_llama3_8b_q8kv_v_row(&kv, hk, jp + 0), attn_llama3_8b_q8kv_v_row(&kv, hk, jp + 1), w->so + (hk) * 512);
-                        j = jp;
-                        if (j + STREAM_PREFETCH + 0 < j_end) {
-                            attn_llama3_8b_q8kv_prefetch_row_l2(attn_llama3_8b_q8kv_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
-                            attn_llama3_8b_q8kv_prefetch_row_l2(attn_llama3_8b_q8kv_v_row(&kv, hk, j + STREAM_PREFETCH + 0), DV);
-                        }
-                        if (j + STREAM_PREFETCH + 1 < j_end) {
-                            attn_llama3_8b_q8kv_prefetch_row_l2(attn_llama3_8b_q8kv_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
-                            attn_llama3_8b_q8kv_prefetch_row_l2(attn_llama3_8b_q8kv_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
-                        }
-                        memcpy(wt, wn, sizeof wt);
-                    }
-            }
-            for (j = jp; j < j_end; j++) /* the last keys, one at a time */
+            for (j = jb; j < j_end; j++) /* the last keys, one at a time */
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     p = attn_llama3_8b_q8kv_sqk_4x1_q8_0__avx512(w->sq + (hk) * 512, attn_llama3_8b_q8kv_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512);
                     attn_llama3_8b_q8kv_spv_4x128_q8_0__avx512(p, attn_llama3_8b_q8kv_v_row(&kv, hk, j), w->so + (hk) * 512);
                 }
         } else { /* a kv head's keys are adjacent: read head by head */
-            for (hk = w->hk_lo; hk < w->hk_hi; hk++)
-                for (j = j_begin; j < j_end; j++) {
+            enum { QBLOCK_KEYS = 16, QBLOCK_AHEAD = 16 }; /* the block step's keys; keys ahead it asks for */
+            int64_t jb, c;
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                for (jb = j_begin; jb + QBLOCK_KEYS <= j_end; jb += QBLOCK_KEYS) {
+                    attn_llama3_8b_q8kv_sqblk_4x16_q8_0__avx512(w->sq + hk * 512, &kv, hk, jb, w->sm + hk * 4, w->sl + hk * 4,
+                            w->so + hk * 512);
+                    for (c = jb + QBLOCK_AHEAD; c < jb + QBLOCK_AHEAD + QBLOCK_KEYS && c < j_end; c++) {
+                        attn_llama3_8b_q8kv_prefetch_row(attn_llama3_8b_q8kv_k_row(&kv, hk, c), D);
+                        attn_llama3_8b_q8kv_prefetch_row(attn_llama3_8b_q8kv_v_row(&kv, hk, c), DV);
+                    }
+                }
+                for (j = jb; j < j_end; j++) { /* the last keys, one at a time */
                     p = attn_llama3_8b_q8kv_sqk_4x1_q8_0__avx512(w->sq + (hk) * 512, attn_llama3_8b_q8kv_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512);
                     attn_llama3_8b_q8kv_spv_4x128_q8_0__avx512(p, attn_llama3_8b_q8kv_v_row(&kv, hk, j), w->so + (hk) * 512);
-                    if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                        attn_llama3_8b_q8kv_prefetch_row_l2(attn_llama3_8b_q8kv_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                        attn_llama3_8b_q8kv_prefetch_row_l2(attn_llama3_8b_q8kv_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
-                    }
                 }
+            }
         }
     } else if (cls != TILE_HIDDEN) {
         /* block by block, with the score terms on each key */
@@ -6091,6 +6286,431 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m128 attn_llama3_8b_q8k
     return _mm_set_ps(h3, h2, h1, h0);
 }
 
+/* The base-2 scores of 4 rows (q: rows 128 floats apart) against the K rows k0 and k1 into
+ * s0[0..4) and s1[0..4) (0 past 4): per 16 values of a block the products of the codes,
+ * then the block's scale d_k once a row (d_k sum q_i c_i). */
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_llama3_8b_q8kv_sqbdot_4x2_q8_0__avx2(const float *restrict q, const attn_block_q8_0 *restrict k0,
+        const attn_block_q8_0 *restrict k1, float *restrict s0, float *restrict s1)
+{
+    __m256 a0_0 = _mm256_setzero_ps(), a1_0 = _mm256_setzero_ps();
+    __m256 a0_1 = _mm256_setzero_ps(), a1_1 = _mm256_setzero_ps();
+    __m256 a0_2 = _mm256_setzero_ps(), a1_2 = _mm256_setzero_ps();
+    __m256 a0_3 = _mm256_setzero_ps(), a1_3 = _mm256_setzero_ps();
+    int b;
+    for (b = 0; b < 4; b++) {
+        const __m256 d0 = _mm256_cvtph_ps(_mm_set1_epi16((short)k0[b].d)), d1 = _mm256_cvtph_ps(_mm_set1_epi16((short)k1[b].d));
+        {
+            const __m256 x0_0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(k0[b].q + 0)))), x1_0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(k1[b].q + 0))));
+            const __m256 x0_1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(k0[b].q + 8)))), x1_1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(k1[b].q + 8))));
+            {
+                const __m256 qv0 = _mm256_loadu_ps(q + 0 + 32 * b + 0);
+                const __m256 qv1 = _mm256_loadu_ps(q + 0 + 32 * b + 8);
+                a0_0 = _mm256_fmadd_ps(_mm256_fmadd_ps(qv1, x0_1, _mm256_mul_ps(qv0, x0_0)), d0, a0_0);
+                a1_0 = _mm256_fmadd_ps(_mm256_fmadd_ps(qv1, x1_1, _mm256_mul_ps(qv0, x1_0)), d1, a1_0);
+            }
+            {
+                const __m256 qv0 = _mm256_loadu_ps(q + 128 + 32 * b + 0);
+                const __m256 qv1 = _mm256_loadu_ps(q + 128 + 32 * b + 8);
+                a0_1 = _mm256_fmadd_ps(_mm256_fmadd_ps(qv1, x0_1, _mm256_mul_ps(qv0, x0_0)), d0, a0_1);
+                a1_1 = _mm256_fmadd_ps(_mm256_fmadd_ps(qv1, x1_1, _mm256_mul_ps(qv0, x1_0)), d1, a1_1);
+            }
+            {
+                const __m256 qv0 = _mm256_loadu_ps(q + 256 + 32 * b + 0);
+                const __m256 qv1 = _mm256_loadu_ps(q + 256 + 32 * b + 8);
+                a0_2 = _mm256_fmadd_ps(_mm256_fmadd_ps(qv1, x0_1, _mm256_mul_ps(qv0, x0_0)), d0, a0_2);
+                a1_2 = _mm256_fmadd_ps(_mm256_fmadd_ps(qv1, x1_1, _mm256_mul_ps(qv0, x1_0)), d1, a1_2);
+            }
+            {
+                const __m256 qv0 = _mm256_loadu_ps(q + 384 + 32 * b + 0);
+                const __m256 qv1 = _mm256_loadu_ps(q + 384 + 32 * b + 8);
+                a0_3 = _mm256_fmadd_ps(_mm256_fmadd_ps(qv1, x0_1, _mm256_mul_ps(qv0, x0_0)), d0, a0_3);
+                a1_3 = _mm256_fmadd_ps(_mm256_fmadd_ps(qv1, x1_1, _mm256_mul_ps(qv0, x1_0)), d1, a1_3);
+            }
+        }
+        {
+            const __m256 x0_2 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(k0[b].q + 16)))), x1_2 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(k1[b].q + 16))));
+            const __m256 x0_3 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(k0[b].q + 24)))), x1_3 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(k1[b].q + 24))));
+            {
+                const __m256 qv2 = _mm256_loadu_ps(q + 0 + 32 * b + 16);
+                const __m256 qv3 = _mm256_loadu_ps(q + 0 + 32 * b + 24);
+                a0_0 = _mm256_fmadd_ps(_mm256_fmadd_ps(qv3, x0_3, _mm256_mul_ps(qv2, x0_2)), d0, a0_0);
+                a1_0 = _mm256_fmadd_ps(_mm256_fmadd_ps(qv3, x1_3, _mm256_mul_ps(qv2, x1_2)), d1, a1_0);
+            }
+            {
+                const __m256 qv2 = _mm256_loadu_ps(q + 128 + 32 * b + 16);
+                const __m256 qv3 = _mm256_loadu_ps(q + 128 + 32 * b + 24);
+                a0_1 = _mm256_fmadd_ps(_mm256_fmadd_ps(qv3, x0_3, _mm256_mul_ps(qv2, x0_2)), d0, a0_1);
+                a1_1 = _mm256_fmadd_ps(_mm256_fmadd_ps(qv3, x1_3, _mm256_mul_ps(qv2, x1_2)), d1, a1_1);
+            }
+            {
+                const __m256 qv2 = _mm256_loadu_ps(q + 256 + 32 * b + 16);
+                const __m256 qv3 = _mm256_loadu_ps(q + 256 + 32 * b + 24);
+                a0_2 = _mm256_fmadd_ps(_mm256_fmadd_ps(qv3, x0_3, _mm256_mul_ps(qv2, x0_2)), d0, a0_2);
+                a1_2 = _mm256_fmadd_ps(_mm256_fmadd_ps(qv3, x1_3, _mm256_mul_ps(qv2, x1_2)), d1, a1_2);
+            }
+            {
+                const __m256 qv2 = _mm256_loadu_ps(q + 384 + 32 * b + 16);
+                const __m256 qv3 = _mm256_loadu_ps(q + 384 + 32 * b + 24);
+                a0_3 = _mm256_fmadd_ps(_mm256_fmadd_ps(qv3, x0_3, _mm256_mul_ps(qv2, x0_2)), d0, a0_3);
+                a1_3 = _mm256_fmadd_ps(_mm256_fmadd_ps(qv3, x1_3, _mm256_mul_ps(qv2, x1_2)), d1, a1_3);
+            }
+        }
+    }
+    _mm_storeu_ps(s0, attn_hsum4q__avx2(a0_0, a0_1, a0_2, a0_3));
+    _mm_storeu_ps(s1, attn_hsum4q__avx2(a1_0, a1_1, a1_2, a1_3));
+}
+
+/* 4 rows of kv head hk (q: rows 128 floats apart; m, l: their running max and sum,
+ * 4 floats; o: their O) against the 16 keys from j0, every row seeing every key (no score
+ * terms): the block's scores, one online-softmax update for the block (the lazy max moves at
+ * most once, by more than 8.0f as in the one-key step), then O += P V with O held in
+ * registers for 2 vectors of Dv (4 x 2 accumulators) while the block's V rows are read. */
+__attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q8kv_sqblk_4x16_q8_0__avx2(const float *restrict q, const attn_llama3_8b_q8kv_kv *kv, int64_t hk, int64_t j0,
+        float *restrict m, float *restrict l, float *restrict o)
+{
+    float t[64]; /* the block's scores, then its weights: key c's rows at 4 c */
+    const attn_block_q8_0 *kr[16], *vr[16];
+    __m128 mv = _mm_loadu_ps(m), lv = _mm_loadu_ps(l), mx, mr;
+    int c;
+    for (c = 0; c < 16; c++) {
+        kr[c] = attn_llama3_8b_q8kv_k_row(kv, hk, j0 + c);
+        vr[c] = attn_llama3_8b_q8kv_v_row(kv, hk, j0 + c);
+    }
+    for (c = 0; c < 16; c += 2)
+        attn_llama3_8b_q8kv_sqbdot_4x2_q8_0__avx2(q, kr[c], kr[c + 1], t + 4 * c, t + 4 * c + 4);
+    mx = _mm_loadu_ps(t);
+    for (c = 1; c < 16; c++) mx = _mm_max_ps(mx, _mm_loadu_ps(t + 4 * c));
+    if (_mm_movemask_ps(_mm_cmp_ps(mx, _mm_add_ps(mv, _mm_set1_ps(8.0f)), _CMP_GT_OQ))) {
+        /* alpha = 2^(m_old - m_new); rows still at -inf get 0, not NaN */
+        const __m128 mn = _mm_max_ps(mv, mx);
+        const __m128 alpha = attn_exp2_q4__avx2(_mm_sub_ps(mv, _mm_blendv_ps(mn, _mm_setzero_ps(), _mm_cmp_ps(mn, _mm_set1_ps(-3.0e38f), _CMP_LT_OQ))));
+        lv = _mm_mul_ps(lv, alpha);
+        mv = mn;
+        _mm_storeu_ps(m, mv);
+        attn_llama3_8b_q8kv_srescale_4x128__avx2(o, alpha);
+    }
+    mr = _mm_blendv_ps(mv, _mm_setzero_ps(), _mm_cmp_ps(mv, _mm_set1_ps(-3.0e38f), _CMP_LT_OQ));
+    for (c = 0; c < 16; c++) {
+        const __m128 w = attn_exp2_q4__avx2(_mm_sub_ps(_mm_loadu_ps(t + 4 * c), mr));
+        lv = _mm_add_ps(lv, w);
+        _mm_storeu_ps(t + 4 * c, w);
+    }
+    _mm_storeu_ps(l, lv);
+    /* O += P V, 16 values of Dv at a time */
+    {
+        __m256 o0_0 = _mm256_loadu_ps(o + 0);
+        __m256 o0_1 = _mm256_loadu_ps(o + 8);
+        __m256 o1_0 = _mm256_loadu_ps(o + 128);
+        __m256 o1_1 = _mm256_loadu_ps(o + 136);
+        __m256 o2_0 = _mm256_loadu_ps(o + 256);
+        __m256 o2_1 = _mm256_loadu_ps(o + 264);
+        __m256 o3_0 = _mm256_loadu_ps(o + 384);
+        __m256 o3_1 = _mm256_loadu_ps(o + 392);
+        for (c = 0; c < 16; c++) {
+            const attn_block_q8_0 *restrict vc = vr[c];
+            const __m256 w0 = _mm256_set1_ps(t[4 * c + 0]);
+            const __m256 w1 = _mm256_set1_ps(t[4 * c + 1]);
+            const __m256 w2 = _mm256_set1_ps(t[4 * c + 2]);
+            const __m256 w3 = _mm256_set1_ps(t[4 * c + 3]);
+            {
+                const __m256 x = attn_load_q8_0__avx2(vc, 0);
+                o0_0 = _mm256_fmadd_ps(w0, x, o0_0);
+                o1_0 = _mm256_fmadd_ps(w1, x, o1_0);
+                o2_0 = _mm256_fmadd_ps(w2, x, o2_0);
+                o3_0 = _mm256_fmadd_ps(w3, x, o3_0);
+            }
+            {
+                const __m256 x = attn_load_q8_0__avx2(vc, 8);
+                o0_1 = _mm256_fmadd_ps(w0, x, o0_1);
+                o1_1 = _mm256_fmadd_ps(w1, x, o1_1);
+                o2_1 = _mm256_fmadd_ps(w2, x, o2_1);
+                o3_1 = _mm256_fmadd_ps(w3, x, o3_1);
+            }
+        }
+        _mm256_storeu_ps(o + 0, o0_0);
+        _mm256_storeu_ps(o + 8, o0_1);
+        _mm256_storeu_ps(o + 128, o1_0);
+        _mm256_storeu_ps(o + 136, o1_1);
+        _mm256_storeu_ps(o + 256, o2_0);
+        _mm256_storeu_ps(o + 264, o2_1);
+        _mm256_storeu_ps(o + 384, o3_0);
+        _mm256_storeu_ps(o + 392, o3_1);
+    }
+    {
+        __m256 o0_0 = _mm256_loadu_ps(o + 16);
+        __m256 o0_1 = _mm256_loadu_ps(o + 24);
+        __m256 o1_0 = _mm256_loadu_ps(o + 144);
+        __m256 o1_1 = _mm256_loadu_ps(o + 152);
+        __m256 o2_0 = _mm256_loadu_ps(o + 272);
+        __m256 o2_1 = _mm256_loadu_ps(o + 280);
+        __m256 o3_0 = _mm256_loadu_ps(o + 400);
+        __m256 o3_1 = _mm256_loadu_ps(o + 408);
+        for (c = 0; c < 16; c++) {
+            const attn_block_q8_0 *restrict vc = vr[c];
+            const __m256 w0 = _mm256_set1_ps(t[4 * c + 0]);
+            const __m256 w1 = _mm256_set1_ps(t[4 * c + 1]);
+            const __m256 w2 = _mm256_set1_ps(t[4 * c + 2]);
+            const __m256 w3 = _mm256_set1_ps(t[4 * c + 3]);
+            {
+                const __m256 x = attn_load_q8_0__avx2(vc, 16);
+                o0_0 = _mm256_fmadd_ps(w0, x, o0_0);
+                o1_0 = _mm256_fmadd_ps(w1, x, o1_0);
+                o2_0 = _mm256_fmadd_ps(w2, x, o2_0);
+                o3_0 = _mm256_fmadd_ps(w3, x, o3_0);
+            }
+            {
+                const __m256 x = attn_load_q8_0__avx2(vc, 24);
+                o0_1 = _mm256_fmadd_ps(w0, x, o0_1);
+                o1_1 = _mm256_fmadd_ps(w1, x, o1_1);
+                o2_1 = _mm256_fmadd_ps(w2, x, o2_1);
+                o3_1 = _mm256_fmadd_ps(w3, x, o3_1);
+            }
+        }
+        _mm256_storeu_ps(o + 16, o0_0);
+        _mm256_storeu_ps(o + 24, o0_1);
+        _mm256_storeu_ps(o + 144, o1_0);
+        _mm256_storeu_ps(o + 152, o1_1);
+        _mm256_storeu_ps(o + 272, o2_0);
+        _mm256_storeu_ps(o + 280, o2_1);
+        _mm256_storeu_ps(o + 400, o3_0);
+        _mm256_storeu_ps(o + 408, o3_1);
+    }
+    {
+        __m256 o0_0 = _mm256_loadu_ps(o + 32);
+        __m256 o0_1 = _mm256_loadu_ps(o + 40);
+        __m256 o1_0 = _mm256_loadu_ps(o + 160);
+        __m256 o1_1 = _mm256_loadu_ps(o + 168);
+        __m256 o2_0 = _mm256_loadu_ps(o + 288);
+        __m256 o2_1 = _mm256_loadu_ps(o + 296);
+        __m256 o3_0 = _mm256_loadu_ps(o + 416);
+        __m256 o3_1 = _mm256_loadu_ps(o + 424);
+        for (c = 0; c < 16; c++) {
+            const attn_block_q8_0 *restrict vc = vr[c];
+            const __m256 w0 = _mm256_set1_ps(t[4 * c + 0]);
+            const __m256 w1 = _mm256_set1_ps(t[4 * c + 1]);
+            const __m256 w2 = _mm256_set1_ps(t[4 * c + 2]);
+            const __m256 w3 = _mm256_set1_ps(t[4 * c + 3]);
+            {
+                const __m256 x = attn_load_q8_0__avx2(vc, 32);
+                o0_0 = _mm256_fmadd_ps(w0, x, o0_0);
+                o1_0 = _mm256_fmadd_ps(w1, x, o1_0);
+                o2_0 = _mm256_fmadd_ps(w2, x, o2_0);
+                o3_0 = _mm256_fmadd_ps(w3, x, o3_0);
+            }
+            {
+                const __m256 x = attn_load_q8_0__avx2(vc, 40);
+                o0_1 = _mm256_fmadd_ps(w0, x, o0_1);
+                o1_1 = _mm256_fmadd_ps(w1, x, o1_1);
+                o2_1 = _mm256_fmadd_ps(w2, x, o2_1);
+                o3_1 = _mm256_fmadd_ps(w3, x, o3_1);
+            }
+        }
+        _mm256_storeu_ps(o + 32, o0_0);
+        _mm256_storeu_ps(o + 40, o0_1);
+        _mm256_storeu_ps(o + 160, o1_0);
+        _mm256_storeu_ps(o + 168, o1_1);
+        _mm256_storeu_ps(o + 288, o2_0);
+        _mm256_storeu_ps(o + 296, o2_1);
+        _mm256_storeu_ps(o + 416, o3_0);
+        _mm256_storeu_ps(o + 424, o3_1);
+    }
+    {
+        __m256 o0_0 = _mm256_loadu_ps(o + 48);
+        __m256 o0_1 = _mm256_loadu_ps(o + 56);
+        __m256 o1_0 = _mm256_loadu_ps(o + 176);
+        __m256 o1_1 = _mm256_loadu_ps(o + 184);
+        __m256 o2_0 = _mm256_loadu_ps(o + 304);
+        __m256 o2_1 = _mm256_loadu_ps(o + 312);
+        __m256 o3_0 = _mm256_loadu_ps(o + 432);
+        __m256 o3_1 = _mm256_loadu_ps(o + 440);
+        for (c = 0; c < 16; c++) {
+            const attn_block_q8_0 *restrict vc = vr[c];
+            const __m256 w0 = _mm256_set1_ps(t[4 * c + 0]);
+            const __m256 w1 = _mm256_set1_ps(t[4 * c + 1]);
+            const __m256 w2 = _mm256_set1_ps(t[4 * c + 2]);
+            const __m256 w3 = _mm256_set1_ps(t[4 * c + 3]);
+            {
+                const __m256 x = attn_load_q8_0__avx2(vc, 48);
+                o0_0 = _mm256_fmadd_ps(w0, x, o0_0);
+                o1_0 = _mm256_fmadd_ps(w1, x, o1_0);
+                o2_0 = _mm256_fmadd_ps(w2, x, o2_0);
+                o3_0 = _mm256_fmadd_ps(w3, x, o3_0);
+            }
+            {
+                const __m256 x = attn_load_q8_0__avx2(vc, 56);
+                o0_1 = _mm256_fmadd_ps(w0, x, o0_1);
+                o1_1 = _mm256_fmadd_ps(w1, x, o1_1);
+                o2_1 = _mm256_fmadd_ps(w2, x, o2_1);
+                o3_1 = _mm256_fmadd_ps(w3, x, o3_1);
+            }
+        }
+        _mm256_storeu_ps(o + 48, o0_0);
+        _mm256_storeu_ps(o + 56, o0_1);
+        _mm256_storeu_ps(o + 176, o1_0);
+        _mm256_storeu_ps(o + 184, o1_1);
+        _mm256_storeu_ps(o + 304, o2_0);
+        _mm256_storeu_ps(o + 312, o2_1);
+        _mm256_storeu_ps(o + 432, o3_0);
+        _mm256_storeu_ps(o + 440, o3_1);
+    }
+    {
+        __m256 o0_0 = _mm256_loadu_ps(o + 64);
+        __m256 o0_1 = _mm256_loadu_ps(o + 72);
+        __m256 o1_0 = _mm256_loadu_ps(o + 192);
+        __m256 o1_1 = _mm256_loadu_ps(o + 200);
+        __m256 o2_0 = _mm256_loadu_ps(o + 320);
+        __m256 o2_1 = _mm256_loadu_ps(o + 328);
+        __m256 o3_0 = _mm256_loadu_ps(o + 448);
+        __m256 o3_1 = _mm256_loadu_ps(o + 456);
+        for (c = 0; c < 16; c++) {
+            const attn_block_q8_0 *restrict vc = vr[c];
+            const __m256 w0 = _mm256_set1_ps(t[4 * c + 0]);
+            const __m256 w1 = _mm256_set1_ps(t[4 * c + 1]);
+            const __m256 w2 = _mm256_set1_ps(t[4 * c + 2]);
+            const __m256 w3 = _mm256_set1_ps(t[4 * c + 3]);
+            {
+                const __m256 x = attn_load_q8_0__avx2(vc, 64);
+                o0_0 = _mm256_fmadd_ps(w0, x, o0_0);
+                o1_0 = _mm256_fmadd_ps(w1, x, o1_0);
+                o2_0 = _mm256_fmadd_ps(w2, x, o2_0);
+                o3_0 = _mm256_fmadd_ps(w3, x, o3_0);
+            }
+            {
+                const __m256 x = attn_load_q8_0__avx2(vc, 72);
+                o0_1 = _mm256_fmadd_ps(w0, x, o0_1);
+                o1_1 = _mm256_fmadd_ps(w1, x, o1_1);
+                o2_1 = _mm256_fmadd_ps(w2, x, o2_1);
+                o3_1 = _mm256_fmadd_ps(w3, x, o3_1);
+            }
+        }
+        _mm256_storeu_ps(o + 64, o0_0);
+        _mm256_storeu_ps(o + 72, o0_1);
+        _mm256_storeu_ps(o + 192, o1_0);
+        _mm256_storeu_ps(o + 200, o1_1);
+        _mm256_storeu_ps(o + 320, o2_0);
+        _mm256_storeu_ps(o + 328, o2_1);
+        _mm256_storeu_ps(o + 448, o3_0);
+        _mm256_storeu_ps(o + 456, o3_1);
+    }
+    {
+        __m256 o0_0 = _mm256_loadu_ps(o + 80);
+        __m256 o0_1 = _mm256_loadu_ps(o + 88);
+        __m256 o1_0 = _mm256_loadu_ps(o + 208);
+        __m256 o1_1 = _mm256_loadu_ps(o + 216);
+        __m256 o2_0 = _mm256_loadu_ps(o + 336);
+        __m256 o2_1 = _mm256_loadu_ps(o + 344);
+        __m256 o3_0 = _mm256_loadu_ps(o + 464);
+        __m256 o3_1 = _mm256_loadu_ps(o + 472);
+        for (c = 0; c < 16; c++) {
+            const attn_block_q8_0 *restrict vc = vr[c];
+            const __m256 w0 = _mm256_set1_ps(t[4 * c + 0]);
+            const __m256 w1 = _mm256_set1_ps(t[4 * c + 1]);
+            const __m256 w2 = _mm256_set1_ps(t[4 * c + 2]);
+            const __m256 w3 = _mm256_set1_ps(t[4 * c + 3]);
+            {
+                const __m256 x = attn_load_q8_0__avx2(vc, 80);
+                o0_0 = _mm256_fmadd_ps(w0, x, o0_0);
+                o1_0 = _mm256_fmadd_ps(w1, x, o1_0);
+                o2_0 = _mm256_fmadd_ps(w2, x, o2_0);
+                o3_0 = _mm256_fmadd_ps(w3, x, o3_0);
+            }
+            {
+                const __m256 x = attn_load_q8_0__avx2(vc, 88);
+                o0_1 = _mm256_fmadd_ps(w0, x, o0_1);
+                o1_1 = _mm256_fmadd_ps(w1, x, o1_1);
+                o2_1 = _mm256_fmadd_ps(w2, x, o2_1);
+                o3_1 = _mm256_fmadd_ps(w3, x, o3_1);
+            }
+        }
+        _mm256_storeu_ps(o + 80, o0_0);
+        _mm256_storeu_ps(o + 88, o0_1);
+        _mm256_storeu_ps(o + 208, o1_0);
+        _mm256_storeu_ps(o + 216, o1_1);
+        _mm256_storeu_ps(o + 336, o2_0);
+        _mm256_storeu_ps(o + 344, o2_1);
+        _mm256_storeu_ps(o + 464, o3_0);
+        _mm256_storeu_ps(o + 472, o3_1);
+    }
+    {
+        __m256 o0_0 = _mm256_loadu_ps(o + 96);
+        __m256 o0_1 = _mm256_loadu_ps(o + 104);
+        __m256 o1_0 = _mm256_loadu_ps(o + 224);
+        __m256 o1_1 = _mm256_loadu_ps(o + 232);
+        __m256 o2_0 = _mm256_loadu_ps(o + 352);
+        __m256 o2_1 = _mm256_loadu_ps(o + 360);
+        __m256 o3_0 = _mm256_loadu_ps(o + 480);
+        __m256 o3_1 = _mm256_loadu_ps(o + 488);
+        for (c = 0; c < 16; c++) {
+            const attn_block_q8_0 *restrict vc = vr[c];
+            const __m256 w0 = _mm256_set1_ps(t[4 * c + 0]);
+            const __m256 w1 = _mm256_set1_ps(t[4 * c + 1]);
+            const __m256 w2 = _mm256_set1_ps(t[4 * c + 2]);
+            const __m256 w3 = _mm256_set1_ps(t[4 * c + 3]);
+            {
+                const __m256 x = attn_load_q8_0__avx2(vc, 96);
+                o0_0 = _mm256_fmadd_ps(w0, x, o0_0);
+                o1_0 = _mm256_fmadd_ps(w1, x, o1_0);
+                o2_0 = _mm256_fmadd_ps(w2, x, o2_0);
+                o3_0 = _mm256_fmadd_ps(w3, x, o3_0);
+            }
+            {
+                const __m256 x = attn_load_q8_0__avx2(vc, 104);
+                o0_1 = _mm256_fmadd_ps(w0, x, o0_1);
+                o1_1 = _mm256_fmadd_ps(w1, x, o1_1);
+                o2_1 = _mm256_fmadd_ps(w2, x, o2_1);
+                o3_1 = _mm256_fmadd_ps(w3, x, o3_1);
+            }
+        }
+        _mm256_storeu_ps(o + 96, o0_0);
+        _mm256_storeu_ps(o + 104, o0_1);
+        _mm256_storeu_ps(o + 224, o1_0);
+        _mm256_storeu_ps(o + 232, o1_1);
+        _mm256_storeu_ps(o + 352, o2_0);
+        _mm256_storeu_ps(o + 360, o2_1);
+        _mm256_storeu_ps(o + 480, o3_0);
+        _mm256_storeu_ps(o + 488, o3_1);
+    }
+    {
+        __m256 o0_0 = _mm256_loadu_ps(o + 112);
+        __m256 o0_1 = _mm256_loadu_ps(o + 120);
+        __m256 o1_0 = _mm256_loadu_ps(o + 240);
+        __m256 o1_1 = _mm256_loadu_ps(o + 248);
+        __m256 o2_0 = _mm256_loadu_ps(o + 368);
+        __m256 o2_1 = _mm256_loadu_ps(o + 376);
+        __m256 o3_0 = _mm256_loadu_ps(o + 496);
+        __m256 o3_1 = _mm256_loadu_ps(o + 504);
+        for (c = 0; c < 16; c++) {
+            const attn_block_q8_0 *restrict vc = vr[c];
+            const __m256 w0 = _mm256_set1_ps(t[4 * c + 0]);
+            const __m256 w1 = _mm256_set1_ps(t[4 * c + 1]);
+            const __m256 w2 = _mm256_set1_ps(t[4 * c + 2]);
+            const __m256 w3 = _mm256_set1_ps(t[4 * c + 3]);
+            {
+                const __m256 x = attn_load_q8_0__avx2(vc, 112);
+                o0_0 = _mm256_fmadd_ps(w0, x, o0_0);
+                o1_0 = _mm256_fmadd_ps(w1, x, o1_0);
+                o2_0 = _mm256_fmadd_ps(w2, x, o2_0);
+                o3_0 = _mm256_fmadd_ps(w3, x, o3_0);
+            }
+            {
+                const __m256 x = attn_load_q8_0__avx2(vc, 120);
+                o0_1 = _mm256_fmadd_ps(w0, x, o0_1);
+                o1_1 = _mm256_fmadd_ps(w1, x, o1_1);
+                o2_1 = _mm256_fmadd_ps(w2, x, o2_1);
+                o3_1 = _mm256_fmadd_ps(w3, x, o3_1);
+            }
+        }
+        _mm256_storeu_ps(o + 112, o0_0);
+        _mm256_storeu_ps(o + 120, o0_1);
+        _mm256_storeu_ps(o + 240, o1_0);
+        _mm256_storeu_ps(o + 248, o1_1);
+        _mm256_storeu_ps(o + 368, o2_0);
+        _mm256_storeu_ps(o + 376, o2_1);
+        _mm256_storeu_ps(o + 496, o3_0);
+        _mm256_storeu_ps(o + 504, o3_1);
+    }
+}
+
 /* S^T of 8 keys against one vector of a kv head's rows (rows along the lanes):
  * s[i * rp + lane] = K row i . Q^T[.][lane], K rows ks elements apart from k0, Q^T
  * rows 16 floats apart.  Out of line, so that its 8 row pointers have registers
@@ -6478,70 +7098,42 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q8kv_sunit_4
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
         __m128 p, pn;
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
+            enum { QBLOCK_KEYS = 16, QBLOCK_AHEAD = 16 }; /* the block step's keys; keys ahead it asks for */
+            int64_t jb, c;
             (void)pn;
-            /* 2 keys a step, so that one pass over Q scores them and one over O adds
-               their V rows; one step ahead: the next head's weights while this head's
-               P*V runs (never the same head's: its max may move, and w with it) */
-            __m128 wt[2], wn[2];
-            int64_t jp;
-            memset(wt, 0, sizeof wt);
-            memset(wn, 0, sizeof wn);
-            if (w->hk_hi - w->hk_lo == 1) { /* a unit of one kv head (a short cache's): each step's weights, then its P*V */
-                for (jp = j_begin; jp + 1 < j_end; jp += 2) {
-                    hk = w->hk_lo;
-                    attn_llama3_8b_q8kv_sqk_4x2_q8_0__avx2(w->sq + (hk) * 512, attn_llama3_8b_q8kv_k_row(&kv, hk, jp + 0), attn_llama3_8b_q8kv_k_row(&kv, hk, jp + 1),
-                        w->sm + (hk) * 4, w->sl + (hk) * 4, w->so + (hk) * 512, wt);
-                    attn_llama3_8b_q8kv_spvk_4x2_q8_0__avx2(wt, attn_llama3_8b_q8kv_v_row(&kv, hk, jp + 0), attn_llama3_8b_q8kv_v_row(&kv, hk, jp + 1), w->so + (hk) * 512);
-                    j = jp;
-                    if (j + STREAM_PREFETCH + 0 < j_end) {
-                        attn_llama3_8b_q8kv_prefetch_row_l2(attn_llama3_8b_q8kv_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
-                        attn_llama3_8b_q8kv_prefetch_row_l2(attn_llama3_8b_q8kv_v_row(&kv, hk, j + STREAM_PREFETCH + 0), DV);
-                    }
-                    if (j + STREAM_PREFETCH + 1 < j_end) {
-                        attn_llama3_8b_q8kv_prefetch_row_l2(attn_llama3_8b_q8kv_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
-                        attn_llama3_8b_q8kv_prefetch_row_l2(attn_llama3_8b_q8kv_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
+            for (jb = j_begin; jb + QBLOCK_KEYS <= j_end; jb += QBLOCK_KEYS)
+                for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                    attn_llama3_8b_q8kv_sqblk_4x16_q8_0__avx2(w->sq + hk * 512, &kv, hk, jb, w->sm + hk * 4, w->sl + hk * 4,
+                            w->so + hk * 512);
+                    for (c = jb + QBLOCK_AHEAD; c < jb + QBLOCK_AHEAD + QBLOCK_KEYS && c < j_end; c++) {
+                        attn_llama3_8b_q8kv_prefetch_row(attn_llama3_8b_q8kv_k_row(&kv, hk, c), D);
+                        attn_llama3_8b_q8kv_prefetch_row(attn_llama3_8b_q8kv_v_row(&kv, hk, c), DV);
                     }
                 }
-            } else {
-                if (j_end - j_begin >= 2)
-                    attn_llama3_8b_q8kv_sqk_4x2_q8_0__avx2(w->sq + (w->hk_lo) * 512, attn_llama3_8b_q8kv_k_row(&kv, w->hk_lo, j_begin + 0), attn_llama3_8b_q8kv_k_row(&kv, w->hk_lo, j_begin + 1),
-                        w->sm + (w->hk_lo) * 4, w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 512, wt);
-                for (jp = j_begin; jp + 1 < j_end; jp += 2)
-                    for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                        const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + 2;
-                        if (jn + 1 < j_end)
-                            attn_llama3_8b_q8kv_sqk_4x2_q8_0__avx2(w->sq + (hn) * 512, attn_llama3_8b_q8kv_k_row(&kv, hn, jn + 0), attn_llama3_8b_q8kv_k_row(&kv, hn, jn + 1),
-                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 512, wn);
-                        attn_llama3_8b_q8kv_spvk_4x2_q8_0__avx2(wt, attn_llama3_8b_q8kv_v_row(&kv, hk, jp + 0), attn_llama3_8b_q8kv_v_row(&kv, hk, jp + 1), w->so + (hk) * 512);
-                        j = jp;
-                        if (j + STREAM_PREFETCH + 0 < j_end) {
-                            attn_llama3_8b_q8kv_prefetch_row_l2(attn_llama3_8b_q8kv_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
-                            attn_llama3_8b_q8kv_prefetch_row_l2(attn_llama3_8b_q8kv_v_row(&kv, hk, j + STREAM_PREFETCH + 0), DV);
-                        }
-                        if (j + STREAM_PREFETCH + 1 < j_end) {
-                            attn_llama3_8b_q8kv_prefetch_row_l2(attn_llama3_8b_q8kv_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
-                            attn_llama3_8b_q8kv_prefetch_row_l2(attn_llama3_8b_q8kv_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
-                        }
-                        memcpy(wt, wn, sizeof wt);
-                    }
-            }
-            for (j = jp; j < j_end; j++) /* the last keys, one at a time */
+            for (j = jb; j < j_end; j++) /* the last keys, one at a time */
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     p = attn_llama3_8b_q8kv_sqk_4x1_q8_0__avx2(w->sq + (hk) * 512, attn_llama3_8b_q8kv_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512);
                     attn_llama3_8b_q8kv_spv_4x128_q8_0__avx2(p, attn_llama3_8b_q8kv_v_row(&kv, hk, j), w->so + (hk) * 512);
                 }
         } else { /* a kv head's keys are adjacent: read head by head */
-            for (hk = w->hk_lo; hk < w->hk_hi; hk++)
-                for (j = j_begin; j < j_end; j++) {
+            enum { QBLOCK_KEYS = 16, QBLOCK_AHEAD = 16 }; /* the block step's keys; keys ahead it asks for */
+            int64_t jb, c;
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                for (jb = j_begin; jb + QBLOCK_KEYS <= j_end; jb += QBLOCK_KEYS) {
+                    attn_llama3_8b_q8kv_sqblk_4x16_q8_0__avx2(w->sq + hk * 512, &kv, hk, jb, w->sm + hk * 4, w->sl + hk * 4,
+                            w->so + hk * 512);
+                    for (c = jb + QBLOCK_AHEAD; c < jb + QBLOCK_AHEAD + QBLOCK_KEYS && c < j_end; c++) {
+                        attn_llama3_8b_q8kv_prefetch_row(attn_llama3_8b_q8kv_k_row(&kv, hk, c), D);
+                        attn_llama3_8b_q8kv_prefetch_row(attn_llama3_8b_q8kv_v_row(&kv, hk, c), DV);
+                    }
+                }
+                for (j = jb; j < j_end; j++) { /* the last keys, one at a time */
                     p = attn_llama3_8b_q8kv_sqk_4x1_q8_0__avx2(w->sq + (hk) * 512, attn_llama3_8b_q8kv_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512);
                     attn_llama3_8b_q8kv_spv_4x128_q8_0__avx2(p, attn_llama3_8b_q8kv_v_row(&kv, hk, j), w->so + (hk) * 512);
-                    if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                        attn_llama3_8b_q8kv_prefetch_row_l2(attn_llama3_8b_q8kv_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                        attn_llama3_8b_q8kv_prefetch_row_l2(attn_llama3_8b_q8kv_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
-                    }
                 }
+            }
         }
     } else if (cls != TILE_HIDDEN) {
         /* block by block, with the score terms on each key */

@@ -215,6 +215,43 @@ function M.alibi_slopes(n)
   return slopes
 end
 
+--- The streaming decode path's block step for K/V caches of llama.cpp's
+-- blocks (lib/decode_qblock): a kv head's rows take STREAM_QBLOCK_KEYS keys
+-- a step (the block's scores, one softmax update, then P*V with O in
+-- registers over a chunk of Dv), where the one-key step loads and stores O
+-- at every key and dequantizes each V vector with its block's scale.  Taken
+-- on the ISAs that spell a block's codes as f32 in one vector (x86:
+-- isa.block_codes_i8 and _u4, lanes dividing 32) where the unit has steps
+-- without score terms; the others keep the one-key step.  Each kv head asks
+-- for its rows STREAM_QBLOCK_AHEAD keys on, into L1, after its step (L2:
+-- 34.2 ms against 21.5 in L1, 32 keys a block 36.5, two blocks ahead 26.9;
+-- Zen 5, loaded).  docs/benchmarks.md ("The streaming block step") has the
+-- figures.
+M.STREAM_QBLOCK_KEYS = 16
+M.STREAM_QBLOCK_AHEAD = 16
+
+--- The block step of a streaming plan st (nil where it is not taken): its
+-- keys, keys ahead, and by rows a kv head the vectors of Dv a P*V chunk
+-- holds in registers (half the registers in accumulators; a chunk whole
+-- blocks, or a whole part of one).
+function M.stream_qblock(plan, v, st)
+  local isa, L = v.isa, v.lanes
+  if not (plan.kv_block and isa.block_codes_i8 and isa.block_codes_u4 and L >= 8 and 32 % L == 0) then return nil end
+  -- score terms on every key (ALiBi, a relative bias, a mask): the unit has no step without them
+  if plan.alibi or plan.rel_bias or plan.mask ~= "none" then return nil end
+  local nvec, acc = math.floor(plan.Dv / L), math.floor(isa.regs / 2)
+  local qb = { keys = M.STREAM_QBLOCK_KEYS, ahead = M.STREAM_QBLOCK_AHEAD, vectors = {} }
+  for _, rows in ipairs(st.rows) do
+    local best = 1
+    for cv = 1, nvec do
+      local w = cv * L
+      if nvec % cv == 0 and cv * rows <= acc and (w % 32 == 0 or 32 % w == 0) then best = cv end
+    end
+    qb.vectors[rows] = best
+  end
+  return qb
+end
+
 --- The streaming decode path of a variant, or nil where the ISA has no
 -- four-float registers or the rows do not fit.
 local function stream_plan(plan, v)
@@ -251,6 +288,7 @@ local function stream_plan(plan, v)
         st.l2[rows] = plan.dtype.kv == "f32" or big
         if plan.decode.gather and M.STREAM_PAGED_L1_DTYPES[plan.dtype.kv] then st.l2[rows] = false end
       end
+      st.qblock = M.stream_qblock(plan, v, st)
       return st
     end
   end

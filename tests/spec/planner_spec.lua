@@ -512,6 +512,22 @@ describe("ISA storage-type operations", function()
       assert.is_false(small.l2[1])
       assert.is_true(small.l2[4]) -- 24 KiB of Q and O at 4 rows a kv head
     end)
+    it("takes the block step from q8_0 / q4_0 caches on x86 only, without score terms", function()
+      local q8 = { heads_q = 32, heads_kv = 8, head_dim = 128, dtype = { q = "f32", kv = "q8_0", o = "f32" } }
+      local st = stream(q8, "avx512")
+      assert.equal(16, st.qblock.keys)
+      assert.equal(4, st.qblock.vectors[4]) -- 4 rows x 4 vectors: 16 of the 32 registers, 2 blocks of Dv
+      assert.equal(2, stream(q8, "avx2").qblock.vectors[4]) -- 8 of 16: half a block
+      assert.is_nil(stream(q8, "neon").qblock)
+      assert.is_nil(stream(q8, "scalar")) -- no streaming kernel there (no four-float registers)
+      local q4 = { heads_q = 4, heads_kv = 4, head_dim = 32, head_dim_v = 96, dtype = { kv = "q4_0" } }
+      local vec = {}
+      for rows = 1, 4 do vec[rows] = stream(q4, "avx512").qblock.vectors[rows] end
+      assert.same({ 6, 6, 2, 2 }, vec) -- divisors of Dv's 6 vectors, whole blocks or a part of one
+      local masked = { heads_q = 32, heads_kv = 8, head_dim = 128, mask = "bias", dtype = { kv = "q8_0" } }
+      assert.is_nil(stream(masked, "avx512").qblock)
+      assert.is_nil(stream({ heads_q = 32, heads_kv = 8, head_dim = 128, dtype = "f16" }, "avx512").qblock)
+    end)
   end)
 
   describe("blocked decode blocks", function()
