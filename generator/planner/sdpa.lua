@@ -289,6 +289,11 @@ local function stream_plan(plan, v)
         if plan.decode.gather and M.STREAM_PAGED_L1_DTYPES[plan.dtype.kv] then st.l2[rows] = false end
       end
       st.qblock = M.stream_qblock(plan, v, st)
+      if st.qblock then -- its block step takes the place of the several-key step
+        for rows, by_cpu in pairs(st.by_cpu) do
+          if not by_cpu then st.nkeys[rows] = 1 end
+        end
+      end
       return st
     end
   end
