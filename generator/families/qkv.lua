@@ -59,6 +59,10 @@ function M.describe(plan, opts)
   if plan.rel_bias then
     needs[#needs + 1] = ("rel_table (the f32 relative position table [%d][%d])"):format(plan.rel_rows, plan.Hq)
   end
+  if plan.rope and plan.rope.table then
+    needs[#needs + 1] = ("rope_cos, rope_sin and rope_rows (the f32 cos and sin of each position's angles "
+      .. "[rope_rows][%d])"):format(plan.rope.half)
+  end
   return {
     Hq = plan.Hq, Hkv = plan.Hkv, D = plan.D, Dv = plan.Dv,
     shape = ("%d query heads, %d key/value heads, head dim %d (V: %d%s)"):format(plan.Hq, plan.Hkv,
