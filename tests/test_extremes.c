@@ -53,11 +53,7 @@
 #include "attn_reference.h"
 #include "attn_runtime.h"
 #include "attn_verify.h"
-#include "verify_variants.h"
-
-#define KERNEL(name) extern const attn_kernel attn_##name##_kernel;
-#include "kernel_list.h"
-#undef KERNEL
+#include "verify_variants.h" /* (and the kernels' declarations) */
 
 static const attn_kernel *const kernels[] = {
 #define KERNEL(name) &attn_##name##_kernel,
