@@ -98,6 +98,18 @@ function environment(plan)
     intrinsic_includes = includes,
     N = function(op, t) return naming.build(plan.name, op, t) end,
     S = naming.shared,
+    -- the streaming decode's four-float helpers of variant v (lib/dot's
+    -- one-key step, lib/decode_qblock's block step): exp2 and tanh of a q4
+    -- expression (the variant's vector math), and the running max a row
+    -- subtracts (0 for a row still at -inf, where 2^(x - -inf) would be NaN)
+    q4_math = function(v)
+      local q4 = v.isa.q4
+      return {
+        exp2 = function(x) return naming.shared("exp2", v.name, true) .. "(" .. x .. ")" end,
+        tanh = function(x) return naming.shared("tanh", v.name, true) .. "(" .. x .. ")" end,
+        mref = function(x) return q4.select_lt(x, q4.set1("-3.0e38f"), q4.zero(), x) end,
+      }
+    end,
     lib = function(name, extra) return M.fragment("lib/" .. name .. ".c.tmpl", plan, extra) end,
     family = function(name, extra) return M.fragment("families/" .. name .. ".c.tmpl", plan, extra) end,
   }
