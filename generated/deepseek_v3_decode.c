@@ -4011,12 +4011,14 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_deeps
 {
     enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
         O_STRIDE = 512, /* floats of an O row (Dv in whole vectors) */
-        PV_WIDEST = 6 /* rows of the widest P*V kernel (v.pv_rows[1]) */
+        PV_WIDEST = 6, /* rows of the widest P*V kernel (v.pv_rows[1]) */
+        DP_KEY_BLOCK = 32, /* keys a row of the dp class's packed P rounds up to (its blocks of pairs: twice the pair variant's lanes) */
+        DP_V_STRIDE = 512 /* bf16 pairs of a row of the block's packed V (Dv in whole vectors) */
     };
     int64_t r, hk, pl = *plp;
 
     if (dp) { /* O = alpha * O + P V in bf16 pairs of keys, kv head by kv head: P rounded, the block's V packed */
-        const int64_t ps = (kb + 31) / 32 * 32; /* P's row: whole blocks of pairs */
+        const int64_t ps = (kb + (DP_KEY_BLOCK - 1)) / DP_KEY_BLOCK * DP_KEY_BLOCK; /* P's row: whole blocks of pairs */
         for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             attn_deepseek_v3_decode_dvpackdp__avx512bf16(&kv, hk, j0, kb, w->vp);
             attn_deepseek_v3_decode_dppackdp__avx512bf16(w->s + hk * glp, rp, kb, glp, w->pp, ps);
@@ -4024,10 +4026,10 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_deeps
                 const int64_t left = hk * glp + gl - r;
                 const uint16_t *pr = w->pp + (r - hk * glp) * ps;
                 if (left >= 6) {
-                    attn_deepseek_v3_decode_pvdp_6x512_bf16__avx512bf16(pr, ps, 1, w->vp, 512, 0, (kb + 1) & ~(int64_t)1, w->o + r * O_STRIDE, w->alpha + r);
+                    attn_deepseek_v3_decode_pvdp_6x512_bf16__avx512bf16(pr, ps, 1, w->vp, DP_V_STRIDE, 0, (kb + 1) & ~(int64_t)1, w->o + r * O_STRIDE, w->alpha + r);
                     r += 6;
                 } else {
-                    attn_deepseek_v3_decode_pvdp_1x512_bf16__avx512bf16(pr, ps, 1, w->vp, 512, 0, (kb + 1) & ~(int64_t)1, w->o + r * O_STRIDE, w->alpha + r);
+                    attn_deepseek_v3_decode_pvdp_1x512_bf16__avx512bf16(pr, ps, 1, w->vp, DP_V_STRIDE, 0, (kb + 1) & ~(int64_t)1, w->o + r * O_STRIDE, w->alpha + r);
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -4125,7 +4127,8 @@ __attribute__((target("avx512f,fma"))) static void attn_deepseek_v3_decode_dunit
         SCORE_KEYS = 8, /* keys a call of the lanes and pairs score kernels takes */
         DP_ROWS = 32, /* rows a kv head from which the pair variant's calls take the dp class */
         DP_BLOCK = 256, /* keys of a block of the dp class (at most) */
-        S_ROWS = 2048 /* rows of S^T a key: the unit's most, padded */
+        S_ROWS = 2048, /* rows of S^T a key: the unit's most, padded */
+        DP_KEY_BLOCK = 32 /* keys a row of the dp class's packed P rounds up to (its blocks of pairs: twice the pair variant's lanes) */
     };
     const int64_t Lq = args->seq_q, gl = GROUP * Lq;
     /* more than half a vector of rows a kv head and at most one: each kv head's
@@ -4149,9 +4152,9 @@ __attribute__((target("avx512f,fma"))) static void attn_deepseek_v3_decode_dunit
     const int pf = attn_cpu()->decode_prefetch; /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
     /* keys a block: where the prefetch goes to L2, more the more work a key has, but
        for one vector of rows (the lanes kernel: a K value broadcast for each FMA) */
-    /* the dp class: DP_BLOCK keys, or fewer where S^T holds fewer of this call's rows (whole 32s) */
-    const int64_t bk_dp = DECODE_BLOCK_MANY * S_ROWS / rp / 32 * 32 < DP_BLOCK
-            ? DECODE_BLOCK_MANY * S_ROWS / rp / 32 * 32 : DP_BLOCK;
+    /* the dp class: DP_BLOCK keys, or fewer where S^T holds fewer of this call's rows (whole DP_KEY_BLOCKs) */
+    const int64_t bk_dp = DECODE_BLOCK_MANY * S_ROWS / rp / DP_KEY_BLOCK * DP_KEY_BLOCK < DP_BLOCK
+            ? DECODE_BLOCK_MANY * S_ROWS / rp / DP_KEY_BLOCK * DP_KEY_BLOCK : DP_BLOCK;
     const int64_t bk = dp ? bk_dp : pf != ATTN_PREFETCH_L2 || lanes ? DECODE_BLOCK : glp == ROWS_PANEL ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
     const int even = attn_cpu()->decode_even_rows; /* two P*V calls of a kv head's rows in even halves (AMD Zen 4 and 5) */

@@ -3872,6 +3872,9 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_gemma
         O_STRIDE = 128, /* floats of an O row (Dv in whole vectors) */
         PV_WIDEST = 8, /* rows of the widest P*V kernel (v.pv_rows[1]) */
         PV_CHUNKS = 3, /* chunks of D of the P*V kernels at most (a line of the next block each) */
+        PV_WIDE_ROWS = 7, /* rows a P*V call takes from which its kernel has PV_WIDE_CHUNKS */
+        PV_WIDE_CHUNKS = 3, /* chunks of D of the P*V kernels of PV_WIDE_ROWS or more rows */
+        PV_NARROW_CHUNKS = 2, /* chunks of D of the P*V kernels of fewer than PV_WIDE_ROWS rows */
         ROW_LINES = 8 /* cache lines of each K and V row (the kernels that prefetch count them) */
     };
     int64_t r, hk, pl = *plp;
@@ -3892,7 +3895,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_gemma
                a chunk), as their scores asked for the first: spread over the products, not
                in a burst after them, the reads overlap the FMAs (docs/decode.md) */
             const int inside = !pairs && !dots && pf == ATTN_PREFETCH_L2 && pl < pn;
-            if (inside) pl = attn_gemma3_27b_global_next_rows(&kv, jn, pn, pl, pr, (int)(((take >= 7 ? 3 : 2) * kb + (ROW_LINES - 1)) / ROW_LINES), w->s);
+            if (inside) pl = attn_gemma3_27b_global_next_rows(&kv, jn, pn, pl, pr, (int)(((take >= PV_WIDE_ROWS ? PV_WIDE_CHUNKS : PV_NARROW_CHUNKS) * kb + (ROW_LINES - 1)) / ROW_LINES), w->s);
             if (take >= 8) {
                 attn_gemma3_27b_global_pv_8x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
                 r += 8;
@@ -4073,21 +4076,30 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b_global_dunit_
  * call, not inlined: the unit's one-key loop compiles as it does without it). */
 ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b_global_spairs_2x2__avx512(const attn_gemma3_27b_global_kv kv, attn_gemma3_27b_global_dscratch__avx512 *w, int64_t j_begin, int64_t j_end)
 {
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 2, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 128, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 128, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 256, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 256, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4, /* floats of a kv head's running maxima, and of its sums: a four-float register */
+        STEP_KEYS = 2 /* keys a step of the several-key steps (lib/dot's sqk and spvk) */
+    };
     __m128 p;
     int64_t j, hk;
     /* 2 keys a step, so that one pass over Q scores them and one over O adds
        their V rows; one step ahead: the next head's weights while this head's
        P*V runs (never the same head's: its max may move, and w with it) */
-    __m128 wt[2], wn[2];
+    __m128 wt[STEP_KEYS], wn[STEP_KEYS];
     int64_t jp;
     memset(wt, 0, sizeof wt);
     memset(wn, 0, sizeof wn);
     if (w->hk_hi - w->hk_lo == 1) { /* a unit of one kv head (a short cache's): each step's weights, then its P*V */
-        for (jp = j_begin; jp + 1 < j_end; jp += 2) {
+        for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS) {
             hk = w->hk_lo;
-            attn_gemma3_27b_global_sqk_2x2_f32__avx512(w->sq + (hk) * 256, attn_gemma3_27b_global_k_row(&kv, hk, jp + 0), attn_gemma3_27b_global_k_row(&kv, hk, jp + 1),
-                        w->sm + (hk) * 4, w->sl + (hk) * 4, w->so + (hk) * 256, wt);
-            attn_gemma3_27b_global_spvk_2x2_f32__avx512(wt, attn_gemma3_27b_global_v_row(&kv, hk, jp + 0), attn_gemma3_27b_global_v_row(&kv, hk, jp + 1), w->so + (hk) * 256);
+            attn_gemma3_27b_global_sqk_2x2_f32__avx512(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, hk, jp + 0), attn_gemma3_27b_global_k_row(&kv, hk, jp + 1),
+                        w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
+            attn_gemma3_27b_global_spvk_2x2_f32__avx512(wt, attn_gemma3_27b_global_v_row(&kv, hk, jp + 0), attn_gemma3_27b_global_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
             j = jp;
             if (j + STREAM_PREFETCH + 0 < j_end) {
                 attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -4099,16 +4111,16 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
             }
         }
     } else {
-        if (j_end - j_begin >= 2)
-            attn_gemma3_27b_global_sqk_2x2_f32__avx512(w->sq + (w->hk_lo) * 256, attn_gemma3_27b_global_k_row(&kv, w->hk_lo, j_begin + 0), attn_gemma3_27b_global_k_row(&kv, w->hk_lo, j_begin + 1),
-                        w->sm + (w->hk_lo) * 4, w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 256, wt);
-        for (jp = j_begin; jp + 1 < j_end; jp += 2)
+        if (j_end - j_begin >= STEP_KEYS)
+            attn_gemma3_27b_global_sqk_2x2_f32__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, w->hk_lo, j_begin + 0), attn_gemma3_27b_global_k_row(&kv, w->hk_lo, j_begin + 1),
+                        w->sm + (w->hk_lo) * HEAD_STATE, w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O, wt);
+        for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS)
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + 2;
-                if (jn + 1 < j_end)
-                    attn_gemma3_27b_global_sqk_2x2_f32__avx512(w->sq + (hn) * 256, attn_gemma3_27b_global_k_row(&kv, hn, jn + 0), attn_gemma3_27b_global_k_row(&kv, hn, jn + 1),
-                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 256, wn);
-                attn_gemma3_27b_global_spvk_2x2_f32__avx512(wt, attn_gemma3_27b_global_v_row(&kv, hk, jp + 0), attn_gemma3_27b_global_v_row(&kv, hk, jp + 1), w->so + (hk) * 256);
+                const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + STEP_KEYS;
+                if (jn + (STEP_KEYS - 1) < j_end)
+                    attn_gemma3_27b_global_sqk_2x2_f32__avx512(w->sq + (hn) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, hn, jn + 0), attn_gemma3_27b_global_k_row(&kv, hn, jn + 1),
+                        w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
+                attn_gemma3_27b_global_spvk_2x2_f32__avx512(wt, attn_gemma3_27b_global_v_row(&kv, hk, jp + 0), attn_gemma3_27b_global_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                 j = jp;
                 if (j + STREAM_PREFETCH + 0 < j_end) {
                     attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -4118,7 +4130,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
                     attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
                     attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
                 }
-                if (hk == w->hk_lo && jp + STREAM_PAGE_AHEAD + 1 < j_end) {
+                if (hk == w->hk_lo && jp + STREAM_PAGE_AHEAD + (STEP_KEYS - 1) < j_end) {
                     attn_gemma3_27b_global_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 0);
                     attn_gemma3_27b_global_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 1);
                 }
@@ -4127,9 +4139,9 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
     }
     for (j = jp; j < j_end; j++) /* the last keys, one at a time */
         for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-            p = attn_gemma3_27b_global_sqk_2x1_f32__avx512(w->sq + (hk) * 256, attn_gemma3_27b_global_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 256);
-            attn_gemma3_27b_global_spv_2x128_f32__avx512(p, attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * 256);
+            p = attn_gemma3_27b_global_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+            attn_gemma3_27b_global_spv_2x128_f32__avx512(p, attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
         }
 }
 
@@ -4139,7 +4151,16 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
 __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b_global_sunit_2x1__avx512(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_gemma3_27b_global_dscratch__avx512 *w, float *restrict opart, float *restrict lpart)
 {
-    const int64_t Lq = 1, n = 32;
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 2, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 128, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 128, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 256, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 256, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4, /* floats of a kv head's running maxima, and of its sums: a four-float register */
+        STEP_KEYS = 2 /* keys a step of the several-key steps (lib/dot's sqk and spvk) */
+    };
+    const int64_t Lq = HEAD_ROWS / GROUP, n = HKV * HEAD_ROWS;
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_gemma3_27b_global_kv kv = attn_gemma3_27b_global_kv_of(args, b);
@@ -4151,16 +4172,16 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b_global_sunit_
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
-        const int64_t rr = r % 2, h = (r / 2) * GROUP + rr / Lq, i = rr % Lq;
-        if (r >= w->hk_lo * 2 && r < w->hk_hi * 2)
-            attn_gemma3_27b_global_qpack_f32__avx512(attn_gemma3_27b_global_q_row(args, b, i, h), w->sq + r * 128, args, &rcs[i % ROPE_SLOTS], i + lk - Lq, args->q_norm_w);
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, i = rr % Lq;
+        if (r >= w->hk_lo * HEAD_ROWS && r < w->hk_hi * HEAD_ROWS)
+            attn_gemma3_27b_global_qpack_f32__avx512(attn_gemma3_27b_global_q_row(args, b, i, h), w->sq + r * Q_STRIDE, args, &rcs[i % ROPE_SLOTS], i + lk - Lq, args->q_norm_w);
         attn_gemma3_27b_global_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
-    for (r = 0; r < HKV * 4; r++) {
+    for (r = 0; r < HKV * HEAD_STATE; r++) {
         w->sm[r] = -INFINITY;
         w->sl[r] = 0.0f;
     }
-    memset(w->so, 0, sizeof(float) * (size_t)(n * 128));
+    memset(w->so, 0, sizeof(float) * (size_t)(n * O_STRIDE));
 
     cls = attn_gemma3_27b_global_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
@@ -4170,9 +4191,9 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b_global_sunit_
         } else if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_gemma3_27b_global_sqk_2x1_f32__avx512(w->sq + (hk) * 256, attn_gemma3_27b_global_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 256);
-                    attn_gemma3_27b_global_spv_2x128_f32__avx512(p, attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * 256);
+                    p = attn_gemma3_27b_global_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_gemma3_27b_global_spv_2x128_f32__avx512(p, attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -4181,14 +4202,14 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b_global_sunit_
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_gemma3_27b_global_sqk_2x1_f32__avx512(w->sq + (w->hk_lo) * 256, attn_gemma3_27b_global_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * 4,
-                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 256);
+                p = attn_gemma3_27b_global_sqk_2x1_f32__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
+                    w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_gemma3_27b_global_sqk_2x1_f32__avx512(w->sq + (hn) * 256, attn_gemma3_27b_global_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4,
-                    w->sl + (hn) * 4, w->so + (hn) * 256) : p;
-                    attn_gemma3_27b_global_spv_2x128_f32__avx512(p, attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * 256);
+                    pn = jn < j_end ? attn_gemma3_27b_global_sqk_2x1_f32__avx512(w->sq + (hn) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
+                    w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
+                    attn_gemma3_27b_global_spv_2x128_f32__avx512(p, attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -4199,9 +4220,9 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b_global_sunit_
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_gemma3_27b_global_sqk_2x1_f32__avx512(w->sq + (hk) * 256, attn_gemma3_27b_global_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 256);
-                    attn_gemma3_27b_global_spv_2x128_f32__avx512(p, attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * 256);
+                    p = attn_gemma3_27b_global_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_gemma3_27b_global_spv_2x128_f32__avx512(p, attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -4220,8 +4241,8 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b_global_sunit_
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_gemma3_27b_global_sterms_2x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_gemma3_27b_global_spv_2x128_f32__avx512(attn_gemma3_27b_global_sqk_2x1_f32__avx512(w->sq + (hk) * 256, attn_gemma3_27b_global_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 256), attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * 256);
+                        attn_gemma3_27b_global_spv_2x128_f32__avx512(attn_gemma3_27b_global_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -4232,8 +4253,8 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b_global_sunit_
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_gemma3_27b_global_sterms_2x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_gemma3_27b_global_spv_2x128_f32__avx512(attn_gemma3_27b_global_sqk_2x1_f32__avx512(w->sq + (hk) * 256, attn_gemma3_27b_global_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 256), attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * 256);
+                        attn_gemma3_27b_global_spv_2x128_f32__avx512(attn_gemma3_27b_global_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -4244,9 +4265,9 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b_global_sunit_
     }
 
     /* the split's result: the unit's kv heads' rows */
-    for (r = w->hk_lo * 2; r < w->hk_hi * 2; r++) {
-        const int64_t rr = r % 2, h = (r / 2) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        attn_gemma3_27b_global_dresult(w->so + r * 128, w->sm[(r / 2) * 4 + rr], w->sl[(r / 2) * 4 + rr], opart + row * DV,
+    for (r = w->hk_lo * HEAD_ROWS; r < w->hk_hi * HEAD_ROWS; r++) {
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        attn_gemma3_27b_global_dresult(w->so + r * O_STRIDE, w->sm[(r / HEAD_ROWS) * HEAD_STATE + rr], w->sl[(r / HEAD_ROWS) * HEAD_STATE + rr], opart + row * DV,
                 lpart + row);
     }
 }
@@ -6504,21 +6525,30 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_27b_global_duni
  * call, not inlined: the unit's one-key loop compiles as it does without it). */
 ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_27b_global_spairs_2x2__avx2(const attn_gemma3_27b_global_kv kv, attn_gemma3_27b_global_dscratch__avx2 *w, int64_t j_begin, int64_t j_end)
 {
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 2, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 128, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 128, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 256, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 256, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4, /* floats of a kv head's running maxima, and of its sums: a four-float register */
+        STEP_KEYS = 2 /* keys a step of the several-key steps (lib/dot's sqk and spvk) */
+    };
     __m128 p;
     int64_t j, hk;
     /* 2 keys a step, so that one pass over Q scores them and one over O adds
        their V rows; one step ahead: the next head's weights while this head's
        P*V runs (never the same head's: its max may move, and w with it) */
-    __m128 wt[2], wn[2];
+    __m128 wt[STEP_KEYS], wn[STEP_KEYS];
     int64_t jp;
     memset(wt, 0, sizeof wt);
     memset(wn, 0, sizeof wn);
     if (w->hk_hi - w->hk_lo == 1) { /* a unit of one kv head (a short cache's): each step's weights, then its P*V */
-        for (jp = j_begin; jp + 1 < j_end; jp += 2) {
+        for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS) {
             hk = w->hk_lo;
-            attn_gemma3_27b_global_sqk_2x2_f32__avx2(w->sq + (hk) * 256, attn_gemma3_27b_global_k_row(&kv, hk, jp + 0), attn_gemma3_27b_global_k_row(&kv, hk, jp + 1),
-                        w->sm + (hk) * 4, w->sl + (hk) * 4, w->so + (hk) * 256, wt);
-            attn_gemma3_27b_global_spvk_2x2_f32__avx2(wt, attn_gemma3_27b_global_v_row(&kv, hk, jp + 0), attn_gemma3_27b_global_v_row(&kv, hk, jp + 1), w->so + (hk) * 256);
+            attn_gemma3_27b_global_sqk_2x2_f32__avx2(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, hk, jp + 0), attn_gemma3_27b_global_k_row(&kv, hk, jp + 1),
+                        w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
+            attn_gemma3_27b_global_spvk_2x2_f32__avx2(wt, attn_gemma3_27b_global_v_row(&kv, hk, jp + 0), attn_gemma3_27b_global_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
             j = jp;
             if (j + STREAM_PREFETCH + 0 < j_end) {
                 attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -6530,16 +6560,16 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_2
             }
         }
     } else {
-        if (j_end - j_begin >= 2)
-            attn_gemma3_27b_global_sqk_2x2_f32__avx2(w->sq + (w->hk_lo) * 256, attn_gemma3_27b_global_k_row(&kv, w->hk_lo, j_begin + 0), attn_gemma3_27b_global_k_row(&kv, w->hk_lo, j_begin + 1),
-                        w->sm + (w->hk_lo) * 4, w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 256, wt);
-        for (jp = j_begin; jp + 1 < j_end; jp += 2)
+        if (j_end - j_begin >= STEP_KEYS)
+            attn_gemma3_27b_global_sqk_2x2_f32__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, w->hk_lo, j_begin + 0), attn_gemma3_27b_global_k_row(&kv, w->hk_lo, j_begin + 1),
+                        w->sm + (w->hk_lo) * HEAD_STATE, w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O, wt);
+        for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS)
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + 2;
-                if (jn + 1 < j_end)
-                    attn_gemma3_27b_global_sqk_2x2_f32__avx2(w->sq + (hn) * 256, attn_gemma3_27b_global_k_row(&kv, hn, jn + 0), attn_gemma3_27b_global_k_row(&kv, hn, jn + 1),
-                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 256, wn);
-                attn_gemma3_27b_global_spvk_2x2_f32__avx2(wt, attn_gemma3_27b_global_v_row(&kv, hk, jp + 0), attn_gemma3_27b_global_v_row(&kv, hk, jp + 1), w->so + (hk) * 256);
+                const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + STEP_KEYS;
+                if (jn + (STEP_KEYS - 1) < j_end)
+                    attn_gemma3_27b_global_sqk_2x2_f32__avx2(w->sq + (hn) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, hn, jn + 0), attn_gemma3_27b_global_k_row(&kv, hn, jn + 1),
+                        w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
+                attn_gemma3_27b_global_spvk_2x2_f32__avx2(wt, attn_gemma3_27b_global_v_row(&kv, hk, jp + 0), attn_gemma3_27b_global_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                 j = jp;
                 if (j + STREAM_PREFETCH + 0 < j_end) {
                     attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -6549,7 +6579,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_2
                     attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
                     attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
                 }
-                if (hk == w->hk_lo && jp + STREAM_PAGE_AHEAD + 1 < j_end) {
+                if (hk == w->hk_lo && jp + STREAM_PAGE_AHEAD + (STEP_KEYS - 1) < j_end) {
                     attn_gemma3_27b_global_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 0);
                     attn_gemma3_27b_global_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 1);
                 }
@@ -6558,9 +6588,9 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_2
     }
     for (j = jp; j < j_end; j++) /* the last keys, one at a time */
         for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-            p = attn_gemma3_27b_global_sqk_2x1_f32__avx2(w->sq + (hk) * 256, attn_gemma3_27b_global_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 256);
-            attn_gemma3_27b_global_spv_2x128_f32__avx2(p, attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * 256);
+            p = attn_gemma3_27b_global_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+            attn_gemma3_27b_global_spv_2x128_f32__avx2(p, attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
         }
 }
 
@@ -6570,7 +6600,16 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_2
 __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_27b_global_sunit_2x1__avx2(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_gemma3_27b_global_dscratch__avx2 *w, float *restrict opart, float *restrict lpart)
 {
-    const int64_t Lq = 1, n = 32;
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 2, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 128, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 128, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 256, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 256, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4, /* floats of a kv head's running maxima, and of its sums: a four-float register */
+        STEP_KEYS = 2 /* keys a step of the several-key steps (lib/dot's sqk and spvk) */
+    };
+    const int64_t Lq = HEAD_ROWS / GROUP, n = HKV * HEAD_ROWS;
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_gemma3_27b_global_kv kv = attn_gemma3_27b_global_kv_of(args, b);
@@ -6582,16 +6621,16 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_27b_global_suni
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
-        const int64_t rr = r % 2, h = (r / 2) * GROUP + rr / Lq, i = rr % Lq;
-        if (r >= w->hk_lo * 2 && r < w->hk_hi * 2)
-            attn_gemma3_27b_global_qpack_f32__avx2(attn_gemma3_27b_global_q_row(args, b, i, h), w->sq + r * 128, args, &rcs[i % ROPE_SLOTS], i + lk - Lq, args->q_norm_w);
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, i = rr % Lq;
+        if (r >= w->hk_lo * HEAD_ROWS && r < w->hk_hi * HEAD_ROWS)
+            attn_gemma3_27b_global_qpack_f32__avx2(attn_gemma3_27b_global_q_row(args, b, i, h), w->sq + r * Q_STRIDE, args, &rcs[i % ROPE_SLOTS], i + lk - Lq, args->q_norm_w);
         attn_gemma3_27b_global_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
-    for (r = 0; r < HKV * 4; r++) {
+    for (r = 0; r < HKV * HEAD_STATE; r++) {
         w->sm[r] = -INFINITY;
         w->sl[r] = 0.0f;
     }
-    memset(w->so, 0, sizeof(float) * (size_t)(n * 128));
+    memset(w->so, 0, sizeof(float) * (size_t)(n * O_STRIDE));
 
     cls = attn_gemma3_27b_global_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
@@ -6601,9 +6640,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_27b_global_suni
         } else if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_gemma3_27b_global_sqk_2x1_f32__avx2(w->sq + (hk) * 256, attn_gemma3_27b_global_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 256);
-                    attn_gemma3_27b_global_spv_2x128_f32__avx2(p, attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * 256);
+                    p = attn_gemma3_27b_global_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_gemma3_27b_global_spv_2x128_f32__avx2(p, attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -6612,14 +6651,14 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_27b_global_suni
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_gemma3_27b_global_sqk_2x1_f32__avx2(w->sq + (w->hk_lo) * 256, attn_gemma3_27b_global_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * 4,
-                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 256);
+                p = attn_gemma3_27b_global_sqk_2x1_f32__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
+                    w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_gemma3_27b_global_sqk_2x1_f32__avx2(w->sq + (hn) * 256, attn_gemma3_27b_global_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4,
-                    w->sl + (hn) * 4, w->so + (hn) * 256) : p;
-                    attn_gemma3_27b_global_spv_2x128_f32__avx2(p, attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * 256);
+                    pn = jn < j_end ? attn_gemma3_27b_global_sqk_2x1_f32__avx2(w->sq + (hn) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
+                    w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
+                    attn_gemma3_27b_global_spv_2x128_f32__avx2(p, attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -6630,9 +6669,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_27b_global_suni
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_gemma3_27b_global_sqk_2x1_f32__avx2(w->sq + (hk) * 256, attn_gemma3_27b_global_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 256);
-                    attn_gemma3_27b_global_spv_2x128_f32__avx2(p, attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * 256);
+                    p = attn_gemma3_27b_global_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_gemma3_27b_global_spv_2x128_f32__avx2(p, attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -6651,8 +6690,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_27b_global_suni
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_gemma3_27b_global_sterms_2x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_gemma3_27b_global_spv_2x128_f32__avx2(attn_gemma3_27b_global_sqk_2x1_f32__avx2(w->sq + (hk) * 256, attn_gemma3_27b_global_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 256), attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * 256);
+                        attn_gemma3_27b_global_spv_2x128_f32__avx2(attn_gemma3_27b_global_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -6663,8 +6702,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_27b_global_suni
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_gemma3_27b_global_sterms_2x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_gemma3_27b_global_spv_2x128_f32__avx2(attn_gemma3_27b_global_sqk_2x1_f32__avx2(w->sq + (hk) * 256, attn_gemma3_27b_global_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 256), attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * 256);
+                        attn_gemma3_27b_global_spv_2x128_f32__avx2(attn_gemma3_27b_global_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -6675,9 +6714,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_27b_global_suni
     }
 
     /* the split's result: the unit's kv heads' rows */
-    for (r = w->hk_lo * 2; r < w->hk_hi * 2; r++) {
-        const int64_t rr = r % 2, h = (r / 2) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        attn_gemma3_27b_global_dresult(w->so + r * 128, w->sm[(r / 2) * 4 + rr], w->sl[(r / 2) * 4 + rr], opart + row * DV,
+    for (r = w->hk_lo * HEAD_ROWS; r < w->hk_hi * HEAD_ROWS; r++) {
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        attn_gemma3_27b_global_dresult(w->so + r * O_STRIDE, w->sm[(r / HEAD_ROWS) * HEAD_STATE + rr], w->sl[(r / HEAD_ROWS) * HEAD_STATE + rr], opart + row * DV,
                 lpart + row);
     }
 }
@@ -9207,7 +9246,15 @@ static void attn_gemma3_27b_global_dunit__neon(const attn_args *args, int64_t b,
 static void attn_gemma3_27b_global_sunit_2x1__neon(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_gemma3_27b_global_dscratch__neon *w, float *restrict opart, float *restrict lpart)
 {
-    const int64_t Lq = 1, n = 32;
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 2, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 128, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 128, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 256, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 256, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4 /* floats of a kv head's running maxima, and of its sums: a four-float register */
+    };
+    const int64_t Lq = HEAD_ROWS / GROUP, n = HKV * HEAD_ROWS;
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_gemma3_27b_global_kv kv = attn_gemma3_27b_global_kv_of(args, b);
@@ -9219,16 +9266,16 @@ static void attn_gemma3_27b_global_sunit_2x1__neon(const attn_args *args, int64_
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
-        const int64_t rr = r % 2, h = (r / 2) * GROUP + rr / Lq, i = rr % Lq;
-        if (r >= w->hk_lo * 2 && r < w->hk_hi * 2)
-            attn_gemma3_27b_global_qpack_f32__neon(attn_gemma3_27b_global_q_row(args, b, i, h), w->sq + r * 128, args, &rcs[i % ROPE_SLOTS], i + lk - Lq, args->q_norm_w);
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, i = rr % Lq;
+        if (r >= w->hk_lo * HEAD_ROWS && r < w->hk_hi * HEAD_ROWS)
+            attn_gemma3_27b_global_qpack_f32__neon(attn_gemma3_27b_global_q_row(args, b, i, h), w->sq + r * Q_STRIDE, args, &rcs[i % ROPE_SLOTS], i + lk - Lq, args->q_norm_w);
         attn_gemma3_27b_global_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
-    for (r = 0; r < HKV * 4; r++) {
+    for (r = 0; r < HKV * HEAD_STATE; r++) {
         w->sm[r] = -INFINITY;
         w->sl[r] = 0.0f;
     }
-    memset(w->so, 0, sizeof(float) * (size_t)(n * 128));
+    memset(w->so, 0, sizeof(float) * (size_t)(n * O_STRIDE));
 
     cls = attn_gemma3_27b_global_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
@@ -9236,9 +9283,9 @@ static void attn_gemma3_27b_global_sunit_2x1__neon(const attn_args *args, int64_
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_gemma3_27b_global_sqk_2x1_f32__neon(w->sq + (hk) * 256, attn_gemma3_27b_global_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 256);
-                    attn_gemma3_27b_global_spv_2x128_f32__neon(p, attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * 256);
+                    p = attn_gemma3_27b_global_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_gemma3_27b_global_spv_2x128_f32__neon(p, attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -9247,14 +9294,14 @@ static void attn_gemma3_27b_global_sunit_2x1__neon(const attn_args *args, int64_
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_gemma3_27b_global_sqk_2x1_f32__neon(w->sq + (w->hk_lo) * 256, attn_gemma3_27b_global_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * 4,
-                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 256);
+                p = attn_gemma3_27b_global_sqk_2x1_f32__neon(w->sq + (w->hk_lo) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * HEAD_STATE,
+                    w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_gemma3_27b_global_sqk_2x1_f32__neon(w->sq + (hn) * 256, attn_gemma3_27b_global_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * 4,
-                    w->sl + (hn) * 4, w->so + (hn) * 256) : p;
-                    attn_gemma3_27b_global_spv_2x128_f32__neon(p, attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * 256);
+                    pn = jn < j_end ? attn_gemma3_27b_global_sqk_2x1_f32__neon(w->sq + (hn) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * HEAD_STATE,
+                    w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
+                    attn_gemma3_27b_global_spv_2x128_f32__neon(p, attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -9265,9 +9312,9 @@ static void attn_gemma3_27b_global_sunit_2x1__neon(const attn_args *args, int64_
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_gemma3_27b_global_sqk_2x1_f32__neon(w->sq + (hk) * 256, attn_gemma3_27b_global_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 256);
-                    attn_gemma3_27b_global_spv_2x128_f32__neon(p, attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * 256);
+                    p = attn_gemma3_27b_global_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_gemma3_27b_global_spv_2x128_f32__neon(p, attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -9286,8 +9333,8 @@ static void attn_gemma3_27b_global_sunit_2x1__neon(const attn_args *args, int64_
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_gemma3_27b_global_sterms_2x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_gemma3_27b_global_spv_2x128_f32__neon(attn_gemma3_27b_global_sqk_2x1_f32__neon(w->sq + (hk) * 256, attn_gemma3_27b_global_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 256), attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * 256);
+                        attn_gemma3_27b_global_spv_2x128_f32__neon(attn_gemma3_27b_global_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -9298,8 +9345,8 @@ static void attn_gemma3_27b_global_sunit_2x1__neon(const attn_args *args, int64_
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_gemma3_27b_global_sterms_2x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_gemma3_27b_global_spv_2x128_f32__neon(attn_gemma3_27b_global_sqk_2x1_f32__neon(w->sq + (hk) * 256, attn_gemma3_27b_global_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 256), attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * 256);
+                        attn_gemma3_27b_global_spv_2x128_f32__neon(attn_gemma3_27b_global_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -9310,9 +9357,9 @@ static void attn_gemma3_27b_global_sunit_2x1__neon(const attn_args *args, int64_
     }
 
     /* the split's result: the unit's kv heads' rows */
-    for (r = w->hk_lo * 2; r < w->hk_hi * 2; r++) {
-        const int64_t rr = r % 2, h = (r / 2) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        attn_gemma3_27b_global_dresult(w->so + r * 128, w->sm[(r / 2) * 4 + rr], w->sl[(r / 2) * 4 + rr], opart + row * DV,
+    for (r = w->hk_lo * HEAD_ROWS; r < w->hk_hi * HEAD_ROWS; r++) {
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        attn_gemma3_27b_global_dresult(w->so + r * O_STRIDE, w->sm[(r / HEAD_ROWS) * HEAD_STATE + rr], w->sl[(r / HEAD_ROWS) * HEAD_STATE + rr], opart + row * DV,
                 lpart + row);
     }
 }

@@ -4045,6 +4045,9 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_llama
         O_STRIDE = 128, /* floats of an O row (Dv in whole vectors) */
         PV_WIDEST = 8, /* rows of the widest P*V kernel (v.pv_rows[1]) */
         PV_CHUNKS = 3, /* chunks of D of the P*V kernels at most (a line of the next block each) */
+        PV_WIDE_ROWS = 7, /* rows a P*V call takes from which its kernel has PV_WIDE_CHUNKS */
+        PV_WIDE_CHUNKS = 3, /* chunks of D of the P*V kernels of PV_WIDE_ROWS or more rows */
+        PV_NARROW_CHUNKS = 2, /* chunks of D of the P*V kernels of fewer than PV_WIDE_ROWS rows */
         ROW_LINES = 8 /* cache lines of each K and V row (the kernels that prefetch count them) */
     };
     int64_t r, hk, pl = *plp;
@@ -4065,7 +4068,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_llama
                a chunk), as their scores asked for the first: spread over the products, not
                in a burst after them, the reads overlap the FMAs (docs/decode.md) */
             const int inside = !pairs && !dots && pf == ATTN_PREFETCH_L2 && pl < pn;
-            if (inside) pl = attn_llama3_8b_next_rows(&kv, jn, pn, pl, pr, (int)(((take >= 7 ? 3 : 2) * kb + (ROW_LINES - 1)) / ROW_LINES), w->s);
+            if (inside) pl = attn_llama3_8b_next_rows(&kv, jn, pn, pl, pr, (int)(((take >= PV_WIDE_ROWS ? PV_WIDE_CHUNKS : PV_NARROW_CHUNKS) * kb + (ROW_LINES - 1)) / ROW_LINES), w->s);
             if (take >= 8) {
                 attn_llama3_8b_pv_8x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
                 r += 8;
@@ -4246,21 +4249,30 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(
  * call, not inlined: the unit's one-key loop compiles as it does without it). */
 ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_spairs_4x2__avx512(const attn_llama3_8b_kv kv, attn_llama3_8b_dscratch__avx512 *w, int64_t j_begin, int64_t j_end)
 {
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 4, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 128, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 128, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 512, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 512, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4, /* floats of a kv head's running maxima, and of its sums: a four-float register */
+        STEP_KEYS = 2 /* keys a step of the several-key steps (lib/dot's sqk and spvk) */
+    };
     __m128 p;
     int64_t j, hk;
     /* 2 keys a step, so that one pass over Q scores them and one over O adds
        their V rows; one step ahead: the next head's weights while this head's
        P*V runs (never the same head's: its max may move, and w with it) */
-    __m128 wt[2], wn[2];
+    __m128 wt[STEP_KEYS], wn[STEP_KEYS];
     int64_t jp;
     memset(wt, 0, sizeof wt);
     memset(wn, 0, sizeof wn);
     if (w->hk_hi - w->hk_lo == 1) { /* a unit of one kv head (a short cache's): each step's weights, then its P*V */
-        for (jp = j_begin; jp + 1 < j_end; jp += 2) {
+        for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS) {
             hk = w->hk_lo;
-            attn_llama3_8b_sqk_4x2_f32__avx512(w->sq + (hk) * 512, attn_llama3_8b_k_row(&kv, hk, jp + 0), attn_llama3_8b_k_row(&kv, hk, jp + 1),
-                        w->sm + (hk) * 4, w->sl + (hk) * 4, w->so + (hk) * 512, wt);
-            attn_llama3_8b_spvk_4x2_f32__avx512(wt, attn_llama3_8b_v_row(&kv, hk, jp + 0), attn_llama3_8b_v_row(&kv, hk, jp + 1), w->so + (hk) * 512);
+            attn_llama3_8b_sqk_4x2_f32__avx512(w->sq + (hk) * HEAD_Q, attn_llama3_8b_k_row(&kv, hk, jp + 0), attn_llama3_8b_k_row(&kv, hk, jp + 1),
+                        w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
+            attn_llama3_8b_spvk_4x2_f32__avx512(wt, attn_llama3_8b_v_row(&kv, hk, jp + 0), attn_llama3_8b_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
             j = jp;
             if (j + STREAM_PREFETCH + 0 < j_end) {
                 attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -4272,16 +4284,16 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
             }
         }
     } else {
-        if (j_end - j_begin >= 2)
-            attn_llama3_8b_sqk_4x2_f32__avx512(w->sq + (w->hk_lo) * 512, attn_llama3_8b_k_row(&kv, w->hk_lo, j_begin + 0), attn_llama3_8b_k_row(&kv, w->hk_lo, j_begin + 1),
-                        w->sm + (w->hk_lo) * 4, w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 512, wt);
-        for (jp = j_begin; jp + 1 < j_end; jp += 2)
+        if (j_end - j_begin >= STEP_KEYS)
+            attn_llama3_8b_sqk_4x2_f32__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_llama3_8b_k_row(&kv, w->hk_lo, j_begin + 0), attn_llama3_8b_k_row(&kv, w->hk_lo, j_begin + 1),
+                        w->sm + (w->hk_lo) * HEAD_STATE, w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O, wt);
+        for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS)
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + 2;
-                if (jn + 1 < j_end)
-                    attn_llama3_8b_sqk_4x2_f32__avx512(w->sq + (hn) * 512, attn_llama3_8b_k_row(&kv, hn, jn + 0), attn_llama3_8b_k_row(&kv, hn, jn + 1),
-                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 512, wn);
-                attn_llama3_8b_spvk_4x2_f32__avx512(wt, attn_llama3_8b_v_row(&kv, hk, jp + 0), attn_llama3_8b_v_row(&kv, hk, jp + 1), w->so + (hk) * 512);
+                const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + STEP_KEYS;
+                if (jn + (STEP_KEYS - 1) < j_end)
+                    attn_llama3_8b_sqk_4x2_f32__avx512(w->sq + (hn) * HEAD_Q, attn_llama3_8b_k_row(&kv, hn, jn + 0), attn_llama3_8b_k_row(&kv, hn, jn + 1),
+                        w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
+                attn_llama3_8b_spvk_4x2_f32__avx512(wt, attn_llama3_8b_v_row(&kv, hk, jp + 0), attn_llama3_8b_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                 j = jp;
                 if (j + STREAM_PREFETCH + 0 < j_end) {
                     attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -4291,7 +4303,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
                     attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
                     attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
                 }
-                if (hk == w->hk_lo && jp + STREAM_PAGE_AHEAD + 1 < j_end) {
+                if (hk == w->hk_lo && jp + STREAM_PAGE_AHEAD + (STEP_KEYS - 1) < j_end) {
                     attn_llama3_8b_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 0);
                     attn_llama3_8b_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 1);
                 }
@@ -4300,9 +4312,9 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
     }
     for (j = jp; j < j_end; j++) /* the last keys, one at a time */
         for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-            p = attn_llama3_8b_sqk_4x1_f32__avx512(w->sq + (hk) * 512, attn_llama3_8b_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 512);
-            attn_llama3_8b_spv_4x128_f32__avx512(p, attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * 512);
+            p = attn_llama3_8b_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_llama3_8b_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+            attn_llama3_8b_spv_4x128_f32__avx512(p, attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
         }
 }
 
@@ -4312,7 +4324,16 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
 __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_sunit_4x1__avx512(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_llama3_8b_dscratch__avx512 *w, float *restrict opart, float *restrict lpart)
 {
-    const int64_t Lq = 1, n = 32;
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 4, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 128, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 128, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 512, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 512, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4, /* floats of a kv head's running maxima, and of its sums: a four-float register */
+        STEP_KEYS = 2 /* keys a step of the several-key steps (lib/dot's sqk and spvk) */
+    };
+    const int64_t Lq = HEAD_ROWS / GROUP, n = HKV * HEAD_ROWS;
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_llama3_8b_kv kv = attn_llama3_8b_kv_of(args, b);
@@ -4324,16 +4345,16 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_sunit_4x1__avx
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
-        const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
-        if (r >= w->hk_lo * 4 && r < w->hk_hi * 4)
-            attn_llama3_8b_qpack_f32__avx512(attn_llama3_8b_q_row(args, b, i, h), w->sq + r * 128, args, &rcs[i % ROPE_SLOTS], i + lk - Lq);
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, i = rr % Lq;
+        if (r >= w->hk_lo * HEAD_ROWS && r < w->hk_hi * HEAD_ROWS)
+            attn_llama3_8b_qpack_f32__avx512(attn_llama3_8b_q_row(args, b, i, h), w->sq + r * Q_STRIDE, args, &rcs[i % ROPE_SLOTS], i + lk - Lq);
         attn_llama3_8b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
-    for (r = 0; r < HKV * 4; r++) {
+    for (r = 0; r < HKV * HEAD_STATE; r++) {
         w->sm[r] = -INFINITY;
         w->sl[r] = 0.0f;
     }
-    memset(w->so, 0, sizeof(float) * (size_t)(n * 128));
+    memset(w->so, 0, sizeof(float) * (size_t)(n * O_STRIDE));
 
     cls = attn_llama3_8b_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
@@ -4343,9 +4364,9 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_sunit_4x1__avx
         } else if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_llama3_8b_sqk_4x1_f32__avx512(w->sq + (hk) * 512, attn_llama3_8b_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 512);
-                    attn_llama3_8b_spv_4x128_f32__avx512(p, attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * 512);
+                    p = attn_llama3_8b_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_llama3_8b_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_llama3_8b_spv_4x128_f32__avx512(p, attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -4354,14 +4375,14 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_sunit_4x1__avx
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_llama3_8b_sqk_4x1_f32__avx512(w->sq + (w->hk_lo) * 512, attn_llama3_8b_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * 4,
-                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 512);
+                p = attn_llama3_8b_sqk_4x1_f32__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_llama3_8b_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
+                    w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_llama3_8b_sqk_4x1_f32__avx512(w->sq + (hn) * 512, attn_llama3_8b_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4,
-                    w->sl + (hn) * 4, w->so + (hn) * 512) : p;
-                    attn_llama3_8b_spv_4x128_f32__avx512(p, attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * 512);
+                    pn = jn < j_end ? attn_llama3_8b_sqk_4x1_f32__avx512(w->sq + (hn) * HEAD_Q, attn_llama3_8b_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
+                    w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
+                    attn_llama3_8b_spv_4x128_f32__avx512(p, attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -4372,9 +4393,9 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_sunit_4x1__avx
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_llama3_8b_sqk_4x1_f32__avx512(w->sq + (hk) * 512, attn_llama3_8b_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 512);
-                    attn_llama3_8b_spv_4x128_f32__avx512(p, attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * 512);
+                    p = attn_llama3_8b_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_llama3_8b_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_llama3_8b_spv_4x128_f32__avx512(p, attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -4393,8 +4414,8 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_sunit_4x1__avx
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_llama3_8b_sterms_4x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_llama3_8b_spv_4x128_f32__avx512(attn_llama3_8b_sqk_4x1_f32__avx512(w->sq + (hk) * 512, attn_llama3_8b_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 512), attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * 512);
+                        attn_llama3_8b_spv_4x128_f32__avx512(attn_llama3_8b_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_llama3_8b_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -4405,8 +4426,8 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_sunit_4x1__avx
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_llama3_8b_sterms_4x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_llama3_8b_spv_4x128_f32__avx512(attn_llama3_8b_sqk_4x1_f32__avx512(w->sq + (hk) * 512, attn_llama3_8b_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 512), attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * 512);
+                        attn_llama3_8b_spv_4x128_f32__avx512(attn_llama3_8b_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_llama3_8b_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -4417,9 +4438,9 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_sunit_4x1__avx
     }
 
     /* the split's result: the unit's kv heads' rows */
-    for (r = w->hk_lo * 4; r < w->hk_hi * 4; r++) {
-        const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        attn_llama3_8b_dresult(w->so + r * 128, w->sm[(r / 4) * 4 + rr], w->sl[(r / 4) * 4 + rr], opart + row * DV,
+    for (r = w->hk_lo * HEAD_ROWS; r < w->hk_hi * HEAD_ROWS; r++) {
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        attn_llama3_8b_dresult(w->so + r * O_STRIDE, w->sm[(r / HEAD_ROWS) * HEAD_STATE + rr], w->sl[(r / HEAD_ROWS) * HEAD_STATE + rr], opart + row * DV,
                 lpart + row);
     }
 }
@@ -6699,21 +6720,30 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_dunit__avx2(
  * call, not inlined: the unit's one-key loop compiles as it does without it). */
 ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_spairs_4x2__avx2(const attn_llama3_8b_kv kv, attn_llama3_8b_dscratch__avx2 *w, int64_t j_begin, int64_t j_end)
 {
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 4, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 128, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 128, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 512, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 512, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4, /* floats of a kv head's running maxima, and of its sums: a four-float register */
+        STEP_KEYS = 2 /* keys a step of the several-key steps (lib/dot's sqk and spvk) */
+    };
     __m128 p;
     int64_t j, hk;
     /* 2 keys a step, so that one pass over Q scores them and one over O adds
        their V rows; one step ahead: the next head's weights while this head's
        P*V runs (never the same head's: its max may move, and w with it) */
-    __m128 wt[2], wn[2];
+    __m128 wt[STEP_KEYS], wn[STEP_KEYS];
     int64_t jp;
     memset(wt, 0, sizeof wt);
     memset(wn, 0, sizeof wn);
     if (w->hk_hi - w->hk_lo == 1) { /* a unit of one kv head (a short cache's): each step's weights, then its P*V */
-        for (jp = j_begin; jp + 1 < j_end; jp += 2) {
+        for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS) {
             hk = w->hk_lo;
-            attn_llama3_8b_sqk_4x2_f32__avx2(w->sq + (hk) * 512, attn_llama3_8b_k_row(&kv, hk, jp + 0), attn_llama3_8b_k_row(&kv, hk, jp + 1),
-                        w->sm + (hk) * 4, w->sl + (hk) * 4, w->so + (hk) * 512, wt);
-            attn_llama3_8b_spvk_4x2_f32__avx2(wt, attn_llama3_8b_v_row(&kv, hk, jp + 0), attn_llama3_8b_v_row(&kv, hk, jp + 1), w->so + (hk) * 512);
+            attn_llama3_8b_sqk_4x2_f32__avx2(w->sq + (hk) * HEAD_Q, attn_llama3_8b_k_row(&kv, hk, jp + 0), attn_llama3_8b_k_row(&kv, hk, jp + 1),
+                        w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
+            attn_llama3_8b_spvk_4x2_f32__avx2(wt, attn_llama3_8b_v_row(&kv, hk, jp + 0), attn_llama3_8b_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
             j = jp;
             if (j + STREAM_PREFETCH + 0 < j_end) {
                 attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -6725,16 +6755,16 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
             }
         }
     } else {
-        if (j_end - j_begin >= 2)
-            attn_llama3_8b_sqk_4x2_f32__avx2(w->sq + (w->hk_lo) * 512, attn_llama3_8b_k_row(&kv, w->hk_lo, j_begin + 0), attn_llama3_8b_k_row(&kv, w->hk_lo, j_begin + 1),
-                        w->sm + (w->hk_lo) * 4, w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 512, wt);
-        for (jp = j_begin; jp + 1 < j_end; jp += 2)
+        if (j_end - j_begin >= STEP_KEYS)
+            attn_llama3_8b_sqk_4x2_f32__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_llama3_8b_k_row(&kv, w->hk_lo, j_begin + 0), attn_llama3_8b_k_row(&kv, w->hk_lo, j_begin + 1),
+                        w->sm + (w->hk_lo) * HEAD_STATE, w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O, wt);
+        for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS)
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + 2;
-                if (jn + 1 < j_end)
-                    attn_llama3_8b_sqk_4x2_f32__avx2(w->sq + (hn) * 512, attn_llama3_8b_k_row(&kv, hn, jn + 0), attn_llama3_8b_k_row(&kv, hn, jn + 1),
-                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 512, wn);
-                attn_llama3_8b_spvk_4x2_f32__avx2(wt, attn_llama3_8b_v_row(&kv, hk, jp + 0), attn_llama3_8b_v_row(&kv, hk, jp + 1), w->so + (hk) * 512);
+                const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + STEP_KEYS;
+                if (jn + (STEP_KEYS - 1) < j_end)
+                    attn_llama3_8b_sqk_4x2_f32__avx2(w->sq + (hn) * HEAD_Q, attn_llama3_8b_k_row(&kv, hn, jn + 0), attn_llama3_8b_k_row(&kv, hn, jn + 1),
+                        w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
+                attn_llama3_8b_spvk_4x2_f32__avx2(wt, attn_llama3_8b_v_row(&kv, hk, jp + 0), attn_llama3_8b_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                 j = jp;
                 if (j + STREAM_PREFETCH + 0 < j_end) {
                     attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -6744,7 +6774,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
                     attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
                     attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
                 }
-                if (hk == w->hk_lo && jp + STREAM_PAGE_AHEAD + 1 < j_end) {
+                if (hk == w->hk_lo && jp + STREAM_PAGE_AHEAD + (STEP_KEYS - 1) < j_end) {
                     attn_llama3_8b_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 0);
                     attn_llama3_8b_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 1);
                 }
@@ -6753,9 +6783,9 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
     }
     for (j = jp; j < j_end; j++) /* the last keys, one at a time */
         for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-            p = attn_llama3_8b_sqk_4x1_f32__avx2(w->sq + (hk) * 512, attn_llama3_8b_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 512);
-            attn_llama3_8b_spv_4x128_f32__avx2(p, attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * 512);
+            p = attn_llama3_8b_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_llama3_8b_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+            attn_llama3_8b_spv_4x128_f32__avx2(p, attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
         }
 }
 
@@ -6765,7 +6795,16 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
 __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_sunit_4x1__avx2(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_llama3_8b_dscratch__avx2 *w, float *restrict opart, float *restrict lpart)
 {
-    const int64_t Lq = 1, n = 32;
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 4, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 128, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 128, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 512, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 512, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4, /* floats of a kv head's running maxima, and of its sums: a four-float register */
+        STEP_KEYS = 2 /* keys a step of the several-key steps (lib/dot's sqk and spvk) */
+    };
+    const int64_t Lq = HEAD_ROWS / GROUP, n = HKV * HEAD_ROWS;
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_llama3_8b_kv kv = attn_llama3_8b_kv_of(args, b);
@@ -6777,16 +6816,16 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_sunit_4x1__a
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
-        const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
-        if (r >= w->hk_lo * 4 && r < w->hk_hi * 4)
-            attn_llama3_8b_qpack_f32__avx2(attn_llama3_8b_q_row(args, b, i, h), w->sq + r * 128, args, &rcs[i % ROPE_SLOTS], i + lk - Lq);
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, i = rr % Lq;
+        if (r >= w->hk_lo * HEAD_ROWS && r < w->hk_hi * HEAD_ROWS)
+            attn_llama3_8b_qpack_f32__avx2(attn_llama3_8b_q_row(args, b, i, h), w->sq + r * Q_STRIDE, args, &rcs[i % ROPE_SLOTS], i + lk - Lq);
         attn_llama3_8b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
-    for (r = 0; r < HKV * 4; r++) {
+    for (r = 0; r < HKV * HEAD_STATE; r++) {
         w->sm[r] = -INFINITY;
         w->sl[r] = 0.0f;
     }
-    memset(w->so, 0, sizeof(float) * (size_t)(n * 128));
+    memset(w->so, 0, sizeof(float) * (size_t)(n * O_STRIDE));
 
     cls = attn_llama3_8b_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
@@ -6796,9 +6835,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_sunit_4x1__a
         } else if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_llama3_8b_sqk_4x1_f32__avx2(w->sq + (hk) * 512, attn_llama3_8b_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 512);
-                    attn_llama3_8b_spv_4x128_f32__avx2(p, attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * 512);
+                    p = attn_llama3_8b_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_llama3_8b_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_llama3_8b_spv_4x128_f32__avx2(p, attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -6807,14 +6846,14 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_sunit_4x1__a
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_llama3_8b_sqk_4x1_f32__avx2(w->sq + (w->hk_lo) * 512, attn_llama3_8b_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * 4,
-                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 512);
+                p = attn_llama3_8b_sqk_4x1_f32__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_llama3_8b_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
+                    w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_llama3_8b_sqk_4x1_f32__avx2(w->sq + (hn) * 512, attn_llama3_8b_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4,
-                    w->sl + (hn) * 4, w->so + (hn) * 512) : p;
-                    attn_llama3_8b_spv_4x128_f32__avx2(p, attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * 512);
+                    pn = jn < j_end ? attn_llama3_8b_sqk_4x1_f32__avx2(w->sq + (hn) * HEAD_Q, attn_llama3_8b_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
+                    w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
+                    attn_llama3_8b_spv_4x128_f32__avx2(p, attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -6825,9 +6864,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_sunit_4x1__a
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_llama3_8b_sqk_4x1_f32__avx2(w->sq + (hk) * 512, attn_llama3_8b_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 512);
-                    attn_llama3_8b_spv_4x128_f32__avx2(p, attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * 512);
+                    p = attn_llama3_8b_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_llama3_8b_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_llama3_8b_spv_4x128_f32__avx2(p, attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -6846,8 +6885,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_sunit_4x1__a
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_llama3_8b_sterms_4x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_llama3_8b_spv_4x128_f32__avx2(attn_llama3_8b_sqk_4x1_f32__avx2(w->sq + (hk) * 512, attn_llama3_8b_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 512), attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * 512);
+                        attn_llama3_8b_spv_4x128_f32__avx2(attn_llama3_8b_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_llama3_8b_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -6858,8 +6897,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_sunit_4x1__a
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_llama3_8b_sterms_4x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_llama3_8b_spv_4x128_f32__avx2(attn_llama3_8b_sqk_4x1_f32__avx2(w->sq + (hk) * 512, attn_llama3_8b_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 512), attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * 512);
+                        attn_llama3_8b_spv_4x128_f32__avx2(attn_llama3_8b_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_llama3_8b_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -6870,9 +6909,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_sunit_4x1__a
     }
 
     /* the split's result: the unit's kv heads' rows */
-    for (r = w->hk_lo * 4; r < w->hk_hi * 4; r++) {
-        const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        attn_llama3_8b_dresult(w->so + r * 128, w->sm[(r / 4) * 4 + rr], w->sl[(r / 4) * 4 + rr], opart + row * DV,
+    for (r = w->hk_lo * HEAD_ROWS; r < w->hk_hi * HEAD_ROWS; r++) {
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        attn_llama3_8b_dresult(w->so + r * O_STRIDE, w->sm[(r / HEAD_ROWS) * HEAD_STATE + rr], w->sl[(r / HEAD_ROWS) * HEAD_STATE + rr], opart + row * DV,
                 lpart + row);
     }
 }
@@ -9386,7 +9425,15 @@ static void attn_llama3_8b_dunit__neon(const attn_args *args, int64_t b, int64_t
 static void attn_llama3_8b_sunit_4x1__neon(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_llama3_8b_dscratch__neon *w, float *restrict opart, float *restrict lpart)
 {
-    const int64_t Lq = 1, n = 32;
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 4, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 128, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 128, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 512, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 512, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4 /* floats of a kv head's running maxima, and of its sums: a four-float register */
+    };
+    const int64_t Lq = HEAD_ROWS / GROUP, n = HKV * HEAD_ROWS;
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_llama3_8b_kv kv = attn_llama3_8b_kv_of(args, b);
@@ -9398,16 +9445,16 @@ static void attn_llama3_8b_sunit_4x1__neon(const attn_args *args, int64_t b, int
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
-        const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
-        if (r >= w->hk_lo * 4 && r < w->hk_hi * 4)
-            attn_llama3_8b_qpack_f32__neon(attn_llama3_8b_q_row(args, b, i, h), w->sq + r * 128, args, &rcs[i % ROPE_SLOTS], i + lk - Lq);
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, i = rr % Lq;
+        if (r >= w->hk_lo * HEAD_ROWS && r < w->hk_hi * HEAD_ROWS)
+            attn_llama3_8b_qpack_f32__neon(attn_llama3_8b_q_row(args, b, i, h), w->sq + r * Q_STRIDE, args, &rcs[i % ROPE_SLOTS], i + lk - Lq);
         attn_llama3_8b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
-    for (r = 0; r < HKV * 4; r++) {
+    for (r = 0; r < HKV * HEAD_STATE; r++) {
         w->sm[r] = -INFINITY;
         w->sl[r] = 0.0f;
     }
-    memset(w->so, 0, sizeof(float) * (size_t)(n * 128));
+    memset(w->so, 0, sizeof(float) * (size_t)(n * O_STRIDE));
 
     cls = attn_llama3_8b_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
@@ -9415,9 +9462,9 @@ static void attn_llama3_8b_sunit_4x1__neon(const attn_args *args, int64_t b, int
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_llama3_8b_sqk_4x1_f32__neon(w->sq + (hk) * 512, attn_llama3_8b_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 512);
-                    attn_llama3_8b_spv_4x128_f32__neon(p, attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * 512);
+                    p = attn_llama3_8b_sqk_4x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_llama3_8b_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_llama3_8b_spv_4x128_f32__neon(p, attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -9426,14 +9473,14 @@ static void attn_llama3_8b_sunit_4x1__neon(const attn_args *args, int64_t b, int
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_llama3_8b_sqk_4x1_f32__neon(w->sq + (w->hk_lo) * 512, attn_llama3_8b_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * 4,
-                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 512);
+                p = attn_llama3_8b_sqk_4x1_f32__neon(w->sq + (w->hk_lo) * HEAD_Q, attn_llama3_8b_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * HEAD_STATE,
+                    w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_llama3_8b_sqk_4x1_f32__neon(w->sq + (hn) * 512, attn_llama3_8b_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * 4,
-                    w->sl + (hn) * 4, w->so + (hn) * 512) : p;
-                    attn_llama3_8b_spv_4x128_f32__neon(p, attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * 512);
+                    pn = jn < j_end ? attn_llama3_8b_sqk_4x1_f32__neon(w->sq + (hn) * HEAD_Q, attn_llama3_8b_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * HEAD_STATE,
+                    w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
+                    attn_llama3_8b_spv_4x128_f32__neon(p, attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -9444,9 +9491,9 @@ static void attn_llama3_8b_sunit_4x1__neon(const attn_args *args, int64_t b, int
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_llama3_8b_sqk_4x1_f32__neon(w->sq + (hk) * 512, attn_llama3_8b_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 512);
-                    attn_llama3_8b_spv_4x128_f32__neon(p, attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * 512);
+                    p = attn_llama3_8b_sqk_4x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_llama3_8b_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_llama3_8b_spv_4x128_f32__neon(p, attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -9465,8 +9512,8 @@ static void attn_llama3_8b_sunit_4x1__neon(const attn_args *args, int64_t b, int
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_llama3_8b_sterms_4x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_llama3_8b_spv_4x128_f32__neon(attn_llama3_8b_sqk_4x1_f32__neon(w->sq + (hk) * 512, attn_llama3_8b_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 512), attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * 512);
+                        attn_llama3_8b_spv_4x128_f32__neon(attn_llama3_8b_sqk_4x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_llama3_8b_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -9477,8 +9524,8 @@ static void attn_llama3_8b_sunit_4x1__neon(const attn_args *args, int64_t b, int
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_llama3_8b_sterms_4x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_llama3_8b_spv_4x128_f32__neon(attn_llama3_8b_sqk_4x1_f32__neon(w->sq + (hk) * 512, attn_llama3_8b_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 512), attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * 512);
+                        attn_llama3_8b_spv_4x128_f32__neon(attn_llama3_8b_sqk_4x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_llama3_8b_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -9489,9 +9536,9 @@ static void attn_llama3_8b_sunit_4x1__neon(const attn_args *args, int64_t b, int
     }
 
     /* the split's result: the unit's kv heads' rows */
-    for (r = w->hk_lo * 4; r < w->hk_hi * 4; r++) {
-        const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        attn_llama3_8b_dresult(w->so + r * 128, w->sm[(r / 4) * 4 + rr], w->sl[(r / 4) * 4 + rr], opart + row * DV,
+    for (r = w->hk_lo * HEAD_ROWS; r < w->hk_hi * HEAD_ROWS; r++) {
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        attn_llama3_8b_dresult(w->so + r * O_STRIDE, w->sm[(r / HEAD_ROWS) * HEAD_STATE + rr], w->sl[(r / HEAD_ROWS) * HEAD_STATE + rr], opart + row * DV,
                 lpart + row);
     }
 }

@@ -3565,7 +3565,16 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_dunit__a
 __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_sunit_4x1__avx512(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_llama3_8b_f16kv_dscratch__avx512 *w, float *restrict opart, float *restrict lpart)
 {
-    const int64_t Lq = 1, n = 32;
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 4, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 128, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 128, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 512, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 512, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4, /* floats of a kv head's running maxima, and of its sums: a four-float register */
+        STEP_KEYS = 2 /* keys a step of the several-key steps (lib/dot's sqk and spvk) */
+    };
+    const int64_t Lq = HEAD_ROWS / GROUP, n = HKV * HEAD_ROWS;
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_llama3_8b_f16kv_kv kv = attn_llama3_8b_f16kv_kv_of(args, b);
@@ -3574,16 +3583,16 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_sunit_4x
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
-        const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
-        if (r >= w->hk_lo * 4 && r < w->hk_hi * 4)
-            attn_llama3_8b_f16kv_qpack_f32__avx512(attn_llama3_8b_f16kv_q_row(args, b, i, h), w->sq + r * 128);
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, i = rr % Lq;
+        if (r >= w->hk_lo * HEAD_ROWS && r < w->hk_hi * HEAD_ROWS)
+            attn_llama3_8b_f16kv_qpack_f32__avx512(attn_llama3_8b_f16kv_q_row(args, b, i, h), w->sq + r * Q_STRIDE);
         attn_llama3_8b_f16kv_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
-    for (r = 0; r < HKV * 4; r++) {
+    for (r = 0; r < HKV * HEAD_STATE; r++) {
         w->sm[r] = -INFINITY;
         w->sl[r] = 0.0f;
     }
-    memset(w->so, 0, sizeof(float) * (size_t)(n * 128));
+    memset(w->so, 0, sizeof(float) * (size_t)(n * O_STRIDE));
 
     cls = attn_llama3_8b_f16kv_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
@@ -3593,16 +3602,16 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_sunit_4x
             /* 2 keys a step, so that one pass over Q scores them and one over O adds
                their V rows; one step ahead: the next head's weights while this head's
                P*V runs (never the same head's: its max may move, and w with it) */
-            __m128 wt[2], wn[2];
+            __m128 wt[STEP_KEYS], wn[STEP_KEYS];
             int64_t jp;
             memset(wt, 0, sizeof wt);
             memset(wn, 0, sizeof wn);
             if (w->hk_hi - w->hk_lo == 1) { /* a unit of one kv head (a short cache's): each step's weights, then its P*V */
-                for (jp = j_begin; jp + 1 < j_end; jp += 2) {
+                for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS) {
                     hk = w->hk_lo;
-                    attn_llama3_8b_f16kv_sqk_4x2_f16__avx512(w->sq + (hk) * 512, attn_llama3_8b_f16kv_k_row(&kv, hk, jp + 0), attn_llama3_8b_f16kv_k_row(&kv, hk, jp + 1),
-                        w->sm + (hk) * 4, w->sl + (hk) * 4, w->so + (hk) * 512, wt);
-                    attn_llama3_8b_f16kv_spvk_4x2_f16__avx512(wt, attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 0), attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 1), w->so + (hk) * 512);
+                    attn_llama3_8b_f16kv_sqk_4x2_f16__avx512(w->sq + (hk) * HEAD_Q, attn_llama3_8b_f16kv_k_row(&kv, hk, jp + 0), attn_llama3_8b_f16kv_k_row(&kv, hk, jp + 1),
+                        w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
+                    attn_llama3_8b_f16kv_spvk_4x2_f16__avx512(wt, attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 0), attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                     j = jp;
                     if (j + STREAM_PREFETCH + 0 < j_end) {
                         attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -3614,16 +3623,16 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_sunit_4x
                     }
                 }
             } else {
-                if (j_end - j_begin >= 2)
-                    attn_llama3_8b_f16kv_sqk_4x2_f16__avx512(w->sq + (w->hk_lo) * 512, attn_llama3_8b_f16kv_k_row(&kv, w->hk_lo, j_begin + 0), attn_llama3_8b_f16kv_k_row(&kv, w->hk_lo, j_begin + 1),
-                        w->sm + (w->hk_lo) * 4, w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 512, wt);
-                for (jp = j_begin; jp + 1 < j_end; jp += 2)
+                if (j_end - j_begin >= STEP_KEYS)
+                    attn_llama3_8b_f16kv_sqk_4x2_f16__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_llama3_8b_f16kv_k_row(&kv, w->hk_lo, j_begin + 0), attn_llama3_8b_f16kv_k_row(&kv, w->hk_lo, j_begin + 1),
+                        w->sm + (w->hk_lo) * HEAD_STATE, w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O, wt);
+                for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS)
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                        const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + 2;
-                        if (jn + 1 < j_end)
-                            attn_llama3_8b_f16kv_sqk_4x2_f16__avx512(w->sq + (hn) * 512, attn_llama3_8b_f16kv_k_row(&kv, hn, jn + 0), attn_llama3_8b_f16kv_k_row(&kv, hn, jn + 1),
-                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 512, wn);
-                        attn_llama3_8b_f16kv_spvk_4x2_f16__avx512(wt, attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 0), attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 1), w->so + (hk) * 512);
+                        const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + STEP_KEYS;
+                        if (jn + (STEP_KEYS - 1) < j_end)
+                            attn_llama3_8b_f16kv_sqk_4x2_f16__avx512(w->sq + (hn) * HEAD_Q, attn_llama3_8b_f16kv_k_row(&kv, hn, jn + 0), attn_llama3_8b_f16kv_k_row(&kv, hn, jn + 1),
+                        w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
+                        attn_llama3_8b_f16kv_spvk_4x2_f16__avx512(wt, attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 0), attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                         j = jp;
                         if (j + STREAM_PREFETCH + 0 < j_end) {
                             attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -3638,16 +3647,16 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_sunit_4x
             }
             for (j = jp; j < j_end; j++) /* the last keys, one at a time */
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                    p = attn_llama3_8b_f16kv_sqk_4x1_f16__avx512(w->sq + (hk) * 512, attn_llama3_8b_f16kv_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 512);
-                    attn_llama3_8b_f16kv_spv_4x128_f16__avx512(p, attn_llama3_8b_f16kv_v_row(&kv, hk, j), w->so + (hk) * 512);
+                    p = attn_llama3_8b_f16kv_sqk_4x1_f16__avx512(w->sq + (hk) * HEAD_Q, attn_llama3_8b_f16kv_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_llama3_8b_f16kv_spv_4x128_f16__avx512(p, attn_llama3_8b_f16kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                 }
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_llama3_8b_f16kv_sqk_4x1_f16__avx512(w->sq + (hk) * 512, attn_llama3_8b_f16kv_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 512);
-                    attn_llama3_8b_f16kv_spv_4x128_f16__avx512(p, attn_llama3_8b_f16kv_v_row(&kv, hk, j), w->so + (hk) * 512);
+                    p = attn_llama3_8b_f16kv_sqk_4x1_f16__avx512(w->sq + (hk) * HEAD_Q, attn_llama3_8b_f16kv_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_llama3_8b_f16kv_spv_4x128_f16__avx512(p, attn_llama3_8b_f16kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -3666,8 +3675,8 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_sunit_4x
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_llama3_8b_f16kv_sterms_4x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_llama3_8b_f16kv_spv_4x128_f16__avx512(attn_llama3_8b_f16kv_sqk_4x1_f16__avx512(w->sq + (hk) * 512, attn_llama3_8b_f16kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 512), attn_llama3_8b_f16kv_v_row(&kv, hk, j), w->so + (hk) * 512);
+                        attn_llama3_8b_f16kv_spv_4x128_f16__avx512(attn_llama3_8b_f16kv_sqk_4x1_f16__avx512(w->sq + (hk) * HEAD_Q, attn_llama3_8b_f16kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_llama3_8b_f16kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -3678,8 +3687,8 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_sunit_4x
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_llama3_8b_f16kv_sterms_4x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_llama3_8b_f16kv_spv_4x128_f16__avx512(attn_llama3_8b_f16kv_sqk_4x1_f16__avx512(w->sq + (hk) * 512, attn_llama3_8b_f16kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 512), attn_llama3_8b_f16kv_v_row(&kv, hk, j), w->so + (hk) * 512);
+                        attn_llama3_8b_f16kv_spv_4x128_f16__avx512(attn_llama3_8b_f16kv_sqk_4x1_f16__avx512(w->sq + (hk) * HEAD_Q, attn_llama3_8b_f16kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_llama3_8b_f16kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -3690,9 +3699,9 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_sunit_4x
     }
 
     /* the split's result: the unit's kv heads' rows */
-    for (r = w->hk_lo * 4; r < w->hk_hi * 4; r++) {
-        const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        attn_llama3_8b_f16kv_dresult(w->so + r * 128, w->sm[(r / 4) * 4 + rr], w->sl[(r / 4) * 4 + rr], opart + row * DV,
+    for (r = w->hk_lo * HEAD_ROWS; r < w->hk_hi * HEAD_ROWS; r++) {
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        attn_llama3_8b_f16kv_dresult(w->so + r * O_STRIDE, w->sm[(r / HEAD_ROWS) * HEAD_STATE + rr], w->sl[(r / HEAD_ROWS) * HEAD_STATE + rr], opart + row * DV,
                 lpart + row);
     }
 }
@@ -6140,7 +6149,16 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_dunit_
 __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_sunit_4x1__avx2(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_llama3_8b_f16kv_dscratch__avx2 *w, float *restrict opart, float *restrict lpart)
 {
-    const int64_t Lq = 1, n = 32;
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 4, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 128, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 128, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 512, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 512, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4, /* floats of a kv head's running maxima, and of its sums: a four-float register */
+        STEP_KEYS = 2 /* keys a step of the several-key steps (lib/dot's sqk and spvk) */
+    };
+    const int64_t Lq = HEAD_ROWS / GROUP, n = HKV * HEAD_ROWS;
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_llama3_8b_f16kv_kv kv = attn_llama3_8b_f16kv_kv_of(args, b);
@@ -6149,16 +6167,16 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_sunit_
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
-        const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
-        if (r >= w->hk_lo * 4 && r < w->hk_hi * 4)
-            attn_llama3_8b_f16kv_qpack_f32__avx2(attn_llama3_8b_f16kv_q_row(args, b, i, h), w->sq + r * 128);
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, i = rr % Lq;
+        if (r >= w->hk_lo * HEAD_ROWS && r < w->hk_hi * HEAD_ROWS)
+            attn_llama3_8b_f16kv_qpack_f32__avx2(attn_llama3_8b_f16kv_q_row(args, b, i, h), w->sq + r * Q_STRIDE);
         attn_llama3_8b_f16kv_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
-    for (r = 0; r < HKV * 4; r++) {
+    for (r = 0; r < HKV * HEAD_STATE; r++) {
         w->sm[r] = -INFINITY;
         w->sl[r] = 0.0f;
     }
-    memset(w->so, 0, sizeof(float) * (size_t)(n * 128));
+    memset(w->so, 0, sizeof(float) * (size_t)(n * O_STRIDE));
 
     cls = attn_llama3_8b_f16kv_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
@@ -6168,16 +6186,16 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_sunit_
             /* 2 keys a step, so that one pass over Q scores them and one over O adds
                their V rows; one step ahead: the next head's weights while this head's
                P*V runs (never the same head's: its max may move, and w with it) */
-            __m128 wt[2], wn[2];
+            __m128 wt[STEP_KEYS], wn[STEP_KEYS];
             int64_t jp;
             memset(wt, 0, sizeof wt);
             memset(wn, 0, sizeof wn);
             if (w->hk_hi - w->hk_lo == 1) { /* a unit of one kv head (a short cache's): each step's weights, then its P*V */
-                for (jp = j_begin; jp + 1 < j_end; jp += 2) {
+                for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS) {
                     hk = w->hk_lo;
-                    attn_llama3_8b_f16kv_sqk_4x2_f16__avx2(w->sq + (hk) * 512, attn_llama3_8b_f16kv_k_row(&kv, hk, jp + 0), attn_llama3_8b_f16kv_k_row(&kv, hk, jp + 1),
-                        w->sm + (hk) * 4, w->sl + (hk) * 4, w->so + (hk) * 512, wt);
-                    attn_llama3_8b_f16kv_spvk_4x2_f16__avx2(wt, attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 0), attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 1), w->so + (hk) * 512);
+                    attn_llama3_8b_f16kv_sqk_4x2_f16__avx2(w->sq + (hk) * HEAD_Q, attn_llama3_8b_f16kv_k_row(&kv, hk, jp + 0), attn_llama3_8b_f16kv_k_row(&kv, hk, jp + 1),
+                        w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
+                    attn_llama3_8b_f16kv_spvk_4x2_f16__avx2(wt, attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 0), attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                     j = jp;
                     if (j + STREAM_PREFETCH + 0 < j_end) {
                         attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -6189,16 +6207,16 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_sunit_
                     }
                 }
             } else {
-                if (j_end - j_begin >= 2)
-                    attn_llama3_8b_f16kv_sqk_4x2_f16__avx2(w->sq + (w->hk_lo) * 512, attn_llama3_8b_f16kv_k_row(&kv, w->hk_lo, j_begin + 0), attn_llama3_8b_f16kv_k_row(&kv, w->hk_lo, j_begin + 1),
-                        w->sm + (w->hk_lo) * 4, w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 512, wt);
-                for (jp = j_begin; jp + 1 < j_end; jp += 2)
+                if (j_end - j_begin >= STEP_KEYS)
+                    attn_llama3_8b_f16kv_sqk_4x2_f16__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_llama3_8b_f16kv_k_row(&kv, w->hk_lo, j_begin + 0), attn_llama3_8b_f16kv_k_row(&kv, w->hk_lo, j_begin + 1),
+                        w->sm + (w->hk_lo) * HEAD_STATE, w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O, wt);
+                for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS)
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                        const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + 2;
-                        if (jn + 1 < j_end)
-                            attn_llama3_8b_f16kv_sqk_4x2_f16__avx2(w->sq + (hn) * 512, attn_llama3_8b_f16kv_k_row(&kv, hn, jn + 0), attn_llama3_8b_f16kv_k_row(&kv, hn, jn + 1),
-                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 512, wn);
-                        attn_llama3_8b_f16kv_spvk_4x2_f16__avx2(wt, attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 0), attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 1), w->so + (hk) * 512);
+                        const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + STEP_KEYS;
+                        if (jn + (STEP_KEYS - 1) < j_end)
+                            attn_llama3_8b_f16kv_sqk_4x2_f16__avx2(w->sq + (hn) * HEAD_Q, attn_llama3_8b_f16kv_k_row(&kv, hn, jn + 0), attn_llama3_8b_f16kv_k_row(&kv, hn, jn + 1),
+                        w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
+                        attn_llama3_8b_f16kv_spvk_4x2_f16__avx2(wt, attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 0), attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                         j = jp;
                         if (j + STREAM_PREFETCH + 0 < j_end) {
                             attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -6213,16 +6231,16 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_sunit_
             }
             for (j = jp; j < j_end; j++) /* the last keys, one at a time */
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                    p = attn_llama3_8b_f16kv_sqk_4x1_f16__avx2(w->sq + (hk) * 512, attn_llama3_8b_f16kv_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 512);
-                    attn_llama3_8b_f16kv_spv_4x128_f16__avx2(p, attn_llama3_8b_f16kv_v_row(&kv, hk, j), w->so + (hk) * 512);
+                    p = attn_llama3_8b_f16kv_sqk_4x1_f16__avx2(w->sq + (hk) * HEAD_Q, attn_llama3_8b_f16kv_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_llama3_8b_f16kv_spv_4x128_f16__avx2(p, attn_llama3_8b_f16kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                 }
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_llama3_8b_f16kv_sqk_4x1_f16__avx2(w->sq + (hk) * 512, attn_llama3_8b_f16kv_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 512);
-                    attn_llama3_8b_f16kv_spv_4x128_f16__avx2(p, attn_llama3_8b_f16kv_v_row(&kv, hk, j), w->so + (hk) * 512);
+                    p = attn_llama3_8b_f16kv_sqk_4x1_f16__avx2(w->sq + (hk) * HEAD_Q, attn_llama3_8b_f16kv_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_llama3_8b_f16kv_spv_4x128_f16__avx2(p, attn_llama3_8b_f16kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -6241,8 +6259,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_sunit_
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_llama3_8b_f16kv_sterms_4x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_llama3_8b_f16kv_spv_4x128_f16__avx2(attn_llama3_8b_f16kv_sqk_4x1_f16__avx2(w->sq + (hk) * 512, attn_llama3_8b_f16kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 512), attn_llama3_8b_f16kv_v_row(&kv, hk, j), w->so + (hk) * 512);
+                        attn_llama3_8b_f16kv_spv_4x128_f16__avx2(attn_llama3_8b_f16kv_sqk_4x1_f16__avx2(w->sq + (hk) * HEAD_Q, attn_llama3_8b_f16kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_llama3_8b_f16kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -6253,8 +6271,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_sunit_
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_llama3_8b_f16kv_sterms_4x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_llama3_8b_f16kv_spv_4x128_f16__avx2(attn_llama3_8b_f16kv_sqk_4x1_f16__avx2(w->sq + (hk) * 512, attn_llama3_8b_f16kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 512), attn_llama3_8b_f16kv_v_row(&kv, hk, j), w->so + (hk) * 512);
+                        attn_llama3_8b_f16kv_spv_4x128_f16__avx2(attn_llama3_8b_f16kv_sqk_4x1_f16__avx2(w->sq + (hk) * HEAD_Q, attn_llama3_8b_f16kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_llama3_8b_f16kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -6265,9 +6283,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_sunit_
     }
 
     /* the split's result: the unit's kv heads' rows */
-    for (r = w->hk_lo * 4; r < w->hk_hi * 4; r++) {
-        const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        attn_llama3_8b_f16kv_dresult(w->so + r * 128, w->sm[(r / 4) * 4 + rr], w->sl[(r / 4) * 4 + rr], opart + row * DV,
+    for (r = w->hk_lo * HEAD_ROWS; r < w->hk_hi * HEAD_ROWS; r++) {
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        attn_llama3_8b_f16kv_dresult(w->so + r * O_STRIDE, w->sm[(r / HEAD_ROWS) * HEAD_STATE + rr], w->sl[(r / HEAD_ROWS) * HEAD_STATE + rr], opart + row * DV,
                 lpart + row);
     }
 }
@@ -9124,7 +9142,16 @@ static void attn_llama3_8b_f16kv_dunit__neon(const attn_args *args, int64_t b, i
 static void attn_llama3_8b_f16kv_sunit_4x1__neon(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_llama3_8b_f16kv_dscratch__neon *w, float *restrict opart, float *restrict lpart)
 {
-    const int64_t Lq = 1, n = 32;
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 4, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 128, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 128, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 512, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 512, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4, /* floats of a kv head's running maxima, and of its sums: a four-float register */
+        STEP_KEYS = 2 /* keys a step of the several-key steps (lib/dot's sqk and spvk) */
+    };
+    const int64_t Lq = HEAD_ROWS / GROUP, n = HKV * HEAD_ROWS;
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_llama3_8b_f16kv_kv kv = attn_llama3_8b_f16kv_kv_of(args, b);
@@ -9133,16 +9160,16 @@ static void attn_llama3_8b_f16kv_sunit_4x1__neon(const attn_args *args, int64_t 
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
-        const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
-        if (r >= w->hk_lo * 4 && r < w->hk_hi * 4)
-            attn_llama3_8b_f16kv_qpack_f32__neon(attn_llama3_8b_f16kv_q_row(args, b, i, h), w->sq + r * 128);
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, i = rr % Lq;
+        if (r >= w->hk_lo * HEAD_ROWS && r < w->hk_hi * HEAD_ROWS)
+            attn_llama3_8b_f16kv_qpack_f32__neon(attn_llama3_8b_f16kv_q_row(args, b, i, h), w->sq + r * Q_STRIDE);
         attn_llama3_8b_f16kv_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
-    for (r = 0; r < HKV * 4; r++) {
+    for (r = 0; r < HKV * HEAD_STATE; r++) {
         w->sm[r] = -INFINITY;
         w->sl[r] = 0.0f;
     }
-    memset(w->so, 0, sizeof(float) * (size_t)(n * 128));
+    memset(w->so, 0, sizeof(float) * (size_t)(n * O_STRIDE));
 
     cls = attn_llama3_8b_f16kv_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
@@ -9152,16 +9179,16 @@ static void attn_llama3_8b_f16kv_sunit_4x1__neon(const attn_args *args, int64_t 
             /* 2 keys a step, so that one pass over Q scores them and one over O adds
                their V rows; one step ahead: the next head's weights while this head's
                P*V runs (never the same head's: its max may move, and w with it) */
-            float32x4_t wt[2], wn[2];
+            float32x4_t wt[STEP_KEYS], wn[STEP_KEYS];
             int64_t jp;
             memset(wt, 0, sizeof wt);
             memset(wn, 0, sizeof wn);
             if (w->hk_hi - w->hk_lo == 1) { /* a unit of one kv head (a short cache's): each step's weights, then its P*V */
-                for (jp = j_begin; jp + 1 < j_end; jp += 2) {
+                for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS) {
                     hk = w->hk_lo;
-                    attn_llama3_8b_f16kv_sqk_4x2_f16__neon(w->sq + (hk) * 512, attn_llama3_8b_f16kv_k_row(&kv, hk, jp + 0), attn_llama3_8b_f16kv_k_row(&kv, hk, jp + 1),
-                        w->sm + (hk) * 4, w->sl + (hk) * 4, w->so + (hk) * 512, wt);
-                    attn_llama3_8b_f16kv_spvk_4x2_f16__neon(wt, attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 0), attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 1), w->so + (hk) * 512);
+                    attn_llama3_8b_f16kv_sqk_4x2_f16__neon(w->sq + (hk) * HEAD_Q, attn_llama3_8b_f16kv_k_row(&kv, hk, jp + 0), attn_llama3_8b_f16kv_k_row(&kv, hk, jp + 1),
+                        w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
+                    attn_llama3_8b_f16kv_spvk_4x2_f16__neon(wt, attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 0), attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                     j = jp;
                     if (j + STREAM_PREFETCH + 0 < j_end) {
                         attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -9173,16 +9200,16 @@ static void attn_llama3_8b_f16kv_sunit_4x1__neon(const attn_args *args, int64_t 
                     }
                 }
             } else {
-                if (j_end - j_begin >= 2)
-                    attn_llama3_8b_f16kv_sqk_4x2_f16__neon(w->sq + (w->hk_lo) * 512, attn_llama3_8b_f16kv_k_row(&kv, w->hk_lo, j_begin + 0), attn_llama3_8b_f16kv_k_row(&kv, w->hk_lo, j_begin + 1),
-                        w->sm + (w->hk_lo) * 4, w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 512, wt);
-                for (jp = j_begin; jp + 1 < j_end; jp += 2)
+                if (j_end - j_begin >= STEP_KEYS)
+                    attn_llama3_8b_f16kv_sqk_4x2_f16__neon(w->sq + (w->hk_lo) * HEAD_Q, attn_llama3_8b_f16kv_k_row(&kv, w->hk_lo, j_begin + 0), attn_llama3_8b_f16kv_k_row(&kv, w->hk_lo, j_begin + 1),
+                        w->sm + (w->hk_lo) * HEAD_STATE, w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O, wt);
+                for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS)
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                        const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + 2;
-                        if (jn + 1 < j_end)
-                            attn_llama3_8b_f16kv_sqk_4x2_f16__neon(w->sq + (hn) * 512, attn_llama3_8b_f16kv_k_row(&kv, hn, jn + 0), attn_llama3_8b_f16kv_k_row(&kv, hn, jn + 1),
-                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 512, wn);
-                        attn_llama3_8b_f16kv_spvk_4x2_f16__neon(wt, attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 0), attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 1), w->so + (hk) * 512);
+                        const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + STEP_KEYS;
+                        if (jn + (STEP_KEYS - 1) < j_end)
+                            attn_llama3_8b_f16kv_sqk_4x2_f16__neon(w->sq + (hn) * HEAD_Q, attn_llama3_8b_f16kv_k_row(&kv, hn, jn + 0), attn_llama3_8b_f16kv_k_row(&kv, hn, jn + 1),
+                        w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
+                        attn_llama3_8b_f16kv_spvk_4x2_f16__neon(wt, attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 0), attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                         j = jp;
                         if (j + STREAM_PREFETCH + 0 < j_end) {
                             attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -9197,16 +9224,16 @@ static void attn_llama3_8b_f16kv_sunit_4x1__neon(const attn_args *args, int64_t 
             }
             for (j = jp; j < j_end; j++) /* the last keys, one at a time */
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                    p = attn_llama3_8b_f16kv_sqk_4x1_f16__neon(w->sq + (hk) * 512, attn_llama3_8b_f16kv_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 512);
-                    attn_llama3_8b_f16kv_spv_4x128_f16__neon(p, attn_llama3_8b_f16kv_v_row(&kv, hk, j), w->so + (hk) * 512);
+                    p = attn_llama3_8b_f16kv_sqk_4x1_f16__neon(w->sq + (hk) * HEAD_Q, attn_llama3_8b_f16kv_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_llama3_8b_f16kv_spv_4x128_f16__neon(p, attn_llama3_8b_f16kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                 }
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_llama3_8b_f16kv_sqk_4x1_f16__neon(w->sq + (hk) * 512, attn_llama3_8b_f16kv_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 512);
-                    attn_llama3_8b_f16kv_spv_4x128_f16__neon(p, attn_llama3_8b_f16kv_v_row(&kv, hk, j), w->so + (hk) * 512);
+                    p = attn_llama3_8b_f16kv_sqk_4x1_f16__neon(w->sq + (hk) * HEAD_Q, attn_llama3_8b_f16kv_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_llama3_8b_f16kv_spv_4x128_f16__neon(p, attn_llama3_8b_f16kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -9225,8 +9252,8 @@ static void attn_llama3_8b_f16kv_sunit_4x1__neon(const attn_args *args, int64_t 
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_llama3_8b_f16kv_sterms_4x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_llama3_8b_f16kv_spv_4x128_f16__neon(attn_llama3_8b_f16kv_sqk_4x1_f16__neon(w->sq + (hk) * 512, attn_llama3_8b_f16kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 512), attn_llama3_8b_f16kv_v_row(&kv, hk, j), w->so + (hk) * 512);
+                        attn_llama3_8b_f16kv_spv_4x128_f16__neon(attn_llama3_8b_f16kv_sqk_4x1_f16__neon(w->sq + (hk) * HEAD_Q, attn_llama3_8b_f16kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_llama3_8b_f16kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -9237,8 +9264,8 @@ static void attn_llama3_8b_f16kv_sunit_4x1__neon(const attn_args *args, int64_t 
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_llama3_8b_f16kv_sterms_4x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_llama3_8b_f16kv_spv_4x128_f16__neon(attn_llama3_8b_f16kv_sqk_4x1_f16__neon(w->sq + (hk) * 512, attn_llama3_8b_f16kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 512), attn_llama3_8b_f16kv_v_row(&kv, hk, j), w->so + (hk) * 512);
+                        attn_llama3_8b_f16kv_spv_4x128_f16__neon(attn_llama3_8b_f16kv_sqk_4x1_f16__neon(w->sq + (hk) * HEAD_Q, attn_llama3_8b_f16kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_llama3_8b_f16kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -9249,9 +9276,9 @@ static void attn_llama3_8b_f16kv_sunit_4x1__neon(const attn_args *args, int64_t 
     }
 
     /* the split's result: the unit's kv heads' rows */
-    for (r = w->hk_lo * 4; r < w->hk_hi * 4; r++) {
-        const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        attn_llama3_8b_f16kv_dresult(w->so + r * 128, w->sm[(r / 4) * 4 + rr], w->sl[(r / 4) * 4 + rr], opart + row * DV,
+    for (r = w->hk_lo * HEAD_ROWS; r < w->hk_hi * HEAD_ROWS; r++) {
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        attn_llama3_8b_f16kv_dresult(w->so + r * O_STRIDE, w->sm[(r / HEAD_ROWS) * HEAD_STATE + rr], w->sl[(r / HEAD_ROWS) * HEAD_STATE + rr], opart + row * DV,
                 lpart + row);
     }
 }

@@ -3646,7 +3646,15 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q8kv_dunit__av
 __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q8kv_sunit_4x1__avx512(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_llama3_8b_q8kv_dscratch__avx512 *w, float *restrict opart, float *restrict lpart)
 {
-    const int64_t Lq = 1, n = 32;
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 4, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 128, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 128, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 512, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 512, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4 /* floats of a kv head's running maxima, and of its sums: a four-float register */
+    };
+    const int64_t Lq = HEAD_ROWS / GROUP, n = HKV * HEAD_ROWS;
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_llama3_8b_q8kv_kv kv = attn_llama3_8b_q8kv_kv_of(args, b);
@@ -3655,16 +3663,16 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q8kv_sunit_4x1
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
-        const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
-        if (r >= w->hk_lo * 4 && r < w->hk_hi * 4)
-            attn_llama3_8b_q8kv_qpack_f32__avx512(attn_llama3_8b_q8kv_q_row(args, b, i, h), w->sq + r * 128);
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, i = rr % Lq;
+        if (r >= w->hk_lo * HEAD_ROWS && r < w->hk_hi * HEAD_ROWS)
+            attn_llama3_8b_q8kv_qpack_f32__avx512(attn_llama3_8b_q8kv_q_row(args, b, i, h), w->sq + r * Q_STRIDE);
         attn_llama3_8b_q8kv_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
-    for (r = 0; r < HKV * 4; r++) {
+    for (r = 0; r < HKV * HEAD_STATE; r++) {
         w->sm[r] = -INFINITY;
         w->sl[r] = 0.0f;
     }
-    memset(w->so, 0, sizeof(float) * (size_t)(n * 128));
+    memset(w->so, 0, sizeof(float) * (size_t)(n * O_STRIDE));
 
     cls = attn_llama3_8b_q8kv_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
@@ -3675,8 +3683,8 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q8kv_sunit_4x1
             (void)pn;
             for (jb = j_begin; jb + QBLOCK_KEYS <= j_end; jb += QBLOCK_KEYS)
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                    attn_llama3_8b_q8kv_sqblk_4x16_q8_0__avx512(w->sq + hk * 512, &kv, hk, jb, w->sm + hk * 4, w->sl + hk * 4,
-                            w->so + hk * 512);
+                    attn_llama3_8b_q8kv_sqblk_4x16_q8_0__avx512(w->sq + hk * HEAD_Q, &kv, hk, jb, w->sm + hk * HEAD_STATE, w->sl + hk * HEAD_STATE,
+                            w->so + hk * HEAD_O);
                     for (c = jb + QBLOCK_AHEAD; c < jb + QBLOCK_AHEAD + QBLOCK_KEYS && c < j_end; c++) {
                         attn_llama3_8b_q8kv_prefetch_row(attn_llama3_8b_q8kv_k_row(&kv, hk, c), D);
                         attn_llama3_8b_q8kv_prefetch_row(attn_llama3_8b_q8kv_v_row(&kv, hk, c), DV);
@@ -3684,26 +3692,26 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q8kv_sunit_4x1
                 }
             for (j = jb; j < j_end; j++) /* the last keys, one at a time */
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                    p = attn_llama3_8b_q8kv_sqk_4x1_q8_0__avx512(w->sq + (hk) * 512, attn_llama3_8b_q8kv_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 512);
-                    attn_llama3_8b_q8kv_spv_4x128_q8_0__avx512(p, attn_llama3_8b_q8kv_v_row(&kv, hk, j), w->so + (hk) * 512);
+                    p = attn_llama3_8b_q8kv_sqk_4x1_q8_0__avx512(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q8kv_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_llama3_8b_q8kv_spv_4x128_q8_0__avx512(p, attn_llama3_8b_q8kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                 }
         } else { /* a kv head's keys are adjacent: read head by head */
             enum { QBLOCK_KEYS = 16, QBLOCK_AHEAD = 16 }; /* the block step's keys; keys ahead it asks for */
             int64_t jb, c;
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                 for (jb = j_begin; jb + QBLOCK_KEYS <= j_end; jb += QBLOCK_KEYS) {
-                    attn_llama3_8b_q8kv_sqblk_4x16_q8_0__avx512(w->sq + hk * 512, &kv, hk, jb, w->sm + hk * 4, w->sl + hk * 4,
-                            w->so + hk * 512);
+                    attn_llama3_8b_q8kv_sqblk_4x16_q8_0__avx512(w->sq + hk * HEAD_Q, &kv, hk, jb, w->sm + hk * HEAD_STATE, w->sl + hk * HEAD_STATE,
+                            w->so + hk * HEAD_O);
                     for (c = jb + QBLOCK_AHEAD; c < jb + QBLOCK_AHEAD + QBLOCK_KEYS && c < j_end; c++) {
                         attn_llama3_8b_q8kv_prefetch_row(attn_llama3_8b_q8kv_k_row(&kv, hk, c), D);
                         attn_llama3_8b_q8kv_prefetch_row(attn_llama3_8b_q8kv_v_row(&kv, hk, c), DV);
                     }
                 }
                 for (j = jb; j < j_end; j++) { /* the last keys, one at a time */
-                    p = attn_llama3_8b_q8kv_sqk_4x1_q8_0__avx512(w->sq + (hk) * 512, attn_llama3_8b_q8kv_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 512);
-                    attn_llama3_8b_q8kv_spv_4x128_q8_0__avx512(p, attn_llama3_8b_q8kv_v_row(&kv, hk, j), w->so + (hk) * 512);
+                    p = attn_llama3_8b_q8kv_sqk_4x1_q8_0__avx512(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q8kv_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_llama3_8b_q8kv_spv_4x128_q8_0__avx512(p, attn_llama3_8b_q8kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                 }
             }
         }
@@ -3719,8 +3727,8 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q8kv_sunit_4x1
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_llama3_8b_q8kv_sterms_4x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_llama3_8b_q8kv_spv_4x128_q8_0__avx512(attn_llama3_8b_q8kv_sqk_4x1_q8_0__avx512(w->sq + (hk) * 512, attn_llama3_8b_q8kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 512), attn_llama3_8b_q8kv_v_row(&kv, hk, j), w->so + (hk) * 512);
+                        attn_llama3_8b_q8kv_spv_4x128_q8_0__avx512(attn_llama3_8b_q8kv_sqk_4x1_q8_0__avx512(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q8kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_llama3_8b_q8kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_llama3_8b_q8kv_prefetch_row_l2(attn_llama3_8b_q8kv_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_llama3_8b_q8kv_prefetch_row_l2(attn_llama3_8b_q8kv_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -3731,8 +3739,8 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q8kv_sunit_4x1
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_llama3_8b_q8kv_sterms_4x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_llama3_8b_q8kv_spv_4x128_q8_0__avx512(attn_llama3_8b_q8kv_sqk_4x1_q8_0__avx512(w->sq + (hk) * 512, attn_llama3_8b_q8kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 512), attn_llama3_8b_q8kv_v_row(&kv, hk, j), w->so + (hk) * 512);
+                        attn_llama3_8b_q8kv_spv_4x128_q8_0__avx512(attn_llama3_8b_q8kv_sqk_4x1_q8_0__avx512(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q8kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_llama3_8b_q8kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_llama3_8b_q8kv_prefetch_row_l2(attn_llama3_8b_q8kv_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_llama3_8b_q8kv_prefetch_row_l2(attn_llama3_8b_q8kv_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -3743,9 +3751,9 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q8kv_sunit_4x1
     }
 
     /* the split's result: the unit's kv heads' rows */
-    for (r = w->hk_lo * 4; r < w->hk_hi * 4; r++) {
-        const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        attn_llama3_8b_q8kv_dresult(w->so + r * 128, w->sm[(r / 4) * 4 + rr], w->sl[(r / 4) * 4 + rr], opart + row * DV,
+    for (r = w->hk_lo * HEAD_ROWS; r < w->hk_hi * HEAD_ROWS; r++) {
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        attn_llama3_8b_q8kv_dresult(w->so + r * O_STRIDE, w->sm[(r / HEAD_ROWS) * HEAD_STATE + rr], w->sl[(r / HEAD_ROWS) * HEAD_STATE + rr], opart + row * DV,
                 lpart + row);
     }
 }
@@ -6670,7 +6678,15 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q8kv_dunit__
 __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q8kv_sunit_4x1__avx2(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_llama3_8b_q8kv_dscratch__avx2 *w, float *restrict opart, float *restrict lpart)
 {
-    const int64_t Lq = 1, n = 32;
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 4, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 128, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 128, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 512, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 512, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4 /* floats of a kv head's running maxima, and of its sums: a four-float register */
+    };
+    const int64_t Lq = HEAD_ROWS / GROUP, n = HKV * HEAD_ROWS;
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_llama3_8b_q8kv_kv kv = attn_llama3_8b_q8kv_kv_of(args, b);
@@ -6679,16 +6695,16 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q8kv_sunit_4
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
-        const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
-        if (r >= w->hk_lo * 4 && r < w->hk_hi * 4)
-            attn_llama3_8b_q8kv_qpack_f32__avx2(attn_llama3_8b_q8kv_q_row(args, b, i, h), w->sq + r * 128);
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, i = rr % Lq;
+        if (r >= w->hk_lo * HEAD_ROWS && r < w->hk_hi * HEAD_ROWS)
+            attn_llama3_8b_q8kv_qpack_f32__avx2(attn_llama3_8b_q8kv_q_row(args, b, i, h), w->sq + r * Q_STRIDE);
         attn_llama3_8b_q8kv_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
-    for (r = 0; r < HKV * 4; r++) {
+    for (r = 0; r < HKV * HEAD_STATE; r++) {
         w->sm[r] = -INFINITY;
         w->sl[r] = 0.0f;
     }
-    memset(w->so, 0, sizeof(float) * (size_t)(n * 128));
+    memset(w->so, 0, sizeof(float) * (size_t)(n * O_STRIDE));
 
     cls = attn_llama3_8b_q8kv_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
@@ -6699,8 +6715,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q8kv_sunit_4
             (void)pn;
             for (jb = j_begin; jb + QBLOCK_KEYS <= j_end; jb += QBLOCK_KEYS)
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                    attn_llama3_8b_q8kv_sqblk_4x16_q8_0__avx2(w->sq + hk * 512, &kv, hk, jb, w->sm + hk * 4, w->sl + hk * 4,
-                            w->so + hk * 512);
+                    attn_llama3_8b_q8kv_sqblk_4x16_q8_0__avx2(w->sq + hk * HEAD_Q, &kv, hk, jb, w->sm + hk * HEAD_STATE, w->sl + hk * HEAD_STATE,
+                            w->so + hk * HEAD_O);
                     for (c = jb + QBLOCK_AHEAD; c < jb + QBLOCK_AHEAD + QBLOCK_KEYS && c < j_end; c++) {
                         attn_llama3_8b_q8kv_prefetch_row(attn_llama3_8b_q8kv_k_row(&kv, hk, c), D);
                         attn_llama3_8b_q8kv_prefetch_row(attn_llama3_8b_q8kv_v_row(&kv, hk, c), DV);
@@ -6708,26 +6724,26 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q8kv_sunit_4
                 }
             for (j = jb; j < j_end; j++) /* the last keys, one at a time */
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                    p = attn_llama3_8b_q8kv_sqk_4x1_q8_0__avx2(w->sq + (hk) * 512, attn_llama3_8b_q8kv_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 512);
-                    attn_llama3_8b_q8kv_spv_4x128_q8_0__avx2(p, attn_llama3_8b_q8kv_v_row(&kv, hk, j), w->so + (hk) * 512);
+                    p = attn_llama3_8b_q8kv_sqk_4x1_q8_0__avx2(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q8kv_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_llama3_8b_q8kv_spv_4x128_q8_0__avx2(p, attn_llama3_8b_q8kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                 }
         } else { /* a kv head's keys are adjacent: read head by head */
             enum { QBLOCK_KEYS = 16, QBLOCK_AHEAD = 16 }; /* the block step's keys; keys ahead it asks for */
             int64_t jb, c;
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                 for (jb = j_begin; jb + QBLOCK_KEYS <= j_end; jb += QBLOCK_KEYS) {
-                    attn_llama3_8b_q8kv_sqblk_4x16_q8_0__avx2(w->sq + hk * 512, &kv, hk, jb, w->sm + hk * 4, w->sl + hk * 4,
-                            w->so + hk * 512);
+                    attn_llama3_8b_q8kv_sqblk_4x16_q8_0__avx2(w->sq + hk * HEAD_Q, &kv, hk, jb, w->sm + hk * HEAD_STATE, w->sl + hk * HEAD_STATE,
+                            w->so + hk * HEAD_O);
                     for (c = jb + QBLOCK_AHEAD; c < jb + QBLOCK_AHEAD + QBLOCK_KEYS && c < j_end; c++) {
                         attn_llama3_8b_q8kv_prefetch_row(attn_llama3_8b_q8kv_k_row(&kv, hk, c), D);
                         attn_llama3_8b_q8kv_prefetch_row(attn_llama3_8b_q8kv_v_row(&kv, hk, c), DV);
                     }
                 }
                 for (j = jb; j < j_end; j++) { /* the last keys, one at a time */
-                    p = attn_llama3_8b_q8kv_sqk_4x1_q8_0__avx2(w->sq + (hk) * 512, attn_llama3_8b_q8kv_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 512);
-                    attn_llama3_8b_q8kv_spv_4x128_q8_0__avx2(p, attn_llama3_8b_q8kv_v_row(&kv, hk, j), w->so + (hk) * 512);
+                    p = attn_llama3_8b_q8kv_sqk_4x1_q8_0__avx2(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q8kv_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_llama3_8b_q8kv_spv_4x128_q8_0__avx2(p, attn_llama3_8b_q8kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                 }
             }
         }
@@ -6743,8 +6759,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q8kv_sunit_4
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_llama3_8b_q8kv_sterms_4x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_llama3_8b_q8kv_spv_4x128_q8_0__avx2(attn_llama3_8b_q8kv_sqk_4x1_q8_0__avx2(w->sq + (hk) * 512, attn_llama3_8b_q8kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 512), attn_llama3_8b_q8kv_v_row(&kv, hk, j), w->so + (hk) * 512);
+                        attn_llama3_8b_q8kv_spv_4x128_q8_0__avx2(attn_llama3_8b_q8kv_sqk_4x1_q8_0__avx2(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q8kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_llama3_8b_q8kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_llama3_8b_q8kv_prefetch_row_l2(attn_llama3_8b_q8kv_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_llama3_8b_q8kv_prefetch_row_l2(attn_llama3_8b_q8kv_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -6755,8 +6771,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q8kv_sunit_4
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_llama3_8b_q8kv_sterms_4x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_llama3_8b_q8kv_spv_4x128_q8_0__avx2(attn_llama3_8b_q8kv_sqk_4x1_q8_0__avx2(w->sq + (hk) * 512, attn_llama3_8b_q8kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 512), attn_llama3_8b_q8kv_v_row(&kv, hk, j), w->so + (hk) * 512);
+                        attn_llama3_8b_q8kv_spv_4x128_q8_0__avx2(attn_llama3_8b_q8kv_sqk_4x1_q8_0__avx2(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q8kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_llama3_8b_q8kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_llama3_8b_q8kv_prefetch_row_l2(attn_llama3_8b_q8kv_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_llama3_8b_q8kv_prefetch_row_l2(attn_llama3_8b_q8kv_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -6767,9 +6783,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q8kv_sunit_4
     }
 
     /* the split's result: the unit's kv heads' rows */
-    for (r = w->hk_lo * 4; r < w->hk_hi * 4; r++) {
-        const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        attn_llama3_8b_q8kv_dresult(w->so + r * 128, w->sm[(r / 4) * 4 + rr], w->sl[(r / 4) * 4 + rr], opart + row * DV,
+    for (r = w->hk_lo * HEAD_ROWS; r < w->hk_hi * HEAD_ROWS; r++) {
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        attn_llama3_8b_q8kv_dresult(w->so + r * O_STRIDE, w->sm[(r / HEAD_ROWS) * HEAD_STATE + rr], w->sl[(r / HEAD_ROWS) * HEAD_STATE + rr], opart + row * DV,
                 lpart + row);
     }
 }
@@ -9734,7 +9750,15 @@ static void attn_llama3_8b_q8kv_dunit__neon(const attn_args *args, int64_t b, in
 static void attn_llama3_8b_q8kv_sunit_4x1__neon(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_llama3_8b_q8kv_dscratch__neon *w, float *restrict opart, float *restrict lpart)
 {
-    const int64_t Lq = 1, n = 32;
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 4, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 128, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 128, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 512, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 512, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4 /* floats of a kv head's running maxima, and of its sums: a four-float register */
+    };
+    const int64_t Lq = HEAD_ROWS / GROUP, n = HKV * HEAD_ROWS;
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_llama3_8b_q8kv_kv kv = attn_llama3_8b_q8kv_kv_of(args, b);
@@ -9743,16 +9767,16 @@ static void attn_llama3_8b_q8kv_sunit_4x1__neon(const attn_args *args, int64_t b
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
-        const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
-        if (r >= w->hk_lo * 4 && r < w->hk_hi * 4)
-            attn_llama3_8b_q8kv_qpack_f32__neon(attn_llama3_8b_q8kv_q_row(args, b, i, h), w->sq + r * 128);
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, i = rr % Lq;
+        if (r >= w->hk_lo * HEAD_ROWS && r < w->hk_hi * HEAD_ROWS)
+            attn_llama3_8b_q8kv_qpack_f32__neon(attn_llama3_8b_q8kv_q_row(args, b, i, h), w->sq + r * Q_STRIDE);
         attn_llama3_8b_q8kv_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
-    for (r = 0; r < HKV * 4; r++) {
+    for (r = 0; r < HKV * HEAD_STATE; r++) {
         w->sm[r] = -INFINITY;
         w->sl[r] = 0.0f;
     }
-    memset(w->so, 0, sizeof(float) * (size_t)(n * 128));
+    memset(w->so, 0, sizeof(float) * (size_t)(n * O_STRIDE));
 
     cls = attn_llama3_8b_q8kv_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
@@ -9760,9 +9784,9 @@ static void attn_llama3_8b_q8kv_sunit_4x1__neon(const attn_args *args, int64_t b
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_llama3_8b_q8kv_sqk_4x1_q8_0__neon(w->sq + (hk) * 512, attn_llama3_8b_q8kv_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 512);
-                    attn_llama3_8b_q8kv_spv_4x128_q8_0__neon(p, attn_llama3_8b_q8kv_v_row(&kv, hk, j), w->so + (hk) * 512);
+                    p = attn_llama3_8b_q8kv_sqk_4x1_q8_0__neon(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q8kv_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_llama3_8b_q8kv_spv_4x128_q8_0__neon(p, attn_llama3_8b_q8kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_llama3_8b_q8kv_prefetch_row_l2(attn_llama3_8b_q8kv_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_llama3_8b_q8kv_prefetch_row_l2(attn_llama3_8b_q8kv_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -9771,14 +9795,14 @@ static void attn_llama3_8b_q8kv_sunit_4x1__neon(const attn_args *args, int64_t b
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_llama3_8b_q8kv_sqk_4x1_q8_0__neon(w->sq + (w->hk_lo) * 512, attn_llama3_8b_q8kv_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * 4,
-                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 512);
+                p = attn_llama3_8b_q8kv_sqk_4x1_q8_0__neon(w->sq + (w->hk_lo) * HEAD_Q, attn_llama3_8b_q8kv_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * HEAD_STATE,
+                    w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_llama3_8b_q8kv_sqk_4x1_q8_0__neon(w->sq + (hn) * 512, attn_llama3_8b_q8kv_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * 4,
-                    w->sl + (hn) * 4, w->so + (hn) * 512) : p;
-                    attn_llama3_8b_q8kv_spv_4x128_q8_0__neon(p, attn_llama3_8b_q8kv_v_row(&kv, hk, j), w->so + (hk) * 512);
+                    pn = jn < j_end ? attn_llama3_8b_q8kv_sqk_4x1_q8_0__neon(w->sq + (hn) * HEAD_Q, attn_llama3_8b_q8kv_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * HEAD_STATE,
+                    w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
+                    attn_llama3_8b_q8kv_spv_4x128_q8_0__neon(p, attn_llama3_8b_q8kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_llama3_8b_q8kv_prefetch_row_l2(attn_llama3_8b_q8kv_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_llama3_8b_q8kv_prefetch_row_l2(attn_llama3_8b_q8kv_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -9789,9 +9813,9 @@ static void attn_llama3_8b_q8kv_sunit_4x1__neon(const attn_args *args, int64_t b
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_llama3_8b_q8kv_sqk_4x1_q8_0__neon(w->sq + (hk) * 512, attn_llama3_8b_q8kv_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 512);
-                    attn_llama3_8b_q8kv_spv_4x128_q8_0__neon(p, attn_llama3_8b_q8kv_v_row(&kv, hk, j), w->so + (hk) * 512);
+                    p = attn_llama3_8b_q8kv_sqk_4x1_q8_0__neon(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q8kv_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_llama3_8b_q8kv_spv_4x128_q8_0__neon(p, attn_llama3_8b_q8kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_llama3_8b_q8kv_prefetch_row_l2(attn_llama3_8b_q8kv_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_llama3_8b_q8kv_prefetch_row_l2(attn_llama3_8b_q8kv_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -9810,8 +9834,8 @@ static void attn_llama3_8b_q8kv_sunit_4x1__neon(const attn_args *args, int64_t b
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_llama3_8b_q8kv_sterms_4x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_llama3_8b_q8kv_spv_4x128_q8_0__neon(attn_llama3_8b_q8kv_sqk_4x1_q8_0__neon(w->sq + (hk) * 512, attn_llama3_8b_q8kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 512), attn_llama3_8b_q8kv_v_row(&kv, hk, j), w->so + (hk) * 512);
+                        attn_llama3_8b_q8kv_spv_4x128_q8_0__neon(attn_llama3_8b_q8kv_sqk_4x1_q8_0__neon(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q8kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_llama3_8b_q8kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_llama3_8b_q8kv_prefetch_row_l2(attn_llama3_8b_q8kv_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_llama3_8b_q8kv_prefetch_row_l2(attn_llama3_8b_q8kv_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -9822,8 +9846,8 @@ static void attn_llama3_8b_q8kv_sunit_4x1__neon(const attn_args *args, int64_t b
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_llama3_8b_q8kv_sterms_4x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_llama3_8b_q8kv_spv_4x128_q8_0__neon(attn_llama3_8b_q8kv_sqk_4x1_q8_0__neon(w->sq + (hk) * 512, attn_llama3_8b_q8kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 512), attn_llama3_8b_q8kv_v_row(&kv, hk, j), w->so + (hk) * 512);
+                        attn_llama3_8b_q8kv_spv_4x128_q8_0__neon(attn_llama3_8b_q8kv_sqk_4x1_q8_0__neon(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q8kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_llama3_8b_q8kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_llama3_8b_q8kv_prefetch_row_l2(attn_llama3_8b_q8kv_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_llama3_8b_q8kv_prefetch_row_l2(attn_llama3_8b_q8kv_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -9834,9 +9858,9 @@ static void attn_llama3_8b_q8kv_sunit_4x1__neon(const attn_args *args, int64_t b
     }
 
     /* the split's result: the unit's kv heads' rows */
-    for (r = w->hk_lo * 4; r < w->hk_hi * 4; r++) {
-        const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        attn_llama3_8b_q8kv_dresult(w->so + r * 128, w->sm[(r / 4) * 4 + rr], w->sl[(r / 4) * 4 + rr], opart + row * DV,
+    for (r = w->hk_lo * HEAD_ROWS; r < w->hk_hi * HEAD_ROWS; r++) {
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        attn_llama3_8b_q8kv_dresult(w->so + r * O_STRIDE, w->sm[(r / HEAD_ROWS) * HEAD_STATE + rr], w->sl[(r / HEAD_ROWS) * HEAD_STATE + rr], opart + row * DV,
                 lpart + row);
     }
 }

@@ -3569,7 +3569,15 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_dunit__a
 __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_1x1__avx512(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_longformer_base_dscratch__avx512 *w, float *restrict opart, float *restrict lpart)
 {
-    const int64_t Lq = 1, n = 12;
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 1, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 64, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 64, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 64, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4 /* floats of a kv head's running maxima, and of its sums: a four-float register */
+    };
+    const int64_t Lq = HEAD_ROWS / GROUP, n = HKV * HEAD_ROWS;
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_longformer_base_kv kv = attn_longformer_base_kv_of(args, b);
@@ -3578,16 +3586,16 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_1x
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
-        const int64_t rr = r % 1, h = (r / 1) * GROUP + rr / Lq, i = rr % Lq;
-        if (r >= w->hk_lo * 1 && r < w->hk_hi * 1)
-            attn_longformer_base_qpack_f32__avx512(attn_longformer_base_q_row(args, b, i, h), w->sq + r * 64);
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, i = rr % Lq;
+        if (r >= w->hk_lo * HEAD_ROWS && r < w->hk_hi * HEAD_ROWS)
+            attn_longformer_base_qpack_f32__avx512(attn_longformer_base_q_row(args, b, i, h), w->sq + r * Q_STRIDE);
         attn_longformer_base_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
-    for (r = 0; r < HKV * 4; r++) {
+    for (r = 0; r < HKV * HEAD_STATE; r++) {
         w->sm[r] = -INFINITY;
         w->sl[r] = 0.0f;
     }
-    memset(w->so, 0, sizeof(float) * (size_t)(n * 64));
+    memset(w->so, 0, sizeof(float) * (size_t)(n * O_STRIDE));
 
     cls = attn_longformer_base_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
@@ -3595,9 +3603,9 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_1x
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_longformer_base_sqk_1x1_f32__avx512(w->sq + (hk) * 64, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 64);
-                    attn_longformer_base_spv_1x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 64);
+                    p = attn_longformer_base_sqk_1x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_longformer_base_spv_1x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -3606,14 +3614,14 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_1x
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_longformer_base_sqk_1x1_f32__avx512(w->sq + (w->hk_lo) * 64, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * 4,
-                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 64);
+                p = attn_longformer_base_sqk_1x1_f32__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
+                    w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_longformer_base_sqk_1x1_f32__avx512(w->sq + (hn) * 64, attn_longformer_base_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4,
-                    w->sl + (hn) * 4, w->so + (hn) * 64) : p;
-                    attn_longformer_base_spv_1x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 64);
+                    pn = jn < j_end ? attn_longformer_base_sqk_1x1_f32__avx512(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
+                    w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
+                    attn_longformer_base_spv_1x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -3624,9 +3632,9 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_1x
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_longformer_base_sqk_1x1_f32__avx512(w->sq + (hk) * 64, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 64);
-                    attn_longformer_base_spv_1x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 64);
+                    p = attn_longformer_base_sqk_1x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_longformer_base_spv_1x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -3645,8 +3653,8 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_1x
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_1x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_longformer_base_spv_1x64_f32__avx512(attn_longformer_base_sqk_1x1_f32__avx512(w->sq + (hk) * 64, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 64), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 64);
+                        attn_longformer_base_spv_1x64_f32__avx512(attn_longformer_base_sqk_1x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -3657,8 +3665,8 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_1x
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_1x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_longformer_base_spv_1x64_f32__avx512(attn_longformer_base_sqk_1x1_f32__avx512(w->sq + (hk) * 64, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 64), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 64);
+                        attn_longformer_base_spv_1x64_f32__avx512(attn_longformer_base_sqk_1x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -3669,9 +3677,9 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_1x
     }
 
     /* the split's result: the unit's kv heads' rows */
-    for (r = w->hk_lo * 1; r < w->hk_hi * 1; r++) {
-        const int64_t rr = r % 1, h = (r / 1) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        attn_longformer_base_dresult(w->so + r * 64, w->sm[(r / 1) * 4 + rr], w->sl[(r / 1) * 4 + rr], opart + row * DV,
+    for (r = w->hk_lo * HEAD_ROWS; r < w->hk_hi * HEAD_ROWS; r++) {
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        attn_longformer_base_dresult(w->so + r * O_STRIDE, w->sm[(r / HEAD_ROWS) * HEAD_STATE + rr], w->sl[(r / HEAD_ROWS) * HEAD_STATE + rr], opart + row * DV,
                 lpart + row);
     }
 }
@@ -3682,7 +3690,15 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_1x
 __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_2x1__avx512(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_longformer_base_dscratch__avx512 *w, float *restrict opart, float *restrict lpart)
 {
-    const int64_t Lq = 2, n = 24;
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 2, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 64, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 128, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 128, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4 /* floats of a kv head's running maxima, and of its sums: a four-float register */
+    };
+    const int64_t Lq = HEAD_ROWS / GROUP, n = HKV * HEAD_ROWS;
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_longformer_base_kv kv = attn_longformer_base_kv_of(args, b);
@@ -3691,16 +3707,16 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_2x
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
-        const int64_t rr = r % 2, h = (r / 2) * GROUP + rr / Lq, i = rr % Lq;
-        if (r >= w->hk_lo * 2 && r < w->hk_hi * 2)
-            attn_longformer_base_qpack_f32__avx512(attn_longformer_base_q_row(args, b, i, h), w->sq + r * 64);
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, i = rr % Lq;
+        if (r >= w->hk_lo * HEAD_ROWS && r < w->hk_hi * HEAD_ROWS)
+            attn_longformer_base_qpack_f32__avx512(attn_longformer_base_q_row(args, b, i, h), w->sq + r * Q_STRIDE);
         attn_longformer_base_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
-    for (r = 0; r < HKV * 4; r++) {
+    for (r = 0; r < HKV * HEAD_STATE; r++) {
         w->sm[r] = -INFINITY;
         w->sl[r] = 0.0f;
     }
-    memset(w->so, 0, sizeof(float) * (size_t)(n * 64));
+    memset(w->so, 0, sizeof(float) * (size_t)(n * O_STRIDE));
 
     cls = attn_longformer_base_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
@@ -3708,9 +3724,9 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_2x
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_longformer_base_sqk_2x1_f32__avx512(w->sq + (hk) * 128, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 128);
-                    attn_longformer_base_spv_2x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 128);
+                    p = attn_longformer_base_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_longformer_base_spv_2x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -3719,14 +3735,14 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_2x
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_longformer_base_sqk_2x1_f32__avx512(w->sq + (w->hk_lo) * 128, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * 4,
-                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 128);
+                p = attn_longformer_base_sqk_2x1_f32__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
+                    w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_longformer_base_sqk_2x1_f32__avx512(w->sq + (hn) * 128, attn_longformer_base_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4,
-                    w->sl + (hn) * 4, w->so + (hn) * 128) : p;
-                    attn_longformer_base_spv_2x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 128);
+                    pn = jn < j_end ? attn_longformer_base_sqk_2x1_f32__avx512(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
+                    w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
+                    attn_longformer_base_spv_2x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -3737,9 +3753,9 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_2x
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_longformer_base_sqk_2x1_f32__avx512(w->sq + (hk) * 128, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 128);
-                    attn_longformer_base_spv_2x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 128);
+                    p = attn_longformer_base_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_longformer_base_spv_2x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -3758,8 +3774,8 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_2x
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_2x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_longformer_base_spv_2x64_f32__avx512(attn_longformer_base_sqk_2x1_f32__avx512(w->sq + (hk) * 128, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 128), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 128);
+                        attn_longformer_base_spv_2x64_f32__avx512(attn_longformer_base_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -3770,8 +3786,8 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_2x
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_2x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_longformer_base_spv_2x64_f32__avx512(attn_longformer_base_sqk_2x1_f32__avx512(w->sq + (hk) * 128, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 128), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 128);
+                        attn_longformer_base_spv_2x64_f32__avx512(attn_longformer_base_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -3782,9 +3798,9 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_2x
     }
 
     /* the split's result: the unit's kv heads' rows */
-    for (r = w->hk_lo * 2; r < w->hk_hi * 2; r++) {
-        const int64_t rr = r % 2, h = (r / 2) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        attn_longformer_base_dresult(w->so + r * 64, w->sm[(r / 2) * 4 + rr], w->sl[(r / 2) * 4 + rr], opart + row * DV,
+    for (r = w->hk_lo * HEAD_ROWS; r < w->hk_hi * HEAD_ROWS; r++) {
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        attn_longformer_base_dresult(w->so + r * O_STRIDE, w->sm[(r / HEAD_ROWS) * HEAD_STATE + rr], w->sl[(r / HEAD_ROWS) * HEAD_STATE + rr], opart + row * DV,
                 lpart + row);
     }
 }
@@ -3795,21 +3811,30 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_2x
  * call, not inlined: the unit's one-key loop compiles as it does without it). */
 ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer_base_spairs_3x2__avx512(const attn_longformer_base_kv kv, attn_longformer_base_dscratch__avx512 *w, int64_t j_begin, int64_t j_end)
 {
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 3, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 64, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 192, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 192, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4, /* floats of a kv head's running maxima, and of its sums: a four-float register */
+        STEP_KEYS = 2 /* keys a step of the several-key steps (lib/dot's sqk and spvk) */
+    };
     __m128 p;
     int64_t j, hk;
     /* 2 keys a step, so that one pass over Q scores them and one over O adds
        their V rows; one step ahead: the next head's weights while this head's
        P*V runs (never the same head's: its max may move, and w with it) */
-    __m128 wt[2], wn[2];
+    __m128 wt[STEP_KEYS], wn[STEP_KEYS];
     int64_t jp;
     memset(wt, 0, sizeof wt);
     memset(wn, 0, sizeof wn);
     if (w->hk_hi - w->hk_lo == 1) { /* a unit of one kv head (a short cache's): each step's weights, then its P*V */
-        for (jp = j_begin; jp + 1 < j_end; jp += 2) {
+        for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS) {
             hk = w->hk_lo;
-            attn_longformer_base_sqk_3x2_f32__avx512(w->sq + (hk) * 192, attn_longformer_base_k_row(&kv, hk, jp + 0), attn_longformer_base_k_row(&kv, hk, jp + 1),
-                        w->sm + (hk) * 4, w->sl + (hk) * 4, w->so + (hk) * 192, wt);
-            attn_longformer_base_spvk_3x2_f32__avx512(wt, attn_longformer_base_v_row(&kv, hk, jp + 0), attn_longformer_base_v_row(&kv, hk, jp + 1), w->so + (hk) * 192);
+            attn_longformer_base_sqk_3x2_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, jp + 0), attn_longformer_base_k_row(&kv, hk, jp + 1),
+                        w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
+            attn_longformer_base_spvk_3x2_f32__avx512(wt, attn_longformer_base_v_row(&kv, hk, jp + 0), attn_longformer_base_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
             j = jp;
             if (j + STREAM_PREFETCH + 0 < j_end) {
                 attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -3821,16 +3846,16 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer
             }
         }
     } else {
-        if (j_end - j_begin >= 2)
-            attn_longformer_base_sqk_3x2_f32__avx512(w->sq + (w->hk_lo) * 192, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin + 0), attn_longformer_base_k_row(&kv, w->hk_lo, j_begin + 1),
-                        w->sm + (w->hk_lo) * 4, w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 192, wt);
-        for (jp = j_begin; jp + 1 < j_end; jp += 2)
+        if (j_end - j_begin >= STEP_KEYS)
+            attn_longformer_base_sqk_3x2_f32__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin + 0), attn_longformer_base_k_row(&kv, w->hk_lo, j_begin + 1),
+                        w->sm + (w->hk_lo) * HEAD_STATE, w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O, wt);
+        for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS)
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + 2;
-                if (jn + 1 < j_end)
-                    attn_longformer_base_sqk_3x2_f32__avx512(w->sq + (hn) * 192, attn_longformer_base_k_row(&kv, hn, jn + 0), attn_longformer_base_k_row(&kv, hn, jn + 1),
-                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 192, wn);
-                attn_longformer_base_spvk_3x2_f32__avx512(wt, attn_longformer_base_v_row(&kv, hk, jp + 0), attn_longformer_base_v_row(&kv, hk, jp + 1), w->so + (hk) * 192);
+                const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + STEP_KEYS;
+                if (jn + (STEP_KEYS - 1) < j_end)
+                    attn_longformer_base_sqk_3x2_f32__avx512(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn + 0), attn_longformer_base_k_row(&kv, hn, jn + 1),
+                        w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
+                attn_longformer_base_spvk_3x2_f32__avx512(wt, attn_longformer_base_v_row(&kv, hk, jp + 0), attn_longformer_base_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                 j = jp;
                 if (j + STREAM_PREFETCH + 0 < j_end) {
                     attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -3840,7 +3865,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer
                     attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
                     attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
                 }
-                if (hk == w->hk_lo && jp + STREAM_PAGE_AHEAD + 1 < j_end) {
+                if (hk == w->hk_lo && jp + STREAM_PAGE_AHEAD + (STEP_KEYS - 1) < j_end) {
                     attn_longformer_base_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 0);
                     attn_longformer_base_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 1);
                 }
@@ -3849,9 +3874,9 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer
     }
     for (j = jp; j < j_end; j++) /* the last keys, one at a time */
         for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-            p = attn_longformer_base_sqk_3x1_f32__avx512(w->sq + (hk) * 192, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 192);
-            attn_longformer_base_spv_3x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 192);
+            p = attn_longformer_base_sqk_3x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+            attn_longformer_base_spv_3x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
         }
 }
 
@@ -3861,7 +3886,16 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer
 __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_3x1__avx512(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_longformer_base_dscratch__avx512 *w, float *restrict opart, float *restrict lpart)
 {
-    const int64_t Lq = 3, n = 36;
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 3, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 64, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 192, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 192, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4, /* floats of a kv head's running maxima, and of its sums: a four-float register */
+        STEP_KEYS = 2 /* keys a step of the several-key steps (lib/dot's sqk and spvk) */
+    };
+    const int64_t Lq = HEAD_ROWS / GROUP, n = HKV * HEAD_ROWS;
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_longformer_base_kv kv = attn_longformer_base_kv_of(args, b);
@@ -3870,16 +3904,16 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_3x
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
-        const int64_t rr = r % 3, h = (r / 3) * GROUP + rr / Lq, i = rr % Lq;
-        if (r >= w->hk_lo * 3 && r < w->hk_hi * 3)
-            attn_longformer_base_qpack_f32__avx512(attn_longformer_base_q_row(args, b, i, h), w->sq + r * 64);
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, i = rr % Lq;
+        if (r >= w->hk_lo * HEAD_ROWS && r < w->hk_hi * HEAD_ROWS)
+            attn_longformer_base_qpack_f32__avx512(attn_longformer_base_q_row(args, b, i, h), w->sq + r * Q_STRIDE);
         attn_longformer_base_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
-    for (r = 0; r < HKV * 4; r++) {
+    for (r = 0; r < HKV * HEAD_STATE; r++) {
         w->sm[r] = -INFINITY;
         w->sl[r] = 0.0f;
     }
-    memset(w->so, 0, sizeof(float) * (size_t)(n * 64));
+    memset(w->so, 0, sizeof(float) * (size_t)(n * O_STRIDE));
 
     cls = attn_longformer_base_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
@@ -3889,9 +3923,9 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_3x
         } else if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_longformer_base_sqk_3x1_f32__avx512(w->sq + (hk) * 192, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 192);
-                    attn_longformer_base_spv_3x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 192);
+                    p = attn_longformer_base_sqk_3x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_longformer_base_spv_3x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -3900,14 +3934,14 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_3x
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_longformer_base_sqk_3x1_f32__avx512(w->sq + (w->hk_lo) * 192, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * 4,
-                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 192);
+                p = attn_longformer_base_sqk_3x1_f32__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
+                    w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_longformer_base_sqk_3x1_f32__avx512(w->sq + (hn) * 192, attn_longformer_base_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4,
-                    w->sl + (hn) * 4, w->so + (hn) * 192) : p;
-                    attn_longformer_base_spv_3x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 192);
+                    pn = jn < j_end ? attn_longformer_base_sqk_3x1_f32__avx512(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
+                    w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
+                    attn_longformer_base_spv_3x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -3918,9 +3952,9 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_3x
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_longformer_base_sqk_3x1_f32__avx512(w->sq + (hk) * 192, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 192);
-                    attn_longformer_base_spv_3x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 192);
+                    p = attn_longformer_base_sqk_3x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_longformer_base_spv_3x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -3939,8 +3973,8 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_3x
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_3x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_longformer_base_spv_3x64_f32__avx512(attn_longformer_base_sqk_3x1_f32__avx512(w->sq + (hk) * 192, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 192), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 192);
+                        attn_longformer_base_spv_3x64_f32__avx512(attn_longformer_base_sqk_3x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -3951,8 +3985,8 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_3x
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_3x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_longformer_base_spv_3x64_f32__avx512(attn_longformer_base_sqk_3x1_f32__avx512(w->sq + (hk) * 192, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 192), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 192);
+                        attn_longformer_base_spv_3x64_f32__avx512(attn_longformer_base_sqk_3x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -3963,9 +3997,9 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_3x
     }
 
     /* the split's result: the unit's kv heads' rows */
-    for (r = w->hk_lo * 3; r < w->hk_hi * 3; r++) {
-        const int64_t rr = r % 3, h = (r / 3) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        attn_longformer_base_dresult(w->so + r * 64, w->sm[(r / 3) * 4 + rr], w->sl[(r / 3) * 4 + rr], opart + row * DV,
+    for (r = w->hk_lo * HEAD_ROWS; r < w->hk_hi * HEAD_ROWS; r++) {
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        attn_longformer_base_dresult(w->so + r * O_STRIDE, w->sm[(r / HEAD_ROWS) * HEAD_STATE + rr], w->sl[(r / HEAD_ROWS) * HEAD_STATE + rr], opart + row * DV,
                 lpart + row);
     }
 }
@@ -3976,21 +4010,30 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_3x
  * call, not inlined: the unit's one-key loop compiles as it does without it). */
 ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer_base_spairs_4x2__avx512(const attn_longformer_base_kv kv, attn_longformer_base_dscratch__avx512 *w, int64_t j_begin, int64_t j_end)
 {
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 4, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 64, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 256, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 256, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4, /* floats of a kv head's running maxima, and of its sums: a four-float register */
+        STEP_KEYS = 2 /* keys a step of the several-key steps (lib/dot's sqk and spvk) */
+    };
     __m128 p;
     int64_t j, hk;
     /* 2 keys a step, so that one pass over Q scores them and one over O adds
        their V rows; one step ahead: the next head's weights while this head's
        P*V runs (never the same head's: its max may move, and w with it) */
-    __m128 wt[2], wn[2];
+    __m128 wt[STEP_KEYS], wn[STEP_KEYS];
     int64_t jp;
     memset(wt, 0, sizeof wt);
     memset(wn, 0, sizeof wn);
     if (w->hk_hi - w->hk_lo == 1) { /* a unit of one kv head (a short cache's): each step's weights, then its P*V */
-        for (jp = j_begin; jp + 1 < j_end; jp += 2) {
+        for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS) {
             hk = w->hk_lo;
-            attn_longformer_base_sqk_4x2_f32__avx512(w->sq + (hk) * 256, attn_longformer_base_k_row(&kv, hk, jp + 0), attn_longformer_base_k_row(&kv, hk, jp + 1),
-                        w->sm + (hk) * 4, w->sl + (hk) * 4, w->so + (hk) * 256, wt);
-            attn_longformer_base_spvk_4x2_f32__avx512(wt, attn_longformer_base_v_row(&kv, hk, jp + 0), attn_longformer_base_v_row(&kv, hk, jp + 1), w->so + (hk) * 256);
+            attn_longformer_base_sqk_4x2_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, jp + 0), attn_longformer_base_k_row(&kv, hk, jp + 1),
+                        w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
+            attn_longformer_base_spvk_4x2_f32__avx512(wt, attn_longformer_base_v_row(&kv, hk, jp + 0), attn_longformer_base_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
             j = jp;
             if (j + STREAM_PREFETCH + 0 < j_end) {
                 attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -4002,16 +4045,16 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer
             }
         }
     } else {
-        if (j_end - j_begin >= 2)
-            attn_longformer_base_sqk_4x2_f32__avx512(w->sq + (w->hk_lo) * 256, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin + 0), attn_longformer_base_k_row(&kv, w->hk_lo, j_begin + 1),
-                        w->sm + (w->hk_lo) * 4, w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 256, wt);
-        for (jp = j_begin; jp + 1 < j_end; jp += 2)
+        if (j_end - j_begin >= STEP_KEYS)
+            attn_longformer_base_sqk_4x2_f32__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin + 0), attn_longformer_base_k_row(&kv, w->hk_lo, j_begin + 1),
+                        w->sm + (w->hk_lo) * HEAD_STATE, w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O, wt);
+        for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS)
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + 2;
-                if (jn + 1 < j_end)
-                    attn_longformer_base_sqk_4x2_f32__avx512(w->sq + (hn) * 256, attn_longformer_base_k_row(&kv, hn, jn + 0), attn_longformer_base_k_row(&kv, hn, jn + 1),
-                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 256, wn);
-                attn_longformer_base_spvk_4x2_f32__avx512(wt, attn_longformer_base_v_row(&kv, hk, jp + 0), attn_longformer_base_v_row(&kv, hk, jp + 1), w->so + (hk) * 256);
+                const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + STEP_KEYS;
+                if (jn + (STEP_KEYS - 1) < j_end)
+                    attn_longformer_base_sqk_4x2_f32__avx512(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn + 0), attn_longformer_base_k_row(&kv, hn, jn + 1),
+                        w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
+                attn_longformer_base_spvk_4x2_f32__avx512(wt, attn_longformer_base_v_row(&kv, hk, jp + 0), attn_longformer_base_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                 j = jp;
                 if (j + STREAM_PREFETCH + 0 < j_end) {
                     attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -4021,7 +4064,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer
                     attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
                     attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
                 }
-                if (hk == w->hk_lo && jp + STREAM_PAGE_AHEAD + 1 < j_end) {
+                if (hk == w->hk_lo && jp + STREAM_PAGE_AHEAD + (STEP_KEYS - 1) < j_end) {
                     attn_longformer_base_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 0);
                     attn_longformer_base_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 1);
                 }
@@ -4030,9 +4073,9 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer
     }
     for (j = jp; j < j_end; j++) /* the last keys, one at a time */
         for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-            p = attn_longformer_base_sqk_4x1_f32__avx512(w->sq + (hk) * 256, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 256);
-            attn_longformer_base_spv_4x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 256);
+            p = attn_longformer_base_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+            attn_longformer_base_spv_4x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
         }
 }
 
@@ -4042,7 +4085,16 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer
 __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_4x1__avx512(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_longformer_base_dscratch__avx512 *w, float *restrict opart, float *restrict lpart)
 {
-    const int64_t Lq = 4, n = 48;
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 4, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 64, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 256, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 256, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4, /* floats of a kv head's running maxima, and of its sums: a four-float register */
+        STEP_KEYS = 2 /* keys a step of the several-key steps (lib/dot's sqk and spvk) */
+    };
+    const int64_t Lq = HEAD_ROWS / GROUP, n = HKV * HEAD_ROWS;
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_longformer_base_kv kv = attn_longformer_base_kv_of(args, b);
@@ -4051,16 +4103,16 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_4x
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
-        const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
-        if (r >= w->hk_lo * 4 && r < w->hk_hi * 4)
-            attn_longformer_base_qpack_f32__avx512(attn_longformer_base_q_row(args, b, i, h), w->sq + r * 64);
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, i = rr % Lq;
+        if (r >= w->hk_lo * HEAD_ROWS && r < w->hk_hi * HEAD_ROWS)
+            attn_longformer_base_qpack_f32__avx512(attn_longformer_base_q_row(args, b, i, h), w->sq + r * Q_STRIDE);
         attn_longformer_base_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
-    for (r = 0; r < HKV * 4; r++) {
+    for (r = 0; r < HKV * HEAD_STATE; r++) {
         w->sm[r] = -INFINITY;
         w->sl[r] = 0.0f;
     }
-    memset(w->so, 0, sizeof(float) * (size_t)(n * 64));
+    memset(w->so, 0, sizeof(float) * (size_t)(n * O_STRIDE));
 
     cls = attn_longformer_base_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
@@ -4070,9 +4122,9 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_4x
         } else if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_longformer_base_sqk_4x1_f32__avx512(w->sq + (hk) * 256, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 256);
-                    attn_longformer_base_spv_4x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 256);
+                    p = attn_longformer_base_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_longformer_base_spv_4x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -4081,14 +4133,14 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_4x
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_longformer_base_sqk_4x1_f32__avx512(w->sq + (w->hk_lo) * 256, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * 4,
-                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 256);
+                p = attn_longformer_base_sqk_4x1_f32__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
+                    w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_longformer_base_sqk_4x1_f32__avx512(w->sq + (hn) * 256, attn_longformer_base_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4,
-                    w->sl + (hn) * 4, w->so + (hn) * 256) : p;
-                    attn_longformer_base_spv_4x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 256);
+                    pn = jn < j_end ? attn_longformer_base_sqk_4x1_f32__avx512(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
+                    w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
+                    attn_longformer_base_spv_4x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -4099,9 +4151,9 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_4x
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_longformer_base_sqk_4x1_f32__avx512(w->sq + (hk) * 256, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 256);
-                    attn_longformer_base_spv_4x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 256);
+                    p = attn_longformer_base_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_longformer_base_spv_4x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -4120,8 +4172,8 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_4x
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_4x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_longformer_base_spv_4x64_f32__avx512(attn_longformer_base_sqk_4x1_f32__avx512(w->sq + (hk) * 256, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 256), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 256);
+                        attn_longformer_base_spv_4x64_f32__avx512(attn_longformer_base_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -4132,8 +4184,8 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_4x
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_4x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_longformer_base_spv_4x64_f32__avx512(attn_longformer_base_sqk_4x1_f32__avx512(w->sq + (hk) * 256, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 256), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 256);
+                        attn_longformer_base_spv_4x64_f32__avx512(attn_longformer_base_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -4144,9 +4196,9 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_4x
     }
 
     /* the split's result: the unit's kv heads' rows */
-    for (r = w->hk_lo * 4; r < w->hk_hi * 4; r++) {
-        const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        attn_longformer_base_dresult(w->so + r * 64, w->sm[(r / 4) * 4 + rr], w->sl[(r / 4) * 4 + rr], opart + row * DV,
+    for (r = w->hk_lo * HEAD_ROWS; r < w->hk_hi * HEAD_ROWS; r++) {
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        attn_longformer_base_dresult(w->so + r * O_STRIDE, w->sm[(r / HEAD_ROWS) * HEAD_STATE + rr], w->sl[(r / HEAD_ROWS) * HEAD_STATE + rr], opart + row * DV,
                 lpart + row);
     }
 }
@@ -8153,7 +8205,15 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_dunit_
 __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_1x1__avx2(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_longformer_base_dscratch__avx2 *w, float *restrict opart, float *restrict lpart)
 {
-    const int64_t Lq = 1, n = 12;
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 1, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 64, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 64, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 64, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4 /* floats of a kv head's running maxima, and of its sums: a four-float register */
+    };
+    const int64_t Lq = HEAD_ROWS / GROUP, n = HKV * HEAD_ROWS;
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_longformer_base_kv kv = attn_longformer_base_kv_of(args, b);
@@ -8162,16 +8222,16 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
-        const int64_t rr = r % 1, h = (r / 1) * GROUP + rr / Lq, i = rr % Lq;
-        if (r >= w->hk_lo * 1 && r < w->hk_hi * 1)
-            attn_longformer_base_qpack_f32__avx2(attn_longformer_base_q_row(args, b, i, h), w->sq + r * 64);
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, i = rr % Lq;
+        if (r >= w->hk_lo * HEAD_ROWS && r < w->hk_hi * HEAD_ROWS)
+            attn_longformer_base_qpack_f32__avx2(attn_longformer_base_q_row(args, b, i, h), w->sq + r * Q_STRIDE);
         attn_longformer_base_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
-    for (r = 0; r < HKV * 4; r++) {
+    for (r = 0; r < HKV * HEAD_STATE; r++) {
         w->sm[r] = -INFINITY;
         w->sl[r] = 0.0f;
     }
-    memset(w->so, 0, sizeof(float) * (size_t)(n * 64));
+    memset(w->so, 0, sizeof(float) * (size_t)(n * O_STRIDE));
 
     cls = attn_longformer_base_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
@@ -8179,9 +8239,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_longformer_base_sqk_1x1_f32__avx2(w->sq + (hk) * 64, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 64);
-                    attn_longformer_base_spv_1x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 64);
+                    p = attn_longformer_base_sqk_1x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_longformer_base_spv_1x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -8190,14 +8250,14 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_longformer_base_sqk_1x1_f32__avx2(w->sq + (w->hk_lo) * 64, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * 4,
-                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 64);
+                p = attn_longformer_base_sqk_1x1_f32__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
+                    w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_longformer_base_sqk_1x1_f32__avx2(w->sq + (hn) * 64, attn_longformer_base_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4,
-                    w->sl + (hn) * 4, w->so + (hn) * 64) : p;
-                    attn_longformer_base_spv_1x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 64);
+                    pn = jn < j_end ? attn_longformer_base_sqk_1x1_f32__avx2(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
+                    w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
+                    attn_longformer_base_spv_1x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -8208,9 +8268,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_longformer_base_sqk_1x1_f32__avx2(w->sq + (hk) * 64, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 64);
-                    attn_longformer_base_spv_1x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 64);
+                    p = attn_longformer_base_sqk_1x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_longformer_base_spv_1x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -8229,8 +8289,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_1x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_longformer_base_spv_1x64_f32__avx2(attn_longformer_base_sqk_1x1_f32__avx2(w->sq + (hk) * 64, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 64), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 64);
+                        attn_longformer_base_spv_1x64_f32__avx2(attn_longformer_base_sqk_1x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -8241,8 +8301,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_1x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_longformer_base_spv_1x64_f32__avx2(attn_longformer_base_sqk_1x1_f32__avx2(w->sq + (hk) * 64, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 64), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 64);
+                        attn_longformer_base_spv_1x64_f32__avx2(attn_longformer_base_sqk_1x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -8253,9 +8313,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
     }
 
     /* the split's result: the unit's kv heads' rows */
-    for (r = w->hk_lo * 1; r < w->hk_hi * 1; r++) {
-        const int64_t rr = r % 1, h = (r / 1) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        attn_longformer_base_dresult(w->so + r * 64, w->sm[(r / 1) * 4 + rr], w->sl[(r / 1) * 4 + rr], opart + row * DV,
+    for (r = w->hk_lo * HEAD_ROWS; r < w->hk_hi * HEAD_ROWS; r++) {
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        attn_longformer_base_dresult(w->so + r * O_STRIDE, w->sm[(r / HEAD_ROWS) * HEAD_STATE + rr], w->sl[(r / HEAD_ROWS) * HEAD_STATE + rr], opart + row * DV,
                 lpart + row);
     }
 }
@@ -8266,7 +8326,15 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
 __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_2x1__avx2(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_longformer_base_dscratch__avx2 *w, float *restrict opart, float *restrict lpart)
 {
-    const int64_t Lq = 2, n = 24;
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 2, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 64, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 128, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 128, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4 /* floats of a kv head's running maxima, and of its sums: a four-float register */
+    };
+    const int64_t Lq = HEAD_ROWS / GROUP, n = HKV * HEAD_ROWS;
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_longformer_base_kv kv = attn_longformer_base_kv_of(args, b);
@@ -8275,16 +8343,16 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
-        const int64_t rr = r % 2, h = (r / 2) * GROUP + rr / Lq, i = rr % Lq;
-        if (r >= w->hk_lo * 2 && r < w->hk_hi * 2)
-            attn_longformer_base_qpack_f32__avx2(attn_longformer_base_q_row(args, b, i, h), w->sq + r * 64);
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, i = rr % Lq;
+        if (r >= w->hk_lo * HEAD_ROWS && r < w->hk_hi * HEAD_ROWS)
+            attn_longformer_base_qpack_f32__avx2(attn_longformer_base_q_row(args, b, i, h), w->sq + r * Q_STRIDE);
         attn_longformer_base_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
-    for (r = 0; r < HKV * 4; r++) {
+    for (r = 0; r < HKV * HEAD_STATE; r++) {
         w->sm[r] = -INFINITY;
         w->sl[r] = 0.0f;
     }
-    memset(w->so, 0, sizeof(float) * (size_t)(n * 64));
+    memset(w->so, 0, sizeof(float) * (size_t)(n * O_STRIDE));
 
     cls = attn_longformer_base_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
@@ -8292,9 +8360,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_longformer_base_sqk_2x1_f32__avx2(w->sq + (hk) * 128, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 128);
-                    attn_longformer_base_spv_2x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 128);
+                    p = attn_longformer_base_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_longformer_base_spv_2x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -8303,14 +8371,14 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_longformer_base_sqk_2x1_f32__avx2(w->sq + (w->hk_lo) * 128, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * 4,
-                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 128);
+                p = attn_longformer_base_sqk_2x1_f32__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
+                    w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_longformer_base_sqk_2x1_f32__avx2(w->sq + (hn) * 128, attn_longformer_base_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4,
-                    w->sl + (hn) * 4, w->so + (hn) * 128) : p;
-                    attn_longformer_base_spv_2x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 128);
+                    pn = jn < j_end ? attn_longformer_base_sqk_2x1_f32__avx2(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
+                    w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
+                    attn_longformer_base_spv_2x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -8321,9 +8389,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_longformer_base_sqk_2x1_f32__avx2(w->sq + (hk) * 128, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 128);
-                    attn_longformer_base_spv_2x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 128);
+                    p = attn_longformer_base_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_longformer_base_spv_2x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -8342,8 +8410,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_2x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_longformer_base_spv_2x64_f32__avx2(attn_longformer_base_sqk_2x1_f32__avx2(w->sq + (hk) * 128, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 128), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 128);
+                        attn_longformer_base_spv_2x64_f32__avx2(attn_longformer_base_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -8354,8 +8422,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_2x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_longformer_base_spv_2x64_f32__avx2(attn_longformer_base_sqk_2x1_f32__avx2(w->sq + (hk) * 128, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 128), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 128);
+                        attn_longformer_base_spv_2x64_f32__avx2(attn_longformer_base_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -8366,9 +8434,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
     }
 
     /* the split's result: the unit's kv heads' rows */
-    for (r = w->hk_lo * 2; r < w->hk_hi * 2; r++) {
-        const int64_t rr = r % 2, h = (r / 2) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        attn_longformer_base_dresult(w->so + r * 64, w->sm[(r / 2) * 4 + rr], w->sl[(r / 2) * 4 + rr], opart + row * DV,
+    for (r = w->hk_lo * HEAD_ROWS; r < w->hk_hi * HEAD_ROWS; r++) {
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        attn_longformer_base_dresult(w->so + r * O_STRIDE, w->sm[(r / HEAD_ROWS) * HEAD_STATE + rr], w->sl[(r / HEAD_ROWS) * HEAD_STATE + rr], opart + row * DV,
                 lpart + row);
     }
 }
@@ -8379,21 +8447,30 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
  * call, not inlined: the unit's one-key loop compiles as it does without it). */
 ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_spairs_3x2__avx2(const attn_longformer_base_kv kv, attn_longformer_base_dscratch__avx2 *w, int64_t j_begin, int64_t j_end)
 {
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 3, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 64, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 192, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 192, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4, /* floats of a kv head's running maxima, and of its sums: a four-float register */
+        STEP_KEYS = 2 /* keys a step of the several-key steps (lib/dot's sqk and spvk) */
+    };
     __m128 p;
     int64_t j, hk;
     /* 2 keys a step, so that one pass over Q scores them and one over O adds
        their V rows; one step ahead: the next head's weights while this head's
        P*V runs (never the same head's: its max may move, and w with it) */
-    __m128 wt[2], wn[2];
+    __m128 wt[STEP_KEYS], wn[STEP_KEYS];
     int64_t jp;
     memset(wt, 0, sizeof wt);
     memset(wn, 0, sizeof wn);
     if (w->hk_hi - w->hk_lo == 1) { /* a unit of one kv head (a short cache's): each step's weights, then its P*V */
-        for (jp = j_begin; jp + 1 < j_end; jp += 2) {
+        for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS) {
             hk = w->hk_lo;
-            attn_longformer_base_sqk_3x2_f32__avx2(w->sq + (hk) * 192, attn_longformer_base_k_row(&kv, hk, jp + 0), attn_longformer_base_k_row(&kv, hk, jp + 1),
-                        w->sm + (hk) * 4, w->sl + (hk) * 4, w->so + (hk) * 192, wt);
-            attn_longformer_base_spvk_3x2_f32__avx2(wt, attn_longformer_base_v_row(&kv, hk, jp + 0), attn_longformer_base_v_row(&kv, hk, jp + 1), w->so + (hk) * 192);
+            attn_longformer_base_sqk_3x2_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, jp + 0), attn_longformer_base_k_row(&kv, hk, jp + 1),
+                        w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
+            attn_longformer_base_spvk_3x2_f32__avx2(wt, attn_longformer_base_v_row(&kv, hk, jp + 0), attn_longformer_base_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
             j = jp;
             if (j + STREAM_PREFETCH + 0 < j_end) {
                 attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -8405,16 +8482,16 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longform
             }
         }
     } else {
-        if (j_end - j_begin >= 2)
-            attn_longformer_base_sqk_3x2_f32__avx2(w->sq + (w->hk_lo) * 192, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin + 0), attn_longformer_base_k_row(&kv, w->hk_lo, j_begin + 1),
-                        w->sm + (w->hk_lo) * 4, w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 192, wt);
-        for (jp = j_begin; jp + 1 < j_end; jp += 2)
+        if (j_end - j_begin >= STEP_KEYS)
+            attn_longformer_base_sqk_3x2_f32__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin + 0), attn_longformer_base_k_row(&kv, w->hk_lo, j_begin + 1),
+                        w->sm + (w->hk_lo) * HEAD_STATE, w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O, wt);
+        for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS)
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + 2;
-                if (jn + 1 < j_end)
-                    attn_longformer_base_sqk_3x2_f32__avx2(w->sq + (hn) * 192, attn_longformer_base_k_row(&kv, hn, jn + 0), attn_longformer_base_k_row(&kv, hn, jn + 1),
-                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 192, wn);
-                attn_longformer_base_spvk_3x2_f32__avx2(wt, attn_longformer_base_v_row(&kv, hk, jp + 0), attn_longformer_base_v_row(&kv, hk, jp + 1), w->so + (hk) * 192);
+                const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + STEP_KEYS;
+                if (jn + (STEP_KEYS - 1) < j_end)
+                    attn_longformer_base_sqk_3x2_f32__avx2(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn + 0), attn_longformer_base_k_row(&kv, hn, jn + 1),
+                        w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
+                attn_longformer_base_spvk_3x2_f32__avx2(wt, attn_longformer_base_v_row(&kv, hk, jp + 0), attn_longformer_base_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                 j = jp;
                 if (j + STREAM_PREFETCH + 0 < j_end) {
                     attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -8424,7 +8501,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longform
                     attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
                     attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
                 }
-                if (hk == w->hk_lo && jp + STREAM_PAGE_AHEAD + 1 < j_end) {
+                if (hk == w->hk_lo && jp + STREAM_PAGE_AHEAD + (STEP_KEYS - 1) < j_end) {
                     attn_longformer_base_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 0);
                     attn_longformer_base_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 1);
                 }
@@ -8433,9 +8510,9 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longform
     }
     for (j = jp; j < j_end; j++) /* the last keys, one at a time */
         for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-            p = attn_longformer_base_sqk_3x1_f32__avx2(w->sq + (hk) * 192, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 192);
-            attn_longformer_base_spv_3x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 192);
+            p = attn_longformer_base_sqk_3x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+            attn_longformer_base_spv_3x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
         }
 }
 
@@ -8445,7 +8522,16 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longform
 __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_3x1__avx2(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_longformer_base_dscratch__avx2 *w, float *restrict opart, float *restrict lpart)
 {
-    const int64_t Lq = 3, n = 36;
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 3, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 64, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 192, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 192, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4, /* floats of a kv head's running maxima, and of its sums: a four-float register */
+        STEP_KEYS = 2 /* keys a step of the several-key steps (lib/dot's sqk and spvk) */
+    };
+    const int64_t Lq = HEAD_ROWS / GROUP, n = HKV * HEAD_ROWS;
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_longformer_base_kv kv = attn_longformer_base_kv_of(args, b);
@@ -8454,16 +8540,16 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
-        const int64_t rr = r % 3, h = (r / 3) * GROUP + rr / Lq, i = rr % Lq;
-        if (r >= w->hk_lo * 3 && r < w->hk_hi * 3)
-            attn_longformer_base_qpack_f32__avx2(attn_longformer_base_q_row(args, b, i, h), w->sq + r * 64);
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, i = rr % Lq;
+        if (r >= w->hk_lo * HEAD_ROWS && r < w->hk_hi * HEAD_ROWS)
+            attn_longformer_base_qpack_f32__avx2(attn_longformer_base_q_row(args, b, i, h), w->sq + r * Q_STRIDE);
         attn_longformer_base_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
-    for (r = 0; r < HKV * 4; r++) {
+    for (r = 0; r < HKV * HEAD_STATE; r++) {
         w->sm[r] = -INFINITY;
         w->sl[r] = 0.0f;
     }
-    memset(w->so, 0, sizeof(float) * (size_t)(n * 64));
+    memset(w->so, 0, sizeof(float) * (size_t)(n * O_STRIDE));
 
     cls = attn_longformer_base_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
@@ -8473,9 +8559,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
         } else if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_longformer_base_sqk_3x1_f32__avx2(w->sq + (hk) * 192, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 192);
-                    attn_longformer_base_spv_3x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 192);
+                    p = attn_longformer_base_sqk_3x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_longformer_base_spv_3x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -8484,14 +8570,14 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_longformer_base_sqk_3x1_f32__avx2(w->sq + (w->hk_lo) * 192, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * 4,
-                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 192);
+                p = attn_longformer_base_sqk_3x1_f32__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
+                    w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_longformer_base_sqk_3x1_f32__avx2(w->sq + (hn) * 192, attn_longformer_base_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4,
-                    w->sl + (hn) * 4, w->so + (hn) * 192) : p;
-                    attn_longformer_base_spv_3x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 192);
+                    pn = jn < j_end ? attn_longformer_base_sqk_3x1_f32__avx2(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
+                    w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
+                    attn_longformer_base_spv_3x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -8502,9 +8588,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_longformer_base_sqk_3x1_f32__avx2(w->sq + (hk) * 192, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 192);
-                    attn_longformer_base_spv_3x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 192);
+                    p = attn_longformer_base_sqk_3x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_longformer_base_spv_3x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -8523,8 +8609,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_3x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_longformer_base_spv_3x64_f32__avx2(attn_longformer_base_sqk_3x1_f32__avx2(w->sq + (hk) * 192, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 192), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 192);
+                        attn_longformer_base_spv_3x64_f32__avx2(attn_longformer_base_sqk_3x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -8535,8 +8621,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_3x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_longformer_base_spv_3x64_f32__avx2(attn_longformer_base_sqk_3x1_f32__avx2(w->sq + (hk) * 192, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 192), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 192);
+                        attn_longformer_base_spv_3x64_f32__avx2(attn_longformer_base_sqk_3x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -8547,9 +8633,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
     }
 
     /* the split's result: the unit's kv heads' rows */
-    for (r = w->hk_lo * 3; r < w->hk_hi * 3; r++) {
-        const int64_t rr = r % 3, h = (r / 3) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        attn_longformer_base_dresult(w->so + r * 64, w->sm[(r / 3) * 4 + rr], w->sl[(r / 3) * 4 + rr], opart + row * DV,
+    for (r = w->hk_lo * HEAD_ROWS; r < w->hk_hi * HEAD_ROWS; r++) {
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        attn_longformer_base_dresult(w->so + r * O_STRIDE, w->sm[(r / HEAD_ROWS) * HEAD_STATE + rr], w->sl[(r / HEAD_ROWS) * HEAD_STATE + rr], opart + row * DV,
                 lpart + row);
     }
 }
@@ -8560,21 +8646,30 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
  * call, not inlined: the unit's one-key loop compiles as it does without it). */
 ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_spairs_4x2__avx2(const attn_longformer_base_kv kv, attn_longformer_base_dscratch__avx2 *w, int64_t j_begin, int64_t j_end)
 {
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 4, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 64, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 256, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 256, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4, /* floats of a kv head's running maxima, and of its sums: a four-float register */
+        STEP_KEYS = 2 /* keys a step of the several-key steps (lib/dot's sqk and spvk) */
+    };
     __m128 p;
     int64_t j, hk;
     /* 2 keys a step, so that one pass over Q scores them and one over O adds
        their V rows; one step ahead: the next head's weights while this head's
        P*V runs (never the same head's: its max may move, and w with it) */
-    __m128 wt[2], wn[2];
+    __m128 wt[STEP_KEYS], wn[STEP_KEYS];
     int64_t jp;
     memset(wt, 0, sizeof wt);
     memset(wn, 0, sizeof wn);
     if (w->hk_hi - w->hk_lo == 1) { /* a unit of one kv head (a short cache's): each step's weights, then its P*V */
-        for (jp = j_begin; jp + 1 < j_end; jp += 2) {
+        for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS) {
             hk = w->hk_lo;
-            attn_longformer_base_sqk_4x2_f32__avx2(w->sq + (hk) * 256, attn_longformer_base_k_row(&kv, hk, jp + 0), attn_longformer_base_k_row(&kv, hk, jp + 1),
-                        w->sm + (hk) * 4, w->sl + (hk) * 4, w->so + (hk) * 256, wt);
-            attn_longformer_base_spvk_4x2_f32__avx2(wt, attn_longformer_base_v_row(&kv, hk, jp + 0), attn_longformer_base_v_row(&kv, hk, jp + 1), w->so + (hk) * 256);
+            attn_longformer_base_sqk_4x2_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, jp + 0), attn_longformer_base_k_row(&kv, hk, jp + 1),
+                        w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
+            attn_longformer_base_spvk_4x2_f32__avx2(wt, attn_longformer_base_v_row(&kv, hk, jp + 0), attn_longformer_base_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
             j = jp;
             if (j + STREAM_PREFETCH + 0 < j_end) {
                 attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -8586,16 +8681,16 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longform
             }
         }
     } else {
-        if (j_end - j_begin >= 2)
-            attn_longformer_base_sqk_4x2_f32__avx2(w->sq + (w->hk_lo) * 256, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin + 0), attn_longformer_base_k_row(&kv, w->hk_lo, j_begin + 1),
-                        w->sm + (w->hk_lo) * 4, w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 256, wt);
-        for (jp = j_begin; jp + 1 < j_end; jp += 2)
+        if (j_end - j_begin >= STEP_KEYS)
+            attn_longformer_base_sqk_4x2_f32__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin + 0), attn_longformer_base_k_row(&kv, w->hk_lo, j_begin + 1),
+                        w->sm + (w->hk_lo) * HEAD_STATE, w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O, wt);
+        for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS)
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + 2;
-                if (jn + 1 < j_end)
-                    attn_longformer_base_sqk_4x2_f32__avx2(w->sq + (hn) * 256, attn_longformer_base_k_row(&kv, hn, jn + 0), attn_longformer_base_k_row(&kv, hn, jn + 1),
-                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 256, wn);
-                attn_longformer_base_spvk_4x2_f32__avx2(wt, attn_longformer_base_v_row(&kv, hk, jp + 0), attn_longformer_base_v_row(&kv, hk, jp + 1), w->so + (hk) * 256);
+                const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + STEP_KEYS;
+                if (jn + (STEP_KEYS - 1) < j_end)
+                    attn_longformer_base_sqk_4x2_f32__avx2(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn + 0), attn_longformer_base_k_row(&kv, hn, jn + 1),
+                        w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
+                attn_longformer_base_spvk_4x2_f32__avx2(wt, attn_longformer_base_v_row(&kv, hk, jp + 0), attn_longformer_base_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                 j = jp;
                 if (j + STREAM_PREFETCH + 0 < j_end) {
                     attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -8605,7 +8700,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longform
                     attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
                     attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
                 }
-                if (hk == w->hk_lo && jp + STREAM_PAGE_AHEAD + 1 < j_end) {
+                if (hk == w->hk_lo && jp + STREAM_PAGE_AHEAD + (STEP_KEYS - 1) < j_end) {
                     attn_longformer_base_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 0);
                     attn_longformer_base_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 1);
                 }
@@ -8614,9 +8709,9 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longform
     }
     for (j = jp; j < j_end; j++) /* the last keys, one at a time */
         for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-            p = attn_longformer_base_sqk_4x1_f32__avx2(w->sq + (hk) * 256, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 256);
-            attn_longformer_base_spv_4x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 256);
+            p = attn_longformer_base_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+            attn_longformer_base_spv_4x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
         }
 }
 
@@ -8626,7 +8721,16 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longform
 __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_4x1__avx2(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_longformer_base_dscratch__avx2 *w, float *restrict opart, float *restrict lpart)
 {
-    const int64_t Lq = 4, n = 48;
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 4, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 64, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 256, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 256, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4, /* floats of a kv head's running maxima, and of its sums: a four-float register */
+        STEP_KEYS = 2 /* keys a step of the several-key steps (lib/dot's sqk and spvk) */
+    };
+    const int64_t Lq = HEAD_ROWS / GROUP, n = HKV * HEAD_ROWS;
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_longformer_base_kv kv = attn_longformer_base_kv_of(args, b);
@@ -8635,16 +8739,16 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
-        const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
-        if (r >= w->hk_lo * 4 && r < w->hk_hi * 4)
-            attn_longformer_base_qpack_f32__avx2(attn_longformer_base_q_row(args, b, i, h), w->sq + r * 64);
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, i = rr % Lq;
+        if (r >= w->hk_lo * HEAD_ROWS && r < w->hk_hi * HEAD_ROWS)
+            attn_longformer_base_qpack_f32__avx2(attn_longformer_base_q_row(args, b, i, h), w->sq + r * Q_STRIDE);
         attn_longformer_base_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
-    for (r = 0; r < HKV * 4; r++) {
+    for (r = 0; r < HKV * HEAD_STATE; r++) {
         w->sm[r] = -INFINITY;
         w->sl[r] = 0.0f;
     }
-    memset(w->so, 0, sizeof(float) * (size_t)(n * 64));
+    memset(w->so, 0, sizeof(float) * (size_t)(n * O_STRIDE));
 
     cls = attn_longformer_base_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
@@ -8654,9 +8758,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
         } else if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_longformer_base_sqk_4x1_f32__avx2(w->sq + (hk) * 256, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 256);
-                    attn_longformer_base_spv_4x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 256);
+                    p = attn_longformer_base_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_longformer_base_spv_4x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -8665,14 +8769,14 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_longformer_base_sqk_4x1_f32__avx2(w->sq + (w->hk_lo) * 256, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * 4,
-                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 256);
+                p = attn_longformer_base_sqk_4x1_f32__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
+                    w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_longformer_base_sqk_4x1_f32__avx2(w->sq + (hn) * 256, attn_longformer_base_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4,
-                    w->sl + (hn) * 4, w->so + (hn) * 256) : p;
-                    attn_longformer_base_spv_4x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 256);
+                    pn = jn < j_end ? attn_longformer_base_sqk_4x1_f32__avx2(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
+                    w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
+                    attn_longformer_base_spv_4x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -8683,9 +8787,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_longformer_base_sqk_4x1_f32__avx2(w->sq + (hk) * 256, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 256);
-                    attn_longformer_base_spv_4x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 256);
+                    p = attn_longformer_base_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_longformer_base_spv_4x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -8704,8 +8808,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_4x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_longformer_base_spv_4x64_f32__avx2(attn_longformer_base_sqk_4x1_f32__avx2(w->sq + (hk) * 256, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 256), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 256);
+                        attn_longformer_base_spv_4x64_f32__avx2(attn_longformer_base_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -8716,8 +8820,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_4x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_longformer_base_spv_4x64_f32__avx2(attn_longformer_base_sqk_4x1_f32__avx2(w->sq + (hk) * 256, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 256), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 256);
+                        attn_longformer_base_spv_4x64_f32__avx2(attn_longformer_base_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -8728,9 +8832,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
     }
 
     /* the split's result: the unit's kv heads' rows */
-    for (r = w->hk_lo * 4; r < w->hk_hi * 4; r++) {
-        const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        attn_longformer_base_dresult(w->so + r * 64, w->sm[(r / 4) * 4 + rr], w->sl[(r / 4) * 4 + rr], opart + row * DV,
+    for (r = w->hk_lo * HEAD_ROWS; r < w->hk_hi * HEAD_ROWS; r++) {
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        attn_longformer_base_dresult(w->so + r * O_STRIDE, w->sm[(r / HEAD_ROWS) * HEAD_STATE + rr], w->sl[(r / HEAD_ROWS) * HEAD_STATE + rr], opart + row * DV,
                 lpart + row);
     }
 }
@@ -11950,7 +12054,15 @@ static void attn_longformer_base_dunit__neon(const attn_args *args, int64_t b, i
 static void attn_longformer_base_sunit_1x1__neon(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_longformer_base_dscratch__neon *w, float *restrict opart, float *restrict lpart)
 {
-    const int64_t Lq = 1, n = 12;
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 1, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 64, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 64, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 64, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4 /* floats of a kv head's running maxima, and of its sums: a four-float register */
+    };
+    const int64_t Lq = HEAD_ROWS / GROUP, n = HKV * HEAD_ROWS;
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_longformer_base_kv kv = attn_longformer_base_kv_of(args, b);
@@ -11959,16 +12071,16 @@ static void attn_longformer_base_sunit_1x1__neon(const attn_args *args, int64_t 
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
-        const int64_t rr = r % 1, h = (r / 1) * GROUP + rr / Lq, i = rr % Lq;
-        if (r >= w->hk_lo * 1 && r < w->hk_hi * 1)
-            attn_longformer_base_qpack_f32__neon(attn_longformer_base_q_row(args, b, i, h), w->sq + r * 64);
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, i = rr % Lq;
+        if (r >= w->hk_lo * HEAD_ROWS && r < w->hk_hi * HEAD_ROWS)
+            attn_longformer_base_qpack_f32__neon(attn_longformer_base_q_row(args, b, i, h), w->sq + r * Q_STRIDE);
         attn_longformer_base_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
-    for (r = 0; r < HKV * 4; r++) {
+    for (r = 0; r < HKV * HEAD_STATE; r++) {
         w->sm[r] = -INFINITY;
         w->sl[r] = 0.0f;
     }
-    memset(w->so, 0, sizeof(float) * (size_t)(n * 64));
+    memset(w->so, 0, sizeof(float) * (size_t)(n * O_STRIDE));
 
     cls = attn_longformer_base_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
@@ -11976,9 +12088,9 @@ static void attn_longformer_base_sunit_1x1__neon(const attn_args *args, int64_t 
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_longformer_base_sqk_1x1_f32__neon(w->sq + (hk) * 64, attn_longformer_base_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 64);
-                    attn_longformer_base_spv_1x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 64);
+                    p = attn_longformer_base_sqk_1x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_longformer_base_spv_1x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -11987,14 +12099,14 @@ static void attn_longformer_base_sunit_1x1__neon(const attn_args *args, int64_t 
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_longformer_base_sqk_1x1_f32__neon(w->sq + (w->hk_lo) * 64, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * 4,
-                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 64);
+                p = attn_longformer_base_sqk_1x1_f32__neon(w->sq + (w->hk_lo) * HEAD_Q, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * HEAD_STATE,
+                    w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_longformer_base_sqk_1x1_f32__neon(w->sq + (hn) * 64, attn_longformer_base_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * 4,
-                    w->sl + (hn) * 4, w->so + (hn) * 64) : p;
-                    attn_longformer_base_spv_1x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 64);
+                    pn = jn < j_end ? attn_longformer_base_sqk_1x1_f32__neon(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * HEAD_STATE,
+                    w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
+                    attn_longformer_base_spv_1x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -12005,9 +12117,9 @@ static void attn_longformer_base_sunit_1x1__neon(const attn_args *args, int64_t 
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_longformer_base_sqk_1x1_f32__neon(w->sq + (hk) * 64, attn_longformer_base_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 64);
-                    attn_longformer_base_spv_1x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 64);
+                    p = attn_longformer_base_sqk_1x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_longformer_base_spv_1x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -12026,8 +12138,8 @@ static void attn_longformer_base_sunit_1x1__neon(const attn_args *args, int64_t 
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_longformer_base_sterms_1x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_longformer_base_spv_1x64_f32__neon(attn_longformer_base_sqk_1x1_f32__neon(w->sq + (hk) * 64, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 64), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 64);
+                        attn_longformer_base_spv_1x64_f32__neon(attn_longformer_base_sqk_1x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -12038,8 +12150,8 @@ static void attn_longformer_base_sunit_1x1__neon(const attn_args *args, int64_t 
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_longformer_base_sterms_1x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_longformer_base_spv_1x64_f32__neon(attn_longformer_base_sqk_1x1_f32__neon(w->sq + (hk) * 64, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 64), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 64);
+                        attn_longformer_base_spv_1x64_f32__neon(attn_longformer_base_sqk_1x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -12050,9 +12162,9 @@ static void attn_longformer_base_sunit_1x1__neon(const attn_args *args, int64_t 
     }
 
     /* the split's result: the unit's kv heads' rows */
-    for (r = w->hk_lo * 1; r < w->hk_hi * 1; r++) {
-        const int64_t rr = r % 1, h = (r / 1) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        attn_longformer_base_dresult(w->so + r * 64, w->sm[(r / 1) * 4 + rr], w->sl[(r / 1) * 4 + rr], opart + row * DV,
+    for (r = w->hk_lo * HEAD_ROWS; r < w->hk_hi * HEAD_ROWS; r++) {
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        attn_longformer_base_dresult(w->so + r * O_STRIDE, w->sm[(r / HEAD_ROWS) * HEAD_STATE + rr], w->sl[(r / HEAD_ROWS) * HEAD_STATE + rr], opart + row * DV,
                 lpart + row);
     }
 }
@@ -12063,7 +12175,15 @@ static void attn_longformer_base_sunit_1x1__neon(const attn_args *args, int64_t 
 static void attn_longformer_base_sunit_2x1__neon(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_longformer_base_dscratch__neon *w, float *restrict opart, float *restrict lpart)
 {
-    const int64_t Lq = 2, n = 24;
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 2, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 64, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 128, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 128, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4 /* floats of a kv head's running maxima, and of its sums: a four-float register */
+    };
+    const int64_t Lq = HEAD_ROWS / GROUP, n = HKV * HEAD_ROWS;
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_longformer_base_kv kv = attn_longformer_base_kv_of(args, b);
@@ -12072,16 +12192,16 @@ static void attn_longformer_base_sunit_2x1__neon(const attn_args *args, int64_t 
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
-        const int64_t rr = r % 2, h = (r / 2) * GROUP + rr / Lq, i = rr % Lq;
-        if (r >= w->hk_lo * 2 && r < w->hk_hi * 2)
-            attn_longformer_base_qpack_f32__neon(attn_longformer_base_q_row(args, b, i, h), w->sq + r * 64);
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, i = rr % Lq;
+        if (r >= w->hk_lo * HEAD_ROWS && r < w->hk_hi * HEAD_ROWS)
+            attn_longformer_base_qpack_f32__neon(attn_longformer_base_q_row(args, b, i, h), w->sq + r * Q_STRIDE);
         attn_longformer_base_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
-    for (r = 0; r < HKV * 4; r++) {
+    for (r = 0; r < HKV * HEAD_STATE; r++) {
         w->sm[r] = -INFINITY;
         w->sl[r] = 0.0f;
     }
-    memset(w->so, 0, sizeof(float) * (size_t)(n * 64));
+    memset(w->so, 0, sizeof(float) * (size_t)(n * O_STRIDE));
 
     cls = attn_longformer_base_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
@@ -12089,9 +12209,9 @@ static void attn_longformer_base_sunit_2x1__neon(const attn_args *args, int64_t 
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_longformer_base_sqk_2x1_f32__neon(w->sq + (hk) * 128, attn_longformer_base_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 128);
-                    attn_longformer_base_spv_2x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 128);
+                    p = attn_longformer_base_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_longformer_base_spv_2x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -12100,14 +12220,14 @@ static void attn_longformer_base_sunit_2x1__neon(const attn_args *args, int64_t 
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_longformer_base_sqk_2x1_f32__neon(w->sq + (w->hk_lo) * 128, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * 4,
-                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 128);
+                p = attn_longformer_base_sqk_2x1_f32__neon(w->sq + (w->hk_lo) * HEAD_Q, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * HEAD_STATE,
+                    w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_longformer_base_sqk_2x1_f32__neon(w->sq + (hn) * 128, attn_longformer_base_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * 4,
-                    w->sl + (hn) * 4, w->so + (hn) * 128) : p;
-                    attn_longformer_base_spv_2x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 128);
+                    pn = jn < j_end ? attn_longformer_base_sqk_2x1_f32__neon(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * HEAD_STATE,
+                    w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
+                    attn_longformer_base_spv_2x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -12118,9 +12238,9 @@ static void attn_longformer_base_sunit_2x1__neon(const attn_args *args, int64_t 
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_longformer_base_sqk_2x1_f32__neon(w->sq + (hk) * 128, attn_longformer_base_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 128);
-                    attn_longformer_base_spv_2x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 128);
+                    p = attn_longformer_base_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_longformer_base_spv_2x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -12139,8 +12259,8 @@ static void attn_longformer_base_sunit_2x1__neon(const attn_args *args, int64_t 
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_longformer_base_sterms_2x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_longformer_base_spv_2x64_f32__neon(attn_longformer_base_sqk_2x1_f32__neon(w->sq + (hk) * 128, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 128), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 128);
+                        attn_longformer_base_spv_2x64_f32__neon(attn_longformer_base_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -12151,8 +12271,8 @@ static void attn_longformer_base_sunit_2x1__neon(const attn_args *args, int64_t 
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_longformer_base_sterms_2x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_longformer_base_spv_2x64_f32__neon(attn_longformer_base_sqk_2x1_f32__neon(w->sq + (hk) * 128, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 128), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 128);
+                        attn_longformer_base_spv_2x64_f32__neon(attn_longformer_base_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -12163,9 +12283,9 @@ static void attn_longformer_base_sunit_2x1__neon(const attn_args *args, int64_t 
     }
 
     /* the split's result: the unit's kv heads' rows */
-    for (r = w->hk_lo * 2; r < w->hk_hi * 2; r++) {
-        const int64_t rr = r % 2, h = (r / 2) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        attn_longformer_base_dresult(w->so + r * 64, w->sm[(r / 2) * 4 + rr], w->sl[(r / 2) * 4 + rr], opart + row * DV,
+    for (r = w->hk_lo * HEAD_ROWS; r < w->hk_hi * HEAD_ROWS; r++) {
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        attn_longformer_base_dresult(w->so + r * O_STRIDE, w->sm[(r / HEAD_ROWS) * HEAD_STATE + rr], w->sl[(r / HEAD_ROWS) * HEAD_STATE + rr], opart + row * DV,
                 lpart + row);
     }
 }
@@ -12176,7 +12296,15 @@ static void attn_longformer_base_sunit_2x1__neon(const attn_args *args, int64_t 
 static void attn_longformer_base_sunit_3x1__neon(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_longformer_base_dscratch__neon *w, float *restrict opart, float *restrict lpart)
 {
-    const int64_t Lq = 3, n = 36;
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 3, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 64, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 192, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 192, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4 /* floats of a kv head's running maxima, and of its sums: a four-float register */
+    };
+    const int64_t Lq = HEAD_ROWS / GROUP, n = HKV * HEAD_ROWS;
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_longformer_base_kv kv = attn_longformer_base_kv_of(args, b);
@@ -12185,16 +12313,16 @@ static void attn_longformer_base_sunit_3x1__neon(const attn_args *args, int64_t 
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
-        const int64_t rr = r % 3, h = (r / 3) * GROUP + rr / Lq, i = rr % Lq;
-        if (r >= w->hk_lo * 3 && r < w->hk_hi * 3)
-            attn_longformer_base_qpack_f32__neon(attn_longformer_base_q_row(args, b, i, h), w->sq + r * 64);
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, i = rr % Lq;
+        if (r >= w->hk_lo * HEAD_ROWS && r < w->hk_hi * HEAD_ROWS)
+            attn_longformer_base_qpack_f32__neon(attn_longformer_base_q_row(args, b, i, h), w->sq + r * Q_STRIDE);
         attn_longformer_base_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
-    for (r = 0; r < HKV * 4; r++) {
+    for (r = 0; r < HKV * HEAD_STATE; r++) {
         w->sm[r] = -INFINITY;
         w->sl[r] = 0.0f;
     }
-    memset(w->so, 0, sizeof(float) * (size_t)(n * 64));
+    memset(w->so, 0, sizeof(float) * (size_t)(n * O_STRIDE));
 
     cls = attn_longformer_base_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
@@ -12202,9 +12330,9 @@ static void attn_longformer_base_sunit_3x1__neon(const attn_args *args, int64_t 
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_longformer_base_sqk_3x1_f32__neon(w->sq + (hk) * 192, attn_longformer_base_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 192);
-                    attn_longformer_base_spv_3x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 192);
+                    p = attn_longformer_base_sqk_3x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_longformer_base_spv_3x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -12213,14 +12341,14 @@ static void attn_longformer_base_sunit_3x1__neon(const attn_args *args, int64_t 
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_longformer_base_sqk_3x1_f32__neon(w->sq + (w->hk_lo) * 192, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * 4,
-                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 192);
+                p = attn_longformer_base_sqk_3x1_f32__neon(w->sq + (w->hk_lo) * HEAD_Q, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * HEAD_STATE,
+                    w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_longformer_base_sqk_3x1_f32__neon(w->sq + (hn) * 192, attn_longformer_base_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * 4,
-                    w->sl + (hn) * 4, w->so + (hn) * 192) : p;
-                    attn_longformer_base_spv_3x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 192);
+                    pn = jn < j_end ? attn_longformer_base_sqk_3x1_f32__neon(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * HEAD_STATE,
+                    w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
+                    attn_longformer_base_spv_3x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -12231,9 +12359,9 @@ static void attn_longformer_base_sunit_3x1__neon(const attn_args *args, int64_t 
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_longformer_base_sqk_3x1_f32__neon(w->sq + (hk) * 192, attn_longformer_base_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 192);
-                    attn_longformer_base_spv_3x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 192);
+                    p = attn_longformer_base_sqk_3x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_longformer_base_spv_3x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -12252,8 +12380,8 @@ static void attn_longformer_base_sunit_3x1__neon(const attn_args *args, int64_t 
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_longformer_base_sterms_3x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_longformer_base_spv_3x64_f32__neon(attn_longformer_base_sqk_3x1_f32__neon(w->sq + (hk) * 192, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 192), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 192);
+                        attn_longformer_base_spv_3x64_f32__neon(attn_longformer_base_sqk_3x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -12264,8 +12392,8 @@ static void attn_longformer_base_sunit_3x1__neon(const attn_args *args, int64_t 
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_longformer_base_sterms_3x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_longformer_base_spv_3x64_f32__neon(attn_longformer_base_sqk_3x1_f32__neon(w->sq + (hk) * 192, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 192), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 192);
+                        attn_longformer_base_spv_3x64_f32__neon(attn_longformer_base_sqk_3x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -12276,9 +12404,9 @@ static void attn_longformer_base_sunit_3x1__neon(const attn_args *args, int64_t 
     }
 
     /* the split's result: the unit's kv heads' rows */
-    for (r = w->hk_lo * 3; r < w->hk_hi * 3; r++) {
-        const int64_t rr = r % 3, h = (r / 3) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        attn_longformer_base_dresult(w->so + r * 64, w->sm[(r / 3) * 4 + rr], w->sl[(r / 3) * 4 + rr], opart + row * DV,
+    for (r = w->hk_lo * HEAD_ROWS; r < w->hk_hi * HEAD_ROWS; r++) {
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        attn_longformer_base_dresult(w->so + r * O_STRIDE, w->sm[(r / HEAD_ROWS) * HEAD_STATE + rr], w->sl[(r / HEAD_ROWS) * HEAD_STATE + rr], opart + row * DV,
                 lpart + row);
     }
 }
@@ -12289,7 +12417,15 @@ static void attn_longformer_base_sunit_3x1__neon(const attn_args *args, int64_t 
 static void attn_longformer_base_sunit_4x1__neon(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_longformer_base_dscratch__neon *w, float *restrict opart, float *restrict lpart)
 {
-    const int64_t Lq = 4, n = 48;
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 4, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 64, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 256, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 256, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4 /* floats of a kv head's running maxima, and of its sums: a four-float register */
+    };
+    const int64_t Lq = HEAD_ROWS / GROUP, n = HKV * HEAD_ROWS;
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_longformer_base_kv kv = attn_longformer_base_kv_of(args, b);
@@ -12298,16 +12434,16 @@ static void attn_longformer_base_sunit_4x1__neon(const attn_args *args, int64_t 
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
-        const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
-        if (r >= w->hk_lo * 4 && r < w->hk_hi * 4)
-            attn_longformer_base_qpack_f32__neon(attn_longformer_base_q_row(args, b, i, h), w->sq + r * 64);
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, i = rr % Lq;
+        if (r >= w->hk_lo * HEAD_ROWS && r < w->hk_hi * HEAD_ROWS)
+            attn_longformer_base_qpack_f32__neon(attn_longformer_base_q_row(args, b, i, h), w->sq + r * Q_STRIDE);
         attn_longformer_base_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
-    for (r = 0; r < HKV * 4; r++) {
+    for (r = 0; r < HKV * HEAD_STATE; r++) {
         w->sm[r] = -INFINITY;
         w->sl[r] = 0.0f;
     }
-    memset(w->so, 0, sizeof(float) * (size_t)(n * 64));
+    memset(w->so, 0, sizeof(float) * (size_t)(n * O_STRIDE));
 
     cls = attn_longformer_base_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
@@ -12315,9 +12451,9 @@ static void attn_longformer_base_sunit_4x1__neon(const attn_args *args, int64_t 
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_longformer_base_sqk_4x1_f32__neon(w->sq + (hk) * 256, attn_longformer_base_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 256);
-                    attn_longformer_base_spv_4x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 256);
+                    p = attn_longformer_base_sqk_4x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_longformer_base_spv_4x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -12326,14 +12462,14 @@ static void attn_longformer_base_sunit_4x1__neon(const attn_args *args, int64_t 
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_longformer_base_sqk_4x1_f32__neon(w->sq + (w->hk_lo) * 256, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * 4,
-                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 256);
+                p = attn_longformer_base_sqk_4x1_f32__neon(w->sq + (w->hk_lo) * HEAD_Q, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * HEAD_STATE,
+                    w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_longformer_base_sqk_4x1_f32__neon(w->sq + (hn) * 256, attn_longformer_base_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * 4,
-                    w->sl + (hn) * 4, w->so + (hn) * 256) : p;
-                    attn_longformer_base_spv_4x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 256);
+                    pn = jn < j_end ? attn_longformer_base_sqk_4x1_f32__neon(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * HEAD_STATE,
+                    w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
+                    attn_longformer_base_spv_4x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -12344,9 +12480,9 @@ static void attn_longformer_base_sunit_4x1__neon(const attn_args *args, int64_t 
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_longformer_base_sqk_4x1_f32__neon(w->sq + (hk) * 256, attn_longformer_base_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 256);
-                    attn_longformer_base_spv_4x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 256);
+                    p = attn_longformer_base_sqk_4x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_longformer_base_spv_4x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -12365,8 +12501,8 @@ static void attn_longformer_base_sunit_4x1__neon(const attn_args *args, int64_t 
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_longformer_base_sterms_4x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_longformer_base_spv_4x64_f32__neon(attn_longformer_base_sqk_4x1_f32__neon(w->sq + (hk) * 256, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 256), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 256);
+                        attn_longformer_base_spv_4x64_f32__neon(attn_longformer_base_sqk_4x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -12377,8 +12513,8 @@ static void attn_longformer_base_sunit_4x1__neon(const attn_args *args, int64_t 
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_longformer_base_sterms_4x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_longformer_base_spv_4x64_f32__neon(attn_longformer_base_sqk_4x1_f32__neon(w->sq + (hk) * 256, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 256), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 256);
+                        attn_longformer_base_spv_4x64_f32__neon(attn_longformer_base_sqk_4x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -12389,9 +12525,9 @@ static void attn_longformer_base_sunit_4x1__neon(const attn_args *args, int64_t 
     }
 
     /* the split's result: the unit's kv heads' rows */
-    for (r = w->hk_lo * 4; r < w->hk_hi * 4; r++) {
-        const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        attn_longformer_base_dresult(w->so + r * 64, w->sm[(r / 4) * 4 + rr], w->sl[(r / 4) * 4 + rr], opart + row * DV,
+    for (r = w->hk_lo * HEAD_ROWS; r < w->hk_hi * HEAD_ROWS; r++) {
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        attn_longformer_base_dresult(w->so + r * O_STRIDE, w->sm[(r / HEAD_ROWS) * HEAD_STATE + rr], w->sl[(r / HEAD_ROWS) * HEAD_STATE + rr], opart + row * DV,
                 lpart + row);
     }
 }

@@ -3725,7 +3725,16 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_dunit__a
 __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_sunit_4x1__avx512(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_mistral_7b_bf16_dscratch__avx512 *w, float *restrict opart, float *restrict lpart)
 {
-    const int64_t Lq = 1, n = 32;
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 4, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 128, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 128, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 512, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 512, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4, /* floats of a kv head's running maxima, and of its sums: a four-float register */
+        STEP_KEYS = 2 /* keys a step of the several-key steps (lib/dot's sqk and spvk) */
+    };
+    const int64_t Lq = HEAD_ROWS / GROUP, n = HKV * HEAD_ROWS;
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_mistral_7b_bf16_kv kv = attn_mistral_7b_bf16_kv_of(args, b);
@@ -3734,16 +3743,16 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_sunit_4x
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
-        const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
-        if (r >= w->hk_lo * 4 && r < w->hk_hi * 4)
-            attn_mistral_7b_bf16_qpack_bf16__avx512(attn_mistral_7b_bf16_q_row(args, b, i, h), w->sq + r * 128);
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, i = rr % Lq;
+        if (r >= w->hk_lo * HEAD_ROWS && r < w->hk_hi * HEAD_ROWS)
+            attn_mistral_7b_bf16_qpack_bf16__avx512(attn_mistral_7b_bf16_q_row(args, b, i, h), w->sq + r * Q_STRIDE);
         attn_mistral_7b_bf16_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
-    for (r = 0; r < HKV * 4; r++) {
+    for (r = 0; r < HKV * HEAD_STATE; r++) {
         w->sm[r] = -INFINITY;
         w->sl[r] = 0.0f;
     }
-    memset(w->so, 0, sizeof(float) * (size_t)(n * 128));
+    memset(w->so, 0, sizeof(float) * (size_t)(n * O_STRIDE));
 
     cls = attn_mistral_7b_bf16_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
@@ -3753,16 +3762,16 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_sunit_4x
             /* 2 keys a step, so that one pass over Q scores them and one over O adds
                their V rows; one step ahead: the next head's weights while this head's
                P*V runs (never the same head's: its max may move, and w with it) */
-            __m128 wt[2], wn[2];
+            __m128 wt[STEP_KEYS], wn[STEP_KEYS];
             int64_t jp;
             memset(wt, 0, sizeof wt);
             memset(wn, 0, sizeof wn);
             if (w->hk_hi - w->hk_lo == 1) { /* a unit of one kv head (a short cache's): each step's weights, then its P*V */
-                for (jp = j_begin; jp + 1 < j_end; jp += 2) {
+                for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS) {
                     hk = w->hk_lo;
-                    attn_mistral_7b_bf16_sqk_4x2_bf16__avx512(w->sq + (hk) * 512, attn_mistral_7b_bf16_k_row(&kv, hk, jp + 0), attn_mistral_7b_bf16_k_row(&kv, hk, jp + 1),
-                        w->sm + (hk) * 4, w->sl + (hk) * 4, w->so + (hk) * 512, wt);
-                    attn_mistral_7b_bf16_spvk_4x2_bf16__avx512(wt, attn_mistral_7b_bf16_v_row(&kv, hk, jp + 0), attn_mistral_7b_bf16_v_row(&kv, hk, jp + 1), w->so + (hk) * 512);
+                    attn_mistral_7b_bf16_sqk_4x2_bf16__avx512(w->sq + (hk) * HEAD_Q, attn_mistral_7b_bf16_k_row(&kv, hk, jp + 0), attn_mistral_7b_bf16_k_row(&kv, hk, jp + 1),
+                        w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
+                    attn_mistral_7b_bf16_spvk_4x2_bf16__avx512(wt, attn_mistral_7b_bf16_v_row(&kv, hk, jp + 0), attn_mistral_7b_bf16_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                     j = jp;
                     if (j + STREAM_PREFETCH + 0 < j_end) {
                         attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -3774,16 +3783,16 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_sunit_4x
                     }
                 }
             } else {
-                if (j_end - j_begin >= 2)
-                    attn_mistral_7b_bf16_sqk_4x2_bf16__avx512(w->sq + (w->hk_lo) * 512, attn_mistral_7b_bf16_k_row(&kv, w->hk_lo, j_begin + 0), attn_mistral_7b_bf16_k_row(&kv, w->hk_lo, j_begin + 1),
-                        w->sm + (w->hk_lo) * 4, w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 512, wt);
-                for (jp = j_begin; jp + 1 < j_end; jp += 2)
+                if (j_end - j_begin >= STEP_KEYS)
+                    attn_mistral_7b_bf16_sqk_4x2_bf16__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_mistral_7b_bf16_k_row(&kv, w->hk_lo, j_begin + 0), attn_mistral_7b_bf16_k_row(&kv, w->hk_lo, j_begin + 1),
+                        w->sm + (w->hk_lo) * HEAD_STATE, w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O, wt);
+                for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS)
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                        const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + 2;
-                        if (jn + 1 < j_end)
-                            attn_mistral_7b_bf16_sqk_4x2_bf16__avx512(w->sq + (hn) * 512, attn_mistral_7b_bf16_k_row(&kv, hn, jn + 0), attn_mistral_7b_bf16_k_row(&kv, hn, jn + 1),
-                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 512, wn);
-                        attn_mistral_7b_bf16_spvk_4x2_bf16__avx512(wt, attn_mistral_7b_bf16_v_row(&kv, hk, jp + 0), attn_mistral_7b_bf16_v_row(&kv, hk, jp + 1), w->so + (hk) * 512);
+                        const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + STEP_KEYS;
+                        if (jn + (STEP_KEYS - 1) < j_end)
+                            attn_mistral_7b_bf16_sqk_4x2_bf16__avx512(w->sq + (hn) * HEAD_Q, attn_mistral_7b_bf16_k_row(&kv, hn, jn + 0), attn_mistral_7b_bf16_k_row(&kv, hn, jn + 1),
+                        w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
+                        attn_mistral_7b_bf16_spvk_4x2_bf16__avx512(wt, attn_mistral_7b_bf16_v_row(&kv, hk, jp + 0), attn_mistral_7b_bf16_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                         j = jp;
                         if (j + STREAM_PREFETCH + 0 < j_end) {
                             attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -3798,16 +3807,16 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_sunit_4x
             }
             for (j = jp; j < j_end; j++) /* the last keys, one at a time */
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                    p = attn_mistral_7b_bf16_sqk_4x1_bf16__avx512(w->sq + (hk) * 512, attn_mistral_7b_bf16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 512);
-                    attn_mistral_7b_bf16_spv_4x128_bf16__avx512(p, attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * 512);
+                    p = attn_mistral_7b_bf16_sqk_4x1_bf16__avx512(w->sq + (hk) * HEAD_Q, attn_mistral_7b_bf16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_mistral_7b_bf16_spv_4x128_bf16__avx512(p, attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                 }
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_mistral_7b_bf16_sqk_4x1_bf16__avx512(w->sq + (hk) * 512, attn_mistral_7b_bf16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 512);
-                    attn_mistral_7b_bf16_spv_4x128_bf16__avx512(p, attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * 512);
+                    p = attn_mistral_7b_bf16_sqk_4x1_bf16__avx512(w->sq + (hk) * HEAD_Q, attn_mistral_7b_bf16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_mistral_7b_bf16_spv_4x128_bf16__avx512(p, attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -3826,8 +3835,8 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_sunit_4x
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_mistral_7b_bf16_sterms_4x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_mistral_7b_bf16_spv_4x128_bf16__avx512(attn_mistral_7b_bf16_sqk_4x1_bf16__avx512(w->sq + (hk) * 512, attn_mistral_7b_bf16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 512), attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * 512);
+                        attn_mistral_7b_bf16_spv_4x128_bf16__avx512(attn_mistral_7b_bf16_sqk_4x1_bf16__avx512(w->sq + (hk) * HEAD_Q, attn_mistral_7b_bf16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -3838,8 +3847,8 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_sunit_4x
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_mistral_7b_bf16_sterms_4x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_mistral_7b_bf16_spv_4x128_bf16__avx512(attn_mistral_7b_bf16_sqk_4x1_bf16__avx512(w->sq + (hk) * 512, attn_mistral_7b_bf16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 512), attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * 512);
+                        attn_mistral_7b_bf16_spv_4x128_bf16__avx512(attn_mistral_7b_bf16_sqk_4x1_bf16__avx512(w->sq + (hk) * HEAD_Q, attn_mistral_7b_bf16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -3850,9 +3859,9 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_sunit_4x
     }
 
     /* the split's result: the unit's kv heads' rows */
-    for (r = w->hk_lo * 4; r < w->hk_hi * 4; r++) {
-        const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        attn_mistral_7b_bf16_dresult(w->so + r * 128, w->sm[(r / 4) * 4 + rr], w->sl[(r / 4) * 4 + rr], opart + row * DV,
+    for (r = w->hk_lo * HEAD_ROWS; r < w->hk_hi * HEAD_ROWS; r++) {
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        attn_mistral_7b_bf16_dresult(w->so + r * O_STRIDE, w->sm[(r / HEAD_ROWS) * HEAD_STATE + rr], w->sl[(r / HEAD_ROWS) * HEAD_STATE + rr], opart + row * DV,
                 lpart + row);
     }
 }
@@ -6418,7 +6427,16 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_dunit_
 __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_sunit_4x1__avx2(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_mistral_7b_bf16_dscratch__avx2 *w, float *restrict opart, float *restrict lpart)
 {
-    const int64_t Lq = 1, n = 32;
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 4, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 128, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 128, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 512, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 512, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4, /* floats of a kv head's running maxima, and of its sums: a four-float register */
+        STEP_KEYS = 2 /* keys a step of the several-key steps (lib/dot's sqk and spvk) */
+    };
+    const int64_t Lq = HEAD_ROWS / GROUP, n = HKV * HEAD_ROWS;
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_mistral_7b_bf16_kv kv = attn_mistral_7b_bf16_kv_of(args, b);
@@ -6427,16 +6445,16 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_sunit_
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
-        const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
-        if (r >= w->hk_lo * 4 && r < w->hk_hi * 4)
-            attn_mistral_7b_bf16_qpack_bf16__avx2(attn_mistral_7b_bf16_q_row(args, b, i, h), w->sq + r * 128);
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, i = rr % Lq;
+        if (r >= w->hk_lo * HEAD_ROWS && r < w->hk_hi * HEAD_ROWS)
+            attn_mistral_7b_bf16_qpack_bf16__avx2(attn_mistral_7b_bf16_q_row(args, b, i, h), w->sq + r * Q_STRIDE);
         attn_mistral_7b_bf16_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
-    for (r = 0; r < HKV * 4; r++) {
+    for (r = 0; r < HKV * HEAD_STATE; r++) {
         w->sm[r] = -INFINITY;
         w->sl[r] = 0.0f;
     }
-    memset(w->so, 0, sizeof(float) * (size_t)(n * 128));
+    memset(w->so, 0, sizeof(float) * (size_t)(n * O_STRIDE));
 
     cls = attn_mistral_7b_bf16_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
@@ -6446,16 +6464,16 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_sunit_
             /* 2 keys a step, so that one pass over Q scores them and one over O adds
                their V rows; one step ahead: the next head's weights while this head's
                P*V runs (never the same head's: its max may move, and w with it) */
-            __m128 wt[2], wn[2];
+            __m128 wt[STEP_KEYS], wn[STEP_KEYS];
             int64_t jp;
             memset(wt, 0, sizeof wt);
             memset(wn, 0, sizeof wn);
             if (w->hk_hi - w->hk_lo == 1) { /* a unit of one kv head (a short cache's): each step's weights, then its P*V */
-                for (jp = j_begin; jp + 1 < j_end; jp += 2) {
+                for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS) {
                     hk = w->hk_lo;
-                    attn_mistral_7b_bf16_sqk_4x2_bf16__avx2(w->sq + (hk) * 512, attn_mistral_7b_bf16_k_row(&kv, hk, jp + 0), attn_mistral_7b_bf16_k_row(&kv, hk, jp + 1),
-                        w->sm + (hk) * 4, w->sl + (hk) * 4, w->so + (hk) * 512, wt);
-                    attn_mistral_7b_bf16_spvk_4x2_bf16__avx2(wt, attn_mistral_7b_bf16_v_row(&kv, hk, jp + 0), attn_mistral_7b_bf16_v_row(&kv, hk, jp + 1), w->so + (hk) * 512);
+                    attn_mistral_7b_bf16_sqk_4x2_bf16__avx2(w->sq + (hk) * HEAD_Q, attn_mistral_7b_bf16_k_row(&kv, hk, jp + 0), attn_mistral_7b_bf16_k_row(&kv, hk, jp + 1),
+                        w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
+                    attn_mistral_7b_bf16_spvk_4x2_bf16__avx2(wt, attn_mistral_7b_bf16_v_row(&kv, hk, jp + 0), attn_mistral_7b_bf16_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                     j = jp;
                     if (j + STREAM_PREFETCH + 0 < j_end) {
                         attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -6467,16 +6485,16 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_sunit_
                     }
                 }
             } else {
-                if (j_end - j_begin >= 2)
-                    attn_mistral_7b_bf16_sqk_4x2_bf16__avx2(w->sq + (w->hk_lo) * 512, attn_mistral_7b_bf16_k_row(&kv, w->hk_lo, j_begin + 0), attn_mistral_7b_bf16_k_row(&kv, w->hk_lo, j_begin + 1),
-                        w->sm + (w->hk_lo) * 4, w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 512, wt);
-                for (jp = j_begin; jp + 1 < j_end; jp += 2)
+                if (j_end - j_begin >= STEP_KEYS)
+                    attn_mistral_7b_bf16_sqk_4x2_bf16__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_mistral_7b_bf16_k_row(&kv, w->hk_lo, j_begin + 0), attn_mistral_7b_bf16_k_row(&kv, w->hk_lo, j_begin + 1),
+                        w->sm + (w->hk_lo) * HEAD_STATE, w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O, wt);
+                for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS)
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                        const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + 2;
-                        if (jn + 1 < j_end)
-                            attn_mistral_7b_bf16_sqk_4x2_bf16__avx2(w->sq + (hn) * 512, attn_mistral_7b_bf16_k_row(&kv, hn, jn + 0), attn_mistral_7b_bf16_k_row(&kv, hn, jn + 1),
-                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 512, wn);
-                        attn_mistral_7b_bf16_spvk_4x2_bf16__avx2(wt, attn_mistral_7b_bf16_v_row(&kv, hk, jp + 0), attn_mistral_7b_bf16_v_row(&kv, hk, jp + 1), w->so + (hk) * 512);
+                        const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + STEP_KEYS;
+                        if (jn + (STEP_KEYS - 1) < j_end)
+                            attn_mistral_7b_bf16_sqk_4x2_bf16__avx2(w->sq + (hn) * HEAD_Q, attn_mistral_7b_bf16_k_row(&kv, hn, jn + 0), attn_mistral_7b_bf16_k_row(&kv, hn, jn + 1),
+                        w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
+                        attn_mistral_7b_bf16_spvk_4x2_bf16__avx2(wt, attn_mistral_7b_bf16_v_row(&kv, hk, jp + 0), attn_mistral_7b_bf16_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                         j = jp;
                         if (j + STREAM_PREFETCH + 0 < j_end) {
                             attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -6491,16 +6509,16 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_sunit_
             }
             for (j = jp; j < j_end; j++) /* the last keys, one at a time */
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                    p = attn_mistral_7b_bf16_sqk_4x1_bf16__avx2(w->sq + (hk) * 512, attn_mistral_7b_bf16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 512);
-                    attn_mistral_7b_bf16_spv_4x128_bf16__avx2(p, attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * 512);
+                    p = attn_mistral_7b_bf16_sqk_4x1_bf16__avx2(w->sq + (hk) * HEAD_Q, attn_mistral_7b_bf16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_mistral_7b_bf16_spv_4x128_bf16__avx2(p, attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                 }
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_mistral_7b_bf16_sqk_4x1_bf16__avx2(w->sq + (hk) * 512, attn_mistral_7b_bf16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 512);
-                    attn_mistral_7b_bf16_spv_4x128_bf16__avx2(p, attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * 512);
+                    p = attn_mistral_7b_bf16_sqk_4x1_bf16__avx2(w->sq + (hk) * HEAD_Q, attn_mistral_7b_bf16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_mistral_7b_bf16_spv_4x128_bf16__avx2(p, attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -6519,8 +6537,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_sunit_
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_mistral_7b_bf16_sterms_4x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_mistral_7b_bf16_spv_4x128_bf16__avx2(attn_mistral_7b_bf16_sqk_4x1_bf16__avx2(w->sq + (hk) * 512, attn_mistral_7b_bf16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 512), attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * 512);
+                        attn_mistral_7b_bf16_spv_4x128_bf16__avx2(attn_mistral_7b_bf16_sqk_4x1_bf16__avx2(w->sq + (hk) * HEAD_Q, attn_mistral_7b_bf16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -6531,8 +6549,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_sunit_
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_mistral_7b_bf16_sterms_4x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_mistral_7b_bf16_spv_4x128_bf16__avx2(attn_mistral_7b_bf16_sqk_4x1_bf16__avx2(w->sq + (hk) * 512, attn_mistral_7b_bf16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 512), attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * 512);
+                        attn_mistral_7b_bf16_spv_4x128_bf16__avx2(attn_mistral_7b_bf16_sqk_4x1_bf16__avx2(w->sq + (hk) * HEAD_Q, attn_mistral_7b_bf16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -6543,9 +6561,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_sunit_
     }
 
     /* the split's result: the unit's kv heads' rows */
-    for (r = w->hk_lo * 4; r < w->hk_hi * 4; r++) {
-        const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        attn_mistral_7b_bf16_dresult(w->so + r * 128, w->sm[(r / 4) * 4 + rr], w->sl[(r / 4) * 4 + rr], opart + row * DV,
+    for (r = w->hk_lo * HEAD_ROWS; r < w->hk_hi * HEAD_ROWS; r++) {
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        attn_mistral_7b_bf16_dresult(w->so + r * O_STRIDE, w->sm[(r / HEAD_ROWS) * HEAD_STATE + rr], w->sl[(r / HEAD_ROWS) * HEAD_STATE + rr], opart + row * DV,
                 lpart + row);
     }
 }
@@ -9563,7 +9581,16 @@ static void attn_mistral_7b_bf16_dunit__neon(const attn_args *args, int64_t b, i
 static void attn_mistral_7b_bf16_sunit_4x1__neon(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_mistral_7b_bf16_dscratch__neon *w, float *restrict opart, float *restrict lpart)
 {
-    const int64_t Lq = 1, n = 32;
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 4, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 128, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 128, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 512, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 512, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4, /* floats of a kv head's running maxima, and of its sums: a four-float register */
+        STEP_KEYS = 2 /* keys a step of the several-key steps (lib/dot's sqk and spvk) */
+    };
+    const int64_t Lq = HEAD_ROWS / GROUP, n = HKV * HEAD_ROWS;
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_mistral_7b_bf16_kv kv = attn_mistral_7b_bf16_kv_of(args, b);
@@ -9572,16 +9599,16 @@ static void attn_mistral_7b_bf16_sunit_4x1__neon(const attn_args *args, int64_t 
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
-        const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
-        if (r >= w->hk_lo * 4 && r < w->hk_hi * 4)
-            attn_mistral_7b_bf16_qpack_bf16__neon(attn_mistral_7b_bf16_q_row(args, b, i, h), w->sq + r * 128);
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, i = rr % Lq;
+        if (r >= w->hk_lo * HEAD_ROWS && r < w->hk_hi * HEAD_ROWS)
+            attn_mistral_7b_bf16_qpack_bf16__neon(attn_mistral_7b_bf16_q_row(args, b, i, h), w->sq + r * Q_STRIDE);
         attn_mistral_7b_bf16_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
-    for (r = 0; r < HKV * 4; r++) {
+    for (r = 0; r < HKV * HEAD_STATE; r++) {
         w->sm[r] = -INFINITY;
         w->sl[r] = 0.0f;
     }
-    memset(w->so, 0, sizeof(float) * (size_t)(n * 128));
+    memset(w->so, 0, sizeof(float) * (size_t)(n * O_STRIDE));
 
     cls = attn_mistral_7b_bf16_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
@@ -9591,16 +9618,16 @@ static void attn_mistral_7b_bf16_sunit_4x1__neon(const attn_args *args, int64_t 
             /* 2 keys a step, so that one pass over Q scores them and one over O adds
                their V rows; one step ahead: the next head's weights while this head's
                P*V runs (never the same head's: its max may move, and w with it) */
-            float32x4_t wt[2], wn[2];
+            float32x4_t wt[STEP_KEYS], wn[STEP_KEYS];
             int64_t jp;
             memset(wt, 0, sizeof wt);
             memset(wn, 0, sizeof wn);
             if (w->hk_hi - w->hk_lo == 1) { /* a unit of one kv head (a short cache's): each step's weights, then its P*V */
-                for (jp = j_begin; jp + 1 < j_end; jp += 2) {
+                for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS) {
                     hk = w->hk_lo;
-                    attn_mistral_7b_bf16_sqk_4x2_bf16__neon(w->sq + (hk) * 512, attn_mistral_7b_bf16_k_row(&kv, hk, jp + 0), attn_mistral_7b_bf16_k_row(&kv, hk, jp + 1),
-                        w->sm + (hk) * 4, w->sl + (hk) * 4, w->so + (hk) * 512, wt);
-                    attn_mistral_7b_bf16_spvk_4x2_bf16__neon(wt, attn_mistral_7b_bf16_v_row(&kv, hk, jp + 0), attn_mistral_7b_bf16_v_row(&kv, hk, jp + 1), w->so + (hk) * 512);
+                    attn_mistral_7b_bf16_sqk_4x2_bf16__neon(w->sq + (hk) * HEAD_Q, attn_mistral_7b_bf16_k_row(&kv, hk, jp + 0), attn_mistral_7b_bf16_k_row(&kv, hk, jp + 1),
+                        w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
+                    attn_mistral_7b_bf16_spvk_4x2_bf16__neon(wt, attn_mistral_7b_bf16_v_row(&kv, hk, jp + 0), attn_mistral_7b_bf16_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                     j = jp;
                     if (j + STREAM_PREFETCH + 0 < j_end) {
                         attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -9612,16 +9639,16 @@ static void attn_mistral_7b_bf16_sunit_4x1__neon(const attn_args *args, int64_t 
                     }
                 }
             } else {
-                if (j_end - j_begin >= 2)
-                    attn_mistral_7b_bf16_sqk_4x2_bf16__neon(w->sq + (w->hk_lo) * 512, attn_mistral_7b_bf16_k_row(&kv, w->hk_lo, j_begin + 0), attn_mistral_7b_bf16_k_row(&kv, w->hk_lo, j_begin + 1),
-                        w->sm + (w->hk_lo) * 4, w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 512, wt);
-                for (jp = j_begin; jp + 1 < j_end; jp += 2)
+                if (j_end - j_begin >= STEP_KEYS)
+                    attn_mistral_7b_bf16_sqk_4x2_bf16__neon(w->sq + (w->hk_lo) * HEAD_Q, attn_mistral_7b_bf16_k_row(&kv, w->hk_lo, j_begin + 0), attn_mistral_7b_bf16_k_row(&kv, w->hk_lo, j_begin + 1),
+                        w->sm + (w->hk_lo) * HEAD_STATE, w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O, wt);
+                for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS)
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                        const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + 2;
-                        if (jn + 1 < j_end)
-                            attn_mistral_7b_bf16_sqk_4x2_bf16__neon(w->sq + (hn) * 512, attn_mistral_7b_bf16_k_row(&kv, hn, jn + 0), attn_mistral_7b_bf16_k_row(&kv, hn, jn + 1),
-                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 512, wn);
-                        attn_mistral_7b_bf16_spvk_4x2_bf16__neon(wt, attn_mistral_7b_bf16_v_row(&kv, hk, jp + 0), attn_mistral_7b_bf16_v_row(&kv, hk, jp + 1), w->so + (hk) * 512);
+                        const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + STEP_KEYS;
+                        if (jn + (STEP_KEYS - 1) < j_end)
+                            attn_mistral_7b_bf16_sqk_4x2_bf16__neon(w->sq + (hn) * HEAD_Q, attn_mistral_7b_bf16_k_row(&kv, hn, jn + 0), attn_mistral_7b_bf16_k_row(&kv, hn, jn + 1),
+                        w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
+                        attn_mistral_7b_bf16_spvk_4x2_bf16__neon(wt, attn_mistral_7b_bf16_v_row(&kv, hk, jp + 0), attn_mistral_7b_bf16_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                         j = jp;
                         if (j + STREAM_PREFETCH + 0 < j_end) {
                             attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -9636,16 +9663,16 @@ static void attn_mistral_7b_bf16_sunit_4x1__neon(const attn_args *args, int64_t 
             }
             for (j = jp; j < j_end; j++) /* the last keys, one at a time */
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                    p = attn_mistral_7b_bf16_sqk_4x1_bf16__neon(w->sq + (hk) * 512, attn_mistral_7b_bf16_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 512);
-                    attn_mistral_7b_bf16_spv_4x128_bf16__neon(p, attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * 512);
+                    p = attn_mistral_7b_bf16_sqk_4x1_bf16__neon(w->sq + (hk) * HEAD_Q, attn_mistral_7b_bf16_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_mistral_7b_bf16_spv_4x128_bf16__neon(p, attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                 }
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_mistral_7b_bf16_sqk_4x1_bf16__neon(w->sq + (hk) * 512, attn_mistral_7b_bf16_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 512);
-                    attn_mistral_7b_bf16_spv_4x128_bf16__neon(p, attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * 512);
+                    p = attn_mistral_7b_bf16_sqk_4x1_bf16__neon(w->sq + (hk) * HEAD_Q, attn_mistral_7b_bf16_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_mistral_7b_bf16_spv_4x128_bf16__neon(p, attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -9664,8 +9691,8 @@ static void attn_mistral_7b_bf16_sunit_4x1__neon(const attn_args *args, int64_t 
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_mistral_7b_bf16_sterms_4x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_mistral_7b_bf16_spv_4x128_bf16__neon(attn_mistral_7b_bf16_sqk_4x1_bf16__neon(w->sq + (hk) * 512, attn_mistral_7b_bf16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 512), attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * 512);
+                        attn_mistral_7b_bf16_spv_4x128_bf16__neon(attn_mistral_7b_bf16_sqk_4x1_bf16__neon(w->sq + (hk) * HEAD_Q, attn_mistral_7b_bf16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -9676,8 +9703,8 @@ static void attn_mistral_7b_bf16_sunit_4x1__neon(const attn_args *args, int64_t 
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_mistral_7b_bf16_sterms_4x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_mistral_7b_bf16_spv_4x128_bf16__neon(attn_mistral_7b_bf16_sqk_4x1_bf16__neon(w->sq + (hk) * 512, attn_mistral_7b_bf16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 512), attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * 512);
+                        attn_mistral_7b_bf16_spv_4x128_bf16__neon(attn_mistral_7b_bf16_sqk_4x1_bf16__neon(w->sq + (hk) * HEAD_Q, attn_mistral_7b_bf16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -9688,9 +9715,9 @@ static void attn_mistral_7b_bf16_sunit_4x1__neon(const attn_args *args, int64_t 
     }
 
     /* the split's result: the unit's kv heads' rows */
-    for (r = w->hk_lo * 4; r < w->hk_hi * 4; r++) {
-        const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        attn_mistral_7b_bf16_dresult(w->so + r * 128, w->sm[(r / 4) * 4 + rr], w->sl[(r / 4) * 4 + rr], opart + row * DV,
+    for (r = w->hk_lo * HEAD_ROWS; r < w->hk_hi * HEAD_ROWS; r++) {
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        attn_mistral_7b_bf16_dresult(w->so + r * O_STRIDE, w->sm[(r / HEAD_ROWS) * HEAD_STATE + rr], w->sl[(r / HEAD_ROWS) * HEAD_STATE + rr], opart + row * DV,
                 lpart + row);
     }
 }

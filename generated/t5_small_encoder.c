@@ -3295,7 +3295,15 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_dunit__
 __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_1x1__avx512(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_t5_small_encoder_dscratch__avx512 *w, float *restrict opart, float *restrict lpart)
 {
-    const int64_t Lq = 1, n = 8;
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 1, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 64, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 64, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 64, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4 /* floats of a kv head's running maxima, and of its sums: a four-float register */
+    };
+    const int64_t Lq = HEAD_ROWS / GROUP, n = HKV * HEAD_ROWS;
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_t5_small_encoder_kv kv = attn_t5_small_encoder_kv_of(args, b);
@@ -3304,16 +3312,16 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_1
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
-        const int64_t rr = r % 1, h = (r / 1) * GROUP + rr / Lq, i = rr % Lq;
-        if (r >= w->hk_lo * 1 && r < w->hk_hi * 1)
-            attn_t5_small_encoder_qpack_f32__avx512(attn_t5_small_encoder_q_row(args, b, i, h), w->sq + r * 64);
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, i = rr % Lq;
+        if (r >= w->hk_lo * HEAD_ROWS && r < w->hk_hi * HEAD_ROWS)
+            attn_t5_small_encoder_qpack_f32__avx512(attn_t5_small_encoder_q_row(args, b, i, h), w->sq + r * Q_STRIDE);
         attn_t5_small_encoder_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
-    for (r = 0; r < HKV * 4; r++) {
+    for (r = 0; r < HKV * HEAD_STATE; r++) {
         w->sm[r] = -INFINITY;
         w->sl[r] = 0.0f;
     }
-    memset(w->so, 0, sizeof(float) * (size_t)(n * 64));
+    memset(w->so, 0, sizeof(float) * (size_t)(n * O_STRIDE));
 
     cls = attn_t5_small_encoder_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls != TILE_HIDDEN) {
@@ -3328,8 +3336,8 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_1
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_1x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_t5_small_encoder_spv_1x64_f32__avx512(attn_t5_small_encoder_sqk_1x1_f32__avx512(w->sq + (hk) * 64, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 64), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * 64);
+                        attn_t5_small_encoder_spv_1x64_f32__avx512(attn_t5_small_encoder_sqk_1x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -3340,8 +3348,8 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_1
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_1x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_t5_small_encoder_spv_1x64_f32__avx512(attn_t5_small_encoder_sqk_1x1_f32__avx512(w->sq + (hk) * 64, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 64), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * 64);
+                        attn_t5_small_encoder_spv_1x64_f32__avx512(attn_t5_small_encoder_sqk_1x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -3352,9 +3360,9 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_1
     }
 
     /* the split's result: the unit's kv heads' rows */
-    for (r = w->hk_lo * 1; r < w->hk_hi * 1; r++) {
-        const int64_t rr = r % 1, h = (r / 1) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        attn_t5_small_encoder_dresult(w->so + r * 64, w->sm[(r / 1) * 4 + rr], w->sl[(r / 1) * 4 + rr], opart + row * DV,
+    for (r = w->hk_lo * HEAD_ROWS; r < w->hk_hi * HEAD_ROWS; r++) {
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        attn_t5_small_encoder_dresult(w->so + r * O_STRIDE, w->sm[(r / HEAD_ROWS) * HEAD_STATE + rr], w->sl[(r / HEAD_ROWS) * HEAD_STATE + rr], opart + row * DV,
                 lpart + row);
     }
 }
@@ -3365,7 +3373,15 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_1
 __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_2x1__avx512(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_t5_small_encoder_dscratch__avx512 *w, float *restrict opart, float *restrict lpart)
 {
-    const int64_t Lq = 2, n = 16;
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 2, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 64, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 128, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 128, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4 /* floats of a kv head's running maxima, and of its sums: a four-float register */
+    };
+    const int64_t Lq = HEAD_ROWS / GROUP, n = HKV * HEAD_ROWS;
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_t5_small_encoder_kv kv = attn_t5_small_encoder_kv_of(args, b);
@@ -3374,16 +3390,16 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_2
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
-        const int64_t rr = r % 2, h = (r / 2) * GROUP + rr / Lq, i = rr % Lq;
-        if (r >= w->hk_lo * 2 && r < w->hk_hi * 2)
-            attn_t5_small_encoder_qpack_f32__avx512(attn_t5_small_encoder_q_row(args, b, i, h), w->sq + r * 64);
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, i = rr % Lq;
+        if (r >= w->hk_lo * HEAD_ROWS && r < w->hk_hi * HEAD_ROWS)
+            attn_t5_small_encoder_qpack_f32__avx512(attn_t5_small_encoder_q_row(args, b, i, h), w->sq + r * Q_STRIDE);
         attn_t5_small_encoder_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
-    for (r = 0; r < HKV * 4; r++) {
+    for (r = 0; r < HKV * HEAD_STATE; r++) {
         w->sm[r] = -INFINITY;
         w->sl[r] = 0.0f;
     }
-    memset(w->so, 0, sizeof(float) * (size_t)(n * 64));
+    memset(w->so, 0, sizeof(float) * (size_t)(n * O_STRIDE));
 
     cls = attn_t5_small_encoder_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls != TILE_HIDDEN) {
@@ -3398,8 +3414,8 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_2
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_2x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_t5_small_encoder_spv_2x64_f32__avx512(attn_t5_small_encoder_sqk_2x1_f32__avx512(w->sq + (hk) * 128, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 128), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * 128);
+                        attn_t5_small_encoder_spv_2x64_f32__avx512(attn_t5_small_encoder_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -3410,8 +3426,8 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_2
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_2x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_t5_small_encoder_spv_2x64_f32__avx512(attn_t5_small_encoder_sqk_2x1_f32__avx512(w->sq + (hk) * 128, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 128), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * 128);
+                        attn_t5_small_encoder_spv_2x64_f32__avx512(attn_t5_small_encoder_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -3422,9 +3438,9 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_2
     }
 
     /* the split's result: the unit's kv heads' rows */
-    for (r = w->hk_lo * 2; r < w->hk_hi * 2; r++) {
-        const int64_t rr = r % 2, h = (r / 2) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        attn_t5_small_encoder_dresult(w->so + r * 64, w->sm[(r / 2) * 4 + rr], w->sl[(r / 2) * 4 + rr], opart + row * DV,
+    for (r = w->hk_lo * HEAD_ROWS; r < w->hk_hi * HEAD_ROWS; r++) {
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        attn_t5_small_encoder_dresult(w->so + r * O_STRIDE, w->sm[(r / HEAD_ROWS) * HEAD_STATE + rr], w->sl[(r / HEAD_ROWS) * HEAD_STATE + rr], opart + row * DV,
                 lpart + row);
     }
 }
@@ -3435,7 +3451,15 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_2
 __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_3x1__avx512(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_t5_small_encoder_dscratch__avx512 *w, float *restrict opart, float *restrict lpart)
 {
-    const int64_t Lq = 3, n = 24;
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 3, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 64, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 192, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 192, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4 /* floats of a kv head's running maxima, and of its sums: a four-float register */
+    };
+    const int64_t Lq = HEAD_ROWS / GROUP, n = HKV * HEAD_ROWS;
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_t5_small_encoder_kv kv = attn_t5_small_encoder_kv_of(args, b);
@@ -3444,16 +3468,16 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_3
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
-        const int64_t rr = r % 3, h = (r / 3) * GROUP + rr / Lq, i = rr % Lq;
-        if (r >= w->hk_lo * 3 && r < w->hk_hi * 3)
-            attn_t5_small_encoder_qpack_f32__avx512(attn_t5_small_encoder_q_row(args, b, i, h), w->sq + r * 64);
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, i = rr % Lq;
+        if (r >= w->hk_lo * HEAD_ROWS && r < w->hk_hi * HEAD_ROWS)
+            attn_t5_small_encoder_qpack_f32__avx512(attn_t5_small_encoder_q_row(args, b, i, h), w->sq + r * Q_STRIDE);
         attn_t5_small_encoder_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
-    for (r = 0; r < HKV * 4; r++) {
+    for (r = 0; r < HKV * HEAD_STATE; r++) {
         w->sm[r] = -INFINITY;
         w->sl[r] = 0.0f;
     }
-    memset(w->so, 0, sizeof(float) * (size_t)(n * 64));
+    memset(w->so, 0, sizeof(float) * (size_t)(n * O_STRIDE));
 
     cls = attn_t5_small_encoder_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls != TILE_HIDDEN) {
@@ -3468,8 +3492,8 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_3
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_3x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_t5_small_encoder_spv_3x64_f32__avx512(attn_t5_small_encoder_sqk_3x1_f32__avx512(w->sq + (hk) * 192, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 192), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * 192);
+                        attn_t5_small_encoder_spv_3x64_f32__avx512(attn_t5_small_encoder_sqk_3x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -3480,8 +3504,8 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_3
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_3x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_t5_small_encoder_spv_3x64_f32__avx512(attn_t5_small_encoder_sqk_3x1_f32__avx512(w->sq + (hk) * 192, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 192), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * 192);
+                        attn_t5_small_encoder_spv_3x64_f32__avx512(attn_t5_small_encoder_sqk_3x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -3492,9 +3516,9 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_3
     }
 
     /* the split's result: the unit's kv heads' rows */
-    for (r = w->hk_lo * 3; r < w->hk_hi * 3; r++) {
-        const int64_t rr = r % 3, h = (r / 3) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        attn_t5_small_encoder_dresult(w->so + r * 64, w->sm[(r / 3) * 4 + rr], w->sl[(r / 3) * 4 + rr], opart + row * DV,
+    for (r = w->hk_lo * HEAD_ROWS; r < w->hk_hi * HEAD_ROWS; r++) {
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        attn_t5_small_encoder_dresult(w->so + r * O_STRIDE, w->sm[(r / HEAD_ROWS) * HEAD_STATE + rr], w->sl[(r / HEAD_ROWS) * HEAD_STATE + rr], opart + row * DV,
                 lpart + row);
     }
 }
@@ -3505,7 +3529,15 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_3
 __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_4x1__avx512(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_t5_small_encoder_dscratch__avx512 *w, float *restrict opart, float *restrict lpart)
 {
-    const int64_t Lq = 4, n = 32;
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 4, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 64, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 256, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 256, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4 /* floats of a kv head's running maxima, and of its sums: a four-float register */
+    };
+    const int64_t Lq = HEAD_ROWS / GROUP, n = HKV * HEAD_ROWS;
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_t5_small_encoder_kv kv = attn_t5_small_encoder_kv_of(args, b);
@@ -3514,16 +3546,16 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_4
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
-        const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
-        if (r >= w->hk_lo * 4 && r < w->hk_hi * 4)
-            attn_t5_small_encoder_qpack_f32__avx512(attn_t5_small_encoder_q_row(args, b, i, h), w->sq + r * 64);
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, i = rr % Lq;
+        if (r >= w->hk_lo * HEAD_ROWS && r < w->hk_hi * HEAD_ROWS)
+            attn_t5_small_encoder_qpack_f32__avx512(attn_t5_small_encoder_q_row(args, b, i, h), w->sq + r * Q_STRIDE);
         attn_t5_small_encoder_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
-    for (r = 0; r < HKV * 4; r++) {
+    for (r = 0; r < HKV * HEAD_STATE; r++) {
         w->sm[r] = -INFINITY;
         w->sl[r] = 0.0f;
     }
-    memset(w->so, 0, sizeof(float) * (size_t)(n * 64));
+    memset(w->so, 0, sizeof(float) * (size_t)(n * O_STRIDE));
 
     cls = attn_t5_small_encoder_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls != TILE_HIDDEN) {
@@ -3538,8 +3570,8 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_4
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_4x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_t5_small_encoder_spv_4x64_f32__avx512(attn_t5_small_encoder_sqk_4x1_f32__avx512(w->sq + (hk) * 256, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 256), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * 256);
+                        attn_t5_small_encoder_spv_4x64_f32__avx512(attn_t5_small_encoder_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -3550,8 +3582,8 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_4
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_4x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_t5_small_encoder_spv_4x64_f32__avx512(attn_t5_small_encoder_sqk_4x1_f32__avx512(w->sq + (hk) * 256, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 256), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * 256);
+                        attn_t5_small_encoder_spv_4x64_f32__avx512(attn_t5_small_encoder_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -3562,9 +3594,9 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_4
     }
 
     /* the split's result: the unit's kv heads' rows */
-    for (r = w->hk_lo * 4; r < w->hk_hi * 4; r++) {
-        const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        attn_t5_small_encoder_dresult(w->so + r * 64, w->sm[(r / 4) * 4 + rr], w->sl[(r / 4) * 4 + rr], opart + row * DV,
+    for (r = w->hk_lo * HEAD_ROWS; r < w->hk_hi * HEAD_ROWS; r++) {
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        attn_t5_small_encoder_dresult(w->so + r * O_STRIDE, w->sm[(r / HEAD_ROWS) * HEAD_STATE + rr], w->sl[(r / HEAD_ROWS) * HEAD_STATE + rr], opart + row * DV,
                 lpart + row);
     }
 }
@@ -7003,7 +7035,15 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_dunit
 __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit_1x1__avx2(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_t5_small_encoder_dscratch__avx2 *w, float *restrict opart, float *restrict lpart)
 {
-    const int64_t Lq = 1, n = 8;
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 1, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 64, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 64, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 64, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4 /* floats of a kv head's running maxima, and of its sums: a four-float register */
+    };
+    const int64_t Lq = HEAD_ROWS / GROUP, n = HKV * HEAD_ROWS;
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_t5_small_encoder_kv kv = attn_t5_small_encoder_kv_of(args, b);
@@ -7012,16 +7052,16 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
-        const int64_t rr = r % 1, h = (r / 1) * GROUP + rr / Lq, i = rr % Lq;
-        if (r >= w->hk_lo * 1 && r < w->hk_hi * 1)
-            attn_t5_small_encoder_qpack_f32__avx2(attn_t5_small_encoder_q_row(args, b, i, h), w->sq + r * 64);
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, i = rr % Lq;
+        if (r >= w->hk_lo * HEAD_ROWS && r < w->hk_hi * HEAD_ROWS)
+            attn_t5_small_encoder_qpack_f32__avx2(attn_t5_small_encoder_q_row(args, b, i, h), w->sq + r * Q_STRIDE);
         attn_t5_small_encoder_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
-    for (r = 0; r < HKV * 4; r++) {
+    for (r = 0; r < HKV * HEAD_STATE; r++) {
         w->sm[r] = -INFINITY;
         w->sl[r] = 0.0f;
     }
-    memset(w->so, 0, sizeof(float) * (size_t)(n * 64));
+    memset(w->so, 0, sizeof(float) * (size_t)(n * O_STRIDE));
 
     cls = attn_t5_small_encoder_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls != TILE_HIDDEN) {
@@ -7036,8 +7076,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_1x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_t5_small_encoder_spv_1x64_f32__avx2(attn_t5_small_encoder_sqk_1x1_f32__avx2(w->sq + (hk) * 64, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 64), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * 64);
+                        attn_t5_small_encoder_spv_1x64_f32__avx2(attn_t5_small_encoder_sqk_1x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -7048,8 +7088,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_1x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_t5_small_encoder_spv_1x64_f32__avx2(attn_t5_small_encoder_sqk_1x1_f32__avx2(w->sq + (hk) * 64, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 64), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * 64);
+                        attn_t5_small_encoder_spv_1x64_f32__avx2(attn_t5_small_encoder_sqk_1x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -7060,9 +7100,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit
     }
 
     /* the split's result: the unit's kv heads' rows */
-    for (r = w->hk_lo * 1; r < w->hk_hi * 1; r++) {
-        const int64_t rr = r % 1, h = (r / 1) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        attn_t5_small_encoder_dresult(w->so + r * 64, w->sm[(r / 1) * 4 + rr], w->sl[(r / 1) * 4 + rr], opart + row * DV,
+    for (r = w->hk_lo * HEAD_ROWS; r < w->hk_hi * HEAD_ROWS; r++) {
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        attn_t5_small_encoder_dresult(w->so + r * O_STRIDE, w->sm[(r / HEAD_ROWS) * HEAD_STATE + rr], w->sl[(r / HEAD_ROWS) * HEAD_STATE + rr], opart + row * DV,
                 lpart + row);
     }
 }
@@ -7073,7 +7113,15 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit
 __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit_2x1__avx2(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_t5_small_encoder_dscratch__avx2 *w, float *restrict opart, float *restrict lpart)
 {
-    const int64_t Lq = 2, n = 16;
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 2, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 64, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 128, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 128, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4 /* floats of a kv head's running maxima, and of its sums: a four-float register */
+    };
+    const int64_t Lq = HEAD_ROWS / GROUP, n = HKV * HEAD_ROWS;
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_t5_small_encoder_kv kv = attn_t5_small_encoder_kv_of(args, b);
@@ -7082,16 +7130,16 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
-        const int64_t rr = r % 2, h = (r / 2) * GROUP + rr / Lq, i = rr % Lq;
-        if (r >= w->hk_lo * 2 && r < w->hk_hi * 2)
-            attn_t5_small_encoder_qpack_f32__avx2(attn_t5_small_encoder_q_row(args, b, i, h), w->sq + r * 64);
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, i = rr % Lq;
+        if (r >= w->hk_lo * HEAD_ROWS && r < w->hk_hi * HEAD_ROWS)
+            attn_t5_small_encoder_qpack_f32__avx2(attn_t5_small_encoder_q_row(args, b, i, h), w->sq + r * Q_STRIDE);
         attn_t5_small_encoder_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
-    for (r = 0; r < HKV * 4; r++) {
+    for (r = 0; r < HKV * HEAD_STATE; r++) {
         w->sm[r] = -INFINITY;
         w->sl[r] = 0.0f;
     }
-    memset(w->so, 0, sizeof(float) * (size_t)(n * 64));
+    memset(w->so, 0, sizeof(float) * (size_t)(n * O_STRIDE));
 
     cls = attn_t5_small_encoder_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls != TILE_HIDDEN) {
@@ -7106,8 +7154,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_2x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_t5_small_encoder_spv_2x64_f32__avx2(attn_t5_small_encoder_sqk_2x1_f32__avx2(w->sq + (hk) * 128, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 128), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * 128);
+                        attn_t5_small_encoder_spv_2x64_f32__avx2(attn_t5_small_encoder_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -7118,8 +7166,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_2x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_t5_small_encoder_spv_2x64_f32__avx2(attn_t5_small_encoder_sqk_2x1_f32__avx2(w->sq + (hk) * 128, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 128), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * 128);
+                        attn_t5_small_encoder_spv_2x64_f32__avx2(attn_t5_small_encoder_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -7130,9 +7178,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit
     }
 
     /* the split's result: the unit's kv heads' rows */
-    for (r = w->hk_lo * 2; r < w->hk_hi * 2; r++) {
-        const int64_t rr = r % 2, h = (r / 2) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        attn_t5_small_encoder_dresult(w->so + r * 64, w->sm[(r / 2) * 4 + rr], w->sl[(r / 2) * 4 + rr], opart + row * DV,
+    for (r = w->hk_lo * HEAD_ROWS; r < w->hk_hi * HEAD_ROWS; r++) {
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        attn_t5_small_encoder_dresult(w->so + r * O_STRIDE, w->sm[(r / HEAD_ROWS) * HEAD_STATE + rr], w->sl[(r / HEAD_ROWS) * HEAD_STATE + rr], opart + row * DV,
                 lpart + row);
     }
 }
@@ -7143,7 +7191,15 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit
 __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit_3x1__avx2(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_t5_small_encoder_dscratch__avx2 *w, float *restrict opart, float *restrict lpart)
 {
-    const int64_t Lq = 3, n = 24;
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 3, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 64, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 192, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 192, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4 /* floats of a kv head's running maxima, and of its sums: a four-float register */
+    };
+    const int64_t Lq = HEAD_ROWS / GROUP, n = HKV * HEAD_ROWS;
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_t5_small_encoder_kv kv = attn_t5_small_encoder_kv_of(args, b);
@@ -7152,16 +7208,16 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
-        const int64_t rr = r % 3, h = (r / 3) * GROUP + rr / Lq, i = rr % Lq;
-        if (r >= w->hk_lo * 3 && r < w->hk_hi * 3)
-            attn_t5_small_encoder_qpack_f32__avx2(attn_t5_small_encoder_q_row(args, b, i, h), w->sq + r * 64);
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, i = rr % Lq;
+        if (r >= w->hk_lo * HEAD_ROWS && r < w->hk_hi * HEAD_ROWS)
+            attn_t5_small_encoder_qpack_f32__avx2(attn_t5_small_encoder_q_row(args, b, i, h), w->sq + r * Q_STRIDE);
         attn_t5_small_encoder_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
-    for (r = 0; r < HKV * 4; r++) {
+    for (r = 0; r < HKV * HEAD_STATE; r++) {
         w->sm[r] = -INFINITY;
         w->sl[r] = 0.0f;
     }
-    memset(w->so, 0, sizeof(float) * (size_t)(n * 64));
+    memset(w->so, 0, sizeof(float) * (size_t)(n * O_STRIDE));
 
     cls = attn_t5_small_encoder_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls != TILE_HIDDEN) {
@@ -7176,8 +7232,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_3x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_t5_small_encoder_spv_3x64_f32__avx2(attn_t5_small_encoder_sqk_3x1_f32__avx2(w->sq + (hk) * 192, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 192), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * 192);
+                        attn_t5_small_encoder_spv_3x64_f32__avx2(attn_t5_small_encoder_sqk_3x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -7188,8 +7244,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_3x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_t5_small_encoder_spv_3x64_f32__avx2(attn_t5_small_encoder_sqk_3x1_f32__avx2(w->sq + (hk) * 192, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 192), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * 192);
+                        attn_t5_small_encoder_spv_3x64_f32__avx2(attn_t5_small_encoder_sqk_3x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -7200,9 +7256,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit
     }
 
     /* the split's result: the unit's kv heads' rows */
-    for (r = w->hk_lo * 3; r < w->hk_hi * 3; r++) {
-        const int64_t rr = r % 3, h = (r / 3) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        attn_t5_small_encoder_dresult(w->so + r * 64, w->sm[(r / 3) * 4 + rr], w->sl[(r / 3) * 4 + rr], opart + row * DV,
+    for (r = w->hk_lo * HEAD_ROWS; r < w->hk_hi * HEAD_ROWS; r++) {
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        attn_t5_small_encoder_dresult(w->so + r * O_STRIDE, w->sm[(r / HEAD_ROWS) * HEAD_STATE + rr], w->sl[(r / HEAD_ROWS) * HEAD_STATE + rr], opart + row * DV,
                 lpart + row);
     }
 }
@@ -7213,7 +7269,15 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit
 __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit_4x1__avx2(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_t5_small_encoder_dscratch__avx2 *w, float *restrict opart, float *restrict lpart)
 {
-    const int64_t Lq = 4, n = 32;
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 4, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 64, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 256, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 256, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4 /* floats of a kv head's running maxima, and of its sums: a four-float register */
+    };
+    const int64_t Lq = HEAD_ROWS / GROUP, n = HKV * HEAD_ROWS;
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_t5_small_encoder_kv kv = attn_t5_small_encoder_kv_of(args, b);
@@ -7222,16 +7286,16 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
-        const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
-        if (r >= w->hk_lo * 4 && r < w->hk_hi * 4)
-            attn_t5_small_encoder_qpack_f32__avx2(attn_t5_small_encoder_q_row(args, b, i, h), w->sq + r * 64);
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, i = rr % Lq;
+        if (r >= w->hk_lo * HEAD_ROWS && r < w->hk_hi * HEAD_ROWS)
+            attn_t5_small_encoder_qpack_f32__avx2(attn_t5_small_encoder_q_row(args, b, i, h), w->sq + r * Q_STRIDE);
         attn_t5_small_encoder_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
-    for (r = 0; r < HKV * 4; r++) {
+    for (r = 0; r < HKV * HEAD_STATE; r++) {
         w->sm[r] = -INFINITY;
         w->sl[r] = 0.0f;
     }
-    memset(w->so, 0, sizeof(float) * (size_t)(n * 64));
+    memset(w->so, 0, sizeof(float) * (size_t)(n * O_STRIDE));
 
     cls = attn_t5_small_encoder_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls != TILE_HIDDEN) {
@@ -7246,8 +7310,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_4x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_t5_small_encoder_spv_4x64_f32__avx2(attn_t5_small_encoder_sqk_4x1_f32__avx2(w->sq + (hk) * 256, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 256), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * 256);
+                        attn_t5_small_encoder_spv_4x64_f32__avx2(attn_t5_small_encoder_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -7258,8 +7322,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_4x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_t5_small_encoder_spv_4x64_f32__avx2(attn_t5_small_encoder_sqk_4x1_f32__avx2(w->sq + (hk) * 256, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 256), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * 256);
+                        attn_t5_small_encoder_spv_4x64_f32__avx2(attn_t5_small_encoder_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -7270,9 +7334,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit
     }
 
     /* the split's result: the unit's kv heads' rows */
-    for (r = w->hk_lo * 4; r < w->hk_hi * 4; r++) {
-        const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        attn_t5_small_encoder_dresult(w->so + r * 64, w->sm[(r / 4) * 4 + rr], w->sl[(r / 4) * 4 + rr], opart + row * DV,
+    for (r = w->hk_lo * HEAD_ROWS; r < w->hk_hi * HEAD_ROWS; r++) {
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        attn_t5_small_encoder_dresult(w->so + r * O_STRIDE, w->sm[(r / HEAD_ROWS) * HEAD_STATE + rr], w->sl[(r / HEAD_ROWS) * HEAD_STATE + rr], opart + row * DV,
                 lpart + row);
     }
 }
@@ -10518,7 +10582,15 @@ static void attn_t5_small_encoder_dunit__neon(const attn_args *args, int64_t b, 
 static void attn_t5_small_encoder_sunit_1x1__neon(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_t5_small_encoder_dscratch__neon *w, float *restrict opart, float *restrict lpart)
 {
-    const int64_t Lq = 1, n = 8;
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 1, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 64, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 64, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 64, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4 /* floats of a kv head's running maxima, and of its sums: a four-float register */
+    };
+    const int64_t Lq = HEAD_ROWS / GROUP, n = HKV * HEAD_ROWS;
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_t5_small_encoder_kv kv = attn_t5_small_encoder_kv_of(args, b);
@@ -10527,16 +10599,16 @@ static void attn_t5_small_encoder_sunit_1x1__neon(const attn_args *args, int64_t
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
-        const int64_t rr = r % 1, h = (r / 1) * GROUP + rr / Lq, i = rr % Lq;
-        if (r >= w->hk_lo * 1 && r < w->hk_hi * 1)
-            attn_t5_small_encoder_qpack_f32__neon(attn_t5_small_encoder_q_row(args, b, i, h), w->sq + r * 64);
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, i = rr % Lq;
+        if (r >= w->hk_lo * HEAD_ROWS && r < w->hk_hi * HEAD_ROWS)
+            attn_t5_small_encoder_qpack_f32__neon(attn_t5_small_encoder_q_row(args, b, i, h), w->sq + r * Q_STRIDE);
         attn_t5_small_encoder_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
-    for (r = 0; r < HKV * 4; r++) {
+    for (r = 0; r < HKV * HEAD_STATE; r++) {
         w->sm[r] = -INFINITY;
         w->sl[r] = 0.0f;
     }
-    memset(w->so, 0, sizeof(float) * (size_t)(n * 64));
+    memset(w->so, 0, sizeof(float) * (size_t)(n * O_STRIDE));
 
     cls = attn_t5_small_encoder_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls != TILE_HIDDEN) {
@@ -10551,8 +10623,8 @@ static void attn_t5_small_encoder_sunit_1x1__neon(const attn_args *args, int64_t
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_t5_small_encoder_sterms_1x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_t5_small_encoder_spv_1x64_f32__neon(attn_t5_small_encoder_sqk_1x1_f32__neon(w->sq + (hk) * 64, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 64), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * 64);
+                        attn_t5_small_encoder_spv_1x64_f32__neon(attn_t5_small_encoder_sqk_1x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -10563,8 +10635,8 @@ static void attn_t5_small_encoder_sunit_1x1__neon(const attn_args *args, int64_t
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_t5_small_encoder_sterms_1x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_t5_small_encoder_spv_1x64_f32__neon(attn_t5_small_encoder_sqk_1x1_f32__neon(w->sq + (hk) * 64, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 64), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * 64);
+                        attn_t5_small_encoder_spv_1x64_f32__neon(attn_t5_small_encoder_sqk_1x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -10575,9 +10647,9 @@ static void attn_t5_small_encoder_sunit_1x1__neon(const attn_args *args, int64_t
     }
 
     /* the split's result: the unit's kv heads' rows */
-    for (r = w->hk_lo * 1; r < w->hk_hi * 1; r++) {
-        const int64_t rr = r % 1, h = (r / 1) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        attn_t5_small_encoder_dresult(w->so + r * 64, w->sm[(r / 1) * 4 + rr], w->sl[(r / 1) * 4 + rr], opart + row * DV,
+    for (r = w->hk_lo * HEAD_ROWS; r < w->hk_hi * HEAD_ROWS; r++) {
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        attn_t5_small_encoder_dresult(w->so + r * O_STRIDE, w->sm[(r / HEAD_ROWS) * HEAD_STATE + rr], w->sl[(r / HEAD_ROWS) * HEAD_STATE + rr], opart + row * DV,
                 lpart + row);
     }
 }
@@ -10588,7 +10660,15 @@ static void attn_t5_small_encoder_sunit_1x1__neon(const attn_args *args, int64_t
 static void attn_t5_small_encoder_sunit_2x1__neon(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_t5_small_encoder_dscratch__neon *w, float *restrict opart, float *restrict lpart)
 {
-    const int64_t Lq = 2, n = 16;
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 2, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 64, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 128, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 128, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4 /* floats of a kv head's running maxima, and of its sums: a four-float register */
+    };
+    const int64_t Lq = HEAD_ROWS / GROUP, n = HKV * HEAD_ROWS;
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_t5_small_encoder_kv kv = attn_t5_small_encoder_kv_of(args, b);
@@ -10597,16 +10677,16 @@ static void attn_t5_small_encoder_sunit_2x1__neon(const attn_args *args, int64_t
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
-        const int64_t rr = r % 2, h = (r / 2) * GROUP + rr / Lq, i = rr % Lq;
-        if (r >= w->hk_lo * 2 && r < w->hk_hi * 2)
-            attn_t5_small_encoder_qpack_f32__neon(attn_t5_small_encoder_q_row(args, b, i, h), w->sq + r * 64);
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, i = rr % Lq;
+        if (r >= w->hk_lo * HEAD_ROWS && r < w->hk_hi * HEAD_ROWS)
+            attn_t5_small_encoder_qpack_f32__neon(attn_t5_small_encoder_q_row(args, b, i, h), w->sq + r * Q_STRIDE);
         attn_t5_small_encoder_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
-    for (r = 0; r < HKV * 4; r++) {
+    for (r = 0; r < HKV * HEAD_STATE; r++) {
         w->sm[r] = -INFINITY;
         w->sl[r] = 0.0f;
     }
-    memset(w->so, 0, sizeof(float) * (size_t)(n * 64));
+    memset(w->so, 0, sizeof(float) * (size_t)(n * O_STRIDE));
 
     cls = attn_t5_small_encoder_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls != TILE_HIDDEN) {
@@ -10621,8 +10701,8 @@ static void attn_t5_small_encoder_sunit_2x1__neon(const attn_args *args, int64_t
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_t5_small_encoder_sterms_2x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_t5_small_encoder_spv_2x64_f32__neon(attn_t5_small_encoder_sqk_2x1_f32__neon(w->sq + (hk) * 128, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 128), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * 128);
+                        attn_t5_small_encoder_spv_2x64_f32__neon(attn_t5_small_encoder_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -10633,8 +10713,8 @@ static void attn_t5_small_encoder_sunit_2x1__neon(const attn_args *args, int64_t
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_t5_small_encoder_sterms_2x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_t5_small_encoder_spv_2x64_f32__neon(attn_t5_small_encoder_sqk_2x1_f32__neon(w->sq + (hk) * 128, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 128), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * 128);
+                        attn_t5_small_encoder_spv_2x64_f32__neon(attn_t5_small_encoder_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -10645,9 +10725,9 @@ static void attn_t5_small_encoder_sunit_2x1__neon(const attn_args *args, int64_t
     }
 
     /* the split's result: the unit's kv heads' rows */
-    for (r = w->hk_lo * 2; r < w->hk_hi * 2; r++) {
-        const int64_t rr = r % 2, h = (r / 2) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        attn_t5_small_encoder_dresult(w->so + r * 64, w->sm[(r / 2) * 4 + rr], w->sl[(r / 2) * 4 + rr], opart + row * DV,
+    for (r = w->hk_lo * HEAD_ROWS; r < w->hk_hi * HEAD_ROWS; r++) {
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        attn_t5_small_encoder_dresult(w->so + r * O_STRIDE, w->sm[(r / HEAD_ROWS) * HEAD_STATE + rr], w->sl[(r / HEAD_ROWS) * HEAD_STATE + rr], opart + row * DV,
                 lpart + row);
     }
 }
@@ -10658,7 +10738,15 @@ static void attn_t5_small_encoder_sunit_2x1__neon(const attn_args *args, int64_t
 static void attn_t5_small_encoder_sunit_3x1__neon(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_t5_small_encoder_dscratch__neon *w, float *restrict opart, float *restrict lpart)
 {
-    const int64_t Lq = 3, n = 24;
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 3, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 64, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 192, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 192, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4 /* floats of a kv head's running maxima, and of its sums: a four-float register */
+    };
+    const int64_t Lq = HEAD_ROWS / GROUP, n = HKV * HEAD_ROWS;
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_t5_small_encoder_kv kv = attn_t5_small_encoder_kv_of(args, b);
@@ -10667,16 +10755,16 @@ static void attn_t5_small_encoder_sunit_3x1__neon(const attn_args *args, int64_t
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
-        const int64_t rr = r % 3, h = (r / 3) * GROUP + rr / Lq, i = rr % Lq;
-        if (r >= w->hk_lo * 3 && r < w->hk_hi * 3)
-            attn_t5_small_encoder_qpack_f32__neon(attn_t5_small_encoder_q_row(args, b, i, h), w->sq + r * 64);
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, i = rr % Lq;
+        if (r >= w->hk_lo * HEAD_ROWS && r < w->hk_hi * HEAD_ROWS)
+            attn_t5_small_encoder_qpack_f32__neon(attn_t5_small_encoder_q_row(args, b, i, h), w->sq + r * Q_STRIDE);
         attn_t5_small_encoder_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
-    for (r = 0; r < HKV * 4; r++) {
+    for (r = 0; r < HKV * HEAD_STATE; r++) {
         w->sm[r] = -INFINITY;
         w->sl[r] = 0.0f;
     }
-    memset(w->so, 0, sizeof(float) * (size_t)(n * 64));
+    memset(w->so, 0, sizeof(float) * (size_t)(n * O_STRIDE));
 
     cls = attn_t5_small_encoder_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls != TILE_HIDDEN) {
@@ -10691,8 +10779,8 @@ static void attn_t5_small_encoder_sunit_3x1__neon(const attn_args *args, int64_t
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_t5_small_encoder_sterms_3x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_t5_small_encoder_spv_3x64_f32__neon(attn_t5_small_encoder_sqk_3x1_f32__neon(w->sq + (hk) * 192, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 192), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * 192);
+                        attn_t5_small_encoder_spv_3x64_f32__neon(attn_t5_small_encoder_sqk_3x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -10703,8 +10791,8 @@ static void attn_t5_small_encoder_sunit_3x1__neon(const attn_args *args, int64_t
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_t5_small_encoder_sterms_3x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_t5_small_encoder_spv_3x64_f32__neon(attn_t5_small_encoder_sqk_3x1_f32__neon(w->sq + (hk) * 192, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 192), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * 192);
+                        attn_t5_small_encoder_spv_3x64_f32__neon(attn_t5_small_encoder_sqk_3x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -10715,9 +10803,9 @@ static void attn_t5_small_encoder_sunit_3x1__neon(const attn_args *args, int64_t
     }
 
     /* the split's result: the unit's kv heads' rows */
-    for (r = w->hk_lo * 3; r < w->hk_hi * 3; r++) {
-        const int64_t rr = r % 3, h = (r / 3) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        attn_t5_small_encoder_dresult(w->so + r * 64, w->sm[(r / 3) * 4 + rr], w->sl[(r / 3) * 4 + rr], opart + row * DV,
+    for (r = w->hk_lo * HEAD_ROWS; r < w->hk_hi * HEAD_ROWS; r++) {
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        attn_t5_small_encoder_dresult(w->so + r * O_STRIDE, w->sm[(r / HEAD_ROWS) * HEAD_STATE + rr], w->sl[(r / HEAD_ROWS) * HEAD_STATE + rr], opart + row * DV,
                 lpart + row);
     }
 }
@@ -10728,7 +10816,15 @@ static void attn_t5_small_encoder_sunit_3x1__neon(const attn_args *args, int64_t
 static void attn_t5_small_encoder_sunit_4x1__neon(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_t5_small_encoder_dscratch__neon *w, float *restrict opart, float *restrict lpart)
 {
-    const int64_t Lq = 4, n = 32;
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 4, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 64, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 256, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 256, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4 /* floats of a kv head's running maxima, and of its sums: a four-float register */
+    };
+    const int64_t Lq = HEAD_ROWS / GROUP, n = HKV * HEAD_ROWS;
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_t5_small_encoder_kv kv = attn_t5_small_encoder_kv_of(args, b);
@@ -10737,16 +10833,16 @@ static void attn_t5_small_encoder_sunit_4x1__neon(const attn_args *args, int64_t
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
-        const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
-        if (r >= w->hk_lo * 4 && r < w->hk_hi * 4)
-            attn_t5_small_encoder_qpack_f32__neon(attn_t5_small_encoder_q_row(args, b, i, h), w->sq + r * 64);
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, i = rr % Lq;
+        if (r >= w->hk_lo * HEAD_ROWS && r < w->hk_hi * HEAD_ROWS)
+            attn_t5_small_encoder_qpack_f32__neon(attn_t5_small_encoder_q_row(args, b, i, h), w->sq + r * Q_STRIDE);
         attn_t5_small_encoder_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
-    for (r = 0; r < HKV * 4; r++) {
+    for (r = 0; r < HKV * HEAD_STATE; r++) {
         w->sm[r] = -INFINITY;
         w->sl[r] = 0.0f;
     }
-    memset(w->so, 0, sizeof(float) * (size_t)(n * 64));
+    memset(w->so, 0, sizeof(float) * (size_t)(n * O_STRIDE));
 
     cls = attn_t5_small_encoder_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls != TILE_HIDDEN) {
@@ -10761,8 +10857,8 @@ static void attn_t5_small_encoder_sunit_4x1__neon(const attn_args *args, int64_t
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_t5_small_encoder_sterms_4x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_t5_small_encoder_spv_4x64_f32__neon(attn_t5_small_encoder_sqk_4x1_f32__neon(w->sq + (hk) * 256, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 256), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * 256);
+                        attn_t5_small_encoder_spv_4x64_f32__neon(attn_t5_small_encoder_sqk_4x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -10773,8 +10869,8 @@ static void attn_t5_small_encoder_sunit_4x1__neon(const attn_args *args, int64_t
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_t5_small_encoder_sterms_4x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_t5_small_encoder_spv_4x64_f32__neon(attn_t5_small_encoder_sqk_4x1_f32__neon(w->sq + (hk) * 256, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 256), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * 256);
+                        attn_t5_small_encoder_spv_4x64_f32__neon(attn_t5_small_encoder_sqk_4x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -10785,9 +10881,9 @@ static void attn_t5_small_encoder_sunit_4x1__neon(const attn_args *args, int64_t
     }
 
     /* the split's result: the unit's kv heads' rows */
-    for (r = w->hk_lo * 4; r < w->hk_hi * 4; r++) {
-        const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        attn_t5_small_encoder_dresult(w->so + r * 64, w->sm[(r / 4) * 4 + rr], w->sl[(r / 4) * 4 + rr], opart + row * DV,
+    for (r = w->hk_lo * HEAD_ROWS; r < w->hk_hi * HEAD_ROWS; r++) {
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        attn_t5_small_encoder_dresult(w->so + r * O_STRIDE, w->sm[(r / HEAD_ROWS) * HEAD_STATE + rr], w->sl[(r / HEAD_ROWS) * HEAD_STATE + rr], opart + row * DV,
                 lpart + row);
     }
 }

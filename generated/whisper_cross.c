@@ -3563,7 +3563,15 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_dunit__avx
 __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_1x1__avx512(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_whisper_cross_dscratch__avx512 *w, float *restrict opart, float *restrict lpart)
 {
-    const int64_t Lq = 1, n = 12;
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 1, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 64, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 64, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 64, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4 /* floats of a kv head's running maxima, and of its sums: a four-float register */
+    };
+    const int64_t Lq = HEAD_ROWS / GROUP, n = HKV * HEAD_ROWS;
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_whisper_cross_kv kv = attn_whisper_cross_kv_of(args, b);
@@ -3572,16 +3580,16 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_1x1_
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
-        const int64_t rr = r % 1, h = (r / 1) * GROUP + rr / Lq, i = rr % Lq;
-        if (r >= w->hk_lo * 1 && r < w->hk_hi * 1)
-            attn_whisper_cross_qpack_f32__avx512(attn_whisper_cross_q_row(args, b, i, h), w->sq + r * 64);
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, i = rr % Lq;
+        if (r >= w->hk_lo * HEAD_ROWS && r < w->hk_hi * HEAD_ROWS)
+            attn_whisper_cross_qpack_f32__avx512(attn_whisper_cross_q_row(args, b, i, h), w->sq + r * Q_STRIDE);
         attn_whisper_cross_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
-    for (r = 0; r < HKV * 4; r++) {
+    for (r = 0; r < HKV * HEAD_STATE; r++) {
         w->sm[r] = -INFINITY;
         w->sl[r] = 0.0f;
     }
-    memset(w->so, 0, sizeof(float) * (size_t)(n * 64));
+    memset(w->so, 0, sizeof(float) * (size_t)(n * O_STRIDE));
 
     cls = attn_whisper_cross_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
@@ -3589,9 +3597,9 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_1x1_
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_whisper_cross_sqk_1x1_f32__avx512(w->sq + (hk) * 64, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 64);
-                    attn_whisper_cross_spv_1x64_f32__avx512(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 64);
+                    p = attn_whisper_cross_sqk_1x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_whisper_cross_spv_1x64_f32__avx512(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -3600,14 +3608,14 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_1x1_
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_whisper_cross_sqk_1x1_f32__avx512(w->sq + (w->hk_lo) * 64, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * 4,
-                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 64);
+                p = attn_whisper_cross_sqk_1x1_f32__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
+                    w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_whisper_cross_sqk_1x1_f32__avx512(w->sq + (hn) * 64, attn_whisper_cross_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4,
-                    w->sl + (hn) * 4, w->so + (hn) * 64) : p;
-                    attn_whisper_cross_spv_1x64_f32__avx512(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 64);
+                    pn = jn < j_end ? attn_whisper_cross_sqk_1x1_f32__avx512(w->sq + (hn) * HEAD_Q, attn_whisper_cross_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
+                    w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
+                    attn_whisper_cross_spv_1x64_f32__avx512(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -3618,9 +3626,9 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_1x1_
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_whisper_cross_sqk_1x1_f32__avx512(w->sq + (hk) * 64, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 64);
-                    attn_whisper_cross_spv_1x64_f32__avx512(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 64);
+                    p = attn_whisper_cross_sqk_1x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_whisper_cross_spv_1x64_f32__avx512(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -3639,8 +3647,8 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_1x1_
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_whisper_cross_sterms_1x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_whisper_cross_spv_1x64_f32__avx512(attn_whisper_cross_sqk_1x1_f32__avx512(w->sq + (hk) * 64, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 64), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 64);
+                        attn_whisper_cross_spv_1x64_f32__avx512(attn_whisper_cross_sqk_1x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -3651,8 +3659,8 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_1x1_
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_whisper_cross_sterms_1x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_whisper_cross_spv_1x64_f32__avx512(attn_whisper_cross_sqk_1x1_f32__avx512(w->sq + (hk) * 64, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 64), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 64);
+                        attn_whisper_cross_spv_1x64_f32__avx512(attn_whisper_cross_sqk_1x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -3663,9 +3671,9 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_1x1_
     }
 
     /* the split's result: the unit's kv heads' rows */
-    for (r = w->hk_lo * 1; r < w->hk_hi * 1; r++) {
-        const int64_t rr = r % 1, h = (r / 1) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        attn_whisper_cross_dresult(w->so + r * 64, w->sm[(r / 1) * 4 + rr], w->sl[(r / 1) * 4 + rr], opart + row * DV,
+    for (r = w->hk_lo * HEAD_ROWS; r < w->hk_hi * HEAD_ROWS; r++) {
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        attn_whisper_cross_dresult(w->so + r * O_STRIDE, w->sm[(r / HEAD_ROWS) * HEAD_STATE + rr], w->sl[(r / HEAD_ROWS) * HEAD_STATE + rr], opart + row * DV,
                 lpart + row);
     }
 }
@@ -3676,7 +3684,15 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_1x1_
 __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_2x1__avx512(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_whisper_cross_dscratch__avx512 *w, float *restrict opart, float *restrict lpart)
 {
-    const int64_t Lq = 2, n = 24;
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 2, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 64, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 128, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 128, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4 /* floats of a kv head's running maxima, and of its sums: a four-float register */
+    };
+    const int64_t Lq = HEAD_ROWS / GROUP, n = HKV * HEAD_ROWS;
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_whisper_cross_kv kv = attn_whisper_cross_kv_of(args, b);
@@ -3685,16 +3701,16 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_2x1_
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
-        const int64_t rr = r % 2, h = (r / 2) * GROUP + rr / Lq, i = rr % Lq;
-        if (r >= w->hk_lo * 2 && r < w->hk_hi * 2)
-            attn_whisper_cross_qpack_f32__avx512(attn_whisper_cross_q_row(args, b, i, h), w->sq + r * 64);
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, i = rr % Lq;
+        if (r >= w->hk_lo * HEAD_ROWS && r < w->hk_hi * HEAD_ROWS)
+            attn_whisper_cross_qpack_f32__avx512(attn_whisper_cross_q_row(args, b, i, h), w->sq + r * Q_STRIDE);
         attn_whisper_cross_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
-    for (r = 0; r < HKV * 4; r++) {
+    for (r = 0; r < HKV * HEAD_STATE; r++) {
         w->sm[r] = -INFINITY;
         w->sl[r] = 0.0f;
     }
-    memset(w->so, 0, sizeof(float) * (size_t)(n * 64));
+    memset(w->so, 0, sizeof(float) * (size_t)(n * O_STRIDE));
 
     cls = attn_whisper_cross_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
@@ -3702,9 +3718,9 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_2x1_
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_whisper_cross_sqk_2x1_f32__avx512(w->sq + (hk) * 128, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 128);
-                    attn_whisper_cross_spv_2x64_f32__avx512(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 128);
+                    p = attn_whisper_cross_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_whisper_cross_spv_2x64_f32__avx512(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -3713,14 +3729,14 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_2x1_
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_whisper_cross_sqk_2x1_f32__avx512(w->sq + (w->hk_lo) * 128, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * 4,
-                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 128);
+                p = attn_whisper_cross_sqk_2x1_f32__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
+                    w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_whisper_cross_sqk_2x1_f32__avx512(w->sq + (hn) * 128, attn_whisper_cross_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4,
-                    w->sl + (hn) * 4, w->so + (hn) * 128) : p;
-                    attn_whisper_cross_spv_2x64_f32__avx512(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 128);
+                    pn = jn < j_end ? attn_whisper_cross_sqk_2x1_f32__avx512(w->sq + (hn) * HEAD_Q, attn_whisper_cross_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
+                    w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
+                    attn_whisper_cross_spv_2x64_f32__avx512(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -3731,9 +3747,9 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_2x1_
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_whisper_cross_sqk_2x1_f32__avx512(w->sq + (hk) * 128, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 128);
-                    attn_whisper_cross_spv_2x64_f32__avx512(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 128);
+                    p = attn_whisper_cross_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_whisper_cross_spv_2x64_f32__avx512(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -3752,8 +3768,8 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_2x1_
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_whisper_cross_sterms_2x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_whisper_cross_spv_2x64_f32__avx512(attn_whisper_cross_sqk_2x1_f32__avx512(w->sq + (hk) * 128, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 128), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 128);
+                        attn_whisper_cross_spv_2x64_f32__avx512(attn_whisper_cross_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -3764,8 +3780,8 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_2x1_
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_whisper_cross_sterms_2x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_whisper_cross_spv_2x64_f32__avx512(attn_whisper_cross_sqk_2x1_f32__avx512(w->sq + (hk) * 128, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 128), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 128);
+                        attn_whisper_cross_spv_2x64_f32__avx512(attn_whisper_cross_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -3776,9 +3792,9 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_2x1_
     }
 
     /* the split's result: the unit's kv heads' rows */
-    for (r = w->hk_lo * 2; r < w->hk_hi * 2; r++) {
-        const int64_t rr = r % 2, h = (r / 2) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        attn_whisper_cross_dresult(w->so + r * 64, w->sm[(r / 2) * 4 + rr], w->sl[(r / 2) * 4 + rr], opart + row * DV,
+    for (r = w->hk_lo * HEAD_ROWS; r < w->hk_hi * HEAD_ROWS; r++) {
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        attn_whisper_cross_dresult(w->so + r * O_STRIDE, w->sm[(r / HEAD_ROWS) * HEAD_STATE + rr], w->sl[(r / HEAD_ROWS) * HEAD_STATE + rr], opart + row * DV,
                 lpart + row);
     }
 }
@@ -3789,21 +3805,30 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_2x1_
  * call, not inlined: the unit's one-key loop compiles as it does without it). */
 ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_spairs_3x2__avx512(const attn_whisper_cross_kv kv, attn_whisper_cross_dscratch__avx512 *w, int64_t j_begin, int64_t j_end)
 {
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 3, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 64, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 192, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 192, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4, /* floats of a kv head's running maxima, and of its sums: a four-float register */
+        STEP_KEYS = 2 /* keys a step of the several-key steps (lib/dot's sqk and spvk) */
+    };
     __m128 p;
     int64_t j, hk;
     /* 2 keys a step, so that one pass over Q scores them and one over O adds
        their V rows; one step ahead: the next head's weights while this head's
        P*V runs (never the same head's: its max may move, and w with it) */
-    __m128 wt[2], wn[2];
+    __m128 wt[STEP_KEYS], wn[STEP_KEYS];
     int64_t jp;
     memset(wt, 0, sizeof wt);
     memset(wn, 0, sizeof wn);
     if (w->hk_hi - w->hk_lo == 1) { /* a unit of one kv head (a short cache's): each step's weights, then its P*V */
-        for (jp = j_begin; jp + 1 < j_end; jp += 2) {
+        for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS) {
             hk = w->hk_lo;
-            attn_whisper_cross_sqk_3x2_f32__avx512(w->sq + (hk) * 192, attn_whisper_cross_k_row(&kv, hk, jp + 0), attn_whisper_cross_k_row(&kv, hk, jp + 1),
-                        w->sm + (hk) * 4, w->sl + (hk) * 4, w->so + (hk) * 192, wt);
-            attn_whisper_cross_spvk_3x2_f32__avx512(wt, attn_whisper_cross_v_row(&kv, hk, jp + 0), attn_whisper_cross_v_row(&kv, hk, jp + 1), w->so + (hk) * 192);
+            attn_whisper_cross_sqk_3x2_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, jp + 0), attn_whisper_cross_k_row(&kv, hk, jp + 1),
+                        w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
+            attn_whisper_cross_spvk_3x2_f32__avx512(wt, attn_whisper_cross_v_row(&kv, hk, jp + 0), attn_whisper_cross_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
             j = jp;
             if (j + STREAM_PREFETCH + 0 < j_end) {
                 attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -3815,16 +3840,16 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_whisper_cr
             }
         }
     } else {
-        if (j_end - j_begin >= 2)
-            attn_whisper_cross_sqk_3x2_f32__avx512(w->sq + (w->hk_lo) * 192, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin + 0), attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin + 1),
-                        w->sm + (w->hk_lo) * 4, w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 192, wt);
-        for (jp = j_begin; jp + 1 < j_end; jp += 2)
+        if (j_end - j_begin >= STEP_KEYS)
+            attn_whisper_cross_sqk_3x2_f32__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin + 0), attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin + 1),
+                        w->sm + (w->hk_lo) * HEAD_STATE, w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O, wt);
+        for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS)
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + 2;
-                if (jn + 1 < j_end)
-                    attn_whisper_cross_sqk_3x2_f32__avx512(w->sq + (hn) * 192, attn_whisper_cross_k_row(&kv, hn, jn + 0), attn_whisper_cross_k_row(&kv, hn, jn + 1),
-                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 192, wn);
-                attn_whisper_cross_spvk_3x2_f32__avx512(wt, attn_whisper_cross_v_row(&kv, hk, jp + 0), attn_whisper_cross_v_row(&kv, hk, jp + 1), w->so + (hk) * 192);
+                const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + STEP_KEYS;
+                if (jn + (STEP_KEYS - 1) < j_end)
+                    attn_whisper_cross_sqk_3x2_f32__avx512(w->sq + (hn) * HEAD_Q, attn_whisper_cross_k_row(&kv, hn, jn + 0), attn_whisper_cross_k_row(&kv, hn, jn + 1),
+                        w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
+                attn_whisper_cross_spvk_3x2_f32__avx512(wt, attn_whisper_cross_v_row(&kv, hk, jp + 0), attn_whisper_cross_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                 j = jp;
                 if (j + STREAM_PREFETCH + 0 < j_end) {
                     attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -3834,7 +3859,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_whisper_cr
                     attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
                     attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
                 }
-                if (hk == w->hk_lo && jp + STREAM_PAGE_AHEAD + 1 < j_end) {
+                if (hk == w->hk_lo && jp + STREAM_PAGE_AHEAD + (STEP_KEYS - 1) < j_end) {
                     attn_whisper_cross_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 0);
                     attn_whisper_cross_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 1);
                 }
@@ -3843,9 +3868,9 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_whisper_cr
     }
     for (j = jp; j < j_end; j++) /* the last keys, one at a time */
         for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-            p = attn_whisper_cross_sqk_3x1_f32__avx512(w->sq + (hk) * 192, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 192);
-            attn_whisper_cross_spv_3x64_f32__avx512(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 192);
+            p = attn_whisper_cross_sqk_3x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+            attn_whisper_cross_spv_3x64_f32__avx512(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
         }
 }
 
@@ -3855,7 +3880,16 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_whisper_cr
 __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_3x1__avx512(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_whisper_cross_dscratch__avx512 *w, float *restrict opart, float *restrict lpart)
 {
-    const int64_t Lq = 3, n = 36;
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 3, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 64, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 192, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 192, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4, /* floats of a kv head's running maxima, and of its sums: a four-float register */
+        STEP_KEYS = 2 /* keys a step of the several-key steps (lib/dot's sqk and spvk) */
+    };
+    const int64_t Lq = HEAD_ROWS / GROUP, n = HKV * HEAD_ROWS;
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_whisper_cross_kv kv = attn_whisper_cross_kv_of(args, b);
@@ -3864,16 +3898,16 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_3x1_
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
-        const int64_t rr = r % 3, h = (r / 3) * GROUP + rr / Lq, i = rr % Lq;
-        if (r >= w->hk_lo * 3 && r < w->hk_hi * 3)
-            attn_whisper_cross_qpack_f32__avx512(attn_whisper_cross_q_row(args, b, i, h), w->sq + r * 64);
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, i = rr % Lq;
+        if (r >= w->hk_lo * HEAD_ROWS && r < w->hk_hi * HEAD_ROWS)
+            attn_whisper_cross_qpack_f32__avx512(attn_whisper_cross_q_row(args, b, i, h), w->sq + r * Q_STRIDE);
         attn_whisper_cross_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
-    for (r = 0; r < HKV * 4; r++) {
+    for (r = 0; r < HKV * HEAD_STATE; r++) {
         w->sm[r] = -INFINITY;
         w->sl[r] = 0.0f;
     }
-    memset(w->so, 0, sizeof(float) * (size_t)(n * 64));
+    memset(w->so, 0, sizeof(float) * (size_t)(n * O_STRIDE));
 
     cls = attn_whisper_cross_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
@@ -3883,9 +3917,9 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_3x1_
         } else if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_whisper_cross_sqk_3x1_f32__avx512(w->sq + (hk) * 192, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 192);
-                    attn_whisper_cross_spv_3x64_f32__avx512(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 192);
+                    p = attn_whisper_cross_sqk_3x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_whisper_cross_spv_3x64_f32__avx512(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -3894,14 +3928,14 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_3x1_
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_whisper_cross_sqk_3x1_f32__avx512(w->sq + (w->hk_lo) * 192, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * 4,
-                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 192);
+                p = attn_whisper_cross_sqk_3x1_f32__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
+                    w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_whisper_cross_sqk_3x1_f32__avx512(w->sq + (hn) * 192, attn_whisper_cross_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4,
-                    w->sl + (hn) * 4, w->so + (hn) * 192) : p;
-                    attn_whisper_cross_spv_3x64_f32__avx512(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 192);
+                    pn = jn < j_end ? attn_whisper_cross_sqk_3x1_f32__avx512(w->sq + (hn) * HEAD_Q, attn_whisper_cross_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
+                    w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
+                    attn_whisper_cross_spv_3x64_f32__avx512(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -3912,9 +3946,9 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_3x1_
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_whisper_cross_sqk_3x1_f32__avx512(w->sq + (hk) * 192, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 192);
-                    attn_whisper_cross_spv_3x64_f32__avx512(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 192);
+                    p = attn_whisper_cross_sqk_3x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_whisper_cross_spv_3x64_f32__avx512(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -3933,8 +3967,8 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_3x1_
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_whisper_cross_sterms_3x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_whisper_cross_spv_3x64_f32__avx512(attn_whisper_cross_sqk_3x1_f32__avx512(w->sq + (hk) * 192, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 192), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 192);
+                        attn_whisper_cross_spv_3x64_f32__avx512(attn_whisper_cross_sqk_3x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -3945,8 +3979,8 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_3x1_
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_whisper_cross_sterms_3x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_whisper_cross_spv_3x64_f32__avx512(attn_whisper_cross_sqk_3x1_f32__avx512(w->sq + (hk) * 192, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 192), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 192);
+                        attn_whisper_cross_spv_3x64_f32__avx512(attn_whisper_cross_sqk_3x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -3957,9 +3991,9 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_3x1_
     }
 
     /* the split's result: the unit's kv heads' rows */
-    for (r = w->hk_lo * 3; r < w->hk_hi * 3; r++) {
-        const int64_t rr = r % 3, h = (r / 3) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        attn_whisper_cross_dresult(w->so + r * 64, w->sm[(r / 3) * 4 + rr], w->sl[(r / 3) * 4 + rr], opart + row * DV,
+    for (r = w->hk_lo * HEAD_ROWS; r < w->hk_hi * HEAD_ROWS; r++) {
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        attn_whisper_cross_dresult(w->so + r * O_STRIDE, w->sm[(r / HEAD_ROWS) * HEAD_STATE + rr], w->sl[(r / HEAD_ROWS) * HEAD_STATE + rr], opart + row * DV,
                 lpart + row);
     }
 }
@@ -3970,21 +4004,30 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_3x1_
  * call, not inlined: the unit's one-key loop compiles as it does without it). */
 ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_spairs_4x2__avx512(const attn_whisper_cross_kv kv, attn_whisper_cross_dscratch__avx512 *w, int64_t j_begin, int64_t j_end)
 {
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 4, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 64, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 256, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 256, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4, /* floats of a kv head's running maxima, and of its sums: a four-float register */
+        STEP_KEYS = 2 /* keys a step of the several-key steps (lib/dot's sqk and spvk) */
+    };
     __m128 p;
     int64_t j, hk;
     /* 2 keys a step, so that one pass over Q scores them and one over O adds
        their V rows; one step ahead: the next head's weights while this head's
        P*V runs (never the same head's: its max may move, and w with it) */
-    __m128 wt[2], wn[2];
+    __m128 wt[STEP_KEYS], wn[STEP_KEYS];
     int64_t jp;
     memset(wt, 0, sizeof wt);
     memset(wn, 0, sizeof wn);
     if (w->hk_hi - w->hk_lo == 1) { /* a unit of one kv head (a short cache's): each step's weights, then its P*V */
-        for (jp = j_begin; jp + 1 < j_end; jp += 2) {
+        for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS) {
             hk = w->hk_lo;
-            attn_whisper_cross_sqk_4x2_f32__avx512(w->sq + (hk) * 256, attn_whisper_cross_k_row(&kv, hk, jp + 0), attn_whisper_cross_k_row(&kv, hk, jp + 1),
-                        w->sm + (hk) * 4, w->sl + (hk) * 4, w->so + (hk) * 256, wt);
-            attn_whisper_cross_spvk_4x2_f32__avx512(wt, attn_whisper_cross_v_row(&kv, hk, jp + 0), attn_whisper_cross_v_row(&kv, hk, jp + 1), w->so + (hk) * 256);
+            attn_whisper_cross_sqk_4x2_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, jp + 0), attn_whisper_cross_k_row(&kv, hk, jp + 1),
+                        w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
+            attn_whisper_cross_spvk_4x2_f32__avx512(wt, attn_whisper_cross_v_row(&kv, hk, jp + 0), attn_whisper_cross_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
             j = jp;
             if (j + STREAM_PREFETCH + 0 < j_end) {
                 attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -3996,16 +4039,16 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_whisper_cr
             }
         }
     } else {
-        if (j_end - j_begin >= 2)
-            attn_whisper_cross_sqk_4x2_f32__avx512(w->sq + (w->hk_lo) * 256, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin + 0), attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin + 1),
-                        w->sm + (w->hk_lo) * 4, w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 256, wt);
-        for (jp = j_begin; jp + 1 < j_end; jp += 2)
+        if (j_end - j_begin >= STEP_KEYS)
+            attn_whisper_cross_sqk_4x2_f32__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin + 0), attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin + 1),
+                        w->sm + (w->hk_lo) * HEAD_STATE, w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O, wt);
+        for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS)
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + 2;
-                if (jn + 1 < j_end)
-                    attn_whisper_cross_sqk_4x2_f32__avx512(w->sq + (hn) * 256, attn_whisper_cross_k_row(&kv, hn, jn + 0), attn_whisper_cross_k_row(&kv, hn, jn + 1),
-                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 256, wn);
-                attn_whisper_cross_spvk_4x2_f32__avx512(wt, attn_whisper_cross_v_row(&kv, hk, jp + 0), attn_whisper_cross_v_row(&kv, hk, jp + 1), w->so + (hk) * 256);
+                const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + STEP_KEYS;
+                if (jn + (STEP_KEYS - 1) < j_end)
+                    attn_whisper_cross_sqk_4x2_f32__avx512(w->sq + (hn) * HEAD_Q, attn_whisper_cross_k_row(&kv, hn, jn + 0), attn_whisper_cross_k_row(&kv, hn, jn + 1),
+                        w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
+                attn_whisper_cross_spvk_4x2_f32__avx512(wt, attn_whisper_cross_v_row(&kv, hk, jp + 0), attn_whisper_cross_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                 j = jp;
                 if (j + STREAM_PREFETCH + 0 < j_end) {
                     attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -4015,7 +4058,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_whisper_cr
                     attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
                     attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
                 }
-                if (hk == w->hk_lo && jp + STREAM_PAGE_AHEAD + 1 < j_end) {
+                if (hk == w->hk_lo && jp + STREAM_PAGE_AHEAD + (STEP_KEYS - 1) < j_end) {
                     attn_whisper_cross_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 0);
                     attn_whisper_cross_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 1);
                 }
@@ -4024,9 +4067,9 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_whisper_cr
     }
     for (j = jp; j < j_end; j++) /* the last keys, one at a time */
         for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-            p = attn_whisper_cross_sqk_4x1_f32__avx512(w->sq + (hk) * 256, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 256);
-            attn_whisper_cross_spv_4x64_f32__avx512(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 256);
+            p = attn_whisper_cross_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+            attn_whisper_cross_spv_4x64_f32__avx512(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
         }
 }
 
@@ -4036,7 +4079,16 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_whisper_cr
 __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_4x1__avx512(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_whisper_cross_dscratch__avx512 *w, float *restrict opart, float *restrict lpart)
 {
-    const int64_t Lq = 4, n = 48;
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 4, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 64, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 256, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 256, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4, /* floats of a kv head's running maxima, and of its sums: a four-float register */
+        STEP_KEYS = 2 /* keys a step of the several-key steps (lib/dot's sqk and spvk) */
+    };
+    const int64_t Lq = HEAD_ROWS / GROUP, n = HKV * HEAD_ROWS;
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_whisper_cross_kv kv = attn_whisper_cross_kv_of(args, b);
@@ -4045,16 +4097,16 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_4x1_
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
-        const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
-        if (r >= w->hk_lo * 4 && r < w->hk_hi * 4)
-            attn_whisper_cross_qpack_f32__avx512(attn_whisper_cross_q_row(args, b, i, h), w->sq + r * 64);
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, i = rr % Lq;
+        if (r >= w->hk_lo * HEAD_ROWS && r < w->hk_hi * HEAD_ROWS)
+            attn_whisper_cross_qpack_f32__avx512(attn_whisper_cross_q_row(args, b, i, h), w->sq + r * Q_STRIDE);
         attn_whisper_cross_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
-    for (r = 0; r < HKV * 4; r++) {
+    for (r = 0; r < HKV * HEAD_STATE; r++) {
         w->sm[r] = -INFINITY;
         w->sl[r] = 0.0f;
     }
-    memset(w->so, 0, sizeof(float) * (size_t)(n * 64));
+    memset(w->so, 0, sizeof(float) * (size_t)(n * O_STRIDE));
 
     cls = attn_whisper_cross_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
@@ -4064,9 +4116,9 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_4x1_
         } else if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_whisper_cross_sqk_4x1_f32__avx512(w->sq + (hk) * 256, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 256);
-                    attn_whisper_cross_spv_4x64_f32__avx512(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 256);
+                    p = attn_whisper_cross_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_whisper_cross_spv_4x64_f32__avx512(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -4075,14 +4127,14 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_4x1_
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_whisper_cross_sqk_4x1_f32__avx512(w->sq + (w->hk_lo) * 256, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * 4,
-                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 256);
+                p = attn_whisper_cross_sqk_4x1_f32__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
+                    w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_whisper_cross_sqk_4x1_f32__avx512(w->sq + (hn) * 256, attn_whisper_cross_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4,
-                    w->sl + (hn) * 4, w->so + (hn) * 256) : p;
-                    attn_whisper_cross_spv_4x64_f32__avx512(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 256);
+                    pn = jn < j_end ? attn_whisper_cross_sqk_4x1_f32__avx512(w->sq + (hn) * HEAD_Q, attn_whisper_cross_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
+                    w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
+                    attn_whisper_cross_spv_4x64_f32__avx512(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -4093,9 +4145,9 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_4x1_
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_whisper_cross_sqk_4x1_f32__avx512(w->sq + (hk) * 256, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 256);
-                    attn_whisper_cross_spv_4x64_f32__avx512(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 256);
+                    p = attn_whisper_cross_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_whisper_cross_spv_4x64_f32__avx512(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -4114,8 +4166,8 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_4x1_
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_whisper_cross_sterms_4x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_whisper_cross_spv_4x64_f32__avx512(attn_whisper_cross_sqk_4x1_f32__avx512(w->sq + (hk) * 256, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 256), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 256);
+                        attn_whisper_cross_spv_4x64_f32__avx512(attn_whisper_cross_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -4126,8 +4178,8 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_4x1_
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_whisper_cross_sterms_4x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_whisper_cross_spv_4x64_f32__avx512(attn_whisper_cross_sqk_4x1_f32__avx512(w->sq + (hk) * 256, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 256), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 256);
+                        attn_whisper_cross_spv_4x64_f32__avx512(attn_whisper_cross_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -4138,9 +4190,9 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_4x1_
     }
 
     /* the split's result: the unit's kv heads' rows */
-    for (r = w->hk_lo * 4; r < w->hk_hi * 4; r++) {
-        const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        attn_whisper_cross_dresult(w->so + r * 64, w->sm[(r / 4) * 4 + rr], w->sl[(r / 4) * 4 + rr], opart + row * DV,
+    for (r = w->hk_lo * HEAD_ROWS; r < w->hk_hi * HEAD_ROWS; r++) {
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        attn_whisper_cross_dresult(w->so + r * O_STRIDE, w->sm[(r / HEAD_ROWS) * HEAD_STATE + rr], w->sl[(r / HEAD_ROWS) * HEAD_STATE + rr], opart + row * DV,
                 lpart + row);
     }
 }
@@ -8147,7 +8199,15 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_dunit__a
 __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_1x1__avx2(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_whisper_cross_dscratch__avx2 *w, float *restrict opart, float *restrict lpart)
 {
-    const int64_t Lq = 1, n = 12;
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 1, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 64, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 64, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 64, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4 /* floats of a kv head's running maxima, and of its sums: a four-float register */
+    };
+    const int64_t Lq = HEAD_ROWS / GROUP, n = HKV * HEAD_ROWS;
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_whisper_cross_kv kv = attn_whisper_cross_kv_of(args, b);
@@ -8156,16 +8216,16 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_1x
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
-        const int64_t rr = r % 1, h = (r / 1) * GROUP + rr / Lq, i = rr % Lq;
-        if (r >= w->hk_lo * 1 && r < w->hk_hi * 1)
-            attn_whisper_cross_qpack_f32__avx2(attn_whisper_cross_q_row(args, b, i, h), w->sq + r * 64);
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, i = rr % Lq;
+        if (r >= w->hk_lo * HEAD_ROWS && r < w->hk_hi * HEAD_ROWS)
+            attn_whisper_cross_qpack_f32__avx2(attn_whisper_cross_q_row(args, b, i, h), w->sq + r * Q_STRIDE);
         attn_whisper_cross_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
-    for (r = 0; r < HKV * 4; r++) {
+    for (r = 0; r < HKV * HEAD_STATE; r++) {
         w->sm[r] = -INFINITY;
         w->sl[r] = 0.0f;
     }
-    memset(w->so, 0, sizeof(float) * (size_t)(n * 64));
+    memset(w->so, 0, sizeof(float) * (size_t)(n * O_STRIDE));
 
     cls = attn_whisper_cross_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
@@ -8173,9 +8233,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_1x
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_whisper_cross_sqk_1x1_f32__avx2(w->sq + (hk) * 64, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 64);
-                    attn_whisper_cross_spv_1x64_f32__avx2(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 64);
+                    p = attn_whisper_cross_sqk_1x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_whisper_cross_spv_1x64_f32__avx2(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -8184,14 +8244,14 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_1x
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_whisper_cross_sqk_1x1_f32__avx2(w->sq + (w->hk_lo) * 64, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * 4,
-                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 64);
+                p = attn_whisper_cross_sqk_1x1_f32__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
+                    w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_whisper_cross_sqk_1x1_f32__avx2(w->sq + (hn) * 64, attn_whisper_cross_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4,
-                    w->sl + (hn) * 4, w->so + (hn) * 64) : p;
-                    attn_whisper_cross_spv_1x64_f32__avx2(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 64);
+                    pn = jn < j_end ? attn_whisper_cross_sqk_1x1_f32__avx2(w->sq + (hn) * HEAD_Q, attn_whisper_cross_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
+                    w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
+                    attn_whisper_cross_spv_1x64_f32__avx2(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -8202,9 +8262,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_1x
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_whisper_cross_sqk_1x1_f32__avx2(w->sq + (hk) * 64, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 64);
-                    attn_whisper_cross_spv_1x64_f32__avx2(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 64);
+                    p = attn_whisper_cross_sqk_1x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_whisper_cross_spv_1x64_f32__avx2(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -8223,8 +8283,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_1x
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_whisper_cross_sterms_1x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_whisper_cross_spv_1x64_f32__avx2(attn_whisper_cross_sqk_1x1_f32__avx2(w->sq + (hk) * 64, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 64), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 64);
+                        attn_whisper_cross_spv_1x64_f32__avx2(attn_whisper_cross_sqk_1x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -8235,8 +8295,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_1x
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_whisper_cross_sterms_1x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_whisper_cross_spv_1x64_f32__avx2(attn_whisper_cross_sqk_1x1_f32__avx2(w->sq + (hk) * 64, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 64), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 64);
+                        attn_whisper_cross_spv_1x64_f32__avx2(attn_whisper_cross_sqk_1x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -8247,9 +8307,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_1x
     }
 
     /* the split's result: the unit's kv heads' rows */
-    for (r = w->hk_lo * 1; r < w->hk_hi * 1; r++) {
-        const int64_t rr = r % 1, h = (r / 1) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        attn_whisper_cross_dresult(w->so + r * 64, w->sm[(r / 1) * 4 + rr], w->sl[(r / 1) * 4 + rr], opart + row * DV,
+    for (r = w->hk_lo * HEAD_ROWS; r < w->hk_hi * HEAD_ROWS; r++) {
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        attn_whisper_cross_dresult(w->so + r * O_STRIDE, w->sm[(r / HEAD_ROWS) * HEAD_STATE + rr], w->sl[(r / HEAD_ROWS) * HEAD_STATE + rr], opart + row * DV,
                 lpart + row);
     }
 }
@@ -8260,7 +8320,15 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_1x
 __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_2x1__avx2(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_whisper_cross_dscratch__avx2 *w, float *restrict opart, float *restrict lpart)
 {
-    const int64_t Lq = 2, n = 24;
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 2, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 64, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 128, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 128, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4 /* floats of a kv head's running maxima, and of its sums: a four-float register */
+    };
+    const int64_t Lq = HEAD_ROWS / GROUP, n = HKV * HEAD_ROWS;
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_whisper_cross_kv kv = attn_whisper_cross_kv_of(args, b);
@@ -8269,16 +8337,16 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_2x
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
-        const int64_t rr = r % 2, h = (r / 2) * GROUP + rr / Lq, i = rr % Lq;
-        if (r >= w->hk_lo * 2 && r < w->hk_hi * 2)
-            attn_whisper_cross_qpack_f32__avx2(attn_whisper_cross_q_row(args, b, i, h), w->sq + r * 64);
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, i = rr % Lq;
+        if (r >= w->hk_lo * HEAD_ROWS && r < w->hk_hi * HEAD_ROWS)
+            attn_whisper_cross_qpack_f32__avx2(attn_whisper_cross_q_row(args, b, i, h), w->sq + r * Q_STRIDE);
         attn_whisper_cross_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
-    for (r = 0; r < HKV * 4; r++) {
+    for (r = 0; r < HKV * HEAD_STATE; r++) {
         w->sm[r] = -INFINITY;
         w->sl[r] = 0.0f;
     }
-    memset(w->so, 0, sizeof(float) * (size_t)(n * 64));
+    memset(w->so, 0, sizeof(float) * (size_t)(n * O_STRIDE));
 
     cls = attn_whisper_cross_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
@@ -8286,9 +8354,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_2x
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_whisper_cross_sqk_2x1_f32__avx2(w->sq + (hk) * 128, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 128);
-                    attn_whisper_cross_spv_2x64_f32__avx2(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 128);
+                    p = attn_whisper_cross_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_whisper_cross_spv_2x64_f32__avx2(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -8297,14 +8365,14 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_2x
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_whisper_cross_sqk_2x1_f32__avx2(w->sq + (w->hk_lo) * 128, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * 4,
-                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 128);
+                p = attn_whisper_cross_sqk_2x1_f32__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
+                    w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_whisper_cross_sqk_2x1_f32__avx2(w->sq + (hn) * 128, attn_whisper_cross_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4,
-                    w->sl + (hn) * 4, w->so + (hn) * 128) : p;
-                    attn_whisper_cross_spv_2x64_f32__avx2(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 128);
+                    pn = jn < j_end ? attn_whisper_cross_sqk_2x1_f32__avx2(w->sq + (hn) * HEAD_Q, attn_whisper_cross_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
+                    w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
+                    attn_whisper_cross_spv_2x64_f32__avx2(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -8315,9 +8383,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_2x
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_whisper_cross_sqk_2x1_f32__avx2(w->sq + (hk) * 128, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 128);
-                    attn_whisper_cross_spv_2x64_f32__avx2(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 128);
+                    p = attn_whisper_cross_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_whisper_cross_spv_2x64_f32__avx2(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -8336,8 +8404,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_2x
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_whisper_cross_sterms_2x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_whisper_cross_spv_2x64_f32__avx2(attn_whisper_cross_sqk_2x1_f32__avx2(w->sq + (hk) * 128, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 128), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 128);
+                        attn_whisper_cross_spv_2x64_f32__avx2(attn_whisper_cross_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -8348,8 +8416,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_2x
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_whisper_cross_sterms_2x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_whisper_cross_spv_2x64_f32__avx2(attn_whisper_cross_sqk_2x1_f32__avx2(w->sq + (hk) * 128, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 128), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 128);
+                        attn_whisper_cross_spv_2x64_f32__avx2(attn_whisper_cross_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -8360,9 +8428,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_2x
     }
 
     /* the split's result: the unit's kv heads' rows */
-    for (r = w->hk_lo * 2; r < w->hk_hi * 2; r++) {
-        const int64_t rr = r % 2, h = (r / 2) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        attn_whisper_cross_dresult(w->so + r * 64, w->sm[(r / 2) * 4 + rr], w->sl[(r / 2) * 4 + rr], opart + row * DV,
+    for (r = w->hk_lo * HEAD_ROWS; r < w->hk_hi * HEAD_ROWS; r++) {
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        attn_whisper_cross_dresult(w->so + r * O_STRIDE, w->sm[(r / HEAD_ROWS) * HEAD_STATE + rr], w->sl[(r / HEAD_ROWS) * HEAD_STATE + rr], opart + row * DV,
                 lpart + row);
     }
 }
@@ -8373,21 +8441,30 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_2x
  * call, not inlined: the unit's one-key loop compiles as it does without it). */
 ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_spairs_3x2__avx2(const attn_whisper_cross_kv kv, attn_whisper_cross_dscratch__avx2 *w, int64_t j_begin, int64_t j_end)
 {
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 3, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 64, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 192, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 192, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4, /* floats of a kv head's running maxima, and of its sums: a four-float register */
+        STEP_KEYS = 2 /* keys a step of the several-key steps (lib/dot's sqk and spvk) */
+    };
     __m128 p;
     int64_t j, hk;
     /* 2 keys a step, so that one pass over Q scores them and one over O adds
        their V rows; one step ahead: the next head's weights while this head's
        P*V runs (never the same head's: its max may move, and w with it) */
-    __m128 wt[2], wn[2];
+    __m128 wt[STEP_KEYS], wn[STEP_KEYS];
     int64_t jp;
     memset(wt, 0, sizeof wt);
     memset(wn, 0, sizeof wn);
     if (w->hk_hi - w->hk_lo == 1) { /* a unit of one kv head (a short cache's): each step's weights, then its P*V */
-        for (jp = j_begin; jp + 1 < j_end; jp += 2) {
+        for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS) {
             hk = w->hk_lo;
-            attn_whisper_cross_sqk_3x2_f32__avx2(w->sq + (hk) * 192, attn_whisper_cross_k_row(&kv, hk, jp + 0), attn_whisper_cross_k_row(&kv, hk, jp + 1),
-                        w->sm + (hk) * 4, w->sl + (hk) * 4, w->so + (hk) * 192, wt);
-            attn_whisper_cross_spvk_3x2_f32__avx2(wt, attn_whisper_cross_v_row(&kv, hk, jp + 0), attn_whisper_cross_v_row(&kv, hk, jp + 1), w->so + (hk) * 192);
+            attn_whisper_cross_sqk_3x2_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, jp + 0), attn_whisper_cross_k_row(&kv, hk, jp + 1),
+                        w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
+            attn_whisper_cross_spvk_3x2_f32__avx2(wt, attn_whisper_cross_v_row(&kv, hk, jp + 0), attn_whisper_cross_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
             j = jp;
             if (j + STREAM_PREFETCH + 0 < j_end) {
                 attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -8399,16 +8476,16 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_
             }
         }
     } else {
-        if (j_end - j_begin >= 2)
-            attn_whisper_cross_sqk_3x2_f32__avx2(w->sq + (w->hk_lo) * 192, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin + 0), attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin + 1),
-                        w->sm + (w->hk_lo) * 4, w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 192, wt);
-        for (jp = j_begin; jp + 1 < j_end; jp += 2)
+        if (j_end - j_begin >= STEP_KEYS)
+            attn_whisper_cross_sqk_3x2_f32__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin + 0), attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin + 1),
+                        w->sm + (w->hk_lo) * HEAD_STATE, w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O, wt);
+        for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS)
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + 2;
-                if (jn + 1 < j_end)
-                    attn_whisper_cross_sqk_3x2_f32__avx2(w->sq + (hn) * 192, attn_whisper_cross_k_row(&kv, hn, jn + 0), attn_whisper_cross_k_row(&kv, hn, jn + 1),
-                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 192, wn);
-                attn_whisper_cross_spvk_3x2_f32__avx2(wt, attn_whisper_cross_v_row(&kv, hk, jp + 0), attn_whisper_cross_v_row(&kv, hk, jp + 1), w->so + (hk) * 192);
+                const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + STEP_KEYS;
+                if (jn + (STEP_KEYS - 1) < j_end)
+                    attn_whisper_cross_sqk_3x2_f32__avx2(w->sq + (hn) * HEAD_Q, attn_whisper_cross_k_row(&kv, hn, jn + 0), attn_whisper_cross_k_row(&kv, hn, jn + 1),
+                        w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
+                attn_whisper_cross_spvk_3x2_f32__avx2(wt, attn_whisper_cross_v_row(&kv, hk, jp + 0), attn_whisper_cross_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                 j = jp;
                 if (j + STREAM_PREFETCH + 0 < j_end) {
                     attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -8418,7 +8495,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_
                     attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
                     attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
                 }
-                if (hk == w->hk_lo && jp + STREAM_PAGE_AHEAD + 1 < j_end) {
+                if (hk == w->hk_lo && jp + STREAM_PAGE_AHEAD + (STEP_KEYS - 1) < j_end) {
                     attn_whisper_cross_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 0);
                     attn_whisper_cross_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 1);
                 }
@@ -8427,9 +8504,9 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_
     }
     for (j = jp; j < j_end; j++) /* the last keys, one at a time */
         for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-            p = attn_whisper_cross_sqk_3x1_f32__avx2(w->sq + (hk) * 192, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 192);
-            attn_whisper_cross_spv_3x64_f32__avx2(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 192);
+            p = attn_whisper_cross_sqk_3x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+            attn_whisper_cross_spv_3x64_f32__avx2(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
         }
 }
 
@@ -8439,7 +8516,16 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_
 __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_3x1__avx2(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_whisper_cross_dscratch__avx2 *w, float *restrict opart, float *restrict lpart)
 {
-    const int64_t Lq = 3, n = 36;
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 3, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 64, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 192, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 192, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4, /* floats of a kv head's running maxima, and of its sums: a four-float register */
+        STEP_KEYS = 2 /* keys a step of the several-key steps (lib/dot's sqk and spvk) */
+    };
+    const int64_t Lq = HEAD_ROWS / GROUP, n = HKV * HEAD_ROWS;
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_whisper_cross_kv kv = attn_whisper_cross_kv_of(args, b);
@@ -8448,16 +8534,16 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_3x
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
-        const int64_t rr = r % 3, h = (r / 3) * GROUP + rr / Lq, i = rr % Lq;
-        if (r >= w->hk_lo * 3 && r < w->hk_hi * 3)
-            attn_whisper_cross_qpack_f32__avx2(attn_whisper_cross_q_row(args, b, i, h), w->sq + r * 64);
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, i = rr % Lq;
+        if (r >= w->hk_lo * HEAD_ROWS && r < w->hk_hi * HEAD_ROWS)
+            attn_whisper_cross_qpack_f32__avx2(attn_whisper_cross_q_row(args, b, i, h), w->sq + r * Q_STRIDE);
         attn_whisper_cross_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
-    for (r = 0; r < HKV * 4; r++) {
+    for (r = 0; r < HKV * HEAD_STATE; r++) {
         w->sm[r] = -INFINITY;
         w->sl[r] = 0.0f;
     }
-    memset(w->so, 0, sizeof(float) * (size_t)(n * 64));
+    memset(w->so, 0, sizeof(float) * (size_t)(n * O_STRIDE));
 
     cls = attn_whisper_cross_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
@@ -8467,9 +8553,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_3x
         } else if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_whisper_cross_sqk_3x1_f32__avx2(w->sq + (hk) * 192, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 192);
-                    attn_whisper_cross_spv_3x64_f32__avx2(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 192);
+                    p = attn_whisper_cross_sqk_3x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_whisper_cross_spv_3x64_f32__avx2(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -8478,14 +8564,14 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_3x
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_whisper_cross_sqk_3x1_f32__avx2(w->sq + (w->hk_lo) * 192, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * 4,
-                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 192);
+                p = attn_whisper_cross_sqk_3x1_f32__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
+                    w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_whisper_cross_sqk_3x1_f32__avx2(w->sq + (hn) * 192, attn_whisper_cross_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4,
-                    w->sl + (hn) * 4, w->so + (hn) * 192) : p;
-                    attn_whisper_cross_spv_3x64_f32__avx2(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 192);
+                    pn = jn < j_end ? attn_whisper_cross_sqk_3x1_f32__avx2(w->sq + (hn) * HEAD_Q, attn_whisper_cross_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
+                    w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
+                    attn_whisper_cross_spv_3x64_f32__avx2(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -8496,9 +8582,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_3x
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_whisper_cross_sqk_3x1_f32__avx2(w->sq + (hk) * 192, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 192);
-                    attn_whisper_cross_spv_3x64_f32__avx2(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 192);
+                    p = attn_whisper_cross_sqk_3x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_whisper_cross_spv_3x64_f32__avx2(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -8517,8 +8603,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_3x
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_whisper_cross_sterms_3x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_whisper_cross_spv_3x64_f32__avx2(attn_whisper_cross_sqk_3x1_f32__avx2(w->sq + (hk) * 192, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 192), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 192);
+                        attn_whisper_cross_spv_3x64_f32__avx2(attn_whisper_cross_sqk_3x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -8529,8 +8615,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_3x
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_whisper_cross_sterms_3x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_whisper_cross_spv_3x64_f32__avx2(attn_whisper_cross_sqk_3x1_f32__avx2(w->sq + (hk) * 192, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 192), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 192);
+                        attn_whisper_cross_spv_3x64_f32__avx2(attn_whisper_cross_sqk_3x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -8541,9 +8627,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_3x
     }
 
     /* the split's result: the unit's kv heads' rows */
-    for (r = w->hk_lo * 3; r < w->hk_hi * 3; r++) {
-        const int64_t rr = r % 3, h = (r / 3) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        attn_whisper_cross_dresult(w->so + r * 64, w->sm[(r / 3) * 4 + rr], w->sl[(r / 3) * 4 + rr], opart + row * DV,
+    for (r = w->hk_lo * HEAD_ROWS; r < w->hk_hi * HEAD_ROWS; r++) {
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        attn_whisper_cross_dresult(w->so + r * O_STRIDE, w->sm[(r / HEAD_ROWS) * HEAD_STATE + rr], w->sl[(r / HEAD_ROWS) * HEAD_STATE + rr], opart + row * DV,
                 lpart + row);
     }
 }
@@ -8554,21 +8640,30 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_3x
  * call, not inlined: the unit's one-key loop compiles as it does without it). */
 ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_spairs_4x2__avx2(const attn_whisper_cross_kv kv, attn_whisper_cross_dscratch__avx2 *w, int64_t j_begin, int64_t j_end)
 {
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 4, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 64, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 256, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 256, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4, /* floats of a kv head's running maxima, and of its sums: a four-float register */
+        STEP_KEYS = 2 /* keys a step of the several-key steps (lib/dot's sqk and spvk) */
+    };
     __m128 p;
     int64_t j, hk;
     /* 2 keys a step, so that one pass over Q scores them and one over O adds
        their V rows; one step ahead: the next head's weights while this head's
        P*V runs (never the same head's: its max may move, and w with it) */
-    __m128 wt[2], wn[2];
+    __m128 wt[STEP_KEYS], wn[STEP_KEYS];
     int64_t jp;
     memset(wt, 0, sizeof wt);
     memset(wn, 0, sizeof wn);
     if (w->hk_hi - w->hk_lo == 1) { /* a unit of one kv head (a short cache's): each step's weights, then its P*V */
-        for (jp = j_begin; jp + 1 < j_end; jp += 2) {
+        for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS) {
             hk = w->hk_lo;
-            attn_whisper_cross_sqk_4x2_f32__avx2(w->sq + (hk) * 256, attn_whisper_cross_k_row(&kv, hk, jp + 0), attn_whisper_cross_k_row(&kv, hk, jp + 1),
-                        w->sm + (hk) * 4, w->sl + (hk) * 4, w->so + (hk) * 256, wt);
-            attn_whisper_cross_spvk_4x2_f32__avx2(wt, attn_whisper_cross_v_row(&kv, hk, jp + 0), attn_whisper_cross_v_row(&kv, hk, jp + 1), w->so + (hk) * 256);
+            attn_whisper_cross_sqk_4x2_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, jp + 0), attn_whisper_cross_k_row(&kv, hk, jp + 1),
+                        w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
+            attn_whisper_cross_spvk_4x2_f32__avx2(wt, attn_whisper_cross_v_row(&kv, hk, jp + 0), attn_whisper_cross_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
             j = jp;
             if (j + STREAM_PREFETCH + 0 < j_end) {
                 attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -8580,16 +8675,16 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_
             }
         }
     } else {
-        if (j_end - j_begin >= 2)
-            attn_whisper_cross_sqk_4x2_f32__avx2(w->sq + (w->hk_lo) * 256, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin + 0), attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin + 1),
-                        w->sm + (w->hk_lo) * 4, w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 256, wt);
-        for (jp = j_begin; jp + 1 < j_end; jp += 2)
+        if (j_end - j_begin >= STEP_KEYS)
+            attn_whisper_cross_sqk_4x2_f32__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin + 0), attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin + 1),
+                        w->sm + (w->hk_lo) * HEAD_STATE, w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O, wt);
+        for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS)
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + 2;
-                if (jn + 1 < j_end)
-                    attn_whisper_cross_sqk_4x2_f32__avx2(w->sq + (hn) * 256, attn_whisper_cross_k_row(&kv, hn, jn + 0), attn_whisper_cross_k_row(&kv, hn, jn + 1),
-                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 256, wn);
-                attn_whisper_cross_spvk_4x2_f32__avx2(wt, attn_whisper_cross_v_row(&kv, hk, jp + 0), attn_whisper_cross_v_row(&kv, hk, jp + 1), w->so + (hk) * 256);
+                const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + STEP_KEYS;
+                if (jn + (STEP_KEYS - 1) < j_end)
+                    attn_whisper_cross_sqk_4x2_f32__avx2(w->sq + (hn) * HEAD_Q, attn_whisper_cross_k_row(&kv, hn, jn + 0), attn_whisper_cross_k_row(&kv, hn, jn + 1),
+                        w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
+                attn_whisper_cross_spvk_4x2_f32__avx2(wt, attn_whisper_cross_v_row(&kv, hk, jp + 0), attn_whisper_cross_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                 j = jp;
                 if (j + STREAM_PREFETCH + 0 < j_end) {
                     attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -8599,7 +8694,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_
                     attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
                     attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
                 }
-                if (hk == w->hk_lo && jp + STREAM_PAGE_AHEAD + 1 < j_end) {
+                if (hk == w->hk_lo && jp + STREAM_PAGE_AHEAD + (STEP_KEYS - 1) < j_end) {
                     attn_whisper_cross_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 0);
                     attn_whisper_cross_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + 1);
                 }
@@ -8608,9 +8703,9 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_
     }
     for (j = jp; j < j_end; j++) /* the last keys, one at a time */
         for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-            p = attn_whisper_cross_sqk_4x1_f32__avx2(w->sq + (hk) * 256, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 256);
-            attn_whisper_cross_spv_4x64_f32__avx2(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 256);
+            p = attn_whisper_cross_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+            attn_whisper_cross_spv_4x64_f32__avx2(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
         }
 }
 
@@ -8620,7 +8715,16 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_
 __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_4x1__avx2(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_whisper_cross_dscratch__avx2 *w, float *restrict opart, float *restrict lpart)
 {
-    const int64_t Lq = 4, n = 48;
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 4, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 64, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 256, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 256, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4, /* floats of a kv head's running maxima, and of its sums: a four-float register */
+        STEP_KEYS = 2 /* keys a step of the several-key steps (lib/dot's sqk and spvk) */
+    };
+    const int64_t Lq = HEAD_ROWS / GROUP, n = HKV * HEAD_ROWS;
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_whisper_cross_kv kv = attn_whisper_cross_kv_of(args, b);
@@ -8629,16 +8733,16 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_4x
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
-        const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
-        if (r >= w->hk_lo * 4 && r < w->hk_hi * 4)
-            attn_whisper_cross_qpack_f32__avx2(attn_whisper_cross_q_row(args, b, i, h), w->sq + r * 64);
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, i = rr % Lq;
+        if (r >= w->hk_lo * HEAD_ROWS && r < w->hk_hi * HEAD_ROWS)
+            attn_whisper_cross_qpack_f32__avx2(attn_whisper_cross_q_row(args, b, i, h), w->sq + r * Q_STRIDE);
         attn_whisper_cross_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
-    for (r = 0; r < HKV * 4; r++) {
+    for (r = 0; r < HKV * HEAD_STATE; r++) {
         w->sm[r] = -INFINITY;
         w->sl[r] = 0.0f;
     }
-    memset(w->so, 0, sizeof(float) * (size_t)(n * 64));
+    memset(w->so, 0, sizeof(float) * (size_t)(n * O_STRIDE));
 
     cls = attn_whisper_cross_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
@@ -8648,9 +8752,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_4x
         } else if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_whisper_cross_sqk_4x1_f32__avx2(w->sq + (hk) * 256, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 256);
-                    attn_whisper_cross_spv_4x64_f32__avx2(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 256);
+                    p = attn_whisper_cross_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_whisper_cross_spv_4x64_f32__avx2(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -8659,14 +8763,14 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_4x
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_whisper_cross_sqk_4x1_f32__avx2(w->sq + (w->hk_lo) * 256, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * 4,
-                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 256);
+                p = attn_whisper_cross_sqk_4x1_f32__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
+                    w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_whisper_cross_sqk_4x1_f32__avx2(w->sq + (hn) * 256, attn_whisper_cross_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4,
-                    w->sl + (hn) * 4, w->so + (hn) * 256) : p;
-                    attn_whisper_cross_spv_4x64_f32__avx2(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 256);
+                    pn = jn < j_end ? attn_whisper_cross_sqk_4x1_f32__avx2(w->sq + (hn) * HEAD_Q, attn_whisper_cross_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
+                    w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
+                    attn_whisper_cross_spv_4x64_f32__avx2(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -8677,9 +8781,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_4x
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_whisper_cross_sqk_4x1_f32__avx2(w->sq + (hk) * 256, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 256);
-                    attn_whisper_cross_spv_4x64_f32__avx2(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 256);
+                    p = attn_whisper_cross_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_whisper_cross_spv_4x64_f32__avx2(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -8698,8 +8802,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_4x
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_whisper_cross_sterms_4x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_whisper_cross_spv_4x64_f32__avx2(attn_whisper_cross_sqk_4x1_f32__avx2(w->sq + (hk) * 256, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 256), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 256);
+                        attn_whisper_cross_spv_4x64_f32__avx2(attn_whisper_cross_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -8710,8 +8814,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_4x
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_whisper_cross_sterms_4x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_whisper_cross_spv_4x64_f32__avx2(attn_whisper_cross_sqk_4x1_f32__avx2(w->sq + (hk) * 256, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 256), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 256);
+                        attn_whisper_cross_spv_4x64_f32__avx2(attn_whisper_cross_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -8722,9 +8826,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_4x
     }
 
     /* the split's result: the unit's kv heads' rows */
-    for (r = w->hk_lo * 4; r < w->hk_hi * 4; r++) {
-        const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        attn_whisper_cross_dresult(w->so + r * 64, w->sm[(r / 4) * 4 + rr], w->sl[(r / 4) * 4 + rr], opart + row * DV,
+    for (r = w->hk_lo * HEAD_ROWS; r < w->hk_hi * HEAD_ROWS; r++) {
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        attn_whisper_cross_dresult(w->so + r * O_STRIDE, w->sm[(r / HEAD_ROWS) * HEAD_STATE + rr], w->sl[(r / HEAD_ROWS) * HEAD_STATE + rr], opart + row * DV,
                 lpart + row);
     }
 }
@@ -11944,7 +12048,15 @@ static void attn_whisper_cross_dunit__neon(const attn_args *args, int64_t b, int
 static void attn_whisper_cross_sunit_1x1__neon(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_whisper_cross_dscratch__neon *w, float *restrict opart, float *restrict lpart)
 {
-    const int64_t Lq = 1, n = 12;
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 1, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 64, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 64, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 64, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4 /* floats of a kv head's running maxima, and of its sums: a four-float register */
+    };
+    const int64_t Lq = HEAD_ROWS / GROUP, n = HKV * HEAD_ROWS;
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_whisper_cross_kv kv = attn_whisper_cross_kv_of(args, b);
@@ -11953,16 +12065,16 @@ static void attn_whisper_cross_sunit_1x1__neon(const attn_args *args, int64_t b,
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
-        const int64_t rr = r % 1, h = (r / 1) * GROUP + rr / Lq, i = rr % Lq;
-        if (r >= w->hk_lo * 1 && r < w->hk_hi * 1)
-            attn_whisper_cross_qpack_f32__neon(attn_whisper_cross_q_row(args, b, i, h), w->sq + r * 64);
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, i = rr % Lq;
+        if (r >= w->hk_lo * HEAD_ROWS && r < w->hk_hi * HEAD_ROWS)
+            attn_whisper_cross_qpack_f32__neon(attn_whisper_cross_q_row(args, b, i, h), w->sq + r * Q_STRIDE);
         attn_whisper_cross_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
-    for (r = 0; r < HKV * 4; r++) {
+    for (r = 0; r < HKV * HEAD_STATE; r++) {
         w->sm[r] = -INFINITY;
         w->sl[r] = 0.0f;
     }
-    memset(w->so, 0, sizeof(float) * (size_t)(n * 64));
+    memset(w->so, 0, sizeof(float) * (size_t)(n * O_STRIDE));
 
     cls = attn_whisper_cross_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
@@ -11970,9 +12082,9 @@ static void attn_whisper_cross_sunit_1x1__neon(const attn_args *args, int64_t b,
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_whisper_cross_sqk_1x1_f32__neon(w->sq + (hk) * 64, attn_whisper_cross_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 64);
-                    attn_whisper_cross_spv_1x64_f32__neon(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 64);
+                    p = attn_whisper_cross_sqk_1x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_whisper_cross_spv_1x64_f32__neon(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -11981,14 +12093,14 @@ static void attn_whisper_cross_sunit_1x1__neon(const attn_args *args, int64_t b,
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_whisper_cross_sqk_1x1_f32__neon(w->sq + (w->hk_lo) * 64, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * 4,
-                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 64);
+                p = attn_whisper_cross_sqk_1x1_f32__neon(w->sq + (w->hk_lo) * HEAD_Q, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * HEAD_STATE,
+                    w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_whisper_cross_sqk_1x1_f32__neon(w->sq + (hn) * 64, attn_whisper_cross_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * 4,
-                    w->sl + (hn) * 4, w->so + (hn) * 64) : p;
-                    attn_whisper_cross_spv_1x64_f32__neon(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 64);
+                    pn = jn < j_end ? attn_whisper_cross_sqk_1x1_f32__neon(w->sq + (hn) * HEAD_Q, attn_whisper_cross_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * HEAD_STATE,
+                    w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
+                    attn_whisper_cross_spv_1x64_f32__neon(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -11999,9 +12111,9 @@ static void attn_whisper_cross_sunit_1x1__neon(const attn_args *args, int64_t b,
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_whisper_cross_sqk_1x1_f32__neon(w->sq + (hk) * 64, attn_whisper_cross_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 64);
-                    attn_whisper_cross_spv_1x64_f32__neon(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 64);
+                    p = attn_whisper_cross_sqk_1x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_whisper_cross_spv_1x64_f32__neon(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -12020,8 +12132,8 @@ static void attn_whisper_cross_sunit_1x1__neon(const attn_args *args, int64_t b,
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_whisper_cross_sterms_1x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_whisper_cross_spv_1x64_f32__neon(attn_whisper_cross_sqk_1x1_f32__neon(w->sq + (hk) * 64, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 64), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 64);
+                        attn_whisper_cross_spv_1x64_f32__neon(attn_whisper_cross_sqk_1x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -12032,8 +12144,8 @@ static void attn_whisper_cross_sunit_1x1__neon(const attn_args *args, int64_t b,
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_whisper_cross_sterms_1x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_whisper_cross_spv_1x64_f32__neon(attn_whisper_cross_sqk_1x1_f32__neon(w->sq + (hk) * 64, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 64), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 64);
+                        attn_whisper_cross_spv_1x64_f32__neon(attn_whisper_cross_sqk_1x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -12044,9 +12156,9 @@ static void attn_whisper_cross_sunit_1x1__neon(const attn_args *args, int64_t b,
     }
 
     /* the split's result: the unit's kv heads' rows */
-    for (r = w->hk_lo * 1; r < w->hk_hi * 1; r++) {
-        const int64_t rr = r % 1, h = (r / 1) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        attn_whisper_cross_dresult(w->so + r * 64, w->sm[(r / 1) * 4 + rr], w->sl[(r / 1) * 4 + rr], opart + row * DV,
+    for (r = w->hk_lo * HEAD_ROWS; r < w->hk_hi * HEAD_ROWS; r++) {
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        attn_whisper_cross_dresult(w->so + r * O_STRIDE, w->sm[(r / HEAD_ROWS) * HEAD_STATE + rr], w->sl[(r / HEAD_ROWS) * HEAD_STATE + rr], opart + row * DV,
                 lpart + row);
     }
 }
@@ -12057,7 +12169,15 @@ static void attn_whisper_cross_sunit_1x1__neon(const attn_args *args, int64_t b,
 static void attn_whisper_cross_sunit_2x1__neon(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_whisper_cross_dscratch__neon *w, float *restrict opart, float *restrict lpart)
 {
-    const int64_t Lq = 2, n = 24;
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 2, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 64, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 128, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 128, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4 /* floats of a kv head's running maxima, and of its sums: a four-float register */
+    };
+    const int64_t Lq = HEAD_ROWS / GROUP, n = HKV * HEAD_ROWS;
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_whisper_cross_kv kv = attn_whisper_cross_kv_of(args, b);
@@ -12066,16 +12186,16 @@ static void attn_whisper_cross_sunit_2x1__neon(const attn_args *args, int64_t b,
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
-        const int64_t rr = r % 2, h = (r / 2) * GROUP + rr / Lq, i = rr % Lq;
-        if (r >= w->hk_lo * 2 && r < w->hk_hi * 2)
-            attn_whisper_cross_qpack_f32__neon(attn_whisper_cross_q_row(args, b, i, h), w->sq + r * 64);
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, i = rr % Lq;
+        if (r >= w->hk_lo * HEAD_ROWS && r < w->hk_hi * HEAD_ROWS)
+            attn_whisper_cross_qpack_f32__neon(attn_whisper_cross_q_row(args, b, i, h), w->sq + r * Q_STRIDE);
         attn_whisper_cross_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
-    for (r = 0; r < HKV * 4; r++) {
+    for (r = 0; r < HKV * HEAD_STATE; r++) {
         w->sm[r] = -INFINITY;
         w->sl[r] = 0.0f;
     }
-    memset(w->so, 0, sizeof(float) * (size_t)(n * 64));
+    memset(w->so, 0, sizeof(float) * (size_t)(n * O_STRIDE));
 
     cls = attn_whisper_cross_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
@@ -12083,9 +12203,9 @@ static void attn_whisper_cross_sunit_2x1__neon(const attn_args *args, int64_t b,
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_whisper_cross_sqk_2x1_f32__neon(w->sq + (hk) * 128, attn_whisper_cross_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 128);
-                    attn_whisper_cross_spv_2x64_f32__neon(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 128);
+                    p = attn_whisper_cross_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_whisper_cross_spv_2x64_f32__neon(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -12094,14 +12214,14 @@ static void attn_whisper_cross_sunit_2x1__neon(const attn_args *args, int64_t b,
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_whisper_cross_sqk_2x1_f32__neon(w->sq + (w->hk_lo) * 128, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * 4,
-                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 128);
+                p = attn_whisper_cross_sqk_2x1_f32__neon(w->sq + (w->hk_lo) * HEAD_Q, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * HEAD_STATE,
+                    w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_whisper_cross_sqk_2x1_f32__neon(w->sq + (hn) * 128, attn_whisper_cross_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * 4,
-                    w->sl + (hn) * 4, w->so + (hn) * 128) : p;
-                    attn_whisper_cross_spv_2x64_f32__neon(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 128);
+                    pn = jn < j_end ? attn_whisper_cross_sqk_2x1_f32__neon(w->sq + (hn) * HEAD_Q, attn_whisper_cross_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * HEAD_STATE,
+                    w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
+                    attn_whisper_cross_spv_2x64_f32__neon(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -12112,9 +12232,9 @@ static void attn_whisper_cross_sunit_2x1__neon(const attn_args *args, int64_t b,
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_whisper_cross_sqk_2x1_f32__neon(w->sq + (hk) * 128, attn_whisper_cross_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 128);
-                    attn_whisper_cross_spv_2x64_f32__neon(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 128);
+                    p = attn_whisper_cross_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_whisper_cross_spv_2x64_f32__neon(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -12133,8 +12253,8 @@ static void attn_whisper_cross_sunit_2x1__neon(const attn_args *args, int64_t b,
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_whisper_cross_sterms_2x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_whisper_cross_spv_2x64_f32__neon(attn_whisper_cross_sqk_2x1_f32__neon(w->sq + (hk) * 128, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 128), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 128);
+                        attn_whisper_cross_spv_2x64_f32__neon(attn_whisper_cross_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -12145,8 +12265,8 @@ static void attn_whisper_cross_sunit_2x1__neon(const attn_args *args, int64_t b,
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_whisper_cross_sterms_2x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_whisper_cross_spv_2x64_f32__neon(attn_whisper_cross_sqk_2x1_f32__neon(w->sq + (hk) * 128, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 128), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 128);
+                        attn_whisper_cross_spv_2x64_f32__neon(attn_whisper_cross_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -12157,9 +12277,9 @@ static void attn_whisper_cross_sunit_2x1__neon(const attn_args *args, int64_t b,
     }
 
     /* the split's result: the unit's kv heads' rows */
-    for (r = w->hk_lo * 2; r < w->hk_hi * 2; r++) {
-        const int64_t rr = r % 2, h = (r / 2) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        attn_whisper_cross_dresult(w->so + r * 64, w->sm[(r / 2) * 4 + rr], w->sl[(r / 2) * 4 + rr], opart + row * DV,
+    for (r = w->hk_lo * HEAD_ROWS; r < w->hk_hi * HEAD_ROWS; r++) {
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        attn_whisper_cross_dresult(w->so + r * O_STRIDE, w->sm[(r / HEAD_ROWS) * HEAD_STATE + rr], w->sl[(r / HEAD_ROWS) * HEAD_STATE + rr], opart + row * DV,
                 lpart + row);
     }
 }
@@ -12170,7 +12290,15 @@ static void attn_whisper_cross_sunit_2x1__neon(const attn_args *args, int64_t b,
 static void attn_whisper_cross_sunit_3x1__neon(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_whisper_cross_dscratch__neon *w, float *restrict opart, float *restrict lpart)
 {
-    const int64_t Lq = 3, n = 36;
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 3, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 64, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 192, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 192, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4 /* floats of a kv head's running maxima, and of its sums: a four-float register */
+    };
+    const int64_t Lq = HEAD_ROWS / GROUP, n = HKV * HEAD_ROWS;
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_whisper_cross_kv kv = attn_whisper_cross_kv_of(args, b);
@@ -12179,16 +12307,16 @@ static void attn_whisper_cross_sunit_3x1__neon(const attn_args *args, int64_t b,
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
-        const int64_t rr = r % 3, h = (r / 3) * GROUP + rr / Lq, i = rr % Lq;
-        if (r >= w->hk_lo * 3 && r < w->hk_hi * 3)
-            attn_whisper_cross_qpack_f32__neon(attn_whisper_cross_q_row(args, b, i, h), w->sq + r * 64);
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, i = rr % Lq;
+        if (r >= w->hk_lo * HEAD_ROWS && r < w->hk_hi * HEAD_ROWS)
+            attn_whisper_cross_qpack_f32__neon(attn_whisper_cross_q_row(args, b, i, h), w->sq + r * Q_STRIDE);
         attn_whisper_cross_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
-    for (r = 0; r < HKV * 4; r++) {
+    for (r = 0; r < HKV * HEAD_STATE; r++) {
         w->sm[r] = -INFINITY;
         w->sl[r] = 0.0f;
     }
-    memset(w->so, 0, sizeof(float) * (size_t)(n * 64));
+    memset(w->so, 0, sizeof(float) * (size_t)(n * O_STRIDE));
 
     cls = attn_whisper_cross_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
@@ -12196,9 +12324,9 @@ static void attn_whisper_cross_sunit_3x1__neon(const attn_args *args, int64_t b,
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_whisper_cross_sqk_3x1_f32__neon(w->sq + (hk) * 192, attn_whisper_cross_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 192);
-                    attn_whisper_cross_spv_3x64_f32__neon(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 192);
+                    p = attn_whisper_cross_sqk_3x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_whisper_cross_spv_3x64_f32__neon(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -12207,14 +12335,14 @@ static void attn_whisper_cross_sunit_3x1__neon(const attn_args *args, int64_t b,
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_whisper_cross_sqk_3x1_f32__neon(w->sq + (w->hk_lo) * 192, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * 4,
-                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 192);
+                p = attn_whisper_cross_sqk_3x1_f32__neon(w->sq + (w->hk_lo) * HEAD_Q, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * HEAD_STATE,
+                    w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_whisper_cross_sqk_3x1_f32__neon(w->sq + (hn) * 192, attn_whisper_cross_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * 4,
-                    w->sl + (hn) * 4, w->so + (hn) * 192) : p;
-                    attn_whisper_cross_spv_3x64_f32__neon(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 192);
+                    pn = jn < j_end ? attn_whisper_cross_sqk_3x1_f32__neon(w->sq + (hn) * HEAD_Q, attn_whisper_cross_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * HEAD_STATE,
+                    w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
+                    attn_whisper_cross_spv_3x64_f32__neon(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -12225,9 +12353,9 @@ static void attn_whisper_cross_sunit_3x1__neon(const attn_args *args, int64_t b,
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_whisper_cross_sqk_3x1_f32__neon(w->sq + (hk) * 192, attn_whisper_cross_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 192);
-                    attn_whisper_cross_spv_3x64_f32__neon(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 192);
+                    p = attn_whisper_cross_sqk_3x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_whisper_cross_spv_3x64_f32__neon(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -12246,8 +12374,8 @@ static void attn_whisper_cross_sunit_3x1__neon(const attn_args *args, int64_t b,
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_whisper_cross_sterms_3x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_whisper_cross_spv_3x64_f32__neon(attn_whisper_cross_sqk_3x1_f32__neon(w->sq + (hk) * 192, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 192), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 192);
+                        attn_whisper_cross_spv_3x64_f32__neon(attn_whisper_cross_sqk_3x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -12258,8 +12386,8 @@ static void attn_whisper_cross_sunit_3x1__neon(const attn_args *args, int64_t b,
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_whisper_cross_sterms_3x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_whisper_cross_spv_3x64_f32__neon(attn_whisper_cross_sqk_3x1_f32__neon(w->sq + (hk) * 192, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 192), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 192);
+                        attn_whisper_cross_spv_3x64_f32__neon(attn_whisper_cross_sqk_3x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -12270,9 +12398,9 @@ static void attn_whisper_cross_sunit_3x1__neon(const attn_args *args, int64_t b,
     }
 
     /* the split's result: the unit's kv heads' rows */
-    for (r = w->hk_lo * 3; r < w->hk_hi * 3; r++) {
-        const int64_t rr = r % 3, h = (r / 3) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        attn_whisper_cross_dresult(w->so + r * 64, w->sm[(r / 3) * 4 + rr], w->sl[(r / 3) * 4 + rr], opart + row * DV,
+    for (r = w->hk_lo * HEAD_ROWS; r < w->hk_hi * HEAD_ROWS; r++) {
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        attn_whisper_cross_dresult(w->so + r * O_STRIDE, w->sm[(r / HEAD_ROWS) * HEAD_STATE + rr], w->sl[(r / HEAD_ROWS) * HEAD_STATE + rr], opart + row * DV,
                 lpart + row);
     }
 }
@@ -12283,7 +12411,15 @@ static void attn_whisper_cross_sunit_3x1__neon(const attn_args *args, int64_t b,
 static void attn_whisper_cross_sunit_4x1__neon(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_whisper_cross_dscratch__neon *w, float *restrict opart, float *restrict lpart)
 {
-    const int64_t Lq = 4, n = 48;
+    enum { /* the streaming unit's schedule (planner/sdpa_decode.lua) */
+        HEAD_ROWS = 4, /* query rows a kv head (GROUP * Lq), a lane of the four-float registers each */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 64, /* floats of a row of O (Dv in whole vectors) */
+        HEAD_Q = 256, /* floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE) */
+        HEAD_O = 256, /* floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE) */
+        HEAD_STATE = 4 /* floats of a kv head's running maxima, and of its sums: a four-float register */
+    };
+    const int64_t Lq = HEAD_ROWS / GROUP, n = HKV * HEAD_ROWS;
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_whisper_cross_kv kv = attn_whisper_cross_kv_of(args, b);
@@ -12292,16 +12428,16 @@ static void attn_whisper_cross_sunit_4x1__neon(const attn_args *args, int64_t b,
 
     w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) { /* every row's span (the same for every kv head), the unit's kv heads' Q */
-        const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
-        if (r >= w->hk_lo * 4 && r < w->hk_hi * 4)
-            attn_whisper_cross_qpack_f32__neon(attn_whisper_cross_q_row(args, b, i, h), w->sq + r * 64);
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, i = rr % Lq;
+        if (r >= w->hk_lo * HEAD_ROWS && r < w->hk_hi * HEAD_ROWS)
+            attn_whisper_cross_qpack_f32__neon(attn_whisper_cross_q_row(args, b, i, h), w->sq + r * Q_STRIDE);
         attn_whisper_cross_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
     }
-    for (r = 0; r < HKV * 4; r++) {
+    for (r = 0; r < HKV * HEAD_STATE; r++) {
         w->sm[r] = -INFINITY;
         w->sl[r] = 0.0f;
     }
-    memset(w->so, 0, sizeof(float) * (size_t)(n * 64));
+    memset(w->so, 0, sizeof(float) * (size_t)(n * O_STRIDE));
 
     cls = attn_whisper_cross_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
@@ -12309,9 +12445,9 @@ static void attn_whisper_cross_sunit_4x1__neon(const attn_args *args, int64_t b,
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_whisper_cross_sqk_4x1_f32__neon(w->sq + (hk) * 256, attn_whisper_cross_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 256);
-                    attn_whisper_cross_spv_4x64_f32__neon(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 256);
+                    p = attn_whisper_cross_sqk_4x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_whisper_cross_spv_4x64_f32__neon(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -12320,14 +12456,14 @@ static void attn_whisper_cross_sunit_4x1__neon(const attn_args *args, int64_t b,
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_whisper_cross_sqk_4x1_f32__neon(w->sq + (w->hk_lo) * 256, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * 4,
-                    w->sl + (w->hk_lo) * 4, w->so + (w->hk_lo) * 256);
+                p = attn_whisper_cross_sqk_4x1_f32__neon(w->sq + (w->hk_lo) * HEAD_Q, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * HEAD_STATE,
+                    w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_whisper_cross_sqk_4x1_f32__neon(w->sq + (hn) * 256, attn_whisper_cross_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * 4,
-                    w->sl + (hn) * 4, w->so + (hn) * 256) : p;
-                    attn_whisper_cross_spv_4x64_f32__neon(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 256);
+                    pn = jn < j_end ? attn_whisper_cross_sqk_4x1_f32__neon(w->sq + (hn) * HEAD_Q, attn_whisper_cross_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * HEAD_STATE,
+                    w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
+                    attn_whisper_cross_spv_4x64_f32__neon(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -12338,9 +12474,9 @@ static void attn_whisper_cross_sunit_4x1__neon(const attn_args *args, int64_t b,
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_whisper_cross_sqk_4x1_f32__neon(w->sq + (hk) * 256, attn_whisper_cross_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 256);
-                    attn_whisper_cross_spv_4x64_f32__neon(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 256);
+                    p = attn_whisper_cross_sqk_4x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    attn_whisper_cross_spv_4x64_f32__neon(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -12359,8 +12495,8 @@ static void attn_whisper_cross_sunit_4x1__neon(const attn_args *args, int64_t b,
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_whisper_cross_sterms_4x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_whisper_cross_spv_4x64_f32__neon(attn_whisper_cross_sqk_4x1_f32__neon(w->sq + (hk) * 256, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 256), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 256);
+                        attn_whisper_cross_spv_4x64_f32__neon(attn_whisper_cross_sqk_4x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -12371,8 +12507,8 @@ static void attn_whisper_cross_sunit_4x1__neon(const attn_args *args, int64_t b,
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_whisper_cross_sterms_4x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_whisper_cross_spv_4x64_f32__neon(attn_whisper_cross_sqk_4x1_f32__neon(w->sq + (hk) * 256, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
-                    w->sl + (hk) * 4, w->so + (hk) * 256), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 256);
+                        attn_whisper_cross_spv_4x64_f32__neon(attn_whisper_cross_sqk_4x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -12383,9 +12519,9 @@ static void attn_whisper_cross_sunit_4x1__neon(const attn_args *args, int64_t b,
     }
 
     /* the split's result: the unit's kv heads' rows */
-    for (r = w->hk_lo * 4; r < w->hk_hi * 4; r++) {
-        const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
-        attn_whisper_cross_dresult(w->so + r * 64, w->sm[(r / 4) * 4 + rr], w->sl[(r / 4) * 4 + rr], opart + row * DV,
+    for (r = w->hk_lo * HEAD_ROWS; r < w->hk_hi * HEAD_ROWS; r++) {
+        const int64_t rr = r % HEAD_ROWS, h = (r / HEAD_ROWS) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
+        attn_whisper_cross_dresult(w->so + r * O_STRIDE, w->sm[(r / HEAD_ROWS) * HEAD_STATE + rr], w->sl[(r / HEAD_ROWS) * HEAD_STATE + rr], opart + row * DV,
                 lpart + row);
     }
 }

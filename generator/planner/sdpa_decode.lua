@@ -11,8 +11,10 @@
 -- take the next block's rows to prefetch.  Every number the unit's C tests
 -- or pads to is one of the schedule's named constants (consts: name, value,
 -- what it is), which the template declares at the top of the unit; the C
--- expressions here spell them by name.  The template renders this table and
--- decides nothing.
+-- expressions here spell them by name.  So are the strides and steps of the
+-- streaming units (stream_consts, by their rows a kv head), which
+-- families/sdpa_decode_stream declares at the top of each of its functions.
+-- The template renders this table and decides nothing.
 local M = {}
 
 --- Below this many splits of the cache in a call (all batches together), a
@@ -71,6 +73,12 @@ local function constants(p, v, s)
   end
   if s.pv_pf then
     c[#c + 1] = { "PV_CHUNKS", s.pv_chunks, "chunks of D of the P*V kernels at most (a line of the next block each)" }
+    for _, l in ipairs(s.pv_levels) do
+      if l.rows_name then
+        c[#c + 1] = { l.rows_name, l.from, "rows a P*V call takes from which its kernel has " .. l.name }
+      end
+      c[#c + 1] = { l.name, l.n, ("chunks of D of the P*V kernels of %s rows"):format(l.what) }
+    end
   end
   if s.dp then
     c[#c + 1] = { "DP_ROWS", s.dp.rows, "rows a kv head from which the pair variant's calls take the dp class" }
@@ -79,10 +87,61 @@ local function constants(p, v, s)
     c[#c + 1] = { "DP_KEYS", s.dp.keys, "keys a call of the dp class's scores kernel takes (qkdp's rows)" }
     c[#c + 1] = { "DP_PAIRS", s.dp.pairs, "bf16 pairs of D in a packed Q^T panel row (D / 2)" }
     c[#c + 1] = { "DP_PV_ROWS", s.dp.pv_rows[1], "rows a call of the dp class's P*V kernel takes (pvdp's widest)" }
+    c[#c + 1] = { "DP_KEY_BLOCK", s.dp.key_block,
+      "keys a row of the dp class's packed P rounds up to (its blocks of pairs: twice the pair variant's lanes)" }
+    c[#c + 1] = { "DP_V_STRIDE", s.dp.v_stride, "bf16 pairs of a row of the block's packed V (Dv in whole vectors)" }
   end
   if s.row_lines then
     c[#c + 1] = { "ROW_LINES", s.row_lines, "cache lines of each K and V row (the kernels that prefetch count them)" }
     c[#c + 1] = { "LINE_FLOATS", p.line_floats, "elements of a K/V row in a cache line" }
+  end
+  return c
+end
+
+--- The chunks of D of the P*V kernels, by the rows a call takes (variant
+-- v's widths v.pv_rows, widest first): the most, the levels (each: the
+-- fewest rows from, the chunks, its constants' names), and `take`'s C
+-- expression of them.  The widest kernels' level is WIDE, the narrowest's
+-- NARROW, any between MID1, MID2...; one level alone: PV_CHUNKS.
+local function pv_chunk_levels(v)
+  local function nch(mr) return #v.pv_of(mr).chunks end
+  local levels, most = {}, 0
+  for idx, mr in ipairs(v.pv_rows) do
+    most = math.max(most, nch(mr))
+    local nxt = v.pv_rows[idx + 1]
+    if not nxt or nch(nxt) ~= nch(mr) then levels[#levels + 1] = { from = mr, n = nch(mr) } end
+  end
+  if #levels == 1 then return most, {}, "PV_CHUNKS" end
+  local expr = ""
+  for i, l in ipairs(levels) do
+    local tag = i == 1 and "WIDE" or i == #levels and "NARROW" or ("MID%d"):format(i - 1)
+    l.name = ("PV_%s_CHUNKS"):format(tag)
+    l.what = i == 1 and "PV_WIDE_ROWS or more" or i == #levels and ("fewer than " .. levels[i - 1].rows_name)
+      or ("PV_%s_ROWS to %s - 1"):format(tag, levels[i - 1].rows_name)
+    if i < #levels then
+      l.rows_name = ("PV_%s_ROWS"):format(tag)
+      expr = expr .. ("take >= %s ? %s : "):format(l.rows_name, l.name)
+    else
+      expr = expr .. l.name
+    end
+  end
+  return most, levels, expr
+end
+
+--- The named constants of variant v's streaming unit of R rows a kv head
+-- (families/sdpa_decode_stream; v.stream: nkeys, the keys of its steps),
+-- { name, value, comment } in order.
+local function stream_constants(v, R)
+  local c = {
+    { "HEAD_ROWS", R, "query rows a kv head (GROUP * Lq), a lane of the four-float registers each" },
+    { "Q_STRIDE", v.dqs, "floats of a packed Q row (D in whole vectors)" },
+    { "O_STRIDE", v.dvp, "floats of a row of O (Dv in whole vectors)" },
+    { "HEAD_Q", R * v.dqs, "floats of a kv head's packed Q rows (HEAD_ROWS * Q_STRIDE)" },
+    { "HEAD_O", R * v.dvp, "floats of a kv head's rows of O (HEAD_ROWS * O_STRIDE)" },
+    { "HEAD_STATE", 4, "floats of a kv head's running maxima, and of its sums: a four-float register" },
+  }
+  if v.stream.nkeys[R] > 1 then
+    c[#c + 1] = { "STEP_KEYS", v.stream.nkeys[R], "keys a step of the several-key steps (lib/dot's sqk and spvk)" }
   end
   return c
 end
@@ -190,17 +249,10 @@ function M.schedule(p, v)
   s.stream_rows = v.stream and p.Hq * v.stream.max_q or 0
   -- where the P*V kernels take the next block's rows: the chunks of D of the
   -- kernel that `take` rows call (a line of them an iteration each), as a C
-  -- expression ("take >= 7 ? 3 : 2"), and the most of them
+  -- expression on named constants ("take >= PV_WIDE_ROWS ? PV_WIDE_CHUNKS :
+  -- PV_NARROW_CHUNKS"), and the most of them
   if s.pv_pf then
-    local function nch(mr) return #v.pv_of(mr).chunks end
-    local expr, most = "", 0
-    for idx, mr in ipairs(v.pv_rows) do
-      most = math.max(most, nch(mr))
-      local nxt = v.pv_rows[idx + 1]
-      if not nxt then expr = expr .. nch(mr)
-      elseif nch(nxt) ~= nch(mr) then expr = expr .. ("take >= %d ? %d : "):format(mr, nch(mr)) end
-    end
-    s.pv_chunks, s.pv_chunks_of = most, expr
+    s.pv_chunks, s.pv_levels, s.pv_chunks_of = pv_chunk_levels(v)
   end
   -- the class of bf16 pair products (planner/sdpa.lua sets v.dp_from, the
   -- variant of pair dot products whose calls take it): a kv head's rows in
@@ -210,11 +262,15 @@ function M.schedule(p, v)
   if v.dp_from then
     local dv = v.dp_from
     s.dp = { v = dv, rows = s.panel, block = math.min(M.DP_BLOCK, p.decode.chunk), keys = dv.qk.mr,
-      pairs = dv.dp_pairs, pv_rows = dv.prefill_pv_rows,
+      pairs = dv.dp_pairs, pv_rows = dv.prefill_pv_rows, key_block = 2 * dv.lanes, v_stride = dv.dvp,
       qk = { dv.qkdp_fn(dv.qk.mr), dv.qkdp_fn(1) }, pv = {} }
     for i, mr in ipairs(dv.prefill_pv_rows) do s.dp.pv[i] = dv.pvdp_fn(mr) end
   end
   s.consts = constants(p, v, s)
+  if v.stream then -- the streaming units' constants, by their rows a kv head
+    s.stream_consts = {}
+    for _, R in ipairs(v.stream.rows) do s.stream_consts[R] = stream_constants(v, R) end
+  end
   s.classes = classes(s)
   s.c = shape(s)
   s.scratch_bytes = M.scratch_bytes(p, v, s)

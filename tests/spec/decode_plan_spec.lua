@@ -80,6 +80,29 @@ describe("the decode schedule", function()
       assert.is_string(k[3])
       assert.is_true(#k[3] > 10, k[1])
     end
+    -- the chunks of D of the P*V calls that prefetch (AVX-512: 7 and 8 rows in 3 chunks, the rest in 2)
+    assert.equal(7, const(s512, "PV_WIDE_ROWS"))
+    assert.equal(3, const(s512, "PV_WIDE_CHUNKS"))
+    assert.equal(2, const(s512, "PV_NARROW_CHUNKS"))
+    assert.equal("take >= PV_WIDE_ROWS ? PV_WIDE_CHUNKS : PV_NARROW_CHUNKS", s512.c.pv_chunks)
+    assert.is_nil(const(s2, "PV_WIDE_ROWS")) -- AVX2's P*V kernels take no rows
+  end)
+
+  it("names the streaming units' constants, by their rows a kv head", function()
+    local v = variant(llama, "avx512")
+    local function sconst(R, name)
+      for _, k in ipairs(v.dsched.stream_consts[R]) do if k[1] == name then return k[2] end end
+      return nil
+    end
+    for _, R in ipairs(v.stream.rows) do
+      assert.equal(R, sconst(R, "HEAD_ROWS"))
+      assert.equal(R * v.dqs, sconst(R, "HEAD_Q"))
+      assert.equal(R * v.dvp, sconst(R, "HEAD_O"))
+      assert.equal(4, sconst(R, "HEAD_STATE"))
+      -- the several-key steps' keys, only where the unit has them
+      assert.equal(v.stream.nkeys[R] > 1 and v.stream.nkeys[R] or nil, sconst(R, "STEP_KEYS"))
+    end
+    assert.equal(2, sconst(4, "STEP_KEYS"))
   end)
 
   it("lists Llama-3-8B's classes on AVX-512 and AVX2 in order", function()
@@ -153,6 +176,7 @@ describe("the decode schedule", function()
     assert.equal(32, const(s, "DP_ROWS"))
     assert.equal(256, const(s, "DP_BLOCK"))
     assert.equal(288, const(s, "DP_PAIRS"))
+    assert.equal(32, const(s, "DP_KEY_BLOCK")) -- blocks of 16 pairs of keys (AVX-512: 16 lanes)
     for _, gl in ipairs({ 1, 8, 16, 31, 32, 56, 128, 2048 }) do
       local f = class_of(s, gl, false, true)
       if gl >= 32 then -- within the panels: their padding, its own kernels

@@ -411,8 +411,14 @@ describe("render", function()
       -- the decode unit hands the P*V calls of one vector of rows and of panels as many rows as
       -- their iterations have lines, the prefill path NULL
       assert.truthy(c:find("const int inside = !pairs && !dots && pf == ATTN_PREFETCH_L2 && pl < pn;", 1, true))
-      assert.truthy(c:find("if (inside) pl = attn_r_pk_next_rows(&kv, jn, pn, pl, pr, "
-        .. "(int)(((take >= 7 ? 3 : 2) * kb + (ROW_LINES - 1)) / ROW_LINES), w->s);", 1, true))
+      assert.truthy(c:find("if (inside) pl = attn_r_pk_next_rows(&kv, jn, pn, pl, pr, (int)(((take >= PV_WIDE_ROWS ? "
+        .. "PV_WIDE_CHUNKS : PV_NARROW_CHUNKS) * kb + (ROW_LINES - 1)) / ROW_LINES), w->s);", 1, true))
+      assert.truthy(c:find("PV_WIDE_ROWS = 7, /* rows a P*V call takes from which its kernel has PV_WIDE_CHUNKS */",
+        1, true))
+      assert.truthy(c:find("PV_WIDE_CHUNKS = 3, /* chunks of D of the P*V kernels of PV_WIDE_ROWS or more rows */",
+        1, true))
+      assert.truthy(c:find("PV_NARROW_CHUNKS = 2, /* chunks of D of the P*V kernels of fewer than PV_WIDE_ROWS rows */",
+        1, true))
       assert.truthy(c:find("ROW_LINES = 8 /* cache lines of each K and V row", 1, true))
       assert.truthy(c:find("w->alpha + r, inside ? pr : NULL);", 1, true))
       assert.truthy(c:find("w->o + r * PREFILL_DVP, w->alpha + r, NULL);", 1, true))
