@@ -28,6 +28,14 @@ M.QK_UNROLL = 8
 -- compile time.
 M.UNROLL_MAX_VECTORS = 8
 
+--- An output row's stores (lib/store_o: O = acc * (1 / l) in O's type) are
+-- unrolled up to this many vectors; a longer row (plain C, a float a
+-- "vector", or a wide Dv) is stored by a C loop over its vectors, so that
+-- the epilogue holding it stays a short function (t_dv512's plain C one
+-- would be 512 stores).  64 keeps the unrolled stores of every x86 vector
+-- ISA up to Dv = 512.
+M.STORE_UNROLL_MAX = 64
+
 --- Bytes of a cache line: the prefetch step of the decode path.
 M.CACHE_LINE = 64
 
@@ -123,6 +131,7 @@ function M.variant(cfg, plan, isa)
   v.pv = pv
   v.dv_tail = plan.Dv % isa.lanes -- lanes used by the last vector, 0 = full
   v.dvp = pv.nv * isa.lanes -- O and packed V rows: Dv in whole vectors
+  v.store_loop = pv.nv > M.STORE_UNROLL_MAX -- an output row's stores in a C loop (lib/store_o)
   v.dqs = math.ceil(plan.D / isa.lanes) * isa.lanes -- packed Q rows: D in whole vectors
   -- matmul = "int8": the decode path scores q8_0-quantized query rows by
   -- integer block dots (isa/int8.lua), its packed rows holding codes,

@@ -294,6 +294,21 @@ describe("render", function()
       assert.truthy(c:find("#if defined(__x86_64__)", 1, true))
       assert.truthy(c:find("#if defined(__aarch64__)", 1, true))
     end)
+
+    it("store a wide output row in a loop past STORE_UNROLL_MAX vectors, unrolled below", function()
+      local _, c = render_test_config("t_dv512") -- Dv = 512: 512 plain C vectors, 128 NEON ones, 32 / 64 on x86
+      -- every function of the plain C variant under 150 lines (its epilogue: 512 stores unrolled before)
+      for head, body in c:gmatch("\n([^\n]-__scalar%([^\n]*)\n(.-\n)}\n") do
+        local _, n = body:gsub("\n", "")
+        assert.is_true(n < 150, head)
+      end
+      local loop = "vectors, more than the planner unrolls (STORE_UNROLL_MAX): a loop */"
+      for isa, looped in pairs({ scalar = true, neon = true, avx512 = false, avx2 = false }) do
+        local a = assert(c:find("void attn_t_dv512_uend__" .. isa .. "(", 1, true), isa)
+        local uend = c:sub(a, assert(c:find("\n}\n", a, true)))
+        assert.equal(looped, uend:find(loop, 1, true) ~= nil, isa)
+      end
+    end)
   end)
 
   describe("decode prefetches", function()
