@@ -8,7 +8,7 @@
  *    mask rule and score term.
  * 2. Every config with backward = true (KERNEL_BWD lines of kernel_list.h):
  *    its backward variants against the reference on the quick shapes
- *    (attn_verify_bwd_case), and 1 and 2 threads giving the same bits.
+ *    (attn_verify_bwd_case), and 1 thread and 2, 3, 4 giving the same bits.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -210,7 +210,7 @@ BWD_TEST_UNUSED static void bwd_matrix(const attn_bwd_kernel *k, attn_isa isa)
 
 BWD_TEST_UNUSED static void bwd_bitwise(const attn_bwd_kernel *k)
 {
-    int i, checked = 0;
+    int i, t, checked = 0;
     for (i = 0; i < k->n_variants; i++) {
         const attn_bwd_variant *v = &k->variants[i];
         attn_case c;
@@ -226,9 +226,10 @@ BWD_TEST_UNUSED static void bwd_bitwise(const attn_bwd_kernel *k)
             c.dropout_seed = 0x0123456789abcdefu;
             c.dropout_offset = 5;
         }
-        cr_expect_eq(attn_verify_bwd_bitwise_threads(k, v, &c, 1, 2), 1,
-                     "%s/%s backward: 1 and 2 threads differ (or a run failed)", k->fwd->spec.name,
-                     attn_isa_name(v->isa));
+        for (t = 2; t <= 4; t++) /* 2-4 threads take 2 or more kv heads side by side */
+            cr_expect_eq(attn_verify_bwd_bitwise_threads(k, v, &c, 1, t), 1,
+                         "%s/%s backward: 1 and %d threads differ (or a run failed)", k->fwd->spec.name,
+                         attn_isa_name(v->isa), t);
         checked++;
     }
     cr_assert_gt(checked, 0, "%s: no runnable backward variant", k->fwd->spec.name);

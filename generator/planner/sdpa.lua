@@ -204,6 +204,12 @@ M.BWD_PART_FLOATS = 16777216
 M.BWD_TILE_Q = 64
 M.BWD_TILE_KV_TIMES = 2
 
+--- The backward's dK/dV units (key tiles) a thread at least: a call takes as
+-- many kv heads of a batch entry side by side as give each thread this many
+-- (one head where its key tiles do), so that a causal pass's uneven units
+-- balance and threads past a head's key tiles have work.
+M.BWD_UNITS_PER_THREAD = 2
+
 --- ALiBi slopes of the ALiBi paper for n heads (docs/config.md, "ALiBi").
 function M.alibi_slopes(n)
   local function pow2_rule(c)
@@ -731,6 +737,7 @@ local function plan_backward(p, cfg)
   p.bwd_tile = type(cfg.tile) == "table" and { q = p.tile.q, kv = p.tile.kv }
     or { q = M.BWD_TILE_Q, kv = M.BWD_TILE_KV_TIMES * p.tile.kv }
   p.bwd_part_floats = M.BWD_PART_FLOATS
+  p.bwd_units_per_thread = M.BWD_UNITS_PER_THREAD
   p.c.bwd_log2e = util.c_float(common.LOG2E)
   p.c.bwd_scale = util.c_float(p.scale)
   for _, v in ipairs(p.variants) do
