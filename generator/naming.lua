@@ -219,6 +219,7 @@ M.OPS = {
   rope_cs = { what = "the cos and sin of RoPE's angles at one position (a struct type)" },
   rope_at = { what = "RoPE's cos and sin at a position, stepped from the last one where it is the next" },
   rope_rotate = { what = "a packed query row rotated by RoPE's cos and sin" },
+  rope_rotate_back = { what = "a gradient with respect to a rotated row, rotated back (the backward pass)" },
   qk_norm = { what = "a row's RMS norm times its weights (qk_norm), for query rows and appended key rows" },
   append = { what = "the entry point that stores new K / V rows into the cache" },
   append_store = { what = "new K / V rows stored into the cache (appending)" },

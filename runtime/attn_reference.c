@@ -227,6 +227,32 @@ static void query_row(const attn_spec *spec, const attn_args *args, const float 
     }
 }
 
+/* x, a gradient with respect to query_row's rotated row at position p, rotated
+   back by RoPE's angles (the rotation's transpose), in double; x as it is
+   without rope.  (qk_norm has no backward.) */
+static void query_row_back(const attn_spec *spec, const attn_args *args, int64_t p, double *x)
+{
+    const int half = spec->rope_dim / 2;
+    int m;
+    if (spec->rope_style == ATTN_ROPE_NONE)
+        return;
+    for (m = 0; m < half; m++) {
+        const int ia = spec->rope_style == ATTN_ROPE_GPTJ ? 2 * m : m;
+        const int ib = spec->rope_style == ATTN_ROPE_GPTJ ? 2 * m + 1 : m + half;
+        const double a = x[ia], b = x[ib];
+        double c, sn;
+        if (spec->rope_table) {
+            c = (double)args->rope_cos[p * half + m];
+            sn = (double)args->rope_sin[p * half + m];
+        } else {
+            c = cos((double)p * spec->rope_inv_freq[m]);
+            sn = sin((double)p * spec->rope_inv_freq[m]);
+        }
+        x[ia] = a * c + b * sn;
+        x[ib] = b * c - a * sn;
+    }
+}
+
 /* The score of query row i against key j (both already located; q the
    row as query_row gives it). */
 static double score(const attn_spec *spec, const attn_args *args, const double *q,
@@ -1178,7 +1204,7 @@ static void bwd_row(const attn_spec *spec, const attn_bwd_args *args, int64_t b,
     int64_t j;
     int d;
 
-    query_row(spec, fa, q, p, qd); /* the row the scores use (backward configs have no rope) */
+    query_row(spec, fa, q, p, qd); /* the row the scores use: rotated with rope */
     for (d = 0; d < spec->head_dim; d++)
         acc_q[d] = 0.0;
     /* D_i = dO_i . O_i */
@@ -1202,7 +1228,7 @@ static void bwd_row(const attn_spec *spec, const attn_bwd_args *args, int64_t b,
         if (spec->softcap > 0.0f) { /* the raw score's gradient: dS (1 - tanh^2(t)), t = scale q.k / c */
             double dot = 0.0, t;
             for (d = 0; d < spec->head_dim; d++)
-                dot += (double)q[d] * (double)k[d];
+                dot += qd[d] * (double)k[d];
             t = bwd_round(tanh((double)spec->scale * temp * dot / (double)spec->softcap), f32);
             ds = bwd_round(ds * bwd_round(1.0 - t * t, f32), f32);
         }
@@ -1210,9 +1236,10 @@ static void bwd_row(const attn_spec *spec, const attn_bwd_args *args, int64_t b,
         for (d = 0; d < spec->head_dim; d++) {
             acc_q[d] = bwd_round(acc_q[d] + bwd_round(ds * (double)k[d], f32), f32); /* dQ_i += scale dS K_j */
             dk[j * spec->head_dim + d] =
-                bwd_round(dk[j * spec->head_dim + d] + bwd_round(ds * (double)q[d], f32), f32); /* dK_j += scale dS Q_i */
+                bwd_round(dk[j * spec->head_dim + d] + bwd_round(ds * qd[d], f32), f32); /* dK_j += scale dS Q_i */
         }
     }
+    query_row_back(spec, fa, p, acc_q); /* with rope: dQ = R^T (the rotated row's gradient) */
     for (d = 0; d < spec->head_dim; d++)
         dq[d * 1] = (float)acc_q[d];
 }

@@ -5,7 +5,7 @@
  *    (attn_reference_backward) against central differences of the forward
  *    reference (attn_reference) of the loss L = sum dO . O, for every
  *    element of Q, K and V (and the sink logits, with sinks), under each
- *    mask rule and score term.
+ *    mask rule and score term, and with RoPE.
  * 2. Every config with backward = true (KERNEL_BWD lines of kernel_list.h):
  *    its backward variants against the reference on the quick shapes
  *    (attn_verify_bwd_case), and 1 thread and 2, 3, 4 giving the same bits.
@@ -173,6 +173,23 @@ Test(backward_fd, temperature_sparse)
 {
     const attn_spec s = { FD_SPEC("temperature_sparse", -1, 0), .causal = 1, .sparse = ATTN_SPARSE_STRIDED, .sparse_stride = 2, .temperature_scale = 0.5,
                           .temperature_floor = 2.0 };
+    fd_check(&s);
+}
+
+/* RoPE: dQ is the rotated row's gradient rotated back; the angles of FD_LQ positions */
+static const double fd_inv_freq[2] = { 1.0, 0.3 };
+
+Test(backward_fd, rope_neox_softcap)
+{
+    const attn_spec s = { FD_SPEC("rope_neox_softcap", -1, 0), .causal = 1, .softcap = 1.5f,
+                          .rope_style = ATTN_ROPE_NEOX, .rope_dim = 4, .rope_inv_freq = fd_inv_freq };
+    fd_check(&s);
+}
+
+Test(backward_fd, rope_gptj_partial_top_left)
+{
+    const attn_spec s = { FD_SPEC("rope_gptj_partial_top_left", -1, 0), .causal = 1, .top_left = 1, .padding = 1,
+                          .rope_style = ATTN_ROPE_GPTJ, .rope_dim = 2, .rope_inv_freq = fd_inv_freq };
     fd_check(&s);
 }
 
