@@ -221,6 +221,7 @@ M.OPS = {
   rope_rotate = { what = "a packed query row rotated by RoPE's cos and sin" },
   rope_rotate_back = { what = "a gradient with respect to a rotated row, rotated back (the backward pass)" },
   qk_norm = { what = "a row's RMS norm times its weights (qk_norm), for query rows and appended key rows" },
+  qk_norm_back = { what = "the backward through qk_norm: a row's gradient, and the weights' share" },
   append = { what = "the entry point that stores new K / V rows into the cache" },
   append_store = { what = "new K / V rows stored into the cache (appending)" },
   append_attend = { what = "the entry point given new rows: store, then attend" },

@@ -253,6 +253,28 @@ static void query_row_back(const attn_spec *spec, const attn_args *args, int64_t
     }
 }
 
+/* x, a gradient with respect to the normed row of q (qk_norm, before RoPE),
+   taken back through the norm: with r = 1 / sqrt(mean(q^2) + eps) and
+   gw = x (offset + w), x becomes r gw - q r^3 / D sum(gw q); x q r is added to
+   dw (the weights' gradient) where dw is not NULL.  In double. */
+static void query_row_norm_back(const attn_spec *spec, const float *w, const float *q, double *x, double *dw)
+{
+    const int n = spec->head_dim;
+    double ss = 0.0, s = 0.0, r;
+    int d;
+    for (d = 0; d < n; d++) {
+        ss += (double)q[d] * (double)q[d];
+        s += x[d] * ((double)spec->qk_norm_offset + (double)w[d]) * (double)q[d];
+    }
+    r = 1.0 / sqrt(ss / n + spec->qk_norm_eps);
+    for (d = 0; d < n; d++) {
+        const double gw = x[d] * ((double)spec->qk_norm_offset + (double)w[d]);
+        if (dw)
+            dw[d] += x[d] * (double)q[d] * r;
+        x[d] = r * gw - (double)q[d] * r * r * r / n * s;
+    }
+}
+
 /* The score of query row i against key j (both already located; q the
    row as query_row gives it). */
 static double score(const attn_spec *spec, const attn_args *args, const double *q,
@@ -1188,7 +1210,7 @@ static double bwd_round(double x, int f32)
 
 /* The gradients of one query row i of head h in batch b (attn_reference_backward). */
 static void bwd_row(const attn_spec *spec, const attn_bwd_args *args, int64_t b, int h, int64_t i, double *dk,
-                    double *dv, int f32)
+                    double *dv, double *dw, int f32)
 {
     const attn_args *fa = &args->fwd;
     const int hk = h / (spec->heads_q / spec->heads_kv);
@@ -1240,6 +1262,8 @@ static void bwd_row(const attn_spec *spec, const attn_bwd_args *args, int64_t b,
         }
     }
     query_row_back(spec, fa, p, acc_q); /* with rope: dQ = R^T (the rotated row's gradient) */
+    if (spec->qk_norm) /* and back through the norm (dw: the weights' gradient) */
+        query_row_norm_back(spec, fa->q_norm_w, q, acc_q, dw);
     for (d = 0; d < spec->head_dim; d++)
         dq[d * 1] = (float)acc_q[d];
 }
@@ -1280,7 +1304,7 @@ static void bwd_sinks(const attn_spec *spec, const attn_bwd_args *args, int f32)
 attn_status attn_reference_backward(const attn_spec *spec, const attn_bwd_args *args, int f32)
 {
     const attn_args *fa;
-    double *dk, *dv;
+    double *dk, *dv, dw[512]; /* dw: q_norm_w's gradient (qk_norm) */
     int64_t b, i, j;
     int h, hk, d;
     attn_status st = attn_check_bwd_args(spec, args);
@@ -1290,6 +1314,8 @@ attn_status attn_reference_backward(const attn_spec *spec, const attn_bwd_args *
     if (spec->head_dim > 512)
         return ATTN_ERR_TOO_LARGE;
     fa = &args->fwd;
+    for (d = 0; d < 512; d++)
+        dw[d] = 0.0;
     dk = (double *)malloc(((size_t)fa->seq_k * (size_t)spec->head_dim + 1) * sizeof *dk);
     dv = (double *)malloc(((size_t)fa->seq_k * (size_t)spec->head_dim_v + 1) * sizeof *dv);
     if (dk == NULL || dv == NULL) {
@@ -1305,7 +1331,7 @@ attn_status attn_reference_backward(const attn_spec *spec, const attn_bwd_args *
             /* a kv head's dK and dV sum over its query heads, in order */
             for (h = hk * group; h < (hk + 1) * group; h++)
                 for (i = 0; i < fa->seq_q; i++)
-                    bwd_row(spec, args, b, h, i, dk, dv, f32);
+                    bwd_row(spec, args, b, h, i, dk, dv, args->dq_norm_w ? dw : NULL, f32);
             for (j = 0; j < fa->seq_k; j++) {
                 float *dkr = (float *)args->dk + b * args->dk_stride[0] + j * args->dk_stride[1] + hk * args->dk_stride[2];
                 float *dvr = (float *)args->dv + b * args->dv_stride[0] + j * args->dv_stride[1] + hk * args->dv_stride[2];
@@ -1317,6 +1343,9 @@ attn_status attn_reference_backward(const attn_spec *spec, const attn_bwd_args *
         }
     free(dk);
     free(dv);
+    if (spec->qk_norm && args->dq_norm_w)
+        for (d = 0; d < spec->head_dim; d++)
+            args->dq_norm_w[d] = (float)dw[d];
     bwd_sinks(spec, args, f32);
     return ATTN_OK;
 }

@@ -5,7 +5,7 @@
  *    (attn_reference_backward) against central differences of the forward
  *    reference (attn_reference) of the loss L = sum dO . O, for every
  *    element of Q, K and V (and the sink logits, with sinks), under each
- *    mask rule and score term, and with RoPE.
+ *    mask rule and score term, with RoPE and with qk_norm (and its weights).
  * 2. Every config with backward = true (KERNEL_BWD lines of kernel_list.h):
  *    its backward variants against the reference on the quick shapes
  *    (attn_verify_bwd_case), and 1 thread and 2, 3, 4 giving the same bits.
@@ -27,7 +27,7 @@ typedef struct {
     float q[FD_B * FD_LQ * FD_HQ * FD_D], k[FD_B * FD_LK * FD_HKV * FD_D], v[FD_B * FD_LK * FD_HKV * FD_DV];
     float o[FD_B * FD_LQ * FD_HQ * FD_DV], d_o[FD_B * FD_LQ * FD_HQ * FD_DV], lse[FD_B * FD_HQ * FD_LQ];
     float dq[FD_B * FD_LQ * FD_HQ * FD_D], dk[FD_B * FD_LK * FD_HKV * FD_D], dv[FD_B * FD_LK * FD_HKV * FD_DV];
-    float bias[FD_B * FD_HQ * FD_LQ * FD_LK], sinks[FD_HQ], dsinks[FD_HQ];
+    float bias[FD_B * FD_HQ * FD_LQ * FD_LK], sinks[FD_HQ], dsinks[FD_HQ], norm_w[FD_D], dnorm_w[FD_D];
     int32_t seqlens[FD_B];
     attn_bwd_args a;
 } fd_problem;
@@ -48,6 +48,7 @@ static void fd_init(fd_problem *p, const attn_spec *s)
     for (i = 0; i < sizeof p->v / sizeof p->v[0]; i++) p->v[i] = fd_value(&st);
     for (i = 0; i < sizeof p->d_o / sizeof p->d_o[0]; i++) p->d_o[i] = fd_value(&st);
     for (i = 0; i < sizeof p->bias / sizeof p->bias[0]; i++) p->bias[i] = fd_value(&st);
+    for (i = 0; i < FD_D; i++) p->norm_w[i] = 0.75f + 0.25f * fd_value(&st);
     p->sinks[0] = 0.5f;
     p->sinks[1] = -1.0f;
     p->seqlens[0] = FD_LK;
@@ -73,6 +74,8 @@ static void fd_init(fd_problem *p, const attn_spec *s)
     p->a.dk = p->dk;
     p->a.dv = p->dv;
     p->a.dsinks = s->sinks ? p->dsinks : NULL;
+    p->a.fwd.q_norm_w = p->a.fwd.k_norm_w = s->qk_norm ? p->norm_w : NULL;
+    p->a.dq_norm_w = s->qk_norm ? p->dnorm_w : NULL;
 }
 
 /* L = sum dO . O of the forward reference on the problem's current inputs */
@@ -121,6 +124,8 @@ static void fd_check(const attn_spec *s)
     fd_expect(p, s, p->v, p->dv, sizeof p->v / sizeof p->v[0], "dV");
     if (s->sinks) /* the sink logits' gradient: sinks[h] moved in the forward */
         fd_expect(p, s, p->sinks, p->dsinks, FD_HQ, "dsinks");
+    if (s->qk_norm) /* the query norm's weights: q_norm_w moved in the forward */
+        fd_expect(p, s, p->norm_w, p->dnorm_w, FD_D, "dq_norm_w");
     free(p);
 }
 
@@ -190,6 +195,21 @@ Test(backward_fd, rope_gptj_partial_top_left)
 {
     const attn_spec s = { FD_SPEC("rope_gptj_partial_top_left", -1, 0), .causal = 1, .top_left = 1, .padding = 1,
                           .rope_style = ATTN_ROPE_GPTJ, .rope_dim = 2, .rope_inv_freq = fd_inv_freq };
+    fd_check(&s);
+}
+
+/* qk_norm: dQ through the RMS norm (then RoPE), and the weights' gradient */
+Test(backward_fd, qk_norm_rope)
+{
+    const attn_spec s = { FD_SPEC("qk_norm_rope", -1, 0), .causal = 1, .qk_norm = 1, .qk_norm_eps = 1e-3,
+                          .rope_style = ATTN_ROPE_NEOX, .rope_dim = 4, .rope_inv_freq = fd_inv_freq };
+    fd_check(&s);
+}
+
+Test(backward_fd, qk_norm_offset_softcap)
+{
+    const attn_spec s = { FD_SPEC("qk_norm_offset_softcap", -1, -1), .softcap = 1.5f, .qk_norm = 1,
+                          .qk_norm_eps = 1e-6, .qk_norm_offset = 1 };
     fd_check(&s);
 }
 
