@@ -128,6 +128,13 @@ M.OPS = {
   bwd_dkdv = { isa = true, what = "backward: one (batch, kv head, key tile) unit, dK and dV of its keys" },
   bwd_dq = { isa = true, what = "backward: one (batch, query head, query tile) unit, dQ of its rows" },
   bwd_sink = { isa = true, what = "backward: a query head's rows in the sink logit's gradient (sinks)" },
+  bwd_rel_base = { isa = true,
+    what = "backward: the first row of the relative position table in a key tile's sums of its gradient" },
+  bwd_rel = { isa = true, what = "backward: a tile's dS added to its key tile's sums of the relative table's gradient" },
+  bwd_rel_open = { isa = true, what = "backward: the sums of the relative table's gradient allocated (drel_table)" },
+  bwd_rel_rows = { isa = true, what = "backward: the rows of the relative table a batch's key tiles have sums of" },
+  bwd_rel_close = { isa = true, what = "backward: the relative table's gradient stored, its sums freed" },
+  bwd_rel_sum = { isa = true, what = "backward: one row of the relative table's gradient, the key tiles' sums in order" },
   -- the linear family's loops (templates/families/linear)
   phiq = { dtype = "q", isa = true, what = "linear: phi(q) of one query row into a packed row" },
   phik = { isa = true, what = "linear: phi in place on a packed K^T panel, and the sums of its rows" },

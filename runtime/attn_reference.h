@@ -327,7 +327,9 @@ attn_status attn_reference_classic(const attn_spec *spec, const attn_classic_arg
  * (Q, K, V, O, dO widened; dQ, dK, dV written as f32 with args' strides,
  * keys past seqlens_k and rows that see no key 0), and with sinks dsinks
  * (when args->dsinks is not NULL): -sum over b and i of P_sink D_i, P_sink =
- * exp(sinks[h] - LSE_i).  Statuses as
+ * exp(sinks[h] - LSE_i), and with rel_bias drel_table (when
+ * args->drel_table is not NULL): dS_ij (before the softcap's factor) summed
+ * into row bucket(j - p_i), column h, over b, h, i and j in order.  Statuses as
  * attn_check_bwd_args, ATTN_ERR_NOMEM, or ATTN_ERR_TOO_LARGE for head_dim
  * past 512.
  */
