@@ -370,6 +370,35 @@ describe("cli #slow", function()
       end
     end)
 
+    it("--do with --drel: the relative position table's gradient matches the reference's (t_rel_t5)",
+      function()
+      local rel_config = "configs/test/t_rel_t5.lua"
+      local cfg = assert(presets.load(rel_config))
+      local d = folder("bwd_rel")
+      local b, lq, lk = 2, 9, 20
+      assert.equal(0, (npy("random", d .. "/rel.npy", "f32", "33", cfg.rel_bias.buckets, cfg.heads_q)))
+      assert.equal(0, (npy("random", d .. "/do.npy", "f32", "34", b, lq, cfg.heads_q, cfg.head_dim)))
+      local case = { batch = b, lq = lq, lk = lk, seqlens = { 20, 13 } }
+      local base = cat(cat({ "run", rel_config }, inputs(d, cfg, case)),
+        { "--rel-table", d .. "/rel.npy", "--do", d .. "/do.npy" })
+      local function outputs(tag)
+        local t = {}
+        for _, g in ipairs({ { "-o", "o" }, { "--dq", "dq" }, { "--dk", "dk" }, { "--dv", "dv" },
+          { "--drel", "dt" } }) do
+          t[#t + 1] = g[1]
+          t[#t + 1] = ("%s/%s_%s.npy"):format(d, g[2], tag)
+        end
+        return t
+      end
+      local code, _, err = attngen(cat(cat(base, { "--reference" }), outputs("ref")))
+      assert.equal(0, code, err)
+      for _, isa in ipairs(ISAS) do
+        code, _, err = attngen(cat(cat(base, { "--isa", isa }), outputs(isa)))
+        assert.equal(0, code, isa .. ": " .. err)
+        compare(d .. "/dt_" .. isa .. ".npy", d .. "/dt_ref.npy")
+      end
+    end)
+
     it("--block-table: K and V pools of shuffled pages match the reference (NHD, pages of 3; HND, pages of 1)",
       function()
       for n, case in ipairs({ { config = "configs/test/t_paged_p3.lua", pages = 20, page = 3, order = "NHD" },
