@@ -1824,48 +1824,30 @@ static int run_classic(const attn_kernel *kernel, const run_options *opt)
 
 extern const attn_bwd_kernel *const attn_entry_bwd_kernel; /* NULL: the config has no backward pass */
 
-/* --dsinks: only with the backward options, for a config with sinks, a new output. */
-static void check_dsinks_path(const run_options *opt, const attn_spec *spec, int given)
+/* An extra output of the backward pass (--dsinks, --drel: flag, path): only with the backward
+   options, for a config that has the parameter (has; lacks names it, what is the gradient), a
+   new output apart from the others and from its parameter's input (in_flag, in_path). */
+static void check_bwd_extra_path(const run_options *opt, const attn_spec *spec, int given, const char *flag,
+                                 const char *path, int has, const char *lacks, const char *what, const char *in_flag,
+                                 const char *in_path)
 {
     int g;
-    if (opt->dsinks_path == NULL)
+    if (path == NULL)
         return;
-    if (!spec->sinks || !spec->backward || attn_entry_bwd_kernel == NULL)
-        fail("--dsinks", "the config '%s' has no %s, so there is no sinks gradient", spec->name,
-             spec->backward ? "sinks (sinks = true)" : "backward pass (backward = true)");
+    if (!has || !spec->backward || attn_entry_bwd_kernel == NULL)
+        fail(flag, "the config '%s' has no %s, so there is no %s", spec->name,
+             spec->backward ? lacks : "backward pass (backward = true)", what);
     if (given == 0)
-        fail("--dsinks", "needs the backward pass: --do, --dq, --dk and --dv");
-    check_output_path(opt->dsinks_path);
-    if ((opt->do_path != NULL && same_file(opt->dsinks_path, opt->do_path)) ||
-        (opt->o_path != NULL && same_file(opt->dsinks_path, opt->o_path)) ||
-        (opt->sinks_path != NULL && same_file(opt->dsinks_path, opt->sinks_path)))
-        fail("--dsinks", "must differ from --do, --sinks and -o");
+        fail(flag, "needs the backward pass: --do, --dq, --dk and --dv");
+    check_output_path(path);
+    if ((opt->do_path != NULL && same_file(path, opt->do_path)) ||
+        (opt->o_path != NULL && same_file(path, opt->o_path)) || (in_path != NULL && same_file(path, in_path)))
+        fail(flag, "must differ from --do, %s and -o", in_flag);
     for (g = 0; g < 3; g++)
-        if (opt->grad_path[g] != NULL && same_file(opt->dsinks_path, opt->grad_path[g]))
-            fail("--dsinks", "must differ from --dq, --dk and --dv");
-}
-
-/* --drel: only with the backward options, for a config with rel_bias, a new output. */
-static void check_drel_path(const run_options *opt, const attn_spec *spec, int given)
-{
-    int g;
-    if (opt->drel_path == NULL)
-        return;
-    if (attn_rel_rows(spec) == 0 || !spec->backward || attn_entry_bwd_kernel == NULL)
-        fail("--drel", "the config '%s' has no %s, so there is no relative position table's gradient", spec->name,
-             spec->backward ? "relative position bias (rel_bias)" : "backward pass (backward = true)");
-    if (given == 0)
-        fail("--drel", "needs the backward pass: --do, --dq, --dk and --dv");
-    check_output_path(opt->drel_path);
-    if ((opt->do_path != NULL && same_file(opt->drel_path, opt->do_path)) ||
-        (opt->o_path != NULL && same_file(opt->drel_path, opt->o_path)) ||
-        (opt->r_path != NULL && same_file(opt->drel_path, opt->r_path)))
-        fail("--drel", "must differ from --do, --rel-table and -o");
-    for (g = 0; g < 3; g++)
-        if (opt->grad_path[g] != NULL && same_file(opt->drel_path, opt->grad_path[g]))
-            fail("--drel", "must differ from --dq, --dk and --dv");
-    if (opt->dsinks_path != NULL && same_file(opt->drel_path, opt->dsinks_path))
-        fail("--drel", "must differ from --dsinks");
+        if (opt->grad_path[g] != NULL && same_file(path, opt->grad_path[g]))
+            fail(flag, "must differ from --dq, --dk and --dv");
+    if (opt->dsinks_path != NULL && path != opt->dsinks_path && same_file(path, opt->dsinks_path))
+        fail(flag, "must differ from --dsinks");
 }
 
 /* The backward options: all four or none, and only for a config with backward = true. */
@@ -1875,8 +1857,11 @@ static void check_bwd_paths(const run_options *opt, const attn_spec *spec)
     int g, given = opt->do_path != NULL;
     for (g = 0; g < 3; g++)
         given += opt->grad_path[g] != NULL;
-    check_dsinks_path(opt, spec, given);
-    check_drel_path(opt, spec, given);
+    check_bwd_extra_path(opt, spec, given, "--dsinks", opt->dsinks_path, spec->sinks, "sinks (sinks = true)",
+                         "sinks gradient", "--sinks", opt->sinks_path);
+    check_bwd_extra_path(opt, spec, given, "--drel", opt->drel_path, attn_rel_rows(spec) > 0,
+                         "relative position bias (rel_bias)", "relative position table's gradient", "--rel-table",
+                         opt->r_path);
     if (given == 0)
         return;
     if (!spec->backward || attn_entry_bwd_kernel == NULL)
