@@ -3,7 +3,7 @@
  * (specs with backward): the forward's inputs of the same case
  * (attn_cases_sdpa.c), O and LSE from the forward's reference stored as the
  * kernel stores them, a random dO in O's layout (NaN gaps), dQ, dK and dV
- * (and dsinks, with sinks) against guard pages, and the comparison with the float64 reference
+ * (and dsinks, with sinks, and drel_table, with rel_bias) against guard pages, and the comparison with the float64 reference
  * (attn_reference_backward) by FlashAttention's criterion: each gradient's
  * largest error at most twice that of a plain float32 implementation of the
  * same formulas on the same inputs, plus 1e-5 of the gradient's largest
@@ -20,12 +20,14 @@
 #include "attn_cases_qkv.h"
 #include "attn_reference.h"
 
+enum { NGRAD = 5 }; /* dQ, dK, dV, dsinks, drel_table */
+
 typedef struct {
     attn_qkv_case f;            /* the forward's inputs, O and LSE */
-    attn_guard_buf dout, dq, dk, dv, dsinks;
+    attn_guard_buf dout, dq, dk, dv, dsinks, drel;
     float *dow, *ow;            /* dO and O as stored, widened, contiguous [B][Lq][Hq][Dv] */
-    float *ref[2][4];           /* [float64, plain f32][dQ, dK, dV, dsinks], contiguous */
-    size_t n[4];                /* elements of dQ, dK, dV, dsinks (Hq with sinks, else 0) */
+    float *ref[2][NGRAD];       /* [float64, plain f32][dQ, dK, dV, dsinks, drel_table], contiguous */
+    size_t n[NGRAD];            /* elements of each (dsinks: Hq with sinks; drel_table: rows Hq with rel_bias) */
     attn_bwd_args args;
 } bwd_case;
 
@@ -38,26 +40,27 @@ static void bwd_free(bwd_case *cb)
     attn_guard_free(&cb->dk);
     attn_guard_free(&cb->dv);
     attn_guard_free(&cb->dsinks);
+    attn_guard_free(&cb->drel);
     free(cb->dow);
     free(cb->ow);
     for (m = 0; m < 2; m++)
-        for (g = 0; g < 4; g++)
+        for (g = 0; g < NGRAD; g++)
             free(cb->ref[m][g]);
     memset(cb, 0, sizeof *cb);
 }
 
 static attn_dtype grad_type(const attn_spec *spec, int g)
 {
-    return g == 0 ? spec->dtype_grad_q : g == 3 ? ATTN_DTYPE_F32 : spec->dtype_grad_kv;
+    return g == 0 ? spec->dtype_grad_q : g >= 3 ? ATTN_DTYPE_F32 : spec->dtype_grad_kv;
 }
 
 /* The gradients before a run: every element the "unset" NaN. */
 static void bwd_reset(bwd_case *cb)
 {
-    attn_guard_buf *out[4] = { &cb->dq, &cb->dk, &cb->dv, &cb->dsinks };
+    attn_guard_buf *out[NGRAD] = { &cb->dq, &cb->dk, &cb->dv, &cb->dsinks, &cb->drel };
     int g;
     size_t i;
-    for (g = 0; g < 4; g++)
+    for (g = 0; g < NGRAD; g++)
         for (i = 0; i < cb->n[g]; i++)
             attn_store_bits(grad_type(cb->f.spec, g), out[g]->ptr, i, attn_unset_bits(grad_type(cb->f.spec, g)));
 }
@@ -91,7 +94,7 @@ static attn_status bwd_build(bwd_case *cb, const attn_spec *spec, const attn_cas
 {
     attn_status st = attn_qkv_build(&cb->f, spec, c);
     const size_t no = (size_t)c->batch * (size_t)c->seq_q * (size_t)spec->heads_q * (size_t)spec->head_dim_v;
-    attn_guard_buf *out[4] = { &cb->dq, &cb->dk, &cb->dv, &cb->dsinks };
+    attn_guard_buf *out[NGRAD] = { &cb->dq, &cb->dk, &cb->dv, &cb->dsinks, &cb->drel };
     attn_rng r;
     size_t i;
     int m, g;
@@ -105,12 +108,13 @@ static attn_status bwd_build(bwd_case *cb, const attn_spec *spec, const attn_cas
     cb->n[1] = (size_t)c->batch * (size_t)c->seq_k * (size_t)spec->heads_kv * (size_t)spec->head_dim;
     cb->n[2] = (size_t)c->batch * (size_t)c->seq_k * (size_t)spec->heads_kv * (size_t)spec->head_dim_v;
     cb->n[3] = spec->sinks ? (size_t)spec->heads_q : 0;
+    cb->n[4] = (size_t)attn_rel_rows(spec) * (size_t)spec->heads_q;
     cb->dow = (float *)malloc((no + 1) * sizeof(float));
     cb->ow = (float *)malloc((no + 1) * sizeof(float));
     if (cb->dow == NULL || cb->ow == NULL ||
         attn_guard_alloc(&cb->dout, cb->f.lo.span * attn_dtype_size(spec->dtype_o)))
         return ATTN_ERR_NOMEM;
-    for (g = 0; g < 4; g++) {
+    for (g = 0; g < NGRAD; g++) {
         if (attn_guard_alloc(out[g], cb->n[g] * attn_dtype_size(grad_type(spec, g))))
             return ATTN_ERR_NOMEM;
         for (m = 0; m < 2; m++)
@@ -133,6 +137,7 @@ static attn_status bwd_build(bwd_case *cb, const attn_spec *spec, const attn_cas
     cb->args.dk = cb->dk.ptr;
     cb->args.dv = cb->dv.ptr;
     cb->args.dsinks = spec->sinks ? (float *)cb->dsinks.ptr : NULL;
+    cb->args.drel_table = cb->n[4] > 0 ? (float *)cb->drel.ptr : NULL;
     memcpy(cb->args.do_stride, cb->f.lo.str, sizeof cb->args.do_stride);
     {
         attn_bwd_args contiguous = cb->args;
@@ -173,19 +178,20 @@ static attn_status bwd_reference(bwd_case *cb)
         a.dk = cb->ref[m][1];
         a.dv = cb->ref[m][2];
         a.dsinks = spec->sinks ? cb->ref[m][3] : NULL;
+        a.drel_table = cb->n[4] > 0 ? cb->ref[m][4] : NULL;
         st = attn_reference_backward(spec, &a, m);
     }
     return st;
 }
 
-static const char *const grad_names[4] = { "dQ", "dK", "dV", "dsinks" };
+static const char *const grad_names[NGRAD] = { "dQ", "dK", "dV", "dsinks", "drel_table" };
 
 /* Each gradient of the last run against the float64 reference. */
 static void bwd_compare(const bwd_case *cb, attn_verify_result *res)
 {
     const attn_spec *spec = cb->f.spec;
-    const attn_guard_buf *out[4] = { &cb->dq, &cb->dk, &cb->dv, &cb->dsinks };
-    double *max_err[4];
+    const attn_guard_buf *out[NGRAD] = { &cb->dq, &cb->dk, &cb->dv, &cb->dsinks, &cb->drel };
+    double *max_err[NGRAD];
     char label[96] = "";
     int g;
     size_t i;
@@ -194,7 +200,8 @@ static void bwd_compare(const bwd_case *cb, attn_verify_result *res)
     max_err[1] = &res->max_err_dk;
     max_err[2] = &res->max_err_dv;
     max_err[3] = &res->max_err_dsinks;
-    for (g = 0; g < 4; g++) {
+    max_err[4] = &res->max_err_drel;
+    for (g = 0; g < NGRAD; g++) {
         const attn_dtype dt = grad_type(spec, g);
         double f32_err = 0.0, mag = 0.0, tol;
         for (i = 0; i < cb->n[g]; i++) {
@@ -260,8 +267,8 @@ int attn_verify_bwd_bitwise_threads(const attn_bwd_kernel *kernel, const attn_bw
                                     const attn_case *c, int threads_a, int threads_b)
 {
     bwd_case *cb = (bwd_case *)calloc(1, sizeof *cb);
-    unsigned char *first[4] = { NULL, NULL, NULL, NULL };
-    const attn_guard_buf *out[4];
+    unsigned char *first[NGRAD] = { NULL, NULL, NULL, NULL, NULL };
+    const attn_guard_buf *out[NGRAD];
     int g, result = -1;
 
     if (cb == NULL)
@@ -270,9 +277,10 @@ int attn_verify_bwd_bitwise_threads(const attn_bwd_kernel *kernel, const attn_bw
     out[1] = &cb->dk;
     out[2] = &cb->dv;
     out[3] = &cb->dsinks;
+    out[4] = &cb->drel;
     if (bwd_build(cb, &kernel->fwd->spec, c) != ATTN_OK || bwd_run(cb, kernel, variant, threads_a) != ATTN_OK)
         goto done;
-    for (g = 0; g < 4; g++) {
+    for (g = 0; g < NGRAD; g++) {
         first[g] = (unsigned char *)malloc(out[g]->bytes + 1);
         if (first[g] == NULL)
             goto done;
@@ -283,11 +291,11 @@ int attn_verify_bwd_bitwise_threads(const attn_bwd_kernel *kernel, const attn_bw
     if (bwd_run(cb, kernel, variant, threads_b) != ATTN_OK)
         goto done;
     result = 1;
-    for (g = 0; g < 4; g++)
+    for (g = 0; g < NGRAD; g++)
         if (out[g]->bytes > 0 && memcmp(first[g], out[g]->ptr, out[g]->bytes) != 0)
             result = 0;
 done:
-    for (g = 0; g < 4; g++)
+    for (g = 0; g < NGRAD; g++)
         free(first[g]);
     bwd_free(cb);
     free(cb);

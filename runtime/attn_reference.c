@@ -1208,9 +1208,11 @@ static double bwd_round(double x, int f32)
     return f32 ? (double)(float)x : x;
 }
 
-/* The gradients of one query row i of head h in batch b (attn_reference_backward). */
+/* The gradients of one query row i of head h in batch b (attn_reference_backward); with drel
+   not NULL, each visible key's dS (the gradient of the score where the relative position bias
+   goes in, after the softcap) added to drel[bucket(j - p)][h]. */
 static void bwd_row(const attn_spec *spec, const attn_bwd_args *args, int64_t b, int h, int64_t i, double *dk,
-                    double *dv, double *dw, int f32)
+                    double *dv, double *drel, double *dw, int f32)
 {
     const attn_args *fa = &args->fwd;
     const int hk = h / (spec->heads_q / spec->heads_kv);
@@ -1247,6 +1249,10 @@ static void bwd_row(const attn_spec *spec, const attn_bwd_args *args, int64_t b,
                 bwd_round(dv[j * spec->head_dim_v + d] + bwd_round(bwd_round(pw * z, f32) * (double)g[d], f32), f32);
         }
         ds = bwd_round(pw * bwd_round(bwd_round(dpd * z, f32) - drow, f32), f32); /* dS = P (dP - D_i) */
+        if (drel != NULL) { /* the bias is added after the softcap: dS itself */
+            double *t = &drel[attn_reference_rel_bucket(spec, j - p) * spec->heads_q + h];
+            *t = bwd_round(*t + ds, f32);
+        }
         if (spec->softcap > 0.0f) { /* the raw score's gradient: dS (1 - tanh^2(t)), t = scale q.k / c */
             double dot = 0.0, t;
             for (d = 0; d < spec->head_dim; d++)
@@ -1304,10 +1310,11 @@ static void bwd_sinks(const attn_spec *spec, const attn_bwd_args *args, int f32)
 attn_status attn_reference_backward(const attn_spec *spec, const attn_bwd_args *args, int f32)
 {
     const attn_args *fa;
-    double *dk, *dv, dw[512]; /* dw: q_norm_w's gradient (qk_norm) */
+    double *dk, *dv, *drel = NULL, dw[512]; /* dw: q_norm_w's gradient (qk_norm) */
     int64_t b, i, j;
     int h, hk, d;
     attn_status st = attn_check_bwd_args(spec, args);
+    const size_t nrel = spec != NULL ? (size_t)attn_rel_rows(spec) * (size_t)spec->heads_q : 0;
 
     if (st != ATTN_OK)
         return st;
@@ -1318,9 +1325,12 @@ attn_status attn_reference_backward(const attn_spec *spec, const attn_bwd_args *
         dw[d] = 0.0;
     dk = (double *)malloc(((size_t)fa->seq_k * (size_t)spec->head_dim + 1) * sizeof *dk);
     dv = (double *)malloc(((size_t)fa->seq_k * (size_t)spec->head_dim_v + 1) * sizeof *dv);
-    if (dk == NULL || dv == NULL) {
+    if (nrel > 0 && args->drel_table != NULL) /* the table's gradient, summed over b, h, i and j in order */
+        drel = (double *)calloc(nrel, sizeof *drel);
+    if (dk == NULL || dv == NULL || (nrel > 0 && args->drel_table != NULL && drel == NULL)) {
         free(dk);
         free(dv);
+        free(drel);
         return ATTN_ERR_NOMEM;
     }
     for (b = 0; b < fa->batch; b++)
@@ -1331,7 +1341,7 @@ attn_status attn_reference_backward(const attn_spec *spec, const attn_bwd_args *
             /* a kv head's dK and dV sum over its query heads, in order */
             for (h = hk * group; h < (hk + 1) * group; h++)
                 for (i = 0; i < fa->seq_q; i++)
-                    bwd_row(spec, args, b, h, i, dk, dv, args->dq_norm_w ? dw : NULL, f32);
+                    bwd_row(spec, args, b, h, i, dk, dv, drel, args->dq_norm_w ? dw : NULL, f32);
             for (j = 0; j < fa->seq_k; j++) {
                 float *dkr = (float *)args->dk + b * args->dk_stride[0] + j * args->dk_stride[1] + hk * args->dk_stride[2];
                 float *dvr = (float *)args->dv + b * args->dv_stride[0] + j * args->dv_stride[1] + hk * args->dv_stride[2];
@@ -1343,6 +1353,12 @@ attn_status attn_reference_backward(const attn_spec *spec, const attn_bwd_args *
         }
     free(dk);
     free(dv);
+    if (drel != NULL) {
+        size_t e;
+        for (e = 0; e < nrel; e++)
+            args->drel_table[e] = (float)drel[e];
+        free(drel);
+    }
     if (spec->qk_norm && args->dq_norm_w)
         for (d = 0; d < spec->head_dim; d++)
             args->dq_norm_w[d] = (float)dw[d];

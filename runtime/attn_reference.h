@@ -327,7 +327,9 @@ attn_status attn_reference_classic(const attn_spec *spec, const attn_classic_arg
  * (Q, K, V, O, dO widened; dQ, dK, dV written as f32 with args' strides,
  * keys past seqlens_k and rows that see no key 0), and with sinks dsinks
  * (when args->dsinks is not NULL): -sum over b and i of P_sink D_i, P_sink =
- * exp(sinks[h] - LSE_i).  With rope, Q_i is the rotated row and dQ_i the
+ * exp(sinks[h] - LSE_i), and with rel_bias drel_table (when
+ * args->drel_table is not NULL): dS_ij (before the softcap's factor) summed
+ * into row bucket(j - p_i), column h, over b, h, i and j in order.  With rope, Q_i is the rotated row and dQ_i the
  * rotated row's gradient rotated back; with qk_norm, dQ is taken back through
  * the norm too, and dq_norm_w (when not NULL) gets the weights' gradient,
  * summed in double over b, h and i in that order.  Statuses as
