@@ -234,6 +234,8 @@ static int check_backward(const attn_bwd_kernel *bk, attn_isa isa, const attn_ca
             rep.worst.max_err_dsinks = res.max_err_dsinks;
         if (res.max_err_drel > rep.worst.max_err_drel)
             rep.worst.max_err_drel = res.max_err_drel;
+        if (res.max_err_dq_norm_w > rep.worst.max_err_dq_norm_w)
+            rep.worst.max_err_dq_norm_w = res.max_err_dq_norm_w;
         if (res.worst_ratio > rep.worst.worst_ratio)
             rep.worst.worst_ratio = res.worst_ratio;
         if (st != ATTN_OK || res.failures > 0)
@@ -269,6 +271,8 @@ static int check_backward(const attn_bwd_kernel *bk, attn_isa isa, const attn_ca
         printf(" dsinks %.1e", rep.worst.max_err_dsinks);
     if (attn_rel_rows(&bk->fwd->spec) > 0)
         printf(" drel_table %.1e", rep.worst.max_err_drel);
+    if (bk->fwd->spec.qk_norm)
+        printf(" dq_norm_w %.1e", rep.worst.max_err_dq_norm_w);
     printf(" (%.2g of tolerance), %d failure%s\n", rep.worst.worst_ratio, rep.failures, rep.failures == 1 ? "" : "s");
     if (rep.failures > 0)
         printf("  first failure: %s\n", rep.first);

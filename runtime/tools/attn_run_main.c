@@ -117,6 +117,8 @@ static const char usage[] =
     "                sinks = true, --dsinks: the sink logits' gradient [Hq], float32\n"
     "  --drel dT.npy with the four, configs with rel_bias: the relative position\n"
     "                table's gradient [rows][Hq] (rel_table's shape), float32\n"
+    "  --dq-norm-w dW.npy  with the four, configs with qk_norm: the gradient of the\n"
+    "                query norm's weights [D], float32\n"
     "  configs with shared_kv = true take no --v: V is the first head_dim_v values\n"
     "                of each K row\n"
     "  --rope-cos, --rope-sin  configs with rope table = true (required there): cos\n"
@@ -370,6 +372,7 @@ typedef struct {
     const char *qn_path[2]; /* --q-norm-w, --k-norm-w (configs with qk_norm) */
     const char *dsinks_path; /* --dsinks (the backward pass of a config with sinks) */
     const char *drel_path; /* --drel (the backward pass of a config with rel_bias) */
+    const char *dnorm_path; /* --dq-norm-w (the backward pass of a config with qk_norm) */
 } run_options;
 
 /* --dropout-p: a number in [0, 1). */
@@ -533,13 +536,14 @@ static void parse_options(int argc, char **argv, run_options *opt)
         else if (strcmp(arg, "--k-norm-w") == 0) dest = &opt->qn_path[1];
         else if (strcmp(arg, "--dsinks") == 0) dest = &opt->dsinks_path;
         else if (strcmp(arg, "--drel") == 0) dest = &opt->drel_path;
+        else if (strcmp(arg, "--dq-norm-w") == 0) dest = &opt->dnorm_path;
         else if (strcmp(arg, "--threads") != 0 && (dest = classic_dest(opt, arg)) == NULL)
             fail(arg, "unknown option (expected --q, --k, --v, --seqlens-k, --mask, --rel-table, -o, "
                       "--lse, --weights, --average-heads, --entropy, --random-inputs, --batch, --seq-q, "
                       "--seq-k, --threads, --isa, --reference, --block-table, "
                       "--dropout-p, --dropout-seed, --dropout-offset, --state-in, --state-out, --sinks, "
                       "--rope-cos, --rope-sin, --s, --h, --u, --w-s, --w-h, --w, --v-attn, --b, --do, --dq, --dk, "
-                      "--dv, --dsinks, --drel, --k-new, --v-new, --k-out, --v-out, --q-norm-w, --k-norm-w)");
+                      "--dv, --dsinks, --drel, --dq-norm-w, --k-new, --v-new, --k-out, --v-out, --q-norm-w, --k-norm-w)");
         if (i + 1 >= argc)
             fail(arg, "needs a value");
         if (dest != NULL)
@@ -1824,7 +1828,7 @@ static int run_classic(const attn_kernel *kernel, const run_options *opt)
 
 extern const attn_bwd_kernel *const attn_entry_bwd_kernel; /* NULL: the config has no backward pass */
 
-/* An extra output of the backward pass (--dsinks, --drel: flag, path): only with the backward
+/* An extra output of the backward pass (--dsinks, --drel, --dq-norm-w: flag, path): only with the backward
    options, for a config that has the parameter (has; lacks names it, what is the gradient), a
    new output apart from the others and from its parameter's input (in_flag, in_path). */
 static void check_bwd_extra_path(const run_options *opt, const attn_spec *spec, int given, const char *flag,
@@ -1848,6 +1852,8 @@ static void check_bwd_extra_path(const run_options *opt, const attn_spec *spec, 
             fail(flag, "must differ from --dq, --dk and --dv");
     if (opt->dsinks_path != NULL && path != opt->dsinks_path && same_file(path, opt->dsinks_path))
         fail(flag, "must differ from --dsinks");
+    if (opt->drel_path != NULL && path != opt->drel_path && same_file(path, opt->drel_path))
+        fail(flag, "must differ from --drel");
 }
 
 /* The backward options: all four or none, and only for a config with backward = true. */
@@ -1862,6 +1868,8 @@ static void check_bwd_paths(const run_options *opt, const attn_spec *spec)
     check_bwd_extra_path(opt, spec, given, "--drel", opt->drel_path, attn_rel_rows(spec) > 0,
                          "relative position bias (rel_bias)", "relative position table's gradient", "--rel-table",
                          opt->r_path);
+    check_bwd_extra_path(opt, spec, given, "--dq-norm-w", opt->dnorm_path, spec->qk_norm, "qk_norm",
+                         "query norm weights' gradient", "--q-norm-w", opt->qn_path[0]);
     if (given == 0)
         return;
     if (!spec->backward || attn_entry_bwd_kernel == NULL)
@@ -1953,6 +1961,11 @@ static void run_backward(const run_options *opt, const attn_spec *spec, const ru
         if (ba.drel_table == NULL)
             fail(opt->drel_path, "out of memory");
     }
+    if (opt->dnorm_path != NULL) {
+        ba.dq_norm_w = (float *)malloc((size_t)spec->head_dim * sizeof(float) + 1);
+        if (ba.dq_norm_w == NULL)
+            fail(opt->dnorm_path, "out of memory");
+    }
     if (opt->use_reference) { /* compute() left the widened inputs; O is the reference's, f32 */
         ba.fwd.q = in->qw;
         ba.fwd.k = in->kw;
@@ -1983,6 +1996,11 @@ static void run_backward(const run_options *opt, const attn_spec *spec, const ru
         const int64_t ts[2] = { attn_rel_rows(spec), spec->heads_q };
         write_grad(opt->drel_path, ATTN_DTYPE_F32, ba.drel_table, (size_t)ts[0] * (size_t)ts[1], 2, ts);
         free(ba.drel_table);
+    }
+    if (ba.dq_norm_w != NULL) {
+        const int64_t d = spec->head_dim;
+        write_grad(opt->dnorm_path, ATTN_DTYPE_F32, ba.dq_norm_w, (size_t)d, 1, &d);
+        free(ba.dq_norm_w);
     }
     free(d_o);
 }

@@ -342,15 +342,17 @@ describe("cli #slow", function()
       end)
     end
 
-    --- A backward pass's extra output (flag: --dsinks, --drel) on each ISA against the reference's:
-    -- t.config, t.folder, t.param (its input's file, made by t.make(d, cfg)) and t.extra (more flags).
+    --- A backward pass's extra output (flag: --dsinks, --drel, --dq-norm-w) on each ISA against the reference's:
+    -- t.config, t.folder, t.param (its input's file, made by t.make(d, cfg); none where inputs() passes
+    -- it) and t.extra (more flags).
     local function bwd_extra_matches(t)
       local cfg = assert(presets.load(t.config))
       local d = folder(t.folder)
       local b, lq, lk = 2, 9, 20
       assert.equal(0, (npy("random", d .. "/do.npy", "f32", "32", b, lq, cfg.heads_q, cfg.head_dim_v or cfg.head_dim)))
       local base = cat(cat({ "run", t.config }, inputs(d, cfg, { batch = b, lq = lq, lk = lk, seqlens = t.seqlens })),
-        cat({ t.param, t.make(d, cfg), "--do", d .. "/do.npy" }, t.extra or {}))
+        cat(t.param and { t.param, t.make(d, cfg), "--do", d .. "/do.npy" } or { "--do", d .. "/do.npy" },
+          t.extra or {}))
       local function outputs(tag)
         local o = {}
         for _, g in ipairs({ { "-o", "o" }, { "--dq", "dq" }, { "--dk", "dk" }, { "--dv", "dv" },
@@ -387,6 +389,14 @@ describe("cli #slow", function()
           assert.equal(0, (npy("random", d .. "/rel.npy", "f32", "33", cfg.rel_bias.buckets, cfg.heads_q)))
           return d .. "/rel.npy"
         end })
+    end)
+
+    it("--do with --dq-norm-w: the query norm weights' gradient matches the reference's (t_bwd_f16_sparse)",
+      function()
+      -- inputs() passes the config's --q-norm-w; f32 storage, so that the kernel's O (which its backward
+      -- reads) is the reference's to f32 rounding
+      bwd_extra_matches({ config = "configs/test/t_bwd_f16_sparse.lua", folder = "bwd_qnorm", flag = "--dq-norm-w",
+        seqlens = { 20, 13 }, extra = { "--set", 'dtype="f32"' } })
     end)
 
     it("--block-table: K and V pools of shuffled pages match the reference (NHD, pages of 3; HND, pages of 1)",
