@@ -195,42 +195,12 @@ void attn_reference_qk_norm(const attn_spec *spec, const float *w, double *x)
         x[d] = x[d] * r * ((double)spec->qk_norm_offset + (double)w[d]);
 }
 
-/* Query row q at position p as used by the scores, in double: RMS-normed
-   first with qk_norm (attn_reference_qk_norm), then rotated by
-   RoPE (docs/config.md, "rope") when the spec has it, at angles p *
-   inv_freq_m formed and taken cos / sin of in double (or the caller's table
-   rows, args->rope_cos / rope_sin); else q as it is. */
-static void query_row(const attn_spec *spec, const attn_args *args, const float *q, int64_t p, double *out)
-{
-    const int half = spec->rope_dim / 2;
-    int d, m;
-    for (d = 0; d < spec->head_dim; d++)
-        out[d] = (double)q[d];
-    if (spec->qk_norm)
-        attn_reference_qk_norm(spec, args->q_norm_w, out);
-    if (spec->rope_style == ATTN_ROPE_NONE)
-        return;
-    for (m = 0; m < half; m++) {
-        const int ia = spec->rope_style == ATTN_ROPE_GPTJ ? 2 * m : m;
-        const int ib = spec->rope_style == ATTN_ROPE_GPTJ ? 2 * m + 1 : m + half;
-        const double a = out[ia], b = out[ib];
-        double c, sn;
-        if (spec->rope_table) {
-            c = (double)args->rope_cos[p * half + m];
-            sn = (double)args->rope_sin[p * half + m];
-        } else {
-            c = cos((double)p * spec->rope_inv_freq[m]);
-            sn = sin((double)p * spec->rope_inv_freq[m]);
-        }
-        out[ia] = a * c - b * sn;
-        out[ib] = a * sn + b * c;
-    }
-}
-
-/* x, a gradient with respect to query_row's rotated row at position p, rotated
-   back by RoPE's angles (the rotation's transpose), in double; x as it is
-   without rope.  (qk_norm has no backward.) */
-static void query_row_back(const attn_spec *spec, const attn_args *args, int64_t p, double *x)
+/* x[0..rope_dim) rotated by RoPE's angles at position p (docs/config.md,
+   "rope"), sign = 1, or back (the rotation's transpose: the gradient of a
+   rotated row taken to the row before it), sign = -1: the angles p *
+   inv_freq_m formed and taken cos / sin of in double, or the caller's table
+   rows (args->rope_cos / rope_sin); x as it is without rope. */
+void attn_reference_rope(const attn_spec *spec, const attn_args *args, int64_t p, double *x, int sign)
 {
     const int half = spec->rope_dim / 2;
     int m;
@@ -248,9 +218,23 @@ static void query_row_back(const attn_spec *spec, const attn_args *args, int64_t
             c = cos((double)p * spec->rope_inv_freq[m]);
             sn = sin((double)p * spec->rope_inv_freq[m]);
         }
-        x[ia] = a * c + b * sn;
-        x[ib] = b * c - a * sn;
+        sn *= (double)sign;
+        x[ia] = a * c - b * sn;
+        x[ib] = a * sn + b * c;
     }
+}
+
+/* Query row q at position p as used by the scores, in double: RMS-normed
+   first with qk_norm (attn_reference_qk_norm), then rotated by RoPE
+   (attn_reference_rope) when the spec has it; else q as it is. */
+static void query_row(const attn_spec *spec, const attn_args *args, const float *q, int64_t p, double *out)
+{
+    int d;
+    for (d = 0; d < spec->head_dim; d++)
+        out[d] = (double)q[d];
+    if (spec->qk_norm)
+        attn_reference_qk_norm(spec, args->q_norm_w, out);
+    attn_reference_rope(spec, args, p, out, 1);
 }
 
 /* x, a gradient with respect to the normed row of q (qk_norm, before RoPE),
@@ -1267,7 +1251,7 @@ static void bwd_row(const attn_spec *spec, const attn_bwd_args *args, int64_t b,
                 bwd_round(dk[j * spec->head_dim + d] + bwd_round(ds * qd[d], f32), f32); /* dK_j += scale dS Q_i */
         }
     }
-    query_row_back(spec, fa, p, acc_q); /* with rope: dQ = R^T (the rotated row's gradient) */
+    attn_reference_rope(spec, fa, p, acc_q, -1); /* with rope: dQ = R^T (the rotated row's gradient) */
     if (spec->qk_norm) /* and back through the norm (dw: the weights' gradient) */
         query_row_norm_back(spec, fa->q_norm_w, q, acc_q, dw);
     for (d = 0; d < spec->head_dim; d++)

@@ -384,6 +384,12 @@ int64_t attn_reference_rel_bucket(const attn_spec *spec, int64_t rel);
    h is outside 0..n-1. */
 double attn_reference_alibi_slope(int h, int n);
 
+/* RoPE (spec->rope_style): x[0..rope_dim) rotated at position p, sign = 1
+ * (what the reference does to each query row, and a kernel's append to each
+ * new key row), or rotated back, sign = -1 (the rotation's transpose: the
+ * backward's dQ), in double; nothing without rope (docs/config.md, "rope"). */
+void attn_reference_rope(const attn_spec *spec, const attn_args *args, int64_t p, double *x, int sign);
+
 /* qk_norm (spec->qk_norm): x[0..head_dim) RMS-normed and times (offset +
  * w[d]), in double (docs/config.md, "qk_norm"): what the reference does to
  * each query row, and what a kernel's append does to each new key row. */

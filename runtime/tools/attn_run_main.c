@@ -2122,25 +2122,19 @@ static void load_append(const run_options *opt, const attn_spec *spec, run_input
         fail(opt->kn_path, "%s", attn_status_string(st));
 }
 
-/* Row x (n values) of a new key rotated at position pos as the reference
-   rotates (docs/config.md, "rope"): in double, rounded to f32. */
+/* Row x of a new key rotated at position pos as the reference rotates
+   (attn_reference_rope): in double, rounded to f32. */
 static void rope_new_row(const attn_spec *spec, const attn_args *args, int64_t pos, float *x)
 {
-    const int half = spec->rope_dim / 2;
-    int m;
+    double r[1024]; /* rope_dim <= head_dim <= 1024 (the configs' limit, shared_kv's) */
+    int d;
     if (spec->rope_style == ATTN_ROPE_NONE)
         return;
-    for (m = 0; m < half; m++) {
-        const int ia = spec->rope_style == ATTN_ROPE_GPTJ ? 2 * m : m;
-        const int ib = spec->rope_style == ATTN_ROPE_GPTJ ? 2 * m + 1 : m + half;
-        const double c = spec->rope_table ? (double)args->rope_cos[pos * half + m]
-                                          : cos((double)pos * spec->rope_inv_freq[m]);
-        const double sn = spec->rope_table ? (double)args->rope_sin[pos * half + m]
-                                           : sin((double)pos * spec->rope_inv_freq[m]);
-        const double a = x[ia], b = x[ib];
-        x[ia] = (float)(a * c - b * sn);
-        x[ib] = (float)(a * sn + b * c);
-    }
+    for (d = 0; d < spec->rope_dim; d++)
+        r[d] = (double)x[d];
+    attn_reference_rope(spec, args, pos, r, 1);
+    for (d = 0; d < spec->rope_dim; d++)
+        x[d] = (float)r[d];
 }
 
 /* --reference with --k-new: the new rows stored into the cache as the
