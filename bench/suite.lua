@@ -288,7 +288,7 @@ end
 -- 2d. the backward pass (backward = true): GFLOP/s counting 2.5 times the forward's FLOPs,
 -- against the FMA peak the same run measures; the bench prints its backward rows (the variant's
 -- and the unfused OpenBLAS backward's) as lines of their own after the forward's JSON.  GPT-2's
--- config at Llama-3-8B's head shape (llama3_8b has RoPE, which the backward pass does not take).
+-- config at Llama-3-8B's head shape, without RoPE and GQA (8 heads of their own).
 local LB = quick and 1024 or 4096
 if wanted("backward") then
   --- The forward's result, the variant's backward line and OpenBLAS's (nil without it).

@@ -13,10 +13,13 @@
  * families, attn_classic_args).
  *
  * A new family is one attn_cases_<family>.c with its attn_case_ops, and one
- * row of attn_case_ops_for's table; a new direction (the backward pass) is
- * one more column of that table (ATTN_DIR_*), with the family's ops for it;
- * a new output is one more entry of the family's outputs() list, which the
- * bitwise comparison of thread counts picks up as it is.
+ * row of attn_case_ops_for's table; a direction (sdpa's backward pass,
+ * attn_cases_sdpa_bwd.c) is one column of that table (ATTN_DIR_*), with the
+ * family's ops for it, run by the same harness (attn_verify_bwd_case and
+ * attn_verify_bwd_bitwise_threads are attn_verify_case's and
+ * attn_verify_bitwise_threads's backward entry points); a new output is one
+ * more entry of the family's outputs() list, which the bitwise comparison of
+ * thread counts picks up as it is.
  */
 #ifndef ATTN_CASES_H
 #define ATTN_CASES_H
@@ -29,8 +32,19 @@
 
 /* ---- the operations of a family ----------------------------------------- */
 
-/* The directions a family's kernels compute; the forward pass only, today. */
-typedef enum { ATTN_DIR_FWD, ATTN_DIR_COUNT } attn_direction;
+/* The directions a family's kernels compute: the forward pass, and sdpa's
+   backward pass (specs with backward). */
+typedef enum { ATTN_DIR_FWD, ATTN_DIR_BWD, ATTN_DIR_COUNT } attn_direction;
+
+/* What a case runs: a direction's kernel and one of its variants (NULL: the
+   kernel's own entry, which dispatches): fwd / fwd_variant forward, bwd /
+   bwd_variant backward; the other pair NULL. */
+typedef struct {
+    const attn_kernel *fwd;
+    const attn_variant *fwd_variant;
+    const attn_bwd_kernel *bwd;
+    const attn_bwd_variant *bwd_variant;
+} attn_case_kernel;
 
 /* One output buffer of a built case, as stored (gaps included): its name
    (as the reports spell it) and its bytes. */
@@ -48,7 +62,7 @@ typedef struct {
  * makes the inputs and outputs of one case from its seed and shape (the
  * outputs reset); on failure it leaves nothing to free.  reference runs the
  * reference on the stored inputs and keeps its results in the state;
- * run runs a variant (NULL: the kernel's own entry) with the given threads;
+ * run runs the direction's kernel or variant (attn_case_kernel) with the given threads;
  * compare checks the outputs of the last run against the reference's with
  * the family's tolerance, gaps included; reset puts the outputs (and any
  * in/out state) back to what they were before a run; outputs lists the
@@ -62,7 +76,7 @@ typedef struct {
     size_t state_size;
     attn_status (*build)(void *state, const attn_spec *spec, const attn_case *c);
     attn_status (*reference)(void *state);
-    attn_status (*run)(void *state, const attn_kernel *kernel, const attn_variant *variant, int threads);
+    attn_status (*run)(void *state, const attn_case_kernel *k, int threads);
     void (*compare)(const void *state, const char *shape, attn_verify_result *res);
     void (*reset)(void *state);
     int (*outputs)(const void *state, attn_case_output *out);
@@ -77,6 +91,7 @@ const attn_case_ops *attn_case_ops_for(const attn_spec *spec, attn_direction dir
 extern const attn_case_ops attn_cases_sdpa_fwd;    /* attn_cases_sdpa.c */
 extern const attn_case_ops attn_cases_linear_fwd;  /* attn_cases_linear.c */
 extern const attn_case_ops attn_cases_classic_fwd; /* attn_cases_classic.c */
+extern const attn_case_ops attn_cases_sdpa_bwd;    /* attn_cases_sdpa_bwd.c */
 
 /* ---- deterministic random inputs ---------------------------------------- */
 

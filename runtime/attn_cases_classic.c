@@ -324,10 +324,10 @@ nomem:
     return ATTN_ERR_NOMEM;
 }
 
-static attn_status classic_run(void *state, const attn_kernel *kernel, const attn_variant *variant, int threads)
+static attn_status classic_run(void *state, const attn_case_kernel *k, int threads)
 {
     classic_case *cb = (classic_case *)state;
-    const attn_classic_fwd_fn fwd = variant != NULL ? variant->classic_fwd : kernel->classic_fwd;
+    const attn_classic_fwd_fn fwd = k->fwd_variant != NULL ? k->fwd_variant->classic_fwd : k->fwd->classic_fwd;
     cb->args.threads = threads;
     return fwd != NULL ? fwd(&cb->args) : ATTN_ERR_NULL_ARG;
 }

@@ -59,7 +59,7 @@ typedef struct {
 /* the attn_case_ops of both families (attn_cases_sdpa.c) */
 attn_status attn_qkv_build(void *state, const attn_spec *spec, const attn_case *c);
 attn_status attn_qkv_reference(void *state);
-attn_status attn_qkv_run(void *state, const attn_kernel *kernel, const attn_variant *variant, int threads);
+attn_status attn_qkv_run(void *state, const attn_case_kernel *k, int threads);
 void attn_qkv_compare(const void *state, const char *shape, attn_verify_result *res);
 void attn_qkv_reset(void *state);
 int attn_qkv_outputs(const void *state, attn_case_output *out);

@@ -367,9 +367,11 @@ static attn_status qkv_run_workspace(attn_qkv_case *cb, const attn_kernel *kerne
     return st;
 }
 
-attn_status attn_qkv_run(void *state, const attn_kernel *kernel, const attn_variant *variant, int threads)
+attn_status attn_qkv_run(void *state, const attn_case_kernel *k, int threads)
 {
     attn_qkv_case *cb = (attn_qkv_case *)state;
+    const attn_kernel *kernel = k->fwd;
+    const attn_variant *variant = k->fwd_variant;
     cb->args.threads = threads;
     if (attn_paged_spec(cb->spec))
         attn_paged_bad_tables(cb, kernel, variant);

@@ -3,12 +3,15 @@
  * (specs with backward): the forward's inputs of the same case
  * (attn_cases_sdpa.c), O and LSE from the forward's reference stored as the
  * kernel stores them, a random dO in O's layout (NaN gaps), dQ, dK and dV
- * (and dsinks, with sinks) against guard pages, and the comparison with the float64 reference
+ * (and dsinks, with sinks, drel_table, with rel_bias, and dq_norm_w, with
+ * qk_norm) against guard pages, and the comparison with the float64 reference
  * (attn_reference_backward) by FlashAttention's criterion: each gradient's
  * largest error at most twice that of a plain float32 implementation of the
  * same formulas on the same inputs, plus 1e-5 of the gradient's largest
  * magnitude (and, for gradients stored as bf16 or f16, the rounding of
- * ATTN_REF_TOL_REL of that type).
+ * ATTN_REF_TOL_REL of that type).  These are the sdpa family's ops for the
+ * backward direction (attn_cases_sdpa_bwd), which the harness of
+ * attn_verify.c runs as it runs the forward's.
  */
 #include "attn_cases.h"
 
@@ -20,12 +23,16 @@
 #include "attn_cases_qkv.h"
 #include "attn_reference.h"
 
+enum { NGRAD = 6 }; /* dQ, dK, dV, dsinks, drel_table, dq_norm_w */
+
 typedef struct {
     attn_qkv_case f;            /* the forward's inputs, O and LSE */
-    attn_guard_buf dout, dq, dk, dv, dsinks;
+    attn_guard_buf dout, dq, dk, dv, dsinks, drel, dnorm;
     float *dow, *ow;            /* dO and O as stored, widened, contiguous [B][Lq][Hq][Dv] */
-    float *ref[2][4];           /* [float64, plain f32][dQ, dK, dV, dsinks], contiguous */
-    size_t n[4];                /* elements of dQ, dK, dV, dsinks (Hq with sinks, else 0) */
+    float *ref[2][NGRAD];       /* [float64, plain f32][dQ, dK, dV, dsinks, drel_table, dq_norm_w], contiguous */
+    size_t n[NGRAD];            /* elements of each (dsinks: Hq with sinks; drel_table: rows Hq with rel_bias;
+                                   dq_norm_w: D with qk_norm) */
+    attn_status refused;        /* the forward reference's refusal (ATTN_ERR_ROPE), which the kernel must repeat */
     attn_bwd_args args;
 } bwd_case;
 
@@ -38,26 +45,29 @@ static void bwd_free(bwd_case *cb)
     attn_guard_free(&cb->dk);
     attn_guard_free(&cb->dv);
     attn_guard_free(&cb->dsinks);
+    attn_guard_free(&cb->drel);
+    attn_guard_free(&cb->dnorm);
     free(cb->dow);
     free(cb->ow);
     for (m = 0; m < 2; m++)
-        for (g = 0; g < 4; g++)
+        for (g = 0; g < NGRAD; g++)
             free(cb->ref[m][g]);
     memset(cb, 0, sizeof *cb);
 }
 
 static attn_dtype grad_type(const attn_spec *spec, int g)
 {
-    return g == 0 ? spec->dtype_grad_q : g == 3 ? ATTN_DTYPE_F32 : spec->dtype_grad_kv;
+    return g == 0 ? spec->dtype_grad_q : g >= 3 ? ATTN_DTYPE_F32 : spec->dtype_grad_kv;
 }
 
 /* The gradients before a run: every element the "unset" NaN. */
-static void bwd_reset(bwd_case *cb)
+static void bwd_reset(void *state)
 {
-    attn_guard_buf *out[4] = { &cb->dq, &cb->dk, &cb->dv, &cb->dsinks };
+    bwd_case *cb = (bwd_case *)state;
+    attn_guard_buf *out[NGRAD] = { &cb->dq, &cb->dk, &cb->dv, &cb->dsinks, &cb->drel, &cb->dnorm };
     int g;
     size_t i;
-    for (g = 0; g < 4; g++)
+    for (g = 0; g < NGRAD; g++)
         for (i = 0; i < cb->n[g]; i++)
             attn_store_bits(grad_type(cb->f.spec, g), out[g]->ptr, i, attn_unset_bits(grad_type(cb->f.spec, g)));
 }
@@ -87,11 +97,16 @@ static void bwd_store_forward(bwd_case *cb)
     memcpy(cb->f.lse.ptr, cb->f.ref.lse, cb->f.lse_count * sizeof(float));
 }
 
-static attn_status bwd_build(bwd_case *cb, const attn_spec *spec, const attn_case *c)
+static void bwd_free_state(void *state)
+{
+    bwd_free((bwd_case *)state);
+}
+
+static attn_status bwd_build_parts(bwd_case *cb, const attn_spec *spec, const attn_case *c)
 {
     attn_status st = attn_qkv_build(&cb->f, spec, c);
     const size_t no = (size_t)c->batch * (size_t)c->seq_q * (size_t)spec->heads_q * (size_t)spec->head_dim_v;
-    attn_guard_buf *out[4] = { &cb->dq, &cb->dk, &cb->dv, &cb->dsinks };
+    attn_guard_buf *out[NGRAD] = { &cb->dq, &cb->dk, &cb->dv, &cb->dsinks, &cb->drel, &cb->dnorm };
     attn_rng r;
     size_t i;
     int m, g;
@@ -99,18 +114,22 @@ static attn_status bwd_build(bwd_case *cb, const attn_spec *spec, const attn_cas
     if (st != ATTN_OK)
         return st;
     st = attn_qkv_reference(&cb->f);
-    if (st != ATTN_OK)
+    if (st == ATTN_ERR_ROPE)
+        cb->refused = st;
+    else if (st != ATTN_OK)
         return st;
     cb->n[0] = (size_t)c->batch * (size_t)c->seq_q * (size_t)spec->heads_q * (size_t)spec->head_dim;
     cb->n[1] = (size_t)c->batch * (size_t)c->seq_k * (size_t)spec->heads_kv * (size_t)spec->head_dim;
     cb->n[2] = (size_t)c->batch * (size_t)c->seq_k * (size_t)spec->heads_kv * (size_t)spec->head_dim_v;
     cb->n[3] = spec->sinks ? (size_t)spec->heads_q : 0;
+    cb->n[4] = (size_t)attn_rel_rows(spec) * (size_t)spec->heads_q;
+    cb->n[5] = spec->qk_norm ? (size_t)spec->head_dim : 0;
     cb->dow = (float *)malloc((no + 1) * sizeof(float));
     cb->ow = (float *)malloc((no + 1) * sizeof(float));
     if (cb->dow == NULL || cb->ow == NULL ||
         attn_guard_alloc(&cb->dout, cb->f.lo.span * attn_dtype_size(spec->dtype_o)))
         return ATTN_ERR_NOMEM;
-    for (g = 0; g < 4; g++) {
+    for (g = 0; g < NGRAD; g++) {
         if (attn_guard_alloc(out[g], cb->n[g] * attn_dtype_size(grad_type(spec, g))))
             return ATTN_ERR_NOMEM;
         for (m = 0; m < 2; m++)
@@ -123,7 +142,8 @@ static attn_status bwd_build(bwd_case *cb, const attn_spec *spec, const attn_cas
         cb->dow[i] = attn_rng_normal(&r);
     for (i = 0; i < cb->f.lo.span; i++)
         attn_store_bits(spec->dtype_o, cb->dout.ptr, i, attn_gap_bits(spec->dtype_o));
-    bwd_store_forward(cb);
+    if (!cb->refused)
+        bwd_store_forward(cb);
     bwd_reset(cb);
     cb->args.fwd = cb->f.args;
     cb->args.fwd.weights = NULL;
@@ -133,6 +153,8 @@ static attn_status bwd_build(bwd_case *cb, const attn_spec *spec, const attn_cas
     cb->args.dk = cb->dk.ptr;
     cb->args.dv = cb->dv.ptr;
     cb->args.dsinks = spec->sinks ? (float *)cb->dsinks.ptr : NULL;
+    cb->args.drel_table = cb->n[4] > 0 ? (float *)cb->drel.ptr : NULL;
+    cb->args.dq_norm_w = cb->n[5] > 0 ? (float *)cb->dnorm.ptr : NULL;
     memcpy(cb->args.do_stride, cb->f.lo.str, sizeof cb->args.do_stride);
     {
         attn_bwd_args contiguous = cb->args;
@@ -144,13 +166,29 @@ static attn_status bwd_build(bwd_case *cb, const attn_spec *spec, const attn_cas
     return ATTN_OK;
 }
 
-/* Both references: float64 (m = 0) and plain f32 (m = 1), on the stored values widened. */
-static attn_status bwd_reference(bwd_case *cb)
+/* The case's inputs (on failure, nothing left to free).  Where the forward's
+   reference refuses the inputs (a position outside a RoPE table), the case
+   is built all the same and remembers the refusal: its reference returns it,
+   and the harness expects the kernel to return it too, writing nothing. */
+static attn_status bwd_build(void *state, const attn_spec *spec, const attn_case *c)
 {
+    bwd_case *cb = (bwd_case *)state;
+    const attn_status st = bwd_build_parts(cb, spec, c);
+    if (st != ATTN_OK)
+        bwd_free(cb);
+    return st;
+}
+
+/* Both references: float64 (m = 0) and plain f32 (m = 1), on the stored values widened. */
+static attn_status bwd_reference(void *state)
+{
+    bwd_case *cb = (bwd_case *)state;
     const attn_spec *spec = cb->f.spec;
     attn_bwd_args a = cb->args;
     attn_status st = ATTN_OK;
     int m;
+    if (cb->refused)
+        return cb->refused;
     attn_bwd_args_set_contiguous(&a, spec);
     a.fwd = cb->f.args;
     a.fwd.weights = NULL;
@@ -173,19 +211,22 @@ static attn_status bwd_reference(bwd_case *cb)
         a.dk = cb->ref[m][1];
         a.dv = cb->ref[m][2];
         a.dsinks = spec->sinks ? cb->ref[m][3] : NULL;
+        a.drel_table = cb->n[4] > 0 ? cb->ref[m][4] : NULL;
+        a.dq_norm_w = cb->n[5] > 0 ? cb->ref[m][5] : NULL;
         st = attn_reference_backward(spec, &a, m);
     }
     return st;
 }
 
-static const char *const grad_names[4] = { "dQ", "dK", "dV", "dsinks" };
+static const char *const grad_names[NGRAD] = { "dQ", "dK", "dV", "dsinks", "drel_table", "dq_norm_w" };
 
 /* Each gradient of the last run against the float64 reference. */
-static void bwd_compare(const bwd_case *cb, attn_verify_result *res)
+static void bwd_compare(const void *state, const char *shape, attn_verify_result *res)
 {
+    const bwd_case *cb = (const bwd_case *)state;
     const attn_spec *spec = cb->f.spec;
-    const attn_guard_buf *out[4] = { &cb->dq, &cb->dk, &cb->dv, &cb->dsinks };
-    double *max_err[4];
+    const attn_guard_buf *out[NGRAD] = { &cb->dq, &cb->dk, &cb->dv, &cb->dsinks, &cb->drel, &cb->dnorm };
+    double *max_err[NGRAD];
     char label[96] = "";
     int g;
     size_t i;
@@ -194,7 +235,10 @@ static void bwd_compare(const bwd_case *cb, attn_verify_result *res)
     max_err[1] = &res->max_err_dk;
     max_err[2] = &res->max_err_dv;
     max_err[3] = &res->max_err_dsinks;
-    for (g = 0; g < 4; g++) {
+    max_err[4] = &res->max_err_drel;
+    max_err[5] = &res->max_err_dq_norm_w;
+    (void)shape;
+    for (g = 0; g < NGRAD; g++) {
         const attn_dtype dt = grad_type(spec, g);
         double f32_err = 0.0, mag = 0.0, tol;
         for (i = 0; i < cb->n[g]; i++) {
@@ -217,79 +261,40 @@ static void bwd_compare(const bwd_case *cb, attn_verify_result *res)
     }
 }
 
-static attn_status bwd_run(bwd_case *cb, const attn_bwd_kernel *kernel, const attn_bwd_variant *variant, int threads)
+static attn_status bwd_run(void *state, const attn_case_kernel *k, int threads)
 {
+    bwd_case *cb = (bwd_case *)state;
     cb->args.fwd.threads = threads;
-    return variant != NULL ? variant->bwd(&cb->args) : kernel->bwd(&cb->args);
+    return k->bwd_variant != NULL ? k->bwd_variant->bwd(&cb->args) : k->bwd->bwd(&cb->args);
 }
 
-attn_status attn_verify_bwd_case(const attn_bwd_kernel *kernel, const attn_bwd_variant *variant, const attn_case *c,
-                                 attn_verify_result *res)
+static int bwd_outputs(const void *state, attn_case_output *out)
 {
-    bwd_case *cb = (bwd_case *)calloc(1, sizeof *cb);
-    char shape[96];
-    attn_status st;
-
-    memset(res, 0, sizeof *res);
-    attn_verify_case_string(c, shape, sizeof shape);
-    if (cb == NULL)
-        return ATTN_ERR_NOMEM;
-    st = bwd_build(cb, &kernel->fwd->spec, c);
-    if (st == ATTN_OK)
-        st = bwd_reference(cb);
-    if (st != ATTN_OK) {
-        snprintf(res->first_failure, sizeof res->first_failure, "cannot build the inputs or the reference: %s (shape %s)",
-                 attn_status_string(st), shape);
-        res->failures = 1;
-    } else {
-        st = bwd_run(cb, kernel, variant, c->threads);
-        if (st != ATTN_OK) {
-            snprintf(res->first_failure, sizeof res->first_failure, "kernel returned \"%s\" (shape %s)",
-                     attn_status_string(st), shape);
-            res->failures = 1;
-        } else {
-            bwd_compare(cb, res);
-        }
+    const bwd_case *cb = (const bwd_case *)state;
+    const attn_guard_buf *buf[NGRAD] = { &cb->dq, &cb->dk, &cb->dv, &cb->dsinks, &cb->drel, &cb->dnorm };
+    int g;
+    for (g = 0; g < NGRAD; g++) {
+        out[g].name = grad_names[g];
+        out[g].ptr = buf[g]->ptr;
+        out[g].bytes = cb->n[g] * attn_dtype_size(grad_type(cb->f.spec, g));
     }
-    bwd_free(cb);
-    free(cb);
-    return st;
+    return NGRAD;
 }
 
-int attn_verify_bwd_bitwise_threads(const attn_bwd_kernel *kernel, const attn_bwd_variant *variant,
-                                    const attn_case *c, int threads_a, int threads_b)
+/* "dQ e dK e dV e", and the gradients the spec has besides */
+static void bwd_errors(const attn_spec *spec, const attn_verify_result *res, char *buf, size_t len)
 {
-    bwd_case *cb = (bwd_case *)calloc(1, sizeof *cb);
-    unsigned char *first[4] = { NULL, NULL, NULL, NULL };
-    const attn_guard_buf *out[4];
-    int g, result = -1;
-
-    if (cb == NULL)
-        return -1;
-    out[0] = &cb->dq;
-    out[1] = &cb->dk;
-    out[2] = &cb->dv;
-    out[3] = &cb->dsinks;
-    if (bwd_build(cb, &kernel->fwd->spec, c) != ATTN_OK || bwd_run(cb, kernel, variant, threads_a) != ATTN_OK)
-        goto done;
-    for (g = 0; g < 4; g++) {
-        first[g] = (unsigned char *)malloc(out[g]->bytes + 1);
-        if (first[g] == NULL)
-            goto done;
-        if (out[g]->bytes > 0)
-            memcpy(first[g], out[g]->ptr, out[g]->bytes);
-    }
-    bwd_reset(cb);
-    if (bwd_run(cb, kernel, variant, threads_b) != ATTN_OK)
-        goto done;
-    result = 1;
-    for (g = 0; g < 4; g++)
-        if (out[g]->bytes > 0 && memcmp(first[g], out[g]->ptr, out[g]->bytes) != 0)
-            result = 0;
-done:
-    for (g = 0; g < 4; g++)
-        free(first[g]);
-    bwd_free(cb);
-    free(cb);
-    return result;
+    int n = snprintf(buf, len, "dQ %.1e dK %.1e dV %.1e", res->max_err_dq, res->max_err_dk, res->max_err_dv);
+    if (spec->sinks && n >= 0 && (size_t)n < len)
+        n += snprintf(buf + n, len - (size_t)n, " dsinks %.1e", res->max_err_dsinks);
+    if (spec->rel_bias && n >= 0 && (size_t)n < len)
+        n += snprintf(buf + n, len - (size_t)n, " drel_table %.1e", res->max_err_drel);
+    if (spec->qk_norm && n >= 0 && (size_t)n < len)
+        snprintf(buf + n, len - (size_t)n, " dq_norm_w %.1e", res->max_err_dq_norm_w);
 }
+
+const attn_case_ops attn_cases_sdpa_bwd = {
+    "sdpa backward", sizeof(bwd_case), bwd_build,      bwd_reference,  bwd_run,
+    bwd_compare,     bwd_reset,        bwd_outputs,    bwd_free_state, attn_qkv_default_cases,
+    bwd_errors,
+};

@@ -195,25 +195,21 @@ void attn_reference_qk_norm(const attn_spec *spec, const float *w, double *x)
         x[d] = x[d] * r * ((double)spec->qk_norm_offset + (double)w[d]);
 }
 
-/* Query row q at position p as used by the scores, in double: RMS-normed
-   first with qk_norm (attn_reference_qk_norm), then rotated by
-   RoPE (docs/config.md, "rope") when the spec has it, at angles p *
-   inv_freq_m formed and taken cos / sin of in double (or the caller's table
-   rows, args->rope_cos / rope_sin); else q as it is. */
-static void query_row(const attn_spec *spec, const attn_args *args, const float *q, int64_t p, double *out)
+/* x[0..rope_dim) rotated by RoPE's angles at position p (docs/config.md,
+   "rope"), sign = 1, or back (the rotation's transpose: the gradient of a
+   rotated row taken to the row before it), sign = -1: the angles p *
+   inv_freq_m formed and taken cos / sin of in double, or the caller's table
+   rows (args->rope_cos / rope_sin); x as it is without rope. */
+void attn_reference_rope(const attn_spec *spec, const attn_args *args, int64_t p, double *x, int sign)
 {
     const int half = spec->rope_dim / 2;
-    int d, m;
-    for (d = 0; d < spec->head_dim; d++)
-        out[d] = (double)q[d];
-    if (spec->qk_norm)
-        attn_reference_qk_norm(spec, args->q_norm_w, out);
+    int m;
     if (spec->rope_style == ATTN_ROPE_NONE)
         return;
     for (m = 0; m < half; m++) {
         const int ia = spec->rope_style == ATTN_ROPE_GPTJ ? 2 * m : m;
         const int ib = spec->rope_style == ATTN_ROPE_GPTJ ? 2 * m + 1 : m + half;
-        const double a = out[ia], b = out[ib];
+        const double a = x[ia], b = x[ib];
         double c, sn;
         if (spec->rope_table) {
             c = (double)args->rope_cos[p * half + m];
@@ -222,8 +218,44 @@ static void query_row(const attn_spec *spec, const attn_args *args, const float 
             c = cos((double)p * spec->rope_inv_freq[m]);
             sn = sin((double)p * spec->rope_inv_freq[m]);
         }
-        out[ia] = a * c - b * sn;
-        out[ib] = a * sn + b * c;
+        sn *= (double)sign;
+        x[ia] = a * c - b * sn;
+        x[ib] = a * sn + b * c;
+    }
+}
+
+/* Query row q at position p as used by the scores, in double: RMS-normed
+   first with qk_norm (attn_reference_qk_norm), then rotated by RoPE
+   (attn_reference_rope) when the spec has it; else q as it is. */
+static void query_row(const attn_spec *spec, const attn_args *args, const float *q, int64_t p, double *out)
+{
+    int d;
+    for (d = 0; d < spec->head_dim; d++)
+        out[d] = (double)q[d];
+    if (spec->qk_norm)
+        attn_reference_qk_norm(spec, args->q_norm_w, out);
+    attn_reference_rope(spec, args, p, out, 1);
+}
+
+/* x, a gradient with respect to the normed row of q (qk_norm, before RoPE),
+   taken back through the norm: with r = 1 / sqrt(mean(q^2) + eps) and
+   gw = x (offset + w), x becomes r gw - q r^3 / D sum(gw q); x q r is added to
+   dw (the weights' gradient) where dw is not NULL.  In double. */
+static void query_row_norm_back(const attn_spec *spec, const float *w, const float *q, double *x, double *dw)
+{
+    const int n = spec->head_dim;
+    double ss = 0.0, s = 0.0, r;
+    int d;
+    for (d = 0; d < n; d++) {
+        ss += (double)q[d] * (double)q[d];
+        s += x[d] * ((double)spec->qk_norm_offset + (double)w[d]) * (double)q[d];
+    }
+    r = 1.0 / sqrt(ss / n + spec->qk_norm_eps);
+    for (d = 0; d < n; d++) {
+        const double gw = x[d] * ((double)spec->qk_norm_offset + (double)w[d]);
+        if (dw)
+            dw[d] += x[d] * (double)q[d] * r;
+        x[d] = r * gw - (double)q[d] * r * r * r / n * s;
     }
 }
 
@@ -1160,9 +1192,11 @@ static double bwd_round(double x, int f32)
     return f32 ? (double)(float)x : x;
 }
 
-/* The gradients of one query row i of head h in batch b (attn_reference_backward). */
+/* The gradients of one query row i of head h in batch b (attn_reference_backward); with drel
+   not NULL, each visible key's dS (the gradient of the score where the relative position bias
+   goes in, after the softcap) added to drel[bucket(j - p)][h]. */
 static void bwd_row(const attn_spec *spec, const attn_bwd_args *args, int64_t b, int h, int64_t i, double *dk,
-                    double *dv, int f32)
+                    double *dv, double *drel, double *dw, int f32)
 {
     const attn_args *fa = &args->fwd;
     const int hk = h / (spec->heads_q / spec->heads_kv);
@@ -1178,7 +1212,7 @@ static void bwd_row(const attn_spec *spec, const attn_bwd_args *args, int64_t b,
     int64_t j;
     int d;
 
-    query_row(spec, fa, q, p, qd); /* the row the scores use (backward configs have no rope) */
+    query_row(spec, fa, q, p, qd); /* the row the scores use: rotated with rope */
     for (d = 0; d < spec->head_dim; d++)
         acc_q[d] = 0.0;
     /* D_i = dO_i . O_i */
@@ -1199,10 +1233,14 @@ static void bwd_row(const attn_spec *spec, const attn_bwd_args *args, int64_t b,
                 bwd_round(dv[j * spec->head_dim_v + d] + bwd_round(bwd_round(pw * z, f32) * (double)g[d], f32), f32);
         }
         ds = bwd_round(pw * bwd_round(bwd_round(dpd * z, f32) - drow, f32), f32); /* dS = P (dP - D_i) */
+        if (drel != NULL) { /* the bias is added after the softcap: dS itself */
+            double *t = &drel[attn_reference_rel_bucket(spec, j - p) * spec->heads_q + h];
+            *t = bwd_round(*t + ds, f32);
+        }
         if (spec->softcap > 0.0f) { /* the raw score's gradient: dS (1 - tanh^2(t)), t = scale q.k / c */
             double dot = 0.0, t;
             for (d = 0; d < spec->head_dim; d++)
-                dot += (double)q[d] * (double)k[d];
+                dot += qd[d] * (double)k[d];
             t = bwd_round(tanh((double)spec->scale * temp * dot / (double)spec->softcap), f32);
             ds = bwd_round(ds * bwd_round(1.0 - t * t, f32), f32);
         }
@@ -1210,9 +1248,12 @@ static void bwd_row(const attn_spec *spec, const attn_bwd_args *args, int64_t b,
         for (d = 0; d < spec->head_dim; d++) {
             acc_q[d] = bwd_round(acc_q[d] + bwd_round(ds * (double)k[d], f32), f32); /* dQ_i += scale dS K_j */
             dk[j * spec->head_dim + d] =
-                bwd_round(dk[j * spec->head_dim + d] + bwd_round(ds * (double)q[d], f32), f32); /* dK_j += scale dS Q_i */
+                bwd_round(dk[j * spec->head_dim + d] + bwd_round(ds * qd[d], f32), f32); /* dK_j += scale dS Q_i */
         }
     }
+    attn_reference_rope(spec, fa, p, acc_q, -1); /* with rope: dQ = R^T (the rotated row's gradient) */
+    if (spec->qk_norm) /* and back through the norm (dw: the weights' gradient) */
+        query_row_norm_back(spec, fa->q_norm_w, q, acc_q, dw);
     for (d = 0; d < spec->head_dim; d++)
         dq[d * 1] = (float)acc_q[d];
 }
@@ -1253,21 +1294,27 @@ static void bwd_sinks(const attn_spec *spec, const attn_bwd_args *args, int f32)
 attn_status attn_reference_backward(const attn_spec *spec, const attn_bwd_args *args, int f32)
 {
     const attn_args *fa;
-    double *dk, *dv;
+    double *dk, *dv, *drel = NULL, dw[512]; /* dw: q_norm_w's gradient (qk_norm) */
     int64_t b, i, j;
     int h, hk, d;
     attn_status st = attn_check_bwd_args(spec, args);
+    const size_t nrel = spec != NULL ? (size_t)attn_rel_rows(spec) * (size_t)spec->heads_q : 0;
 
     if (st != ATTN_OK)
         return st;
     if (spec->head_dim > 512)
         return ATTN_ERR_TOO_LARGE;
     fa = &args->fwd;
+    for (d = 0; d < 512; d++)
+        dw[d] = 0.0;
     dk = (double *)malloc(((size_t)fa->seq_k * (size_t)spec->head_dim + 1) * sizeof *dk);
     dv = (double *)malloc(((size_t)fa->seq_k * (size_t)spec->head_dim_v + 1) * sizeof *dv);
-    if (dk == NULL || dv == NULL) {
+    if (nrel > 0 && args->drel_table != NULL) /* the table's gradient, summed over b, h, i and j in order */
+        drel = (double *)calloc(nrel, sizeof *drel);
+    if (dk == NULL || dv == NULL || (nrel > 0 && args->drel_table != NULL && drel == NULL)) {
         free(dk);
         free(dv);
+        free(drel);
         return ATTN_ERR_NOMEM;
     }
     for (b = 0; b < fa->batch; b++)
@@ -1278,7 +1325,7 @@ attn_status attn_reference_backward(const attn_spec *spec, const attn_bwd_args *
             /* a kv head's dK and dV sum over its query heads, in order */
             for (h = hk * group; h < (hk + 1) * group; h++)
                 for (i = 0; i < fa->seq_q; i++)
-                    bwd_row(spec, args, b, h, i, dk, dv, f32);
+                    bwd_row(spec, args, b, h, i, dk, dv, drel, args->dq_norm_w ? dw : NULL, f32);
             for (j = 0; j < fa->seq_k; j++) {
                 float *dkr = (float *)args->dk + b * args->dk_stride[0] + j * args->dk_stride[1] + hk * args->dk_stride[2];
                 float *dvr = (float *)args->dv + b * args->dv_stride[0] + j * args->dv_stride[1] + hk * args->dv_stride[2];
@@ -1290,6 +1337,15 @@ attn_status attn_reference_backward(const attn_spec *spec, const attn_bwd_args *
         }
     free(dk);
     free(dv);
+    if (drel != NULL) {
+        size_t e;
+        for (e = 0; e < nrel; e++)
+            args->drel_table[e] = (float)drel[e];
+        free(drel);
+    }
+    if (spec->qk_norm && args->dq_norm_w)
+        for (d = 0; d < spec->head_dim; d++)
+            args->dq_norm_w[d] = (float)dw[d];
     bwd_sinks(spec, args, f32);
     return ATTN_OK;
 }

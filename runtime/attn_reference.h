@@ -327,7 +327,12 @@ attn_status attn_reference_classic(const attn_spec *spec, const attn_classic_arg
  * (Q, K, V, O, dO widened; dQ, dK, dV written as f32 with args' strides,
  * keys past seqlens_k and rows that see no key 0), and with sinks dsinks
  * (when args->dsinks is not NULL): -sum over b and i of P_sink D_i, P_sink =
- * exp(sinks[h] - LSE_i).  Statuses as
+ * exp(sinks[h] - LSE_i), and with rel_bias drel_table (when
+ * args->drel_table is not NULL): dS_ij (before the softcap's factor) summed
+ * into row bucket(j - p_i), column h, over b, h, i and j in order.  With rope, Q_i is the rotated row and dQ_i the
+ * rotated row's gradient rotated back; with qk_norm, dQ is taken back through
+ * the norm too, and dq_norm_w (when not NULL) gets the weights' gradient,
+ * summed in double over b, h and i in that order.  Statuses as
  * attn_check_bwd_args, ATTN_ERR_NOMEM, or ATTN_ERR_TOO_LARGE for head_dim
  * past 512.
  */
@@ -378,6 +383,12 @@ int64_t attn_reference_rel_bucket(const attn_spec *spec, int64_t rel);
 /* The ALiBi paper's slope of head h (0-based) out of n heads. NaN when
    h is outside 0..n-1. */
 double attn_reference_alibi_slope(int h, int n);
+
+/* RoPE (spec->rope_style): x[0..rope_dim) rotated at position p, sign = 1
+ * (what the reference does to each query row, and a kernel's append to each
+ * new key row), or rotated back, sign = -1 (the rotation's transpose: the
+ * backward's dQ), in double; nothing without rope (docs/config.md, "rope"). */
+void attn_reference_rope(const attn_spec *spec, const attn_args *args, int64_t p, double *x, int sign);
 
 /* qk_norm (spec->qk_norm): x[0..head_dim) RMS-normed and times (offset +
  * w[d]), in double (docs/config.md, "qk_norm"): what the reference does to

@@ -624,6 +624,21 @@ typedef struct attn_kernel {
  *                         dsinks[h] = -sum over b and i of
  *                         exp(sinks[h] - LSE[b][h][i]) (dO_i . O_i),
  *                         summed in an order that no thread count changes
+ *   drel_table [rows][Hq] f32, configs with rel_bias (rows = attn_rel_rows;
+ *                         NULL: not wanted; ignored without rel_bias): the
+ *                         gradient of rel_table, drel_table[r][h] = the sum
+ *                         over b, the rows i of head h and the visible keys
+ *                         j with bucket(j - p_i) = r of P_ij (dP_ij - D_i),
+ *                         dP_ij the gradient of P_ij (dropout's factor in
+ *                         it), summed in an order that no thread count
+ *                         changes (docs/config.md, "backward")
+ *   dq_norm_w [D]         f32, configs with qk_norm (NULL: not wanted; ignored
+ *                         without qk_norm): the gradient of args->fwd.q_norm_w,
+ *                         the sum over every query row of g_d x_d r (g the
+ *                         gradient of the normed row, x the row as read, r its
+ *                         1 / RMS), in an order that no thread count changes.
+ *                         dQ is taken back through the norm; K is the cache's,
+ *                         normed when it was appended, so k_norm_w has none
  */
 typedef struct attn_bwd_args {
     attn_args fwd;              /* the forward's arguments (above) */
@@ -631,6 +646,8 @@ typedef struct attn_bwd_args {
     void *dq, *dk, *dv;         /* dQ: dtype_grad_q; dK, dV: dtype_grad_kv */
     int64_t do_stride[3], dq_stride[3], dk_stride[3], dv_stride[3];
     float *dsinks;              /* sinks: dsinks [Hq] f32, or NULL */
+    float *drel_table;          /* rel_bias: drel_table [rows][Hq] f32, or NULL */
+    float *dq_norm_w;           /* qk_norm: the gradient of q_norm_w [D] f32, or NULL */
 } attn_bwd_args;
 
 /* Fill the strides of contiguous BSHD dO, dQ, dK, dV and of the forward's

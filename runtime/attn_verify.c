@@ -510,7 +510,7 @@ const char *attn_stored_as(attn_dtype dtype, char *buf, size_t len)
 
 /* [family][direction]; a family without a direction's kernels holds NULL */
 static const attn_case_ops *const case_ops[ATTN_FAMILY_COUNT][ATTN_DIR_COUNT] = {
-    [ATTN_FAMILY_SDPA] = { [ATTN_DIR_FWD] = &attn_cases_sdpa_fwd },
+    [ATTN_FAMILY_SDPA] = { [ATTN_DIR_FWD] = &attn_cases_sdpa_fwd, [ATTN_DIR_BWD] = &attn_cases_sdpa_bwd },
     [ATTN_FAMILY_LINEAR] = { [ATTN_DIR_FWD] = &attn_cases_linear_fwd },
     [ATTN_FAMILY_ADDITIVE] = { [ATTN_DIR_FWD] = &attn_cases_classic_fwd },
     [ATTN_FAMILY_LUONG] = { [ATTN_DIR_FWD] = &attn_cases_classic_fwd },
@@ -608,9 +608,8 @@ static int outputs_same(const attn_case_output *out, int n, const unsigned char 
    (a position outside the caller's RoPE table: a bottom-right row of a call
    with more query rows than keys): the variant passes when it returns the
    same status and leaves every output as it was. */
-static void refused_case(const attn_case_ops *ops, void *state, const attn_kernel *kernel, const attn_variant *variant,
-                         const attn_case *c, attn_status want, const char *shape, attn_verify_result *res,
-                         attn_status *status)
+static void refused_case(const attn_case_ops *ops, void *state, const attn_case_kernel *k, const attn_case *c,
+                         attn_status want, const char *shape, attn_verify_result *res, attn_status *status)
 {
     attn_case_output out[ATTN_CASE_MAX_OUTPUTS];
     const int n = ops->outputs(state, out);
@@ -620,7 +619,7 @@ static void refused_case(const attn_case_ops *ops, void *state, const attn_kerne
         fail_variant(res, status, ATTN_ERR_NOMEM, "cannot copy the outputs: ", "", shape);
         return;
     }
-    got = ops->run(state, kernel, variant, c->threads);
+    got = ops->run(state, k, c->threads);
     if (got != want) {
         snprintf(res->first_failure, sizeof res->first_failure,
                  "kernel returned \"%s\" where the reference refused with \"%s\" (shape %s)", attn_status_string(got),
@@ -633,12 +632,13 @@ static void refused_case(const attn_case_ops *ops, void *state, const attn_kerne
     free(before);
 }
 
-/* the inputs and the reference once, then each variant from reset outputs
-   (a linear spec's state too: each run starts from the same one) */
-attn_status attn_verify_case_variants(const attn_kernel *kernel, const attn_variant *const *variants, int n,
-                                      const attn_case *c, attn_verify_result *res, attn_status *status)
+/* The harness of one case of either direction: the inputs and the reference
+   once, then each of the n kernels (variants) from reset outputs (a linear
+   spec's state too: each run starts from the same one). */
+static attn_status verify_case(attn_direction dir, const attn_spec *spec, const attn_case_kernel *ks, int n,
+                               const attn_case *c, attn_verify_result *res, attn_status *status)
 {
-    const attn_case_ops *ops = attn_case_ops_for(&kernel->spec, ATTN_DIR_FWD);
+    const attn_case_ops *ops = attn_case_ops_for(spec, dir);
     char shape[96];
     attn_status st;
     void *state;
@@ -648,13 +648,13 @@ attn_status attn_verify_case_variants(const attn_kernel *kernel, const attn_vari
     for (v = 0; v < n; v++)
         status[v] = ATTN_OK;
     attn_verify_case_string(c, shape, sizeof shape);
-    state = case_new(ops, &kernel->spec, c, &st);
+    state = case_new(ops, spec, c, &st);
     if (state == NULL) {
         for (v = 0; v < n; v++)
             fail_variant(&res[v], &status[v], st, "cannot build the inputs: ", "", shape);
     } else if ((st = ops->reference(state)) == ATTN_ERR_ROPE) {
         for (v = 0; v < n; v++)
-            refused_case(ops, state, kernel, variants[v], c, st, shape, &res[v], &status[v]);
+            refused_case(ops, state, &ks[v], c, st, shape, &res[v], &status[v]);
         case_delete(ops, state);
     } else {
         for (v = 0; v < n; v++) {
@@ -664,7 +664,7 @@ attn_status attn_verify_case_variants(const attn_kernel *kernel, const attn_vari
             }
             if (v > 0)
                 ops->reset(state);
-            status[v] = ops->run(state, kernel, variants[v], c->threads);
+            status[v] = ops->run(state, &ks[v], c->threads);
             if (status[v] != ATTN_OK)
                 fail_variant(&res[v], &status[v], status[v], "kernel returned \"", "\"", shape);
             else
@@ -678,6 +678,21 @@ attn_status attn_verify_case_variants(const attn_kernel *kernel, const attn_vari
     return ATTN_OK;
 }
 
+attn_status attn_verify_case_variants(const attn_kernel *kernel, const attn_variant *const *variants, int n,
+                                      const attn_case *c, attn_verify_result *res, attn_status *status)
+{
+    attn_case_kernel ks[ATTN_ISA_COUNT + 1];
+    int v;
+    if (n < 0 || n > ATTN_ISA_COUNT + 1)
+        return ATTN_ERR_NULL_ARG;
+    for (v = 0; v < n; v++) {
+        memset(&ks[v], 0, sizeof ks[v]);
+        ks[v].fwd = kernel;
+        ks[v].fwd_variant = variants[v];
+    }
+    return verify_case(ATTN_DIR_FWD, &kernel->spec, ks, n, c, res, status);
+}
+
 attn_status attn_verify_case(const attn_kernel *kernel, const attn_variant *variant, const attn_case *c,
                              attn_verify_result *res)
 {
@@ -686,32 +701,62 @@ attn_status attn_verify_case(const attn_kernel *kernel, const attn_variant *vari
     return st;
 }
 
-int attn_verify_bitwise_threads(const attn_kernel *kernel, const attn_variant *variant,
-                                const attn_case *c, int threads_a, int threads_b)
+attn_status attn_verify_bwd_case(const attn_bwd_kernel *kernel, const attn_bwd_variant *variant, const attn_case *c,
+                                 attn_verify_result *res)
 {
-    const attn_case_ops *ops = attn_case_ops_for(&kernel->spec, ATTN_DIR_FWD);
+    attn_case_kernel k = { NULL, NULL, NULL, NULL };
+    attn_status st;
+    k.bwd = kernel;
+    k.bwd_variant = variant;
+    verify_case(ATTN_DIR_BWD, &kernel->fwd->spec, &k, 1, c, res, &st);
+    return st;
+}
+
+/* Two runs of one case with two thread counts: 1 when their outputs are the same bits. */
+static int bitwise_threads(attn_direction dir, const attn_spec *spec, const attn_case_kernel *k, const attn_case *c,
+                           int threads_a, int threads_b)
+{
+    const attn_case_ops *ops = attn_case_ops_for(spec, dir);
     attn_case_output out[ATTN_CASE_MAX_OUTPUTS];
     unsigned char *first = NULL;
     attn_status st;
-    void *state = case_new(ops, &kernel->spec, c, &st);
+    void *state = case_new(ops, spec, c, &st);
     int n, result = -1;
 
     if (state == NULL)
         return -1;
-    if (ops->run(state, kernel, variant, threads_a) != ATTN_OK)
+    if (ops->run(state, k, threads_a) != ATTN_OK)
         goto done;
     n = ops->outputs(state, out);
     first = outputs_copy(out, n);
     if (first == NULL)
         goto done;
     ops->reset(state); /* a linear spec's state too: the second run starts from the same one */
-    if (ops->run(state, kernel, variant, threads_b) != ATTN_OK)
+    if (ops->run(state, k, threads_b) != ATTN_OK)
         goto done;
     result = outputs_same(out, n, first);
 done:
     free(first);
     case_delete(ops, state);
     return result;
+}
+
+int attn_verify_bitwise_threads(const attn_kernel *kernel, const attn_variant *variant,
+                                const attn_case *c, int threads_a, int threads_b)
+{
+    attn_case_kernel k = { NULL, NULL, NULL, NULL };
+    k.fwd = kernel;
+    k.fwd_variant = variant;
+    return bitwise_threads(ATTN_DIR_FWD, &kernel->spec, &k, c, threads_a, threads_b);
+}
+
+int attn_verify_bwd_bitwise_threads(const attn_bwd_kernel *kernel, const attn_bwd_variant *variant,
+                                    const attn_case *c, int threads_a, int threads_b)
+{
+    attn_case_kernel k = { NULL, NULL, NULL, NULL };
+    k.bwd = kernel;
+    k.bwd_variant = variant;
+    return bitwise_threads(ATTN_DIR_BWD, &kernel->fwd->spec, &k, c, threads_a, threads_b);
 }
 
 /* ---- the shape matrix --------------------------------------------------- */

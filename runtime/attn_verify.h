@@ -63,6 +63,8 @@ typedef struct {
     char first_failure[256];       /* "" when failures == 0 */
     double max_err_dq, max_err_dk, max_err_dv; /* the backward pass's gradients (attn_verify_bwd_case) */
     double max_err_dsinks;         /* the same for dsinks (specs with sinks) */
+    double max_err_drel;           /* the same for drel_table (specs with rel_bias) */
+    double max_err_dq_norm_w;      /* the same for dq_norm_w (specs with qk_norm) */
 } attn_verify_result;
 
 /*
@@ -106,13 +108,18 @@ int attn_verify_bitwise_threads(const attn_kernel *kernel, const attn_variant *v
  * and dV with attn_reference_backward: each gradient's error at most twice
  * the plain float32 implementation's plus 1e-5 of its largest magnitude
  * (plus ATTN_REF_TOL_REL of a bf16 or f16 gradient's type), into
- * res->max_err_dq, _dk, _dv (with sinks, dsinks too: _dsinks).  Statuses as
- * attn_verify_case.
+ * res->max_err_dq, _dk, _dv (with sinks, dsinks too: _dsinks; with rel_bias,
+ * the table's gradient drel_table: _drel; with qk_norm, dq_norm_w:
+ * _dq_norm_w).  The same harness as attn_verify_case (the sdpa family's ops
+ * for the backward direction), statuses included: where the forward's
+ * reference refuses the inputs (ATTN_ERR_ROPE), the kernel must refuse them
+ * too and write nothing.
  */
 attn_status attn_verify_bwd_case(const attn_bwd_kernel *kernel, const attn_bwd_variant *variant,
                                  const attn_case *c, attn_verify_result *res);
 
-/* attn_verify_bitwise_threads for the backward pass: the bytes of dQ, dK and dV (and dsinks). */
+/* attn_verify_bitwise_threads for the backward pass: the bytes of dQ, dK and dV (and dsinks, drel_table,
+   dq_norm_w). */
 int attn_verify_bwd_bitwise_threads(const attn_bwd_kernel *kernel, const attn_bwd_variant *variant,
                                     const attn_case *c, int threads_a, int threads_b);
 

@@ -4,11 +4,12 @@
  * 1. The formulas: on small shapes, the float64 reference's gradients
  *    (attn_reference_backward) against central differences of the forward
  *    reference (attn_reference) of the loss L = sum dO . O, for every
- *    element of Q, K and V (and the sink logits, with sinks), under each
- *    mask rule and score term.
+ *    element of Q, K and V (and the sink logits, with sinks, and the
+ *    relative position table, with rel_bias), under each mask rule and
+ *    score term, with RoPE and with qk_norm (and its weights).
  * 2. Every config with backward = true (KERNEL_BWD lines of kernel_list.h):
  *    its backward variants against the reference on the quick shapes
- *    (attn_verify_bwd_case), and 1 and 2 threads giving the same bits.
+ *    (attn_verify_bwd_case), and 1 thread and 2, 3, 4 giving the same bits.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -21,13 +22,14 @@
 
 /* ---- finite differences of the forward reference ------------------------ */
 
-enum { FD_B = 2, FD_LQ = 5, FD_LK = 7, FD_HQ = 2, FD_HKV = 1, FD_D = 4, FD_DV = 3 };
+enum { FD_B = 2, FD_LQ = 5, FD_LK = 7, FD_HQ = 2, FD_HKV = 1, FD_D = 4, FD_DV = 3, FD_REL = 16 };
 
 typedef struct {
     float q[FD_B * FD_LQ * FD_HQ * FD_D], k[FD_B * FD_LK * FD_HKV * FD_D], v[FD_B * FD_LK * FD_HKV * FD_DV];
     float o[FD_B * FD_LQ * FD_HQ * FD_DV], d_o[FD_B * FD_LQ * FD_HQ * FD_DV], lse[FD_B * FD_HQ * FD_LQ];
     float dq[FD_B * FD_LQ * FD_HQ * FD_D], dk[FD_B * FD_LK * FD_HKV * FD_D], dv[FD_B * FD_LK * FD_HKV * FD_DV];
-    float bias[FD_B * FD_HQ * FD_LQ * FD_LK], sinks[FD_HQ], dsinks[FD_HQ];
+    float bias[FD_B * FD_HQ * FD_LQ * FD_LK], sinks[FD_HQ], dsinks[FD_HQ], norm_w[FD_D], dnorm_w[FD_D];
+    float rel[FD_REL * FD_HQ], drel[FD_REL * FD_HQ]; /* rel_table and its gradient (rel_bias: rows <= FD_REL) */
     int32_t seqlens[FD_B];
     attn_bwd_args a;
 } fd_problem;
@@ -48,6 +50,8 @@ static void fd_init(fd_problem *p, const attn_spec *s)
     for (i = 0; i < sizeof p->v / sizeof p->v[0]; i++) p->v[i] = fd_value(&st);
     for (i = 0; i < sizeof p->d_o / sizeof p->d_o[0]; i++) p->d_o[i] = fd_value(&st);
     for (i = 0; i < sizeof p->bias / sizeof p->bias[0]; i++) p->bias[i] = fd_value(&st);
+    for (i = 0; i < sizeof p->rel / sizeof p->rel[0]; i++) p->rel[i] = fd_value(&st);
+    for (i = 0; i < FD_D; i++) p->norm_w[i] = 0.75f + 0.25f * fd_value(&st);
     p->sinks[0] = 0.5f;
     p->sinks[1] = -1.0f;
     p->seqlens[0] = FD_LK;
@@ -64,6 +68,7 @@ static void fd_init(fd_problem *p, const attn_spec *s)
     p->a.fwd.seqlens_k = p->seqlens;
     p->a.fwd.mask = s->mask == ATTN_MASK_BIAS ? (const void *)p->bias : NULL;
     p->a.fwd.sinks = s->sinks ? p->sinks : NULL;
+    p->a.fwd.rel_table = attn_rel_rows(s) > 0 ? p->rel : NULL;
     p->a.fwd.dropout_p = s->dropout ? 0.3f : 0.0f;
     p->a.fwd.dropout_seed = 99;
     p->a.fwd.dropout_offset = 2;
@@ -73,6 +78,9 @@ static void fd_init(fd_problem *p, const attn_spec *s)
     p->a.dk = p->dk;
     p->a.dv = p->dv;
     p->a.dsinks = s->sinks ? p->dsinks : NULL;
+    p->a.drel_table = attn_rel_rows(s) > 0 ? p->drel : NULL;
+    p->a.fwd.q_norm_w = p->a.fwd.k_norm_w = s->qk_norm ? p->norm_w : NULL;
+    p->a.dq_norm_w = s->qk_norm ? p->dnorm_w : NULL;
 }
 
 /* L = sum dO . O of the forward reference on the problem's current inputs */
@@ -121,6 +129,12 @@ static void fd_check(const attn_spec *s)
     fd_expect(p, s, p->v, p->dv, sizeof p->v / sizeof p->v[0], "dV");
     if (s->sinks) /* the sink logits' gradient: sinks[h] moved in the forward */
         fd_expect(p, s, p->sinks, p->dsinks, FD_HQ, "dsinks");
+    if (attn_rel_rows(s) > 0) { /* the table's gradient: each of its entries moved in the forward */
+        cr_assert_leq(attn_rel_rows(s), FD_REL);
+        fd_expect(p, s, p->rel, p->drel, (size_t)attn_rel_rows(s) * FD_HQ, "drel_table");
+    }
+    if (s->qk_norm) /* the query norm's weights: q_norm_w moved in the forward */
+        fd_expect(p, s, p->norm_w, p->dnorm_w, FD_D, "dq_norm_w");
     free(p);
 }
 
@@ -176,6 +190,58 @@ Test(backward_fd, temperature_sparse)
     fd_check(&s);
 }
 
+/* RoPE: dQ is the rotated row's gradient rotated back; the angles of FD_LQ positions */
+static const double fd_inv_freq[2] = { 1.0, 0.3 };
+
+Test(backward_fd, rope_neox_softcap)
+{
+    const attn_spec s = { FD_SPEC("rope_neox_softcap", -1, 0), .causal = 1, .softcap = 1.5f,
+                          .rope_style = ATTN_ROPE_NEOX, .rope_dim = 4, .rope_inv_freq = fd_inv_freq };
+    fd_check(&s);
+}
+
+Test(backward_fd, rope_gptj_partial_top_left)
+{
+    const attn_spec s = { FD_SPEC("rope_gptj_partial_top_left", -1, 0), .causal = 1, .top_left = 1, .padding = 1,
+                          .rope_style = ATTN_ROPE_GPTJ, .rope_dim = 2, .rope_inv_freq = fd_inv_freq };
+    fd_check(&s);
+}
+
+/* qk_norm: dQ through the RMS norm (then RoPE), and the weights' gradient */
+Test(backward_fd, qk_norm_rope)
+{
+    const attn_spec s = { FD_SPEC("qk_norm_rope", -1, 0), .causal = 1, .qk_norm = 1, .qk_norm_eps = 1e-3,
+                          .rope_style = ATTN_ROPE_NEOX, .rope_dim = 4, .rope_inv_freq = fd_inv_freq };
+    fd_check(&s);
+}
+
+Test(backward_fd, qk_norm_offset_softcap)
+{
+    const attn_spec s = { FD_SPEC("qk_norm_offset_softcap", -1, -1), .softcap = 1.5f, .qk_norm = 1,
+                          .qk_norm_eps = 1e-6, .qk_norm_offset = 1 };
+    fd_check(&s);
+}
+
+/* T5's buckets (both directions: 2 exact, then logarithmic to 6) after a softcap (the bias
+   goes in after it, so its gradient has no softcap factor), with dropout and padding */
+Test(backward_fd, rel_t5_softcap_dropout_padding)
+{
+    const attn_spec s = { FD_SPEC("rel_t5_softcap_dropout_padding", -1, -1), .softcap = 1.5f, .dropout = 1,
+                          .padding = 1, .rel_bias = ATTN_REL_T5, .rel_buckets = 8, .rel_max_distance = 6,
+                          .rel_bidirectional = 1 };
+    fd_check(&s);
+}
+
+/* Shaw's clipped distances (k = 2: both ends of the table collect many pairs) under a causal
+   top-left mask, a bias tensor and a temperature (which scales q.k, not the table's term) */
+Test(backward_fd, rel_clipped_causal_bias_temperature)
+{
+    const attn_spec s = { FD_SPEC("rel_clipped_causal_bias_temperature", -1, 0), .causal = 1, .top_left = 1,
+                          .mask = ATTN_MASK_BIAS, .temperature_scale = 0.5, .temperature_floor = 2.0,
+                          .rel_bias = ATTN_REL_CLIPPED, .rel_buckets = 5, .rel_max_distance = 2 };
+    fd_check(&s);
+}
+
 /* ---- the generated backward passes --------------------------------------- */
 
 #define MAX_CASES 64
@@ -210,7 +276,7 @@ BWD_TEST_UNUSED static void bwd_matrix(const attn_bwd_kernel *k, attn_isa isa)
 
 BWD_TEST_UNUSED static void bwd_bitwise(const attn_bwd_kernel *k)
 {
-    int i, checked = 0;
+    int i, t, checked = 0;
     for (i = 0; i < k->n_variants; i++) {
         const attn_bwd_variant *v = &k->variants[i];
         attn_case c;
@@ -226,9 +292,10 @@ BWD_TEST_UNUSED static void bwd_bitwise(const attn_bwd_kernel *k)
             c.dropout_seed = 0x0123456789abcdefu;
             c.dropout_offset = 5;
         }
-        cr_expect_eq(attn_verify_bwd_bitwise_threads(k, v, &c, 1, 2), 1,
-                     "%s/%s backward: 1 and 2 threads differ (or a run failed)", k->fwd->spec.name,
-                     attn_isa_name(v->isa));
+        for (t = 2; t <= 4; t++) /* 2-4 threads: kv heads side by side, units split unevenly */
+            cr_expect_eq(attn_verify_bwd_bitwise_threads(k, v, &c, 1, t), 1,
+                         "%s/%s backward: 1 and %d threads differ (or a run failed)", k->fwd->spec.name,
+                         attn_isa_name(v->isa), t);
         checked++;
     }
     cr_assert_gt(checked, 0, "%s: no runnable backward variant", k->fwd->spec.name);

@@ -10,6 +10,7 @@ return {
   causal = true,
   padding = true,
   mask = "bool",
+  rope = { style = "gptj", dim = 12, theta = 10000 }, -- dQ rotated back; a partial rotary dim
   backward = true,
   tile = { q = 8, kv = 16 },
   isa = { "avx512", "avx2", "neon", "scalar" },

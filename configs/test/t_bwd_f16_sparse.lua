@@ -12,6 +12,7 @@ return {
   sparse = { pattern = "fixed", block = 8, summary = 2 },
   padding = true,
   dtype = "f16",
+  qk_norm = { eps = 1e-6, offset = 1 }, -- dQ back through the norm (Gemma's 1 + w)
   backward = true,
   grad_dtype = "storage",
   tile = { q = 8, kv = 16 },

@@ -77,6 +77,10 @@ function M.add_to_parser(parser)
   c:option("--dv", "With --do: where to write dV [B][Lk][Hkv][Dv]."):argname("dV.npy")
   c:option("--dsinks", "With --do, configs with sinks = true: where to write the sink logits' gradient [Hq] "
     .. "(f32)."):argname("dS.npy")
+  c:option("--drel", "With --do, configs with rel_bias: where to write the relative position table's gradient "
+    .. "[rows][Hq] (f32, rel_table's shape)."):argname("dT.npy")
+  c:option("--dq-norm-w", "With --do, configs with qk_norm: where to write the query norm weights' gradient [D] "
+    .. "(f32)."):argname("dW.npy")
   c:option("--k-new", "Sdpa configs: new keys [B][Ln][Hkv][D] to append (f32, f64 or f16, stored as Q is); --k "
     .. "and --v are then the cache of capacity Lk, --seqlens-k its lengths before the call."):argname("KN.npy")
   c:option("--v-new", "With --k-new: the new values [B][Ln][Hkv][Dv] (not with shared_kv = true)."):argname("VN.npy")
@@ -110,7 +114,9 @@ function M.run(args)
   tool.pass(argv, "--dropout-offset", args.dropout_offset)
   tool.pass(argv, "--sinks", args.sinks)
   tool.pass(argv, "--block-table", args.block_table)
-  for _, flag in ipairs({ "do", "dq", "dk", "dv", "dsinks" }) do tool.pass(argv, "--" .. flag, args[flag]) end
+  for _, flag in ipairs({ "do", "dq", "dk", "dv", "dsinks", "drel", "dq_norm_w" }) do
+    tool.pass(argv, "--" .. flag:gsub("_", "-"), args[flag])
+  end
   for _, flag in ipairs({ "k_new", "v_new", "k_out", "v_out" }) do
     tool.pass(argv, "--" .. flag:gsub("_", "-"), args[flag])
   end

@@ -45,6 +45,10 @@ function M.describe(plan, opts)
   if plan.backward then
     f[#f + 1] = ("backward pass %s (gradients in %s)"):format(plan.bwd_entry,
       plan.grad_same and plan.grad.q or (plan.grad.q .. " (dQ) and " .. plan.grad.kv .. " (dK, dV)"))
+    if plan.rel_bias then -- an output of its own, asked for per call
+      f[#f + 1] = ("the relative position table's gradient on request (drel_table, f32 [%d][%d])"):format(
+        plan.rel_rows, plan.Hq)
+    end
   end
 
   local needs = {}

@@ -353,12 +353,6 @@ local function backward(raw, c, u)
     return nil, "backward",
       "backward with shared_kv is not supported yet: a shared row's gradient sums its K and V parts"
   end
-  if raw.rope ~= nil then
-    return nil, "backward", "backward with rope is not supported yet: dQ would have to be rotated back"
-  end
-  if raw.qk_norm ~= nil then
-    return nil, "backward", "backward with qk_norm is not supported yet: dQ would have to go back through the norm"
-  end
   c.backward = true
   c.grad_dtype = raw.grad_dtype
   return true

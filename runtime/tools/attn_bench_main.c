@@ -1139,10 +1139,13 @@ static int bench_backward(const attn_kernel *kern, const bench_options *opt, con
     void *dk = malloc(nk * attn_dtype_size(spec->dtype_grad_kv) + 1);
     void *dv = malloc(nv * attn_dtype_size(spec->dtype_grad_kv) + 1);
     float *dsinks = spec->sinks ? (float *)malloc(sizeof(float) * (size_t)spec->heads_q) : NULL; /* timed too */
+    const size_t nrel = (size_t)attn_rel_rows(spec) * (size_t)spec->heads_q;
+    float *drel = nrel > 0 ? (float *)malloc(sizeof(float) * nrel) : NULL; /* the table's gradient: timed too */
     attn_bwd_args ba;
     int i, failed = 0, n = 0;
 
-    if (!d32 || !d_o || !dq || !dk || !dv || (spec->sinks && !dsinks) || kern->fwd(args) != ATTN_OK) {
+    if (!d32 || !d_o || !dq || !dk || !dv || (spec->sinks && !dsinks) || (nrel > 0 && !drel) ||
+        kern->fwd(args) != ATTN_OK) {
         fprintf(stderr, "attngen: bench: backward: out of memory, or the forward failed\n");
         failed = 1;
         goto done;
@@ -1160,6 +1163,7 @@ static int bench_backward(const attn_kernel *kern, const bench_options *opt, con
     ba.dk = dk;
     ba.dv = dv;
     ba.dsinks = dsinks;
+    ba.drel_table = drel;
     current_bwd_args = &ba;
     if (!opt->json)
         printf("  backward (%.4g FLOPs: 2.5 times the forward's)\n", flops);
@@ -1194,6 +1198,7 @@ done:
     free(dk);
     free(dv);
     free(dsinks);
+    free(drel);
     return failed;
 }
 

@@ -232,6 +232,10 @@ static int check_backward(const attn_bwd_kernel *bk, attn_isa isa, const attn_ca
             rep.worst.max_err_dv = res.max_err_dv;
         if (res.max_err_dsinks > rep.worst.max_err_dsinks)
             rep.worst.max_err_dsinks = res.max_err_dsinks;
+        if (res.max_err_drel > rep.worst.max_err_drel)
+            rep.worst.max_err_drel = res.max_err_drel;
+        if (res.max_err_dq_norm_w > rep.worst.max_err_dq_norm_w)
+            rep.worst.max_err_dq_norm_w = res.max_err_dq_norm_w;
         if (res.worst_ratio > rep.worst.worst_ratio)
             rep.worst.worst_ratio = res.worst_ratio;
         if (st != ATTN_OK || res.failures > 0)
@@ -265,6 +269,10 @@ static int check_backward(const attn_bwd_kernel *bk, attn_isa isa, const attn_ca
            rep.worst.max_err_dq, rep.worst.max_err_dk, rep.worst.max_err_dv);
     if (bk->fwd->spec.sinks)
         printf(" dsinks %.1e", rep.worst.max_err_dsinks);
+    if (attn_rel_rows(&bk->fwd->spec) > 0)
+        printf(" drel_table %.1e", rep.worst.max_err_drel);
+    if (bk->fwd->spec.qk_norm)
+        printf(" dq_norm_w %.1e", rep.worst.max_err_dq_norm_w);
     printf(" (%.2g of tolerance), %d failure%s\n", rep.worst.worst_ratio, rep.failures, rep.failures == 1 ? "" : "s");
     if (rep.failures > 0)
         printf("  first failure: %s\n", rep.first);

@@ -115,6 +115,10 @@ static const char usage[] =
     "                with its O and LSE; dO shaped like O, the gradients of Q, K and V\n"
     "                written as float32 (bf16 widened) or float16 (grad_dtype); with\n"
     "                sinks = true, --dsinks: the sink logits' gradient [Hq], float32\n"
+    "  --drel dT.npy with the four, configs with rel_bias: the relative position\n"
+    "                table's gradient [rows][Hq] (rel_table's shape), float32\n"
+    "  --dq-norm-w dW.npy  with the four, configs with qk_norm: the gradient of the\n"
+    "                query norm's weights [D], float32\n"
     "  configs with shared_kv = true take no --v: V is the first head_dim_v values\n"
     "                of each K row\n"
     "  --rope-cos, --rope-sin  configs with rope table = true (required there): cos\n"
@@ -367,6 +371,8 @@ typedef struct {
     const char *kn_path, *vn_path, *kv_out[2]; /* --k-new, --v-new; --k-out, --v-out (appending) */
     const char *qn_path[2]; /* --q-norm-w, --k-norm-w (configs with qk_norm) */
     const char *dsinks_path; /* --dsinks (the backward pass of a config with sinks) */
+    const char *drel_path; /* --drel (the backward pass of a config with rel_bias) */
+    const char *dnorm_path; /* --dq-norm-w (the backward pass of a config with qk_norm) */
 } run_options;
 
 /* --dropout-p: a number in [0, 1). */
@@ -529,13 +535,15 @@ static void parse_options(int argc, char **argv, run_options *opt)
         else if (strcmp(arg, "--q-norm-w") == 0) dest = &opt->qn_path[0];
         else if (strcmp(arg, "--k-norm-w") == 0) dest = &opt->qn_path[1];
         else if (strcmp(arg, "--dsinks") == 0) dest = &opt->dsinks_path;
+        else if (strcmp(arg, "--drel") == 0) dest = &opt->drel_path;
+        else if (strcmp(arg, "--dq-norm-w") == 0) dest = &opt->dnorm_path;
         else if (strcmp(arg, "--threads") != 0 && (dest = classic_dest(opt, arg)) == NULL)
             fail(arg, "unknown option (expected --q, --k, --v, --seqlens-k, --mask, --rel-table, -o, "
                       "--lse, --weights, --average-heads, --entropy, --random-inputs, --batch, --seq-q, "
                       "--seq-k, --threads, --isa, --reference, --block-table, "
                       "--dropout-p, --dropout-seed, --dropout-offset, --state-in, --state-out, --sinks, "
                       "--rope-cos, --rope-sin, --s, --h, --u, --w-s, --w-h, --w, --v-attn, --b, --do, --dq, --dk, "
-                      "--dv, --dsinks, --k-new, --v-new, --k-out, --v-out, --q-norm-w, --k-norm-w)");
+                      "--dv, --dsinks, --drel, --dq-norm-w, --k-new, --v-new, --k-out, --v-out, --q-norm-w, --k-norm-w)");
         if (i + 1 >= argc)
             fail(arg, "needs a value");
         if (dest != NULL)
@@ -1820,25 +1828,32 @@ static int run_classic(const attn_kernel *kernel, const run_options *opt)
 
 extern const attn_bwd_kernel *const attn_entry_bwd_kernel; /* NULL: the config has no backward pass */
 
-/* --dsinks: only with the backward options, for a config with sinks, a new output. */
-static void check_dsinks_path(const run_options *opt, const attn_spec *spec, int given)
+/* An extra output of the backward pass (--dsinks, --drel, --dq-norm-w: flag, path): only with the backward
+   options, for a config that has the parameter (has; lacks names it, what is the gradient), a
+   new output apart from the others and from its parameter's input (in_flag, in_path). */
+static void check_bwd_extra_path(const run_options *opt, const attn_spec *spec, int given, const char *flag,
+                                 const char *path, int has, const char *lacks, const char *what, const char *in_flag,
+                                 const char *in_path)
 {
     int g;
-    if (opt->dsinks_path == NULL)
+    if (path == NULL)
         return;
-    if (!spec->sinks || !spec->backward || attn_entry_bwd_kernel == NULL)
-        fail("--dsinks", "the config '%s' has no %s, so there is no sinks gradient", spec->name,
-             spec->backward ? "sinks (sinks = true)" : "backward pass (backward = true)");
+    if (!has || !spec->backward || attn_entry_bwd_kernel == NULL)
+        fail(flag, "the config '%s' has no %s, so there is no %s", spec->name,
+             spec->backward ? lacks : "backward pass (backward = true)", what);
     if (given == 0)
-        fail("--dsinks", "needs the backward pass: --do, --dq, --dk and --dv");
-    check_output_path(opt->dsinks_path);
-    if ((opt->do_path != NULL && same_file(opt->dsinks_path, opt->do_path)) ||
-        (opt->o_path != NULL && same_file(opt->dsinks_path, opt->o_path)) ||
-        (opt->sinks_path != NULL && same_file(opt->dsinks_path, opt->sinks_path)))
-        fail("--dsinks", "must differ from --do, --sinks and -o");
+        fail(flag, "needs the backward pass: --do, --dq, --dk and --dv");
+    check_output_path(path);
+    if ((opt->do_path != NULL && same_file(path, opt->do_path)) ||
+        (opt->o_path != NULL && same_file(path, opt->o_path)) || (in_path != NULL && same_file(path, in_path)))
+        fail(flag, "must differ from --do, %s and -o", in_flag);
     for (g = 0; g < 3; g++)
-        if (opt->grad_path[g] != NULL && same_file(opt->dsinks_path, opt->grad_path[g]))
-            fail("--dsinks", "must differ from --dq, --dk and --dv");
+        if (opt->grad_path[g] != NULL && same_file(path, opt->grad_path[g]))
+            fail(flag, "must differ from --dq, --dk and --dv");
+    if (opt->dsinks_path != NULL && path != opt->dsinks_path && same_file(path, opt->dsinks_path))
+        fail(flag, "must differ from --dsinks");
+    if (opt->drel_path != NULL && path != opt->drel_path && same_file(path, opt->drel_path))
+        fail(flag, "must differ from --drel");
 }
 
 /* The backward options: all four or none, and only for a config with backward = true. */
@@ -1848,7 +1863,13 @@ static void check_bwd_paths(const run_options *opt, const attn_spec *spec)
     int g, given = opt->do_path != NULL;
     for (g = 0; g < 3; g++)
         given += opt->grad_path[g] != NULL;
-    check_dsinks_path(opt, spec, given);
+    check_bwd_extra_path(opt, spec, given, "--dsinks", opt->dsinks_path, spec->sinks, "sinks (sinks = true)",
+                         "sinks gradient", "--sinks", opt->sinks_path);
+    check_bwd_extra_path(opt, spec, given, "--drel", opt->drel_path, attn_rel_rows(spec) > 0,
+                         "relative position bias (rel_bias)", "relative position table's gradient", "--rel-table",
+                         opt->r_path);
+    check_bwd_extra_path(opt, spec, given, "--dq-norm-w", opt->dnorm_path, spec->qk_norm, "qk_norm",
+                         "query norm weights' gradient", "--q-norm-w", opt->qn_path[0]);
     if (given == 0)
         return;
     if (!spec->backward || attn_entry_bwd_kernel == NULL)
@@ -1935,6 +1956,16 @@ static void run_backward(const run_options *opt, const attn_spec *spec, const ru
         if (ba.dsinks == NULL)
             fail(opt->dsinks_path, "out of memory");
     }
+    if (opt->drel_path != NULL) {
+        ba.drel_table = (float *)malloc((size_t)attn_rel_rows(spec) * (size_t)spec->heads_q * sizeof(float) + 1);
+        if (ba.drel_table == NULL)
+            fail(opt->drel_path, "out of memory");
+    }
+    if (opt->dnorm_path != NULL) {
+        ba.dq_norm_w = (float *)malloc((size_t)spec->head_dim * sizeof(float) + 1);
+        if (ba.dq_norm_w == NULL)
+            fail(opt->dnorm_path, "out of memory");
+    }
     if (opt->use_reference) { /* compute() left the widened inputs; O is the reference's, f32 */
         ba.fwd.q = in->qw;
         ba.fwd.k = in->kw;
@@ -1960,6 +1991,16 @@ static void run_backward(const run_options *opt, const attn_spec *spec, const ru
         const int64_t hq = spec->heads_q;
         write_grad(opt->dsinks_path, ATTN_DTYPE_F32, ba.dsinks, (size_t)hq, 1, &hq);
         free(ba.dsinks);
+    }
+    if (ba.drel_table != NULL) {
+        const int64_t ts[2] = { attn_rel_rows(spec), spec->heads_q };
+        write_grad(opt->drel_path, ATTN_DTYPE_F32, ba.drel_table, (size_t)ts[0] * (size_t)ts[1], 2, ts);
+        free(ba.drel_table);
+    }
+    if (ba.dq_norm_w != NULL) {
+        const int64_t d = spec->head_dim;
+        write_grad(opt->dnorm_path, ATTN_DTYPE_F32, ba.dq_norm_w, (size_t)d, 1, &d);
+        free(ba.dq_norm_w);
     }
     free(d_o);
 }
@@ -2081,25 +2122,19 @@ static void load_append(const run_options *opt, const attn_spec *spec, run_input
         fail(opt->kn_path, "%s", attn_status_string(st));
 }
 
-/* Row x (n values) of a new key rotated at position pos as the reference
-   rotates (docs/config.md, "rope"): in double, rounded to f32. */
+/* Row x of a new key rotated at position pos as the reference rotates
+   (attn_reference_rope): in double, rounded to f32. */
 static void rope_new_row(const attn_spec *spec, const attn_args *args, int64_t pos, float *x)
 {
-    const int half = spec->rope_dim / 2;
-    int m;
+    double r[1024]; /* rope_dim <= head_dim <= 1024 (the configs' limit, shared_kv's) */
+    int d;
     if (spec->rope_style == ATTN_ROPE_NONE)
         return;
-    for (m = 0; m < half; m++) {
-        const int ia = spec->rope_style == ATTN_ROPE_GPTJ ? 2 * m : m;
-        const int ib = spec->rope_style == ATTN_ROPE_GPTJ ? 2 * m + 1 : m + half;
-        const double c = spec->rope_table ? (double)args->rope_cos[pos * half + m]
-                                          : cos((double)pos * spec->rope_inv_freq[m]);
-        const double sn = spec->rope_table ? (double)args->rope_sin[pos * half + m]
-                                           : sin((double)pos * spec->rope_inv_freq[m]);
-        const double a = x[ia], b = x[ib];
-        x[ia] = (float)(a * c - b * sn);
-        x[ib] = (float)(a * sn + b * c);
-    }
+    for (d = 0; d < spec->rope_dim; d++)
+        r[d] = (double)x[d];
+    attn_reference_rope(spec, args, pos, r, 1);
+    for (d = 0; d < spec->rope_dim; d++)
+        x[d] = (float)r[d];
 }
 
 /* --reference with --k-new: the new rows stored into the cache as the

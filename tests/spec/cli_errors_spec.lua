@@ -405,6 +405,12 @@ local CASES = {
   { name = "--dsinks for a config without a backward pass", setup = inputs, argv = run({}, "--dsinks", "ds.npy"),
     msg = "^%-%-dsinks: the config 't_everything' has no backward pass %(backward = true%), so there is no sinks "
       .. "gradient$" },
+  { name = "--drel for a config without a backward pass", setup = inputs, argv = run({}, "--drel", "dt.npy"),
+    msg = "^%-%-drel: the config 't_everything' has no backward pass %(backward = true%), so there is no relative "
+      .. "position table's gradient$" },
+  { name = "--dq-norm-w for a config without a backward pass", setup = inputs, argv = run({}, "--dq-norm-w", "dw.npy"),
+    msg = "^%-%-dq%-norm%-w: the config 't_everything' has no backward pass %(backward = true%), so there is no query "
+      .. "norm weights' gradient$" },
   { name = "--dropout-p for a config without dropout", setup = inputs, argv = run({}, "--dropout-p", "0.1"),
     msg = "^%-%-dropout%-p: the config 't_everything' has no dropout %(dropout = true%), "
       .. "so %-%-dropout%-p is not accepted$" },

@@ -342,32 +342,61 @@ describe("cli #slow", function()
       end)
     end
 
-    it("--do with --dsinks: the sink logits' gradient matches the reference's (t_bwd_masks: dropout, sinks)",
-      function()
-      local bwd_config = "configs/test/t_bwd_masks.lua"
-      local cfg = assert(presets.load(bwd_config))
-      local d = folder("bwd_sinks")
+    --- A backward pass's extra output (flag: --dsinks, --drel, --dq-norm-w) on each ISA against the reference's:
+    -- t.config, t.folder, t.param (its input's file, made by t.make(d, cfg); none where inputs() passes
+    -- it) and t.extra (more flags).
+    local function bwd_extra_matches(t)
+      local cfg = assert(presets.load(t.config))
+      local d = folder(t.folder)
       local b, lq, lk = 2, 9, 20
-      assert.equal(0, (npy("random", d .. "/sinks.npy", "f32", "31", cfg.heads_q)))
-      assert.equal(0, (npy("random", d .. "/do.npy", "f32", "32", b, lq, cfg.heads_q, cfg.head_dim_v)))
-      local base = cat(cat({ "run", bwd_config }, inputs(d, cfg, { batch = b, lq = lq, lk = lk })),
-        { "--sinks", d .. "/sinks.npy", "--dropout-p", "0.2", "--dropout-seed", "5", "--do", d .. "/do.npy" })
+      assert.equal(0, (npy("random", d .. "/do.npy", "f32", "32", b, lq, cfg.heads_q, cfg.head_dim_v or cfg.head_dim)))
+      local base = cat(cat({ "run", t.config }, inputs(d, cfg, { batch = b, lq = lq, lk = lk, seqlens = t.seqlens })),
+        cat(t.param and { t.param, t.make(d, cfg), "--do", d .. "/do.npy" } or { "--do", d .. "/do.npy" },
+          t.extra or {}))
       local function outputs(tag)
-        local t = {}
+        local o = {}
         for _, g in ipairs({ { "-o", "o" }, { "--dq", "dq" }, { "--dk", "dk" }, { "--dv", "dv" },
-          { "--dsinks", "ds" } }) do
-          t[#t + 1] = g[1]
-          t[#t + 1] = ("%s/%s_%s.npy"):format(d, g[2], tag)
+          { t.flag, "extra" } }) do
+          o[#o + 1] = g[1]
+          o[#o + 1] = ("%s/%s_%s.npy"):format(d, g[2], tag)
         end
-        return t
+        return o
       end
       local code, _, err = attngen(cat(cat(base, { "--reference" }), outputs("ref")))
       assert.equal(0, code, err)
       for _, isa in ipairs(ISAS) do
         code, _, err = attngen(cat(cat(base, { "--isa", isa }), outputs(isa)))
         assert.equal(0, code, isa .. ": " .. err)
-        compare(d .. "/ds_" .. isa .. ".npy", d .. "/ds_ref.npy")
+        compare(d .. "/extra_" .. isa .. ".npy", d .. "/extra_ref.npy")
       end
+    end
+
+    it("--do with --dsinks: the sink logits' gradient matches the reference's (t_bwd_masks: dropout, sinks)",
+      function()
+      bwd_extra_matches({ config = "configs/test/t_bwd_masks.lua", folder = "bwd_sinks", flag = "--dsinks",
+        param = "--sinks", extra = { "--dropout-p", "0.2", "--dropout-seed", "5" },
+        make = function(d, cfg)
+          assert.equal(0, (npy("random", d .. "/sinks.npy", "f32", "31", cfg.heads_q)))
+          return d .. "/sinks.npy"
+        end })
+    end)
+
+    it("--do with --drel: the relative position table's gradient matches the reference's (t_rel_t5: padding)",
+      function()
+      bwd_extra_matches({ config = "configs/test/t_rel_t5.lua", folder = "bwd_rel", flag = "--drel",
+        param = "--rel-table", seqlens = { 20, 13 },
+        make = function(d, cfg)
+          assert.equal(0, (npy("random", d .. "/rel.npy", "f32", "33", cfg.rel_bias.buckets, cfg.heads_q)))
+          return d .. "/rel.npy"
+        end })
+    end)
+
+    it("--do with --dq-norm-w: the query norm weights' gradient matches the reference's (t_bwd_f16_sparse)",
+      function()
+      -- inputs() passes the config's --q-norm-w; f32 storage, so that the kernel's O (which its backward
+      -- reads) is the reference's to f32 rounding
+      bwd_extra_matches({ config = "configs/test/t_bwd_f16_sparse.lua", folder = "bwd_qnorm", flag = "--dq-norm-w",
+        seqlens = { 20, 13 }, extra = { "--set", 'dtype="f32"' } })
     end)
 
     it("--block-table: K and V pools of shuffled pages match the reference (NHD, pages of 3; HND, pages of 1)",

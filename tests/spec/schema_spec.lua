@@ -149,7 +149,7 @@ describe("schema", function()
         "head_dim_v (96) must be at most head_dim (64)")
     end)
 
-    it("qk_norm: eps required, offset 0 (default) or 1; one-line errors; not with int8 or bf16 products, nor backward",
+    it("qk_norm: eps required, offset 0 (default) or 1; one-line errors; not with int8 or bf16 products; with backward",
       function()
       assert.same({ eps = 1e-6, offset = 0 }, schema.normalize(with({ qk_norm = { eps = 1e-6 } })).qk_norm)
       assert.same({ eps = 1e-5, offset = 1 }, schema.normalize(with({ qk_norm = { eps = 1e-5, offset = 1 } })).qk_norm)
@@ -166,7 +166,7 @@ describe("schema", function()
         "does not go with matmul")
       rejects_key(with({ qk_norm = { eps = 1e-6 }, matmul = "int8", dtype = { kv = "q8_0" } }), "qk_norm",
         "does not go with matmul = \"int8\"")
-      rejects_key(with({ qk_norm = { eps = 1e-6 }, backward = true }), "backward", "backward with qk_norm")
+      assert.is_true(schema.normalize(with({ qk_norm = { eps = 1e-6 }, rope = {}, backward = true })).backward)
     end)
 
     it("rope: style, theta, dim, scaling and table with their defaults; one-line errors", function()
