@@ -12,7 +12,7 @@
 --   rows        the most query rows a helper scores in one call: 4, or 8 where
 --               the ISA has 32 vector registers (the K side, its loads, offsets
 --               and scales, is then done once for 8 rows)
---   keys16      (x86, 512-bit vectors) true where the streaming decode's
+--   keys16      (x86) true where the streaming decode's
 --               block step scores its 16 keys along the lanes (keys_helpers)
 --
 -- A packed query row (qpacki, lib/pack) holds, for nb = D / 32 blocks, in
@@ -338,83 +338,104 @@ end
 -- and scaled by d_q times the keys' d_k (dk, gathered by the caller): no
 -- horizontal sum and no reduction a key.  The form for CPUs without the
 -- extension scores the keys in pairs (idot<R>x2) and lays the scores out so.
-local function keys_body(R, kv, name, attr)
+local function keys_body(I, R, kv, name, attr)
+  local W = I.dp_width
+  local LN = W / 32 -- keys a vector: 16 (AVX-512), or 8 (AVX2: two sets of keys)
+  local P, VI, VF = ("_mm%d_"):format(W), ("__m%di"):format(W), ("__m%d"):format(W)
+  local SI = ("si%d"):format(W)
+  local DP = W == 512 and "_mm512_dpbusd_epi32" or I.dp_dot
   local L = {}
   local function add(s) L[#L + 1] = s end
   add(([[
 
 /* s[16 r + c] = the base-2 scores of %d packed q8_0 quer%s (qpacki, qs floats apart) against
  * the 16 K rows k[c] of nb %s blocks (dk: their scales, block b's at 16 b): per block d_q d_k
- * (times the score scale) times the integer dot of the codes, a row's 16 keys in one vector. */
+ * (times the score scale) times the integer dot of the codes, a row's keys along the lanes. */
 %sstatic inline void %s(const float *q, int64_t qs, const attn_block_%s *const *k, const uint16_t *dk, int nb,
         float *s)
 {]]):format(R, R > 1 and "y rows" or "y row", kv, attr, name, kv))
   if kv == "q4_0" then
-    add("    const __m512i low = _mm512_set1_epi8(15);")
+    add(("    const %s low = %sset1_epi8(15);"):format(VI, P))
   else
-    add("    const __m512i flip = _mm512_set1_epi8((char)0x80);")
+    add(("    const %s flip = %sset1_epi8((char)0x80);"):format(VI, P))
   end
   for r = 0, R - 1 do
     local row = r == 0 and "q" or ("q + %d * qs"):format(r)
     add(("    const int8_t *c%d = (const int8_t *)(const void *)(%s);"):format(r, row))
     add(("    const float *f%d = %s + 16 * nb, *n%d = %s + 8 * nb;"):format(r, row, r, row))
   end
-  for r = 0, R - 1 do add(("    __m512 a%d = _mm512_setzero_ps();"):format(r)) end
+  for r = 0, R - 1 do
+    for g = 0, 16 / LN - 1 do add(("    %s a%d_%d = %ssetzero_ps();"):format(VF, r, g, P)) end
+  end
   add("    int b;")
   if R == 1 then add("    (void)qs;") end
   add("    for (b = 0; b < nb; b++) {")
-  add("        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(dk + 16 * b)));")
-  -- z<j>: keys j, 4 + j, 8 + j, 12 + j's 16 bytes from byte o, a 128-bit lane each
-  local function gather4(j, o)
-    local function ld(c) return ("_mm_loadu_si128((const __m128i *)(const void *)(k[%d][b].q + %d))"):format(c, o) end
-    local z = ("_mm512_castsi128_si512(%s)"):format(ld(j))
-    for l = 1, 3 do z = ("_mm512_inserti32x4(%s, %s, %d)"):format(z, ld(4 * l + j), l) end
-    return z
-  end
-  -- the 4 x 4 transpose of z0..z3 in each lane: y<i>, key 4 l + m's 32-bit group i in lane 4 l + m
-  local function transpose(h)
-    -- out<h>_<o0>, out<h>_<o1> = the low and high unpacks (bits) of in<h>_<a> and in<h>_<b>
-    local function unpack(out, o0, o1, bits, src, a, b)
-      add(("        const __m512i %s%d_%d = _mm512_unpacklo_epi%d(%s%d_%d, %s%d_%d), %s%d_%d = _mm512_unpackhi_epi%d("
-        .. "%s%d_%d, %s%d_%d);"):format(out, h, o0, bits, src, h, a, src, h, b, out, h, o1, bits, src, h, a, src, h, b))
-    end
-    unpack("t", 0, 1, 32, "z", 0, 1)
-    unpack("t", 2, 3, 32, "z", 2, 3)
-    unpack("y", 0, 1, 64, "t", 0, 2)
-    unpack("y", 2, 3, 64, "t", 1, 3)
-  end
-  local x = {}
-  if kv == "q8_0" then -- 32 codes: bytes 0..15 (groups 0..3), then 16..31 (4..7); offset to unsigned
-    for h = 0, 1 do
-      for j = 0, 3 do
-        add(("        const __m512i z%d_%d = _mm512_xor_si512(%s, flip);"):format(h, j, gather4(j, 16 * h)))
+  for g = 0, 16 / LN - 1 do -- keys LN g .. LN g + LN - 1
+    local base = LN * g
+    add(("        /* keys %d .. %d */"):format(base, base + LN - 1))
+    local h16 = W == 512 and "__m256i" or "__m128i" -- the keys' d_k, LN halves
+    add(("        const %s d%d = %scvtph_ps(%s((const %s *)(const void *)(dk + 16 * b + %d)));")
+      :format(VF, g, P, W == 512 and "_mm256_loadu_si256" or "_mm_loadu_si128", h16, base))
+    -- z: keys base + j, base + 4 + j, ...'s 16 bytes from byte o, a 128-bit lane each
+    local function gather4(j, o)
+      local function ld(c)
+        return ("_mm_loadu_si128((const __m128i *)(const void *)(k[%d][b].q + %d))"):format(base + c, o)
       end
-      transpose(h)
-      for i = 0, 3 do x[4 * h + i] = ("y%d_%d"):format(h, i) end
+      if W == 256 then
+        return ("_mm256_inserti128_si256(_mm256_castsi128_si256(%s), %s, 1)"):format(ld(j), ld(4 + j))
+      end
+      local z = ("_mm512_castsi128_si512(%s)"):format(ld(j))
+      for l = 1, 3 do z = ("_mm512_inserti32x4(%s, %s, %d)"):format(z, ld(4 * l + j), l) end
+      return z
     end
-  else -- 16 bytes: codes 0..15 in the low nibbles (groups 0..3), 16..31 in the high ones (4..7), unsigned
-    for j = 0, 3 do add(("        const __m512i z0_%d = %s;"):format(j, gather4(j, 0))) end
-    transpose(0)
-    for i = 0, 3 do
-      add(("        const __m512i x%d = _mm512_and_si512(y0_%d, low), "
-        .. "x%d = _mm512_and_si512(_mm512_srli_epi16(y0_%d, 4), low);"):format(i, i, 4 + i, i))
-      x[i], x[4 + i] = "x" .. i, "x" .. (4 + i)
+    -- the 4 x 4 transpose of z0..z3 in each lane: y<i>, key 4 l + m's 32-bit group i in lane 4 l + m
+    local function transpose(h)
+      -- out<g><h>_<o0>, out<g><h>_<o1> = the low and high unpacks (bits) of in<g><h>_<a> and _<b>
+      local function unpack(out, o0, o1, bits, src, a, b)
+        local u, v = ("%s%d%d_%d"):format(src, g, h, a), ("%s%d%d_%d"):format(src, g, h, b)
+        add(("        const %s %s%d%d_%d = %sunpacklo_epi%d(%s, %s), %s%d%d_%d = %sunpackhi_epi%d(%s, %s);")
+          :format(VI, out, g, h, o0, P, bits, u, v, out, g, h, o1, P, bits, u, v))
+      end
+      unpack("t", 0, 1, 32, "z", 0, 1)
+      unpack("t", 2, 3, 32, "z", 2, 3)
+      unpack("y", 0, 1, 64, "t", 0, 2)
+      unpack("y", 2, 3, 64, "t", 1, 3)
     end
-  end
-  for r = 0, R - 1 do
-    add("        {")
-    -- from the block's correction (float 24 nb + 1 + b), the row's codes 4 a 32-bit broadcast
-    add(("            __m512i acc = _mm512_broadcastd_epi32(_mm_loadu_si32(n%d + 16 * nb + 1 + b));"):format(r))
-    for i = 0, 7 do
-      add(("            acc = _mm512_dpbusd_epi32(acc, %s, _mm512_broadcastd_epi32("
-        .. "_mm_loadu_si32(c%d + 32 * b + %d)));"):format(x[i], r, 4 * i))
+    local x = {}
+    if kv == "q8_0" then -- 32 codes: bytes 0..15 (groups 0..3), then 16..31 (4..7); offset to unsigned
+      for h = 0, 1 do
+        for j = 0, 3 do
+          add(("        const %s z%d%d_%d = %sxor_%s(%s, flip);"):format(VI, g, h, j, P, SI, gather4(j, 16 * h)))
+        end
+        transpose(h)
+        for i = 0, 3 do x[4 * h + i] = ("y%d%d_%d"):format(g, h, i) end
+      end
+    else -- 16 bytes: codes 0..15 in the low nibbles (groups 0..3), 16..31 in the high ones (4..7), unsigned
+      for j = 0, 3 do add(("        const %s z%d0_%d = %s;"):format(VI, g, j, gather4(j, 0))) end
+      transpose(0)
+      for i = 0, 3 do
+        add(("        const %s x%d_%d = %sand_%s(y%d0_%d, low), x%d_%d = %sand_%s(%ssrli_epi16(y%d0_%d, 4), low);")
+          :format(VI, g, i, P, SI, g, i, g, 4 + i, P, SI, P, g, i))
+        x[i], x[4 + i] = ("x%d_%d"):format(g, i), ("x%d_%d"):format(g, 4 + i)
+      end
     end
-    add(("            a%d = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), _mm512_mul_ps(d, _mm512_set1_ps(f%d[8 * b])), "
-      .. "a%d);"):format(r, r, r))
-    add("        }")
+    for r = 0, R - 1 do
+      add("        {")
+      -- from the block's correction (float 24 nb + 1 + b), the row's codes 4 a 32-bit broadcast
+      add(("            %s acc = %sbroadcastd_epi32(_mm_loadu_si32(n%d + 16 * nb + 1 + b));"):format(VI, P, r))
+      for i = 0, 7 do
+        add(("            acc = %s(acc, %s, %sbroadcastd_epi32(_mm_loadu_si32(c%d + 32 * b + %d)));")
+          :format(DP, x[i], P, r, 4 * i))
+      end
+      add(("            a%d_%d = %sfmadd_ps(%scvtepi32_ps(acc), %smul_ps(d%d, %sset1_ps(f%d[8 * b])), a%d_%d);")
+        :format(r, g, P, P, P, g, P, r, r, g))
+      add("        }")
+    end
   end
   add("    }")
-  for r = 0, R - 1 do add(("    _mm512_storeu_ps(s + %d, a%d);"):format(16 * r, r)) end
+  for r = 0, R - 1 do
+    for g = 0, 16 / LN - 1 do add(("    %sstoreu_ps(s + %d, a%d_%d);"):format(P, 16 * r + LN * g, r, g)) end
+  end
   add("}")
   return table.concat(L, "\n")
 end
@@ -452,7 +473,7 @@ end
 function M.keys_helpers(isa, R, kv, attr)
   local I, name = isa.int8, M.keys_name(isa, R, kv)
   local dp_attr = ("ATTN_MAYBE_UNUSED __attribute__((target(\"%s\"))) "):format(I.dp_target)
-  return keys_body(R, kv, name .. "_dp", dp_attr) .. "\n" .. keys_pairs(isa, R, kv, name, attr, name .. "_dp")
+  return keys_body(I, R, kv, name .. "_dp", dp_attr) .. "\n" .. keys_pairs(isa, R, kv, name, attr, name .. "_dp")
 end
 
 --- The name of the helper scoring R rows against NK (1 or 2) rows of kv blocks.
