@@ -293,6 +293,17 @@ for _, r in ipairs({ 1, 2, 3, 4, 8 }) do
   end
 end
 
+-- the streaming decode's block step (matmul = "int8", int8.keys16): 1 to 4
+-- rows' scores against 16 K rows, each row's 16 in one vector
+for r = 1, 4 do
+  for _, kv in ipairs({ "q8_0", "q4_0" }) do
+    local what = ("the scores of %d q8_0 query row%s against 16 K rows of %s blocks, a row's in one vector")
+      :format(r, r > 1 and "s" or "", kv)
+    M.SHARED[("iqkeys%d_%s"):format(r, kv)] = what
+    M.SHARED[("iqkeys%d_%s_dp"):format(r, kv)] = what .. ", with the ISA's dot-product extension"
+  end
+end
+
 local function is_dtype(s)
   for _, d in ipairs(M.DTYPES) do
     if d == s then return true end

@@ -20,9 +20,10 @@ local M = {
   stream_keys = { bf16 = 2, f16 = 2, f32 = 2, q8_0 = 2, q4_0 = 2 },
   vec = "__m256",
   -- matmul = "int8" (isa/int8.lua): integer block dots, vpmaddubsw, or
-  -- AVX-VNNI's vpdpbusd (VEX) where the CPU has it
+  -- AVX-VNNI's vpdpbusd (VEX) where the CPU has it; keys16: the streaming block
+  -- step scores its 16 keys along the lanes, two vectors a row (keys_helpers)
   int8 = { style = "x86", dp_target = "avx2,fma,f16c,avxvnni", dp_bit = "ATTN_INT8_DOT_AVXVNNI",
-    dp_dot = "_mm256_dpbusd_avx_epi32", dp_width = 256 },
+    dp_dot = "_mm256_dpbusd_avx_epi32", dp_width = 256, keys16 = true },
   arch_guard = "defined(__x86_64__) || defined(_M_X64)",
   include = "immintrin.h",
   target = 'avx2,fma,f16c', -- F16C: f16 storage (every AVX2 CPU has it; the dispatcher checks)

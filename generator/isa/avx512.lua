@@ -116,9 +116,10 @@ local function build(name, enum, target)
     -- matmul = "int8" (isa/int8.lua): integer block dots, AVX512-VNNI's
     -- vpdpbusd on 512-bit vectors (two blocks a vector) where the CPU has it
     -- (with VL and BW), else vpmaddubsw on 256-bit ones (AVX2's, which every
-    -- AVX-512 CPU runs)
+    -- AVX-512 CPU runs); keys16: the streaming block step scores its 16
+    -- keys along the lanes, a row's in one vector (isa/int8.lua, keys_helpers)
     int8 = { style = "x86", dp_target = "avx512f,avx512bw,avx512vl,avx512vnni,fma", dp_bit = "ATTN_INT8_DOT_AVX512VNNI",
-      dp_dot = "_mm256_dpbusd_epi32", dp_width = 512, rows = 8 },
+      dp_dot = "_mm256_dpbusd_epi32", dp_width = 512, rows = 8, keys16 = true },
     vec = "__m512",
     arch_guard = "defined(__x86_64__) || defined(_M_X64)",
     include = "immintrin.h",

@@ -115,6 +115,12 @@ function M.get(name)
   if isa.int8 then
     function isa.int8_helpers(kv, attr) return require("isa.int8").helpers(isa, kv, attr) end
     function isa.idot(R, kv, nk) return require("isa.int8").name(isa, R, kv, nk) end
+    --- the streaming block step's 16 keys a row in one vector (int8.keys16):
+    -- the C of the helper of R rows, and its name
+    if isa.int8.keys16 then
+      function isa.iqkeys_helpers(R, kv, attr) return require("isa.int8").keys_helpers(isa, R, kv, attr) end
+      function isa.iqkeys(R, kv) return require("isa.int8").keys_name(isa, R, kv) end
+    end
   end
   cache[name] = isa
   return isa

@@ -12,6 +12,8 @@
 --   rows        the most query rows a helper scores in one call: 4, or 8 where
 --               the ISA has 32 vector registers (the K side, its loads, offsets
 --               and scales, is then done once for 8 rows)
+--   keys16      (x86) true where the streaming decode's
+--               block step scores its 16 keys along the lanes (keys_helpers)
 --
 -- A packed query row (qpacki, lib/pack) holds, for nb = D / 32 blocks, in
 -- the floats of the row: the q8_0 codes (bytes 0 .. 32 nb); at float 8 nb,
@@ -19,7 +21,8 @@
 -- q4_0) times the 4 codes' sum (the start of vpdpbusd's sums, below); at
 -- float 16 nb each block's scale times the score scale, in 8 floats; at
 -- float 24 nb whether the CPU has the extension (int32: the helpers'
--- dispatch, read once a call).
+-- dispatch, read once a call); at float 24 nb + 1 + b block b's corrections
+-- summed (int32: where the keys-in-lanes helper's sums of the block start).
 --
 -- A block's score is d_q d_k sum_i q_i k_i, the integer sum exact in int32
 -- (ggml's vec_dot_q8_0_q8_0 and vec_dot_q4_0_q8_0).  vpdpbusd multiplies
@@ -84,6 +87,25 @@ local function stores(R, NK, sum)
   return table.concat(t, "\n")
 end
 
+--- x86: one block's K codes (the block blk, a C lvalue), as vpdpbusd (u8)
+-- or the sign trick takes them (256 bits); q4_0's nibbles unsigned: the 16
+-- bytes in both halves, shifted by 0 and 4 bits (shift), and 15 (low)
+local function x86_kcodes(kv, blk)
+  if kv == "q8_0" then
+    return ("_mm256_loadu_si256((const __m256i *)(const void *)%s.q)"):format(blk)
+  end
+  return ("_mm256_and_si256(_mm256_srlv_epi64(_mm256_broadcastsi128_si256(_mm_loadu_si128("
+    .. "(const __m128i *)(const void *)%s.q)), shift), low)"):format(blk)
+end
+
+--- x86, q4_0: two blocks' (lo, hi) nibbles in 512 bits, the 16 bytes of
+-- each in two 128-bit lanes (shift2, low2)
+local function x86_kcodes2(lo, hi)
+  local function bc(blk) return ("(const __m128i *)(const void *)%s.q"):format(blk) end
+  return ("_mm512_and_si512(_mm512_srlv_epi64(_mm512_inserti64x4(_mm512_broadcast_i32x4(_mm_loadu_si128(%s)), "
+    .. "_mm256_broadcastsi128_si256(_mm_loadu_si128(%s)), 1), shift2), low2)"):format(bc(lo), bc(hi))
+end
+
 --- x86: R rows against NK keys (k0, k1), vectors of W bits (512: two
 -- blocks a vector, the odd last block in 256 bits); mode "dp" (vpdpbusd from
 -- the rows' corrections) or "mad" (vpmaddubsw, the sign trick).  The sums go
@@ -116,21 +138,8 @@ local function x86_body(I, isa, R, NK, kv, mode, name, attr)
   for r = 0, R - 1 do add(("    (void)n%d;"):format(r)) end
   local d = dispatch(I, mode, name, NK)
   if d then add(d) end
-  -- one block's K codes of key kk at block index bi, as vpdpbusd (u8) or the sign trick takes them (256 bits);
-  -- q4_0's nibbles unsigned: the 16 bytes in both halves, shifted by 0 and 4 bits, and 15
-  local function kcodes(kk, bi)
-    if kv == "q8_0" then
-      return ("_mm256_loadu_si256((const __m256i *)(const void *)k%d[%s].q)"):format(kk, bi)
-    end
-    return ("_mm256_and_si256(_mm256_srlv_epi64(_mm256_broadcastsi128_si256(_mm_loadu_si128("
-      .. "(const __m128i *)(const void *)k%d[%s].q)), shift), low)"):format(kk, bi)
-  end
-  -- q4_0: two blocks' (b, b + 1) nibbles in 512 bits, the 16 bytes of each in two 128-bit lanes
-  local function kcodes2(kk)
-    local function bc(bi) return ("(const __m128i *)(const void *)k%d[%s].q"):format(kk, bi) end
-    return ("_mm512_and_si512(_mm512_srlv_epi64(_mm512_inserti64x4(_mm512_broadcast_i32x4(_mm_loadu_si128(%s)), "
-      .. "_mm256_broadcastsi128_si256(_mm_loadu_si128(%s)), 1), shift2), low2)"):format(bc("b"), bc("b + 1"))
-  end
+  local function kcodes(kk, bi) return x86_kcodes(kv, ("k%d[%s]"):format(kk, bi)) end
+  local function kcodes2(kk) return x86_kcodes2(("k%d[b]"):format(kk), ("k%d[b + 1]"):format(kk)) end
   -- the body of one step of `blocks` blocks (1 or 2) in vectors of w bits
   local function step(w, ind)
     local two = w == 512
@@ -316,6 +325,155 @@ local function scalar_body(R, NK, kv, name, attr)
   add(stores(R, NK, function(kk, r) return ("a%d_%d"):format(kk, r) end))
   add("}")
   return table.concat(L, "\n")
+end
+
+--- x86, 512-bit vectors (int8.keys16): R rows against the 16 keys of the
+-- streaming decode's block step (k[0..16)), the keys along the lanes: per
+-- block, the 16 keys' codes transposed (four keys' 16 bytes a vector, a
+-- 4 x 4 transpose of 32-bit groups in each 128-bit lane) into 8 vectors,
+-- vector i holding codes 4i .. 4i + 3 of every key; each row's block dot is
+-- then 8 vpdpbusd into one accumulator, the row's 4 codes broadcast, from
+-- the row's correction for the block (K's offset times its codes' sum): the
+-- block's exact integer dots of the 16 keys in one vector, converted once
+-- and scaled by d_q times the keys' d_k (dk, gathered by the caller): no
+-- horizontal sum and no reduction a key.  The form for CPUs without the
+-- extension scores the keys in pairs (idot<R>x2) and lays the scores out so.
+local function keys_body(I, R, kv, name, attr)
+  local W = I.dp_width
+  local LN = W / 32 -- keys a vector: 16 (AVX-512), or 8 (AVX2: two sets of keys)
+  local P, VI, VF = ("_mm%d_"):format(W), ("__m%di"):format(W), ("__m%d"):format(W)
+  local SI = ("si%d"):format(W)
+  local DP = W == 512 and "_mm512_dpbusd_epi32" or I.dp_dot
+  local L = {}
+  local function add(s) L[#L + 1] = s end
+  add(([[
+
+/* s[16 r + c] = the base-2 scores of %d packed q8_0 quer%s (qpacki, qs floats apart) against
+ * the 16 K rows k[c] of nb %s blocks (dk: their scales, block b's at 16 b): per block d_q d_k
+ * (times the score scale) times the integer dot of the codes, a row's keys along the lanes. */
+%sstatic inline void %s(const float *q, int64_t qs, const attn_block_%s *const *k, const uint16_t *dk, int nb,
+        float *s)
+{]]):format(R, R > 1 and "y rows" or "y row", kv, attr, name, kv))
+  if kv == "q4_0" then
+    add(("    const %s low = %sset1_epi8(15);"):format(VI, P))
+  else
+    add(("    const %s flip = %sset1_epi8((char)0x80);"):format(VI, P))
+  end
+  for r = 0, R - 1 do
+    local row = r == 0 and "q" or ("q + %d * qs"):format(r)
+    add(("    const int8_t *c%d = (const int8_t *)(const void *)(%s);"):format(r, row))
+    add(("    const float *f%d = %s + 16 * nb, *n%d = %s + 8 * nb;"):format(r, row, r, row))
+  end
+  for r = 0, R - 1 do
+    for g = 0, 16 / LN - 1 do add(("    %s a%d_%d = %ssetzero_ps();"):format(VF, r, g, P)) end
+  end
+  add("    int b;")
+  if R == 1 then add("    (void)qs;") end
+  add("    for (b = 0; b < nb; b++) {")
+  for g = 0, 16 / LN - 1 do -- keys LN g .. LN g + LN - 1
+    local base = LN * g
+    add(("        /* keys %d .. %d */"):format(base, base + LN - 1))
+    local h16 = W == 512 and "__m256i" or "__m128i" -- the keys' d_k, LN halves
+    add(("        const %s d%d = %scvtph_ps(%s((const %s *)(const void *)(dk + 16 * b + %d)));")
+      :format(VF, g, P, W == 512 and "_mm256_loadu_si256" or "_mm_loadu_si128", h16, base))
+    -- z: keys base + j, base + 4 + j, ...'s 16 bytes from byte o, a 128-bit lane each
+    local function gather4(j, o)
+      local function ld(c)
+        return ("_mm_loadu_si128((const __m128i *)(const void *)(k[%d][b].q + %d))"):format(base + c, o)
+      end
+      if W == 256 then
+        return ("_mm256_inserti128_si256(_mm256_castsi128_si256(%s), %s, 1)"):format(ld(j), ld(4 + j))
+      end
+      local z = ("_mm512_castsi128_si512(%s)"):format(ld(j))
+      for l = 1, 3 do z = ("_mm512_inserti32x4(%s, %s, %d)"):format(z, ld(4 * l + j), l) end
+      return z
+    end
+    -- the 4 x 4 transpose of z0..z3 in each lane: y<i>, key 4 l + m's 32-bit group i in lane 4 l + m
+    local function transpose(h)
+      -- out<g><h>_<o0>, out<g><h>_<o1> = the low and high unpacks (bits) of in<g><h>_<a> and _<b>
+      local function unpack(out, o0, o1, bits, src, a, b)
+        local u, v = ("%s%d%d_%d"):format(src, g, h, a), ("%s%d%d_%d"):format(src, g, h, b)
+        add(("        const %s %s%d%d_%d = %sunpacklo_epi%d(%s, %s), %s%d%d_%d = %sunpackhi_epi%d(%s, %s);")
+          :format(VI, out, g, h, o0, P, bits, u, v, out, g, h, o1, P, bits, u, v))
+      end
+      unpack("t", 0, 1, 32, "z", 0, 1)
+      unpack("t", 2, 3, 32, "z", 2, 3)
+      unpack("y", 0, 1, 64, "t", 0, 2)
+      unpack("y", 2, 3, 64, "t", 1, 3)
+    end
+    local x = {}
+    if kv == "q8_0" then -- 32 codes: bytes 0..15 (groups 0..3), then 16..31 (4..7); offset to unsigned
+      for h = 0, 1 do
+        for j = 0, 3 do
+          add(("        const %s z%d%d_%d = %sxor_%s(%s, flip);"):format(VI, g, h, j, P, SI, gather4(j, 16 * h)))
+        end
+        transpose(h)
+        for i = 0, 3 do x[4 * h + i] = ("y%d%d_%d"):format(g, h, i) end
+      end
+    else -- 16 bytes: codes 0..15 in the low nibbles (groups 0..3), 16..31 in the high ones (4..7), unsigned
+      for j = 0, 3 do add(("        const %s z%d0_%d = %s;"):format(VI, g, j, gather4(j, 0))) end
+      transpose(0)
+      for i = 0, 3 do
+        add(("        const %s x%d_%d = %sand_%s(y%d0_%d, low), x%d_%d = %sand_%s(%ssrli_epi16(y%d0_%d, 4), low);")
+          :format(VI, g, i, P, SI, g, i, g, 4 + i, P, SI, P, g, i))
+        x[i], x[4 + i] = ("x%d_%d"):format(g, i), ("x%d_%d"):format(g, 4 + i)
+      end
+    end
+    for r = 0, R - 1 do
+      add("        {")
+      -- from the block's correction (float 24 nb + 1 + b), the row's codes 4 a 32-bit broadcast
+      add(("            %s acc = %sbroadcastd_epi32(_mm_loadu_si32(n%d + 16 * nb + 1 + b));"):format(VI, P, r))
+      for i = 0, 7 do
+        add(("            acc = %s(acc, %s, %sbroadcastd_epi32(_mm_loadu_si32(c%d + 32 * b + %d)));")
+          :format(DP, x[i], P, r, 4 * i))
+      end
+      add(("            a%d_%d = %sfmadd_ps(%scvtepi32_ps(acc), %smul_ps(d%d, %sset1_ps(f%d[8 * b])), a%d_%d);")
+        :format(r, g, P, P, P, g, P, r, r, g))
+      add("        }")
+    end
+  end
+  add("    }")
+  for r = 0, R - 1 do
+    for g = 0, 16 / LN - 1 do add(("    %sstoreu_ps(s + %d, a%d_%d);"):format(P, 16 * r + LN * g, r, g)) end
+  end
+  add("}")
+  return table.concat(L, "\n")
+end
+
+--- The form for CPUs without the extension: key pairs (idot<R>x2, which
+-- dispatches itself), their scores laid out a row's keys together.
+local function keys_pairs(isa, R, kv, name, attr, dp_name)
+  return ([[
+
+/* s[16 r + c] as %s does, on CPUs with or without the dot-product extension. */
+%sstatic inline void %s(const float *q, int64_t qs, const attn_block_%s *const *k, const uint16_t *dk, int nb,
+        float *s)
+{
+    float t[64];
+    int c, r;
+    int32_t dp;
+    memcpy(&dp, q + 24 * nb, sizeof dp);
+    if (dp) { /* the extension (attn_cpu()->int8_dot) */
+        %s(q, qs, k, dk, nb, s);
+        return;
+    }
+    for (c = 0; c < 16; c += 2) %s(q, qs, k[c], k[c + 1], nb, t + 4 * c, t + 4 * c + 4);
+    for (r = 0; r < %d; r++)
+        for (c = 0; c < 16; c++) s[16 * r + c] = t[4 * c + r];
+}]]):format(dp_name, attr, name, kv, dp_name, M.name(isa, R, kv, 2), R)
+end
+
+--- The name of the keys-in-lanes helper (int8.keys16) of R rows and K blocks of type kv.
+function M.keys_name(isa, R, kv)
+  return n().shared(("iqkeys%d_%s"):format(R, kv), isa.name)
+end
+
+--- C text of the keys-in-lanes helper of R rows (its extension's form first, under
+-- its target, then the form every CPU of the ISA runs, which dispatches).
+function M.keys_helpers(isa, R, kv, attr)
+  local I, name = isa.int8, M.keys_name(isa, R, kv)
+  local dp_attr = ("ATTN_MAYBE_UNUSED __attribute__((target(\"%s\"))) "):format(I.dp_target)
+  return keys_body(I, R, kv, name .. "_dp", dp_attr) .. "\n" .. keys_pairs(isa, R, kv, name, attr, name .. "_dp")
 end
 
 --- The name of the helper scoring R rows against NK (1 or 2) rows of kv blocks.
