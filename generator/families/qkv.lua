@@ -45,9 +45,14 @@ function M.describe(plan, opts)
   if plan.backward then
     f[#f + 1] = ("backward pass %s (gradients in %s)"):format(plan.bwd_entry,
       plan.grad_same and plan.grad.q or (plan.grad.q .. " (dQ) and " .. plan.grad.kv .. " (dK, dV)"))
-    if plan.rel_bias then -- an output of its own, asked for per call
+    -- the parameters' gradients, each an output of its own, asked for per call
+    if plan.sinks then f[#f + 1] = ("the sink logits' gradient on request (dsinks, f32 [%d])"):format(plan.Hq) end
+    if plan.rel_bias then
       f[#f + 1] = ("the relative position table's gradient on request (drel_table, f32 [%d][%d])"):format(
         plan.rel_rows, plan.Hq)
+    end
+    if plan.qk_norm then
+      f[#f + 1] = ("the query norm weights' gradient on request (dq_norm_w, f32 [%d])"):format(plan.D)
     end
   end
 
