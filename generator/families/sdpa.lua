@@ -25,7 +25,8 @@ M.directions = {
   backward = {
     templates = { h = "families/sdpa.h.tmpl", c = "families/sdpa.c.tmpl" },
     parts = { "families/sdpa_backward.c.tmpl", "families/sdpa_backward_tile.c.tmpl",
-      "families/sdpa_backward_parts.c.tmpl", "families/sdpa_backward_rel.c.tmpl" },
+      "families/sdpa_backward_parts.c.tmpl", "families/sdpa_backward_rel.c.tmpl",
+      "families/sdpa_backward_driver.c.tmpl" },
   },
 }
 
