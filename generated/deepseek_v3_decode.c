@@ -704,11 +704,11 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))) static inlin
     return _mm512_scalef_ps(y, n);
 }
 
-/* C[8][32] = 0.195101102f A[8][576] B[576][32] (scale * log2(e): scores are kept in base 2), in bf16
+/* C[8][32] = scale A[8][576] B[576][32] (scale: the config's times log2(e), scores in base 2), in bf16
  * pairs of d: a: 8 rows of A, as elements apart, 288 pairs each; b: a panel of 288
  * rows of 32 pairs; c: rows cs floats apart.  294912 FLOPs, 19 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))) static void attn_deepseek_v3_decode_qkdp_8x32_bf16__avx512bf16(const uint16_t *restrict a, int64_t as, const uint16_t *restrict b,
-        float *restrict c, int64_t cs)
+ATTN_NOINLINE __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))) static void attn_qkdp_8x32_d576_bf16__avx512bf16(const uint16_t *restrict a, int64_t as, const uint16_t *restrict b,
+        float *restrict c, int64_t cs, float scale)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
     __m512 vacc1x0 = _mm512_setzero_ps(), vacc1x1 = _mm512_setzero_ps();
@@ -811,7 +811,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))
     }
 
     {
-        const __m512 vscale = _mm512_set1_ps(0.195101102f);
+        const __m512 vscale = _mm512_set1_ps(scale);
         _mm512_storeu_ps(c + 0 * cs + 0, _mm512_mul_ps(vacc0x0, vscale));
         _mm512_storeu_ps(c + 0 * cs + 16, _mm512_mul_ps(vacc0x1, vscale));
         _mm512_storeu_ps(c + 1 * cs + 0, _mm512_mul_ps(vacc1x0, vscale));
@@ -831,11 +831,11 @@ ATTN_NOINLINE __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))
     }
 }
 
-/* C[1][32] = 0.195101102f A[1][576] B[576][32] (scale * log2(e): scores are kept in base 2), in bf16
+/* C[1][32] = scale A[1][576] B[576][32] (scale: the config's times log2(e), scores in base 2), in bf16
  * pairs of d: a: 1 row of A, as elements apart, 288 pairs each; b: a panel of 288
  * rows of 32 pairs; c: rows cs floats apart.  36864 FLOPs, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))) static void attn_deepseek_v3_decode_qkdp_1x32_bf16__avx512bf16(const uint16_t *restrict a, int64_t as, const uint16_t *restrict b,
-        float *restrict c, int64_t cs)
+ATTN_NOINLINE __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))) static void attn_qkdp_1x32_d576_bf16__avx512bf16(const uint16_t *restrict a, int64_t as, const uint16_t *restrict b,
+        float *restrict c, int64_t cs, float scale)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
     const uint16_t *restrict a0 = a + 0 * as;
@@ -868,17 +868,17 @@ ATTN_NOINLINE __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))
     }
 
     {
-        const __m512 vscale = _mm512_set1_ps(0.195101102f);
+        const __m512 vscale = _mm512_set1_ps(scale);
         _mm512_storeu_ps(c + 0 * cs + 0, _mm512_mul_ps(vacc0x0, vscale));
         _mm512_storeu_ps(c + 0 * cs + 16, _mm512_mul_ps(vacc0x1, vscale));
     }
 }
 
-/* C[8][16] = 0.195101102f A[8][576] B[576][16] (scale * log2(e): scores are kept in base 2), in bf16
+/* C[8][16] = scale A[8][576] B[576][16] (scale: the config's times log2(e), scores in base 2), in bf16
  * pairs of d: a: 8 rows of A, as elements apart, 288 pairs each; b: a panel of 288
  * rows of 32 pairs, the 16 from b; c: rows cs floats apart.  147456 FLOPs, 10 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))) static void attn_deepseek_v3_decode_qkdp_8x16_bf16__avx512bf16(const uint16_t *restrict a, int64_t as, const uint16_t *restrict b,
-        float *restrict c, int64_t cs)
+ATTN_NOINLINE __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))) static void attn_qkdp_8x16_d576_bf16_p32__avx512bf16(const uint16_t *restrict a, int64_t as, const uint16_t *restrict b,
+        float *restrict c, int64_t cs, float scale)
 {
     __m512 vacc0x0 = _mm512_setzero_ps();
     __m512 vacc1x0 = _mm512_setzero_ps();
@@ -977,7 +977,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))
     }
 
     {
-        const __m512 vscale = _mm512_set1_ps(0.195101102f);
+        const __m512 vscale = _mm512_set1_ps(scale);
         _mm512_storeu_ps(c + 0 * cs + 0, _mm512_mul_ps(vacc0x0, vscale));
         _mm512_storeu_ps(c + 1 * cs + 0, _mm512_mul_ps(vacc1x0, vscale));
         _mm512_storeu_ps(c + 2 * cs + 0, _mm512_mul_ps(vacc2x0, vscale));
@@ -992,7 +992,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))
 /* O[6][512] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][512], in bf16 pairs of keys (jlo, jhi even), Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j]; v: V packed as pairs of keys, the pair (j, j + 1) at v + j * vs; o: 512 floats per row.
  * 6144 FLOPs per key, 31 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))) static void attn_deepseek_v3_decode_pvdp_6x512_bf16__avx512bf16(const uint16_t *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))) static void attn_pvdp_6x512_bf16__avx512bf16(const uint16_t *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     (void)pk; /* 1: the keys of a pair are adjacent */
@@ -1123,7 +1123,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))
 /* O[1][512] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][512], in bf16 pairs of keys (jlo, jhi even), Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j]; v: V packed as pairs of keys, the pair (j, j + 1) at v + j * vs; o: 512 floats per row.
  * 1024 FLOPs per key, 6 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))) static void attn_deepseek_v3_decode_pvdp_1x512_bf16__avx512bf16(const uint16_t *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))) static void attn_pvdp_1x512_bf16__avx512bf16(const uint16_t *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     (void)pk; /* 1: the keys of a pair are adjacent */
@@ -1423,14 +1423,14 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))) static ATTN_
                     while (!attn_deepseek_v3_decode_sees(w->first + r, w->last + r, 8, u1 - 16, u1)) u1 -= 16;
                 }
                 if (u1 - u0 == PREFILL_NC)
-                    attn_deepseek_v3_decode_qkdp_8x32_bf16__avx512bf16(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                    attn_qkdp_8x32_d576_bf16__avx512bf16(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK, 0.195101102f);
                 else
                     for (u = u0; u < u1; u += 16)
-                        attn_deepseek_v3_decode_qkdp_8x16_bf16__avx512bf16(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + 2 * (u - c), w->s + r * TK + u, TK);
+                        attn_qkdp_8x16_d576_bf16_p32__avx512bf16(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + 2 * (u - c), w->s + r * TK + u, TK, 0.195101102f);
             }
         for (; r < tq; r++)
             if (cls == TILE_FULL || attn_deepseek_v3_decode_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
-                attn_deepseek_v3_decode_qkdp_1x32_bf16__avx512bf16(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qkdp_1x32_d576_bf16__avx512bf16(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK, 0.195101102f);
     }
 }
 
@@ -1496,10 +1496,10 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))) static ATTN_
         jhi = (jhi + 1) & ~(int64_t)1;
         switch (rows) {
         case 6:
-            attn_deepseek_v3_decode_pvdp_6x512_bf16__avx512bf16(w->p + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pvdp_6x512_bf16__avx512bf16(w->p + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         default:
-            attn_deepseek_v3_decode_pvdp_1x512_bf16__avx512bf16(w->p + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pvdp_1x512_bf16__avx512bf16(w->p + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         }
         if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
@@ -1859,7 +1859,7 @@ __attribute__((target("avx512f,fma"))) static inline __m512 attn_exp2__avx512(__
 
 /* C[8][32] = A[8][576] B[576][32]: a: 8 rows of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  294912 FLOPs, 19 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v3_decode_qk_8x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_8x32_d576_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -2062,7 +2062,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v
 
 /* C[4][32] = A[4][576] B[576][32]: a: 4 rows of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  147456 FLOPs, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v3_decode_qk_4x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_4x32_d576_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -2185,7 +2185,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v
 
 /* C[1][32] = A[1][576] B[576][32]: a: 1 row of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  36864 FLOPs, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v3_decode_qk_1x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_1x32_d576_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -2248,7 +2248,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v
 
 /* C[8][16] = A[8][576] B[576][16]: a: 8 rows of A (as elements apart), b: a packed
  * panel (32 floats per d, the 16 from b), c: rows cs floats apart.  147456 FLOPs, 10 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v3_decode_qk_8x16_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_8x16_d576_f32_p32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps();
@@ -2436,7 +2436,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v
 /* O[6][512] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][512], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 512 floats per row.
  * 6144 FLOPs per key, 31 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v3_decode_pv_6x512_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_6x512_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -2566,7 +2566,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v
 /* O[3][512] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][512], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 512 floats per row.
  * 3072 FLOPs per key, 16 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v3_decode_pv_3x512_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_3x512_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -2657,7 +2657,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v
 /* O[1][512] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][512], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 512 floats per row.
  * 1024 FLOPs per key, 6 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v3_decode_pv_1x512_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_1x512_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -2721,7 +2721,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v
 
 /* C[8][32] = A[8][576] B[576][32]: a: 8 rows of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  294912 FLOPs, 19 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v3_decode_qk_8x32_bf16__avx512(const uint16_t *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_8x32_d576_bf16__avx512(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -2924,7 +2924,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v
 
 /* C[1][32] = A[1][576] B[576][32]: a: 1 row of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  36864 FLOPs, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v3_decode_qk_1x32_bf16__avx512(const uint16_t *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_1x32_d576_bf16__avx512(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -2988,7 +2988,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v
 /* O[6][512] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][512], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 512 floats per row.
  * 6144 FLOPs per key, 31 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v3_decode_pv_6x512_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_6x512_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -3118,7 +3118,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v
 /* O[5][512] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][512], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 512 floats per row.
  * 5120 FLOPs per key, 26 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v3_decode_pv_5x512_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_5x512_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -3235,7 +3235,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v
 /* O[4][512] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][512], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 512 floats per row.
  * 4096 FLOPs per key, 21 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v3_decode_pv_4x512_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_4x512_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -3339,7 +3339,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v
 /* O[3][512] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][512], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 512 floats per row.
  * 3072 FLOPs per key, 16 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v3_decode_pv_3x512_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_3x512_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -3430,7 +3430,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v
 /* O[2][512] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][512], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 512 floats per row.
  * 2048 FLOPs per key, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v3_decode_pv_2x512_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_2x512_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -3508,7 +3508,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v
 /* O[1][512] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][512], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 512 floats per row.
  * 1024 FLOPs per key, 6 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v3_decode_pv_1x512_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_1x512_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -3737,7 +3737,7 @@ __attribute__((target("avx512f,fma"))) static void attn_deepseek_v3_decode_kvpac
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (576 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-__attribute__((target("avx512f,fma"))) static void attn_deepseek_v3_decode_dot_4x2_bf16__avx512(const float *restrict q, int64_t R, const uint16_t *restrict k0,
+__attribute__((target("avx512f,fma"))) static void attn_dot_4x2_d576_bf16__avx512(const float *restrict q, int64_t R, const uint16_t *restrict k0,
         const uint16_t *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -3790,7 +3790,7 @@ typedef char attn_deepseek_v3_decode_dscratch_fits__avx512[sizeof(attn_deepseek_
  * rows 32 floats apart.  Out of line, so that its 8 row pointers have registers
  * of their own: inside the decode unit gcc kept them on the stack, a reload for
  * every few FMAs. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v3_decode_lanes_8x1_bf16__avx512(const uint16_t *restrict k0, int64_t ks,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_lanes_8x1_d576_bf16_p32__avx512(const uint16_t *restrict k0, int64_t ks,
         const float *restrict qt, float *restrict s, int64_t rp)
 {
     const uint16_t *restrict k1 = k0 + 1 * ks;
@@ -3804,7 +3804,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v
     int64_t d;
     float kw[128]; /* 16 values of D of each key from d0, widened once */
     int64_t d0;
-    for (d0 = 0; d0 < D; d0 += 16) {
+    for (d0 = 0; d0 < 576; d0 += 16) {
         _mm512_storeu_ps(kw + 0, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k0 + d0))), 16)));
         _mm512_storeu_ps(kw + 16, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k1 + d0))), 16)));
         _mm512_storeu_ps(kw + 32, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k2 + d0))), 16)));
@@ -3895,7 +3895,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_deeps
                 const uint16_t *qp = (const uint16_t *)(w->qt + r * DP_PAIRS); /* the panel's Q^T pairs */
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
                 for (c = 0; c + DP_KEYS <= kb; c += DP_KEYS) {
-                    attn_deepseek_v3_decode_qkdp_8x32_bf16__avx512bf16(attn_deepseek_v3_decode_k_row(&kv, hk, j0 + c), kv.k_key, qp, w->s + c * rp + r, rp);
+                    attn_qkdp_8x32_d576_bf16__avx512bf16(attn_deepseek_v3_decode_k_row(&kv, hk, j0 + c), kv.k_key, qp, w->s + c * rp + r, rp, 0.195101102f);
                     for (; pf && pl < pn / 2 * (pan * kb + c + DP_KEYS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                         const uint16_t *row = attn_deepseek_v3_decode_next_row(&kv, jn, pl);
                         const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -3906,7 +3906,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_deeps
                     }
                 }
                 for (; c < kb; c++)
-                    attn_deepseek_v3_decode_qkdp_1x32_bf16__avx512bf16(attn_deepseek_v3_decode_k_row(&kv, hk, j0 + c), kv.k_key, qp, w->s + c * rp + r, rp);
+                    attn_qkdp_1x32_d576_bf16__avx512bf16(attn_deepseek_v3_decode_k_row(&kv, hk, j0 + c), kv.k_key, qp, w->s + c * rp + r, rp, 0.195101102f);
                 for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                     const uint16_t *row = attn_deepseek_v3_decode_next_row(&kv, jn, pl);
                     const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -3924,7 +3924,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_deeps
                 const uint16_t *k0 = attn_deepseek_v3_decode_k_row(&kv, hk, j0 + c);
                 int64_t d;
                 if (c + SCORE_KEYS <= kb) { /* 8 keys */
-                    attn_deepseek_v3_decode_lanes_8x1_bf16__avx512(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
+                    attn_lanes_8x1_d576_bf16_p32__avx512(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
                     c += SCORE_KEYS;
                 } else { /* one key */
                     __m512 a0 = _mm512_setzero_ps();
@@ -3947,7 +3947,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_deeps
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_deepseek_v3_decode_dot_4x2_bf16__avx512(w->q + hk * glp * Q_STRIDE, glp, attn_deepseek_v3_decode_k_row(&kv, hk, j0 + c),
+                attn_dot_4x2_d576_bf16__avx512(w->q + hk * glp * Q_STRIDE, glp, attn_deepseek_v3_decode_k_row(&kv, hk, j0 + c),
                         attn_deepseek_v3_decode_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                     const uint16_t *row = attn_deepseek_v3_decode_next_row(&kv, jn, pl);
@@ -3966,7 +3966,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_deeps
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
                 for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_deepseek_v3_decode_qk_8x32_bf16__avx512(attn_deepseek_v3_decode_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_8x32_d576_bf16__avx512(attn_deepseek_v3_decode_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                         const uint16_t *row = attn_deepseek_v3_decode_next_row(&kv, jn, pl);
                         const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -3977,7 +3977,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_deeps
                     }
                 }
                 for (; c < kb; c++)
-                    attn_deepseek_v3_decode_qk_1x32_bf16__avx512(attn_deepseek_v3_decode_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_1x32_d576_bf16__avx512(attn_deepseek_v3_decode_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                 for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                     const uint16_t *row = attn_deepseek_v3_decode_next_row(&kv, jn, pl);
                     const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -4026,10 +4026,10 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_deeps
                 const int64_t left = hk * glp + gl - r;
                 const uint16_t *pr = w->pp + (r - hk * glp) * ps;
                 if (left >= 6) {
-                    attn_deepseek_v3_decode_pvdp_6x512_bf16__avx512bf16(pr, ps, 1, w->vp, DP_V_STRIDE, 0, (kb + 1) & ~(int64_t)1, w->o + r * O_STRIDE, w->alpha + r);
+                    attn_pvdp_6x512_bf16__avx512bf16(pr, ps, 1, w->vp, DP_V_STRIDE, 0, (kb + 1) & ~(int64_t)1, w->o + r * O_STRIDE, w->alpha + r);
                     r += 6;
                 } else {
-                    attn_deepseek_v3_decode_pvdp_1x512_bf16__avx512bf16(pr, ps, 1, w->vp, DP_V_STRIDE, 0, (kb + 1) & ~(int64_t)1, w->o + r * O_STRIDE, w->alpha + r);
+                    attn_pvdp_1x512_bf16__avx512bf16(pr, ps, 1, w->vp, DP_V_STRIDE, 0, (kb + 1) & ~(int64_t)1, w->o + r * O_STRIDE, w->alpha + r);
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -4054,27 +4054,27 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_deeps
             const int64_t left = hk * glp + gl - r;
             const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
             if (take >= 6) {
-                attn_deepseek_v3_decode_pv_6x512_bf16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_6x512_bf16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 6;
             } else
             if (take >= 5) {
-                attn_deepseek_v3_decode_pv_5x512_bf16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_5x512_bf16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 5;
             } else
             if (take >= 4) {
-                attn_deepseek_v3_decode_pv_4x512_bf16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_4x512_bf16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 4;
             } else
             if (take >= 3) {
-                attn_deepseek_v3_decode_pv_3x512_bf16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_3x512_bf16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 3;
             } else
             if (take >= 2) {
-                attn_deepseek_v3_decode_pv_2x512_bf16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_2x512_bf16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 2;
             } else
             {
-                attn_deepseek_v3_decode_pv_1x512_bf16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_1x512_bf16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 1;
             }
             for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -4385,19 +4385,19 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_deepseek_v3_
                     while (!attn_deepseek_v3_decode_sees(w->first + r, w->last + r, 8, u1 - 16, u1)) u1 -= 16;
                 }
                 if (u1 - u0 == PREFILL_NC)
-                    attn_deepseek_v3_decode_qk_8x32_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                    attn_qk_8x32_d576_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
                 else
                     for (u = u0; u < u1; u += 16)
-                        attn_deepseek_v3_decode_qk_8x16_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
+                        attn_qk_8x16_d576_f32_p32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
             }
         if (r + 4 <= tq) { /* half a block of the last rows, then one at a time */
             if (cls == TILE_FULL || attn_deepseek_v3_decode_sees(w->first + r, w->last + r, 4, c, c + PREFILL_NC))
-                attn_deepseek_v3_decode_qk_4x32_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_4x32_d576_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
             r += 4;
         }
         for (; r < tq; r++)
             if (cls == TILE_FULL || attn_deepseek_v3_decode_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
-                attn_deepseek_v3_decode_qk_1x32_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_1x32_d576_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
     }
 }
 
@@ -4461,13 +4461,13 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_deepseek_v3_
         }
         switch (rows) {
         case 6:
-            attn_deepseek_v3_decode_pv_6x512_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_6x512_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 3:
-            attn_deepseek_v3_decode_pv_3x512_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_3x512_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         default:
-            attn_deepseek_v3_decode_pv_1x512_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_1x512_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         }
         if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
@@ -4770,7 +4770,7 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m256 attn_exp2__avx2(__
 
 /* C[4][16] = A[4][576] B[576][16]: a: 4 rows of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  73728 FLOPs, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek_v3_decode_qk_4x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_4x16_d576_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -4893,7 +4893,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek
 
 /* C[2][16] = A[2][576] B[576][16]: a: 2 rows of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  36864 FLOPs, 7 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek_v3_decode_qk_2x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_2x16_d576_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -4976,7 +4976,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek
 
 /* C[1][16] = A[1][576] B[576][16]: a: 1 row of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  18432 FLOPs, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek_v3_decode_qk_1x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_1x16_d576_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -5039,7 +5039,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek
 
 /* C[4][8] = A[4][576] B[576][8]: a: 4 rows of A (as elements apart), b: a packed
  * panel (16 floats per d, the 8 from b), c: rows cs floats apart.  36864 FLOPs, 6 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek_v3_decode_qk_4x8_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_4x8_d576_f32_p16__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps();
@@ -5151,7 +5151,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek
 /* O[6][512] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][512], Dv unrolled in 32 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 512 floats per row.
  * 6144 FLOPs per key, 15 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek_v3_decode_pv_6x512_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_6x512_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5265,7 +5265,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek
 /* O[3][512] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][512], Dv unrolled in 32 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 512 floats per row.
  * 3072 FLOPs per key, 9 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek_v3_decode_pv_3x512_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_3x512_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5334,7 +5334,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek
 /* O[1][512] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][512], Dv unrolled in 32 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 512 floats per row.
  * 1024 FLOPs per key, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek_v3_decode_pv_1x512_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_1x512_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5372,7 +5372,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek
 
 /* C[4][16] = A[4][576] B[576][16]: a: 4 rows of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  73728 FLOPs, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek_v3_decode_qk_4x16_bf16__avx2(const uint16_t *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_4x16_d576_bf16__avx2(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -5495,7 +5495,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek
 
 /* C[1][16] = A[1][576] B[576][16]: a: 1 row of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  18432 FLOPs, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek_v3_decode_qk_1x16_bf16__avx2(const uint16_t *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_1x16_d576_bf16__avx2(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -5559,7 +5559,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek
 /* O[6][512] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][512], Dv unrolled in 32 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 512 floats per row.
  * 6144 FLOPs per key, 15 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek_v3_decode_pv_6x512_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_6x512_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5673,7 +5673,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek
 /* O[5][512] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][512], Dv unrolled in 32 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 512 floats per row.
  * 5120 FLOPs per key, 13 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek_v3_decode_pv_5x512_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_5x512_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5772,7 +5772,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek
 /* O[4][512] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][512], Dv unrolled in 32 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 512 floats per row.
  * 4096 FLOPs per key, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek_v3_decode_pv_4x512_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_4x512_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5856,7 +5856,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek
 /* O[3][512] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][512], Dv unrolled in 32 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 512 floats per row.
  * 3072 FLOPs per key, 9 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek_v3_decode_pv_3x512_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_3x512_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5925,7 +5925,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek
 /* O[2][512] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][512], Dv unrolled in 32 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 512 floats per row.
  * 2048 FLOPs per key, 7 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek_v3_decode_pv_2x512_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_2x512_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5979,7 +5979,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek
 /* O[1][512] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][512], Dv unrolled in 32 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 512 floats per row.
  * 1024 FLOPs per key, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek_v3_decode_pv_1x512_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_1x512_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -6218,7 +6218,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek_v3_decode_kvp
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (576 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_deepseek_v3_decode_dot_4x2_bf16__avx2(const float *restrict q, int64_t R, const uint16_t *restrict k0,
+__attribute__((target("avx2,fma,f16c"))) static void attn_dot_4x2_d576_bf16__avx2(const float *restrict q, int64_t R, const uint16_t *restrict k0,
         const uint16_t *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -6266,7 +6266,7 @@ typedef char attn_deepseek_v3_decode_dscratch_fits__avx2[sizeof(attn_deepseek_v3
  * rows 16 floats apart.  Out of line, so that its 8 row pointers have registers
  * of their own: inside the decode unit gcc kept them on the stack, a reload for
  * every few FMAs. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek_v3_decode_lanes_8x1_bf16__avx2(const uint16_t *restrict k0, int64_t ks,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_lanes_8x1_d576_bf16_p16__avx2(const uint16_t *restrict k0, int64_t ks,
         const float *restrict qt, float *restrict s, int64_t rp)
 {
     const uint16_t *restrict k1 = k0 + 1 * ks;
@@ -6280,7 +6280,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek
     int64_t d;
     float kw[64]; /* 8 values of D of each key from d0, widened once */
     int64_t d0;
-    for (d0 = 0; d0 < D; d0 += 8) {
+    for (d0 = 0; d0 < 576; d0 += 8) {
         _mm256_storeu_ps(kw + 0, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(k0 + d0))), 16)));
         _mm256_storeu_ps(kw + 8, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(k1 + d0))), 16)));
         _mm256_storeu_ps(kw + 16, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(k2 + d0))), 16)));
@@ -6364,7 +6364,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_dee
                 const uint16_t *k0 = attn_deepseek_v3_decode_k_row(&kv, hk, j0 + c);
                 int64_t d;
                 if (c + SCORE_KEYS <= kb) { /* 8 keys */
-                    attn_deepseek_v3_decode_lanes_8x1_bf16__avx2(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
+                    attn_lanes_8x1_d576_bf16_p16__avx2(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
                     c += SCORE_KEYS;
                 } else { /* one key */
                     __m256 a0 = _mm256_setzero_ps();
@@ -6387,7 +6387,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_dee
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_deepseek_v3_decode_dot_4x2_bf16__avx2(w->q + hk * glp * Q_STRIDE, glp, attn_deepseek_v3_decode_k_row(&kv, hk, j0 + c),
+                attn_dot_4x2_d576_bf16__avx2(w->q + hk * glp * Q_STRIDE, glp, attn_deepseek_v3_decode_k_row(&kv, hk, j0 + c),
                         attn_deepseek_v3_decode_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                     const uint16_t *row = attn_deepseek_v3_decode_next_row(&kv, jn, pl);
@@ -6406,7 +6406,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_dee
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
                 for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_deepseek_v3_decode_qk_4x16_bf16__avx2(attn_deepseek_v3_decode_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_4x16_d576_bf16__avx2(attn_deepseek_v3_decode_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                         const uint16_t *row = attn_deepseek_v3_decode_next_row(&kv, jn, pl);
                         const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -6417,7 +6417,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_dee
                     }
                 }
                 for (; c < kb; c++)
-                    attn_deepseek_v3_decode_qk_1x16_bf16__avx2(attn_deepseek_v3_decode_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_1x16_d576_bf16__avx2(attn_deepseek_v3_decode_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                 for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                     const uint16_t *row = attn_deepseek_v3_decode_next_row(&kv, jn, pl);
                     const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -6466,27 +6466,27 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_dee
             const int64_t left = hk * glp + gl - r;
             const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
             if (take >= 6) {
-                attn_deepseek_v3_decode_pv_6x512_bf16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_6x512_bf16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 6;
             } else
             if (take >= 5) {
-                attn_deepseek_v3_decode_pv_5x512_bf16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_5x512_bf16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 5;
             } else
             if (take >= 4) {
-                attn_deepseek_v3_decode_pv_4x512_bf16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_4x512_bf16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 4;
             } else
             if (take >= 3) {
-                attn_deepseek_v3_decode_pv_3x512_bf16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_3x512_bf16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 3;
             } else
             if (take >= 2) {
-                attn_deepseek_v3_decode_pv_2x512_bf16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_2x512_bf16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 2;
             } else
             {
-                attn_deepseek_v3_decode_pv_1x512_bf16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_1x512_bf16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 1;
             }
             for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -6786,19 +6786,19 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_deepseek_v
                     while (!attn_deepseek_v3_decode_sees(w->first + r, w->last + r, 4, u1 - 8, u1)) u1 -= 8;
                 }
                 if (u1 - u0 == PREFILL_NC)
-                    attn_deepseek_v3_decode_qk_4x16_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                    attn_qk_4x16_d576_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
                 else
                     for (u = u0; u < u1; u += 8)
-                        attn_deepseek_v3_decode_qk_4x8_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
+                        attn_qk_4x8_d576_f32_p16__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
             }
         if (r + 2 <= tq) { /* half a block of the last rows, then one at a time */
             if (cls == TILE_FULL || attn_deepseek_v3_decode_sees(w->first + r, w->last + r, 2, c, c + PREFILL_NC))
-                attn_deepseek_v3_decode_qk_2x16_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_2x16_d576_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
             r += 2;
         }
         for (; r < tq; r++)
             if (cls == TILE_FULL || attn_deepseek_v3_decode_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
-                attn_deepseek_v3_decode_qk_1x16_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_1x16_d576_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
     }
 }
 
@@ -6862,13 +6862,13 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_deepseek_v
         }
         switch (rows) {
         case 6:
-            attn_deepseek_v3_decode_pv_6x512_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_6x512_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 3:
-            attn_deepseek_v3_decode_pv_3x512_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_3x512_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         default:
-            attn_deepseek_v3_decode_pv_1x512_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_1x512_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         }
         if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
@@ -7179,7 +7179,7 @@ static inline float32x4_t attn_exp2__neon(float32x4_t x)
 
 /* C[8][8] = A[8][576] B[576][8]: a: 8 rows of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  73728 FLOPs, 19 vector registers. */
-ATTN_NOINLINE static void attn_deepseek_v3_decode_qk_8x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_8x8_d576_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -7382,7 +7382,7 @@ ATTN_NOINLINE static void attn_deepseek_v3_decode_qk_8x8_f32__neon(const float *
 
 /* C[4][8] = A[4][576] B[576][8]: a: 4 rows of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  36864 FLOPs, 11 vector registers. */
-ATTN_NOINLINE static void attn_deepseek_v3_decode_qk_4x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_4x8_d576_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -7505,7 +7505,7 @@ ATTN_NOINLINE static void attn_deepseek_v3_decode_qk_4x8_f32__neon(const float *
 
 /* C[1][8] = A[1][576] B[576][8]: a: 1 row of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  9216 FLOPs, 5 vector registers. */
-ATTN_NOINLINE static void attn_deepseek_v3_decode_qk_1x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_1x8_d576_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -7568,7 +7568,7 @@ ATTN_NOINLINE static void attn_deepseek_v3_decode_qk_1x8_f32__neon(const float *
 
 /* C[8][4] = A[8][576] B[576][4]: a: 8 rows of A (as elements apart), b: a packed
  * panel (8 floats per d, the 4 from b), c: rows cs floats apart.  36864 FLOPs, 10 vector registers. */
-ATTN_NOINLINE static void attn_deepseek_v3_decode_qk_8x4_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_8x4_d576_f32_p8__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f);
@@ -7756,7 +7756,7 @@ ATTN_NOINLINE static void attn_deepseek_v3_decode_qk_8x4_f32__neon(const float *
 /* O[6][512] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][512], Dv unrolled in 32 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 512 floats per row.
  * 6144 FLOPs per key, 31 vector registers. */
-ATTN_NOINLINE static void attn_deepseek_v3_decode_pv_6x512_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_6x512_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -7886,7 +7886,7 @@ ATTN_NOINLINE static void attn_deepseek_v3_decode_pv_6x512_f32__neon(const float
 /* O[3][512] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][512], Dv unrolled in 32 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 512 floats per row.
  * 3072 FLOPs per key, 16 vector registers. */
-ATTN_NOINLINE static void attn_deepseek_v3_decode_pv_3x512_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_3x512_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -7977,7 +7977,7 @@ ATTN_NOINLINE static void attn_deepseek_v3_decode_pv_3x512_f32__neon(const float
 /* O[1][512] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][512], Dv unrolled in 32 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 512 floats per row.
  * 1024 FLOPs per key, 6 vector registers. */
-ATTN_NOINLINE static void attn_deepseek_v3_decode_pv_1x512_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_1x512_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -8041,7 +8041,7 @@ ATTN_NOINLINE static void attn_deepseek_v3_decode_pv_1x512_f32__neon(const float
 
 /* C[8][8] = A[8][576] B[576][8]: a: 8 rows of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  73728 FLOPs, 19 vector registers. */
-ATTN_NOINLINE static void attn_deepseek_v3_decode_qk_8x8_bf16__neon(const uint16_t *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_8x8_d576_bf16__neon(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -8244,7 +8244,7 @@ ATTN_NOINLINE static void attn_deepseek_v3_decode_qk_8x8_bf16__neon(const uint16
 
 /* C[1][8] = A[1][576] B[576][8]: a: 1 row of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  9216 FLOPs, 5 vector registers. */
-ATTN_NOINLINE static void attn_deepseek_v3_decode_qk_1x8_bf16__neon(const uint16_t *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_1x8_d576_bf16__neon(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -8308,7 +8308,7 @@ ATTN_NOINLINE static void attn_deepseek_v3_decode_qk_1x8_bf16__neon(const uint16
 /* O[6][512] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][512], Dv unrolled in 32 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 512 floats per row.
  * 6144 FLOPs per key, 31 vector registers. */
-ATTN_NOINLINE static void attn_deepseek_v3_decode_pv_6x512_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE static void attn_pv_6x512_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -8438,7 +8438,7 @@ ATTN_NOINLINE static void attn_deepseek_v3_decode_pv_6x512_bf16__neon(const floa
 /* O[5][512] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][512], Dv unrolled in 32 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 512 floats per row.
  * 5120 FLOPs per key, 26 vector registers. */
-ATTN_NOINLINE static void attn_deepseek_v3_decode_pv_5x512_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE static void attn_pv_5x512_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -8555,7 +8555,7 @@ ATTN_NOINLINE static void attn_deepseek_v3_decode_pv_5x512_bf16__neon(const floa
 /* O[4][512] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][512], Dv unrolled in 32 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 512 floats per row.
  * 4096 FLOPs per key, 21 vector registers. */
-ATTN_NOINLINE static void attn_deepseek_v3_decode_pv_4x512_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE static void attn_pv_4x512_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -8659,7 +8659,7 @@ ATTN_NOINLINE static void attn_deepseek_v3_decode_pv_4x512_bf16__neon(const floa
 /* O[3][512] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][512], Dv unrolled in 32 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 512 floats per row.
  * 3072 FLOPs per key, 16 vector registers. */
-ATTN_NOINLINE static void attn_deepseek_v3_decode_pv_3x512_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE static void attn_pv_3x512_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -8750,7 +8750,7 @@ ATTN_NOINLINE static void attn_deepseek_v3_decode_pv_3x512_bf16__neon(const floa
 /* O[2][512] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][512], Dv unrolled in 32 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 512 floats per row.
  * 2048 FLOPs per key, 11 vector registers. */
-ATTN_NOINLINE static void attn_deepseek_v3_decode_pv_2x512_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE static void attn_pv_2x512_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -8828,7 +8828,7 @@ ATTN_NOINLINE static void attn_deepseek_v3_decode_pv_2x512_bf16__neon(const floa
 /* O[1][512] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][512], Dv unrolled in 32 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 512 floats per row.
  * 1024 FLOPs per key, 6 vector registers. */
-ATTN_NOINLINE static void attn_deepseek_v3_decode_pv_1x512_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE static void attn_pv_1x512_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -9151,7 +9151,7 @@ static void attn_deepseek_v3_decode_kvpack_bf16__neon(const attn_deepseek_v3_dec
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (576 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-static void attn_deepseek_v3_decode_dot_4x2_bf16__neon(const float *restrict q, int64_t R, const uint16_t *restrict k0,
+static void attn_dot_4x2_d576_bf16__neon(const float *restrict q, int64_t R, const uint16_t *restrict k0,
         const uint16_t *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -9199,7 +9199,7 @@ typedef char attn_deepseek_v3_decode_dscratch_fits__neon[sizeof(attn_deepseek_v3
  * rows 8 floats apart.  Out of line, so that its 8 row pointers have registers
  * of their own: inside the decode unit gcc kept them on the stack, a reload for
  * every few FMAs. */
-ATTN_NOINLINE static void attn_deepseek_v3_decode_lanes_8x1_bf16__neon(const uint16_t *restrict k0, int64_t ks,
+ATTN_NOINLINE static void attn_lanes_8x1_d576_bf16_p8__neon(const uint16_t *restrict k0, int64_t ks,
         const float *restrict qt, float *restrict s, int64_t rp)
 {
     const uint16_t *restrict k1 = k0 + 1 * ks;
@@ -9213,7 +9213,7 @@ ATTN_NOINLINE static void attn_deepseek_v3_decode_lanes_8x1_bf16__neon(const uin
     int64_t d;
     float kw[32]; /* 4 values of D of each key from d0, widened once */
     int64_t d0;
-    for (d0 = 0; d0 < D; d0 += 4) {
+    for (d0 = 0; d0 < 576; d0 += 4) {
         vst1q_f32(kw + 0, vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(k0 + d0), 16)));
         vst1q_f32(kw + 4, vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(k1 + d0), 16)));
         vst1q_f32(kw + 8, vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(k2 + d0), 16)));
@@ -9297,7 +9297,7 @@ static ATTN_ALWAYS_INLINE void attn_deepseek_v3_decode_dscores__neon(const attn_
                 const uint16_t *k0 = attn_deepseek_v3_decode_k_row(&kv, hk, j0 + c);
                 int64_t d;
                 if (c + SCORE_KEYS <= kb) { /* 8 keys */
-                    attn_deepseek_v3_decode_lanes_8x1_bf16__neon(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
+                    attn_lanes_8x1_d576_bf16_p8__neon(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
                     c += SCORE_KEYS;
                 } else { /* one key */
                     float32x4_t a0 = vdupq_n_f32(0.0f);
@@ -9320,7 +9320,7 @@ static ATTN_ALWAYS_INLINE void attn_deepseek_v3_decode_dscores__neon(const attn_
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_deepseek_v3_decode_dot_4x2_bf16__neon(w->q + hk * glp * Q_STRIDE, glp, attn_deepseek_v3_decode_k_row(&kv, hk, j0 + c),
+                attn_dot_4x2_d576_bf16__neon(w->q + hk * glp * Q_STRIDE, glp, attn_deepseek_v3_decode_k_row(&kv, hk, j0 + c),
                         attn_deepseek_v3_decode_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                     const uint16_t *row = attn_deepseek_v3_decode_next_row(&kv, jn, pl);
@@ -9339,7 +9339,7 @@ static ATTN_ALWAYS_INLINE void attn_deepseek_v3_decode_dscores__neon(const attn_
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
                 for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_deepseek_v3_decode_qk_8x8_bf16__neon(attn_deepseek_v3_decode_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_8x8_d576_bf16__neon(attn_deepseek_v3_decode_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                         const uint16_t *row = attn_deepseek_v3_decode_next_row(&kv, jn, pl);
                         const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -9350,7 +9350,7 @@ static ATTN_ALWAYS_INLINE void attn_deepseek_v3_decode_dscores__neon(const attn_
                     }
                 }
                 for (; c < kb; c++)
-                    attn_deepseek_v3_decode_qk_1x8_bf16__neon(attn_deepseek_v3_decode_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_1x8_d576_bf16__neon(attn_deepseek_v3_decode_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                 for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                     const uint16_t *row = attn_deepseek_v3_decode_next_row(&kv, jn, pl);
                     const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -9399,27 +9399,27 @@ static ATTN_ALWAYS_INLINE void attn_deepseek_v3_decode_dpv__neon(const attn_deep
             const int64_t left = hk * glp + gl - r;
             const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
             if (take >= 6) {
-                attn_deepseek_v3_decode_pv_6x512_bf16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_6x512_bf16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 6;
             } else
             if (take >= 5) {
-                attn_deepseek_v3_decode_pv_5x512_bf16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_5x512_bf16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 5;
             } else
             if (take >= 4) {
-                attn_deepseek_v3_decode_pv_4x512_bf16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_4x512_bf16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 4;
             } else
             if (take >= 3) {
-                attn_deepseek_v3_decode_pv_3x512_bf16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_3x512_bf16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 3;
             } else
             if (take >= 2) {
-                attn_deepseek_v3_decode_pv_2x512_bf16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_2x512_bf16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 2;
             } else
             {
-                attn_deepseek_v3_decode_pv_1x512_bf16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_1x512_bf16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 1;
             }
             for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -9719,19 +9719,19 @@ static ATTN_INLINE void attn_deepseek_v3_decode_uscores__neon(const float *kt, i
                     while (!attn_deepseek_v3_decode_sees(w->first + r, w->last + r, 8, u1 - 4, u1)) u1 -= 4;
                 }
                 if (u1 - u0 == PREFILL_NC)
-                    attn_deepseek_v3_decode_qk_8x8_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                    attn_qk_8x8_d576_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
                 else
                     for (u = u0; u < u1; u += 4)
-                        attn_deepseek_v3_decode_qk_8x4_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
+                        attn_qk_8x4_d576_f32_p8__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
             }
         if (r + 4 <= tq) { /* half a block of the last rows, then one at a time */
             if (cls == TILE_FULL || attn_deepseek_v3_decode_sees(w->first + r, w->last + r, 4, c, c + PREFILL_NC))
-                attn_deepseek_v3_decode_qk_4x8_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_4x8_d576_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
             r += 4;
         }
         for (; r < tq; r++)
             if (cls == TILE_FULL || attn_deepseek_v3_decode_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
-                attn_deepseek_v3_decode_qk_1x8_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_1x8_d576_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
     }
 }
 
@@ -9795,13 +9795,13 @@ static ATTN_INLINE void attn_deepseek_v3_decode_upv__neon(const attn_args *args,
         }
         switch (rows) {
         case 6:
-            attn_deepseek_v3_decode_pv_6x512_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_6x512_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 3:
-            attn_deepseek_v3_decode_pv_3x512_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_3x512_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         default:
-            attn_deepseek_v3_decode_pv_1x512_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_1x512_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         }
         if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
@@ -9985,7 +9985,7 @@ attn_status attn_deepseek_v3_decode_fwd__neon(const attn_args *args)
 
 /* C[4][2] = A[4][576] B[576][2]: a: 4 rows of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  9216 FLOPs, 11 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_deepseek_v3_decode_qk_4x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qk_4x2_d576_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -10108,7 +10108,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_deepseek_v3_decode_qk_4x2_f32__sc
 
 /* C[1][2] = A[1][576] B[576][2]: a: 1 row of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  2304 FLOPs, 5 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_deepseek_v3_decode_qk_1x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qk_1x2_d576_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -10171,7 +10171,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_deepseek_v3_decode_qk_1x2_f32__sc
 
 /* C[4][1] = A[4][576] B[576][1]: a: 4 rows of A (as elements apart), b: a packed
  * panel (2 floats per d, the 1 from b), c: rows cs floats apart.  4608 FLOPs, 6 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_deepseek_v3_decode_qk_4x1_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qk_4x1_d576_f32_p2__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f;
@@ -10283,7 +10283,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_deepseek_v3_decode_qk_4x1_f32__sc
 /* O[4][512] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][512], Dv unrolled in 256 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 512 floats per row.
  * 4096 FLOPs per key, 13 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_deepseek_v3_decode_pv_4x512_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_pv_4x512_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -10355,7 +10355,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_deepseek_v3_decode_pv_4x512_f32__
 /* O[1][512] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][512], Dv unrolled in 256 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 512 floats per row.
  * 1024 FLOPs per key, 4 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_deepseek_v3_decode_pv_1x512_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_pv_1x512_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -10399,7 +10399,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_deepseek_v3_decode_pv_1x512_f32__
 
 /* C[4][2] = A[4][576] B[576][2]: a: 4 rows of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  9216 FLOPs, 11 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_deepseek_v3_decode_qk_4x2_bf16__scalar(const uint16_t *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qk_4x2_d576_bf16__scalar(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -10522,7 +10522,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_deepseek_v3_decode_qk_4x2_bf16__s
 
 /* C[1][2] = A[1][576] B[576][2]: a: 1 row of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  2304 FLOPs, 5 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_deepseek_v3_decode_qk_1x2_bf16__scalar(const uint16_t *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qk_1x2_d576_bf16__scalar(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -10586,7 +10586,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_deepseek_v3_decode_qk_1x2_bf16__s
 /* O[4][512] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][512], Dv unrolled in 256 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 512 floats per row.
  * 4096 FLOPs per key, 13 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_deepseek_v3_decode_pv_4x512_bf16__scalar(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_pv_4x512_bf16__scalar(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -10658,7 +10658,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_deepseek_v3_decode_pv_4x512_bf16_
 /* O[1][512] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][512], Dv unrolled in 256 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 512 floats per row.
  * 1024 FLOPs per key, 4 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_deepseek_v3_decode_pv_1x512_bf16__scalar(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_pv_1x512_bf16__scalar(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -11393,7 +11393,7 @@ ATTN_NO_AUTOVEC static void attn_deepseek_v3_decode_kvpack_bf16__scalar(const at
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (576 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-ATTN_NO_AUTOVEC static void attn_deepseek_v3_decode_dot_4x2_bf16__scalar(const float *restrict q, int64_t R, const uint16_t *restrict k0,
+ATTN_NO_AUTOVEC static void attn_dot_4x2_d576_bf16__scalar(const float *restrict q, int64_t R, const uint16_t *restrict k0,
         const uint16_t *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -11486,7 +11486,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_deepseek_v3_decode_dscores__
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_deepseek_v3_decode_dot_4x2_bf16__scalar(w->q + hk * glp * Q_STRIDE, glp, attn_deepseek_v3_decode_k_row(&kv, hk, j0 + c),
+                attn_dot_4x2_d576_bf16__scalar(w->q + hk * glp * Q_STRIDE, glp, attn_deepseek_v3_decode_k_row(&kv, hk, j0 + c),
                         attn_deepseek_v3_decode_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                     const uint16_t *row = attn_deepseek_v3_decode_next_row(&kv, jn, pl);
@@ -11505,7 +11505,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_deepseek_v3_decode_dscores__
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
                 for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_deepseek_v3_decode_qk_4x2_bf16__scalar(attn_deepseek_v3_decode_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_4x2_d576_bf16__scalar(attn_deepseek_v3_decode_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                         const uint16_t *row = attn_deepseek_v3_decode_next_row(&kv, jn, pl);
                         const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -11516,7 +11516,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_deepseek_v3_decode_dscores__
                     }
                 }
                 for (; c < kb; c++)
-                    attn_deepseek_v3_decode_qk_1x2_bf16__scalar(attn_deepseek_v3_decode_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_1x2_d576_bf16__scalar(attn_deepseek_v3_decode_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                 for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                     const uint16_t *row = attn_deepseek_v3_decode_next_row(&kv, jn, pl);
                     const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -11559,11 +11559,11 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_deepseek_v3_decode_dpv__scal
         for (r = hk * glp; r < hk * glp + gl;) {
             const int64_t take = hk * glp + gl - r; /* the widest kernel that fits the rows left */
             if (take >= 4) {
-                attn_deepseek_v3_decode_pv_4x512_bf16__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_4x512_bf16__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 4;
             } else
             {
-                attn_deepseek_v3_decode_pv_1x512_bf16__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_1x512_bf16__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 1;
             }
             for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -11862,14 +11862,14 @@ ATTN_NO_AUTOVEC static ATTN_INLINE void attn_deepseek_v3_decode_uscores__scalar(
                     while (!attn_deepseek_v3_decode_sees(w->first + r, w->last + r, 4, u1 - 1, u1)) u1 -= 1;
                 }
                 if (u1 - u0 == PREFILL_NC)
-                    attn_deepseek_v3_decode_qk_4x2_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                    attn_qk_4x2_d576_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
                 else
                     for (u = u0; u < u1; u += 1)
-                        attn_deepseek_v3_decode_qk_4x1_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
+                        attn_qk_4x1_d576_f32_p2__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
             }
         for (; r < tq; r++)
             if (cls == TILE_FULL || attn_deepseek_v3_decode_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
-                attn_deepseek_v3_decode_qk_1x2_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_1x2_d576_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
     }
 }
 
@@ -11933,10 +11933,10 @@ ATTN_NO_AUTOVEC static ATTN_INLINE void attn_deepseek_v3_decode_upv__scalar(cons
         }
         switch (rows) {
         case 4:
-            attn_deepseek_v3_decode_pv_4x512_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_4x512_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         default:
-            attn_deepseek_v3_decode_pv_1x512_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_1x512_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         }
         if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */

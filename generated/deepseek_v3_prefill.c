@@ -816,11 +816,11 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))) static inlin
     return _mm512_scalef_ps(y, n);
 }
 
-/* C[8][32] = 0.195101102f A[8][192] B[192][32] (scale * log2(e): scores are kept in base 2), in bf16
+/* C[8][32] = scale A[8][192] B[192][32] (scale: the config's times log2(e), scores in base 2), in bf16
  * pairs of d: a: 8 rows of A, as elements apart, 96 pairs each; b: a panel of 96
  * rows of 32 pairs; c: rows cs floats apart.  98304 FLOPs, 19 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))) static void attn_deepseek_v3_prefill_qkdp_8x32_bf16__avx512bf16(const uint16_t *restrict a, int64_t as, const uint16_t *restrict b,
-        float *restrict c, int64_t cs)
+ATTN_NOINLINE __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))) static void attn_qkdp_8x32_d192_bf16__avx512bf16(const uint16_t *restrict a, int64_t as, const uint16_t *restrict b,
+        float *restrict c, int64_t cs, float scale)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
     __m512 vacc1x0 = _mm512_setzero_ps(), vacc1x1 = _mm512_setzero_ps();
@@ -923,7 +923,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))
     }
 
     {
-        const __m512 vscale = _mm512_set1_ps(0.195101102f);
+        const __m512 vscale = _mm512_set1_ps(scale);
         _mm512_storeu_ps(c + 0 * cs + 0, _mm512_mul_ps(vacc0x0, vscale));
         _mm512_storeu_ps(c + 0 * cs + 16, _mm512_mul_ps(vacc0x1, vscale));
         _mm512_storeu_ps(c + 1 * cs + 0, _mm512_mul_ps(vacc1x0, vscale));
@@ -943,11 +943,11 @@ ATTN_NOINLINE __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))
     }
 }
 
-/* C[1][32] = 0.195101102f A[1][192] B[192][32] (scale * log2(e): scores are kept in base 2), in bf16
+/* C[1][32] = scale A[1][192] B[192][32] (scale: the config's times log2(e), scores in base 2), in bf16
  * pairs of d: a: 1 row of A, as elements apart, 96 pairs each; b: a panel of 96
  * rows of 32 pairs; c: rows cs floats apart.  12288 FLOPs, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))) static void attn_deepseek_v3_prefill_qkdp_1x32_bf16__avx512bf16(const uint16_t *restrict a, int64_t as, const uint16_t *restrict b,
-        float *restrict c, int64_t cs)
+ATTN_NOINLINE __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))) static void attn_qkdp_1x32_d192_bf16__avx512bf16(const uint16_t *restrict a, int64_t as, const uint16_t *restrict b,
+        float *restrict c, int64_t cs, float scale)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
     const uint16_t *restrict a0 = a + 0 * as;
@@ -980,17 +980,17 @@ ATTN_NOINLINE __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))
     }
 
     {
-        const __m512 vscale = _mm512_set1_ps(0.195101102f);
+        const __m512 vscale = _mm512_set1_ps(scale);
         _mm512_storeu_ps(c + 0 * cs + 0, _mm512_mul_ps(vacc0x0, vscale));
         _mm512_storeu_ps(c + 0 * cs + 16, _mm512_mul_ps(vacc0x1, vscale));
     }
 }
 
-/* C[8][16] = 0.195101102f A[8][192] B[192][16] (scale * log2(e): scores are kept in base 2), in bf16
+/* C[8][16] = scale A[8][192] B[192][16] (scale: the config's times log2(e), scores in base 2), in bf16
  * pairs of d: a: 8 rows of A, as elements apart, 96 pairs each; b: a panel of 96
  * rows of 32 pairs, the 16 from b; c: rows cs floats apart.  49152 FLOPs, 10 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))) static void attn_deepseek_v3_prefill_qkdp_8x16_bf16__avx512bf16(const uint16_t *restrict a, int64_t as, const uint16_t *restrict b,
-        float *restrict c, int64_t cs)
+ATTN_NOINLINE __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))) static void attn_qkdp_8x16_d192_bf16_p32__avx512bf16(const uint16_t *restrict a, int64_t as, const uint16_t *restrict b,
+        float *restrict c, int64_t cs, float scale)
 {
     __m512 vacc0x0 = _mm512_setzero_ps();
     __m512 vacc1x0 = _mm512_setzero_ps();
@@ -1089,7 +1089,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))
     }
 
     {
-        const __m512 vscale = _mm512_set1_ps(0.195101102f);
+        const __m512 vscale = _mm512_set1_ps(scale);
         _mm512_storeu_ps(c + 0 * cs + 0, _mm512_mul_ps(vacc0x0, vscale));
         _mm512_storeu_ps(c + 1 * cs + 0, _mm512_mul_ps(vacc1x0, vscale));
         _mm512_storeu_ps(c + 2 * cs + 0, _mm512_mul_ps(vacc2x0, vscale));
@@ -1104,7 +1104,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], in bf16 pairs of keys (jlo, jhi even), Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j]; v: V packed as pairs of keys, the pair (j, j + 1) at v + j * vs; o: 128 floats per row.
  * 1536 FLOPs per key, 31 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))) static void attn_deepseek_v3_prefill_pvdp_6x128_bf16__avx512bf16(const uint16_t *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))) static void attn_pvdp_6x128_bf16__avx512bf16(const uint16_t *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     (void)pk; /* 1: the keys of a pair are adjacent */
@@ -1235,7 +1235,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], in bf16 pairs of keys (jlo, jhi even), Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j]; v: V packed as pairs of keys, the pair (j, j + 1) at v + j * vs; o: 128 floats per row.
  * 256 FLOPs per key, 6 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))) static void attn_deepseek_v3_prefill_pvdp_1x128_bf16__avx512bf16(const uint16_t *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))) static void attn_pvdp_1x128_bf16__avx512bf16(const uint16_t *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     (void)pk; /* 1: the keys of a pair are adjacent */
@@ -1475,14 +1475,14 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))) static ATTN_
                     while (!attn_deepseek_v3_prefill_sees(w->first + r, w->last + r, 8, u1 - 16, u1)) u1 -= 16;
                 }
                 if (u1 - u0 == PREFILL_NC)
-                    attn_deepseek_v3_prefill_qkdp_8x32_bf16__avx512bf16(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                    attn_qkdp_8x32_d192_bf16__avx512bf16(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK, 0.195101102f);
                 else
                     for (u = u0; u < u1; u += 16)
-                        attn_deepseek_v3_prefill_qkdp_8x16_bf16__avx512bf16(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + 2 * (u - c), w->s + r * TK + u, TK);
+                        attn_qkdp_8x16_d192_bf16_p32__avx512bf16(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + 2 * (u - c), w->s + r * TK + u, TK, 0.195101102f);
             }
         for (; r < tq; r++)
             if (cls == TILE_FULL || attn_deepseek_v3_prefill_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
-                attn_deepseek_v3_prefill_qkdp_1x32_bf16__avx512bf16(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qkdp_1x32_d192_bf16__avx512bf16(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK, 0.195101102f);
     }
 }
 
@@ -1548,10 +1548,10 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))) static ATTN_
         jhi = (jhi + 1) & ~(int64_t)1;
         switch (rows) {
         case 6:
-            attn_deepseek_v3_prefill_pvdp_6x128_bf16__avx512bf16(w->p + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pvdp_6x128_bf16__avx512bf16(w->p + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         default:
-            attn_deepseek_v3_prefill_pvdp_1x128_bf16__avx512bf16(w->p + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pvdp_1x128_bf16__avx512bf16(w->p + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         }
         if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
@@ -1887,7 +1887,7 @@ __attribute__((target("avx512f,fma"))) static inline __m512 attn_exp2__avx512(__
 
 /* C[8][32] = A[8][192] B[192][32]: a: 8 rows of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  98304 FLOPs, 19 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v3_prefill_qk_8x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_8x32_d192_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -2090,7 +2090,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v
 
 /* C[4][32] = A[4][192] B[192][32]: a: 4 rows of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  49152 FLOPs, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v3_prefill_qk_4x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_4x32_d192_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -2213,7 +2213,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v
 
 /* C[1][32] = A[1][192] B[192][32]: a: 1 row of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  12288 FLOPs, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v3_prefill_qk_1x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_1x32_d192_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -2276,7 +2276,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v
 
 /* C[8][16] = A[8][192] B[192][16]: a: 8 rows of A (as elements apart), b: a packed
  * panel (32 floats per d, the 16 from b), c: rows cs floats apart.  49152 FLOPs, 10 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v3_prefill_qk_8x16_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_8x16_d192_f32_p32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps();
@@ -2464,7 +2464,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1536 FLOPs per key, 31 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v3_prefill_pv_6x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_6x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -2594,7 +2594,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v
 /* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 768 FLOPs per key, 16 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v3_prefill_pv_3x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_3x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -2685,7 +2685,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 6 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v3_prefill_pv_1x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_1x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -2749,7 +2749,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v
 
 /* C[8][32] = A[8][192] B[192][32]: a: 8 rows of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  98304 FLOPs, 19 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v3_prefill_qk_8x32_bf16__avx512(const uint16_t *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_8x32_d192_bf16__avx512(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -2952,7 +2952,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v
 
 /* C[1][32] = A[1][192] B[192][32]: a: 1 row of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  12288 FLOPs, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v3_prefill_qk_1x32_bf16__avx512(const uint16_t *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_1x32_d192_bf16__avx512(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -3016,7 +3016,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1536 FLOPs per key, 31 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v3_prefill_pv_6x128_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_6x128_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -3146,7 +3146,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v
 /* O[5][128] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1280 FLOPs per key, 26 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v3_prefill_pv_5x128_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_5x128_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -3263,7 +3263,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 21 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v3_prefill_pv_4x128_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_4x128_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -3367,7 +3367,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v
 /* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 768 FLOPs per key, 16 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v3_prefill_pv_3x128_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_3x128_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -3458,7 +3458,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v
 /* O[2][128] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 512 FLOPs per key, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v3_prefill_pv_2x128_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_2x128_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -3536,7 +3536,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 6 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v3_prefill_pv_1x128_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_1x128_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -3741,7 +3741,7 @@ __attribute__((target("avx512f,fma"))) static void attn_deepseek_v3_prefill_kvpa
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (192 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-__attribute__((target("avx512f,fma"))) static void attn_deepseek_v3_prefill_dot_4x2_bf16__avx512(const float *restrict q, int64_t R, const uint16_t *restrict k0,
+__attribute__((target("avx512f,fma"))) static void attn_dot_4x2_d192_bf16__avx512(const float *restrict q, int64_t R, const uint16_t *restrict k0,
         const uint16_t *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -3789,7 +3789,7 @@ typedef char attn_deepseek_v3_prefill_dscratch_fits__avx512[sizeof(attn_deepseek
  * rows 32 floats apart.  Out of line, so that its 8 row pointers have registers
  * of their own: inside the decode unit gcc kept them on the stack, a reload for
  * every few FMAs. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v3_prefill_lanes_8x1_bf16__avx512(const uint16_t *restrict k0, int64_t ks,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_lanes_8x1_d192_bf16_p32__avx512(const uint16_t *restrict k0, int64_t ks,
         const float *restrict qt, float *restrict s, int64_t rp)
 {
     const uint16_t *restrict k1 = k0 + 1 * ks;
@@ -3803,7 +3803,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_deepseek_v
     int64_t d;
     float kw[128]; /* 16 values of D of each key from d0, widened once */
     int64_t d0;
-    for (d0 = 0; d0 < D; d0 += 16) {
+    for (d0 = 0; d0 < 192; d0 += 16) {
         _mm512_storeu_ps(kw + 0, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k0 + d0))), 16)));
         _mm512_storeu_ps(kw + 16, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k1 + d0))), 16)));
         _mm512_storeu_ps(kw + 32, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k2 + d0))), 16)));
@@ -3887,7 +3887,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_deeps
                 const uint16_t *k0 = attn_deepseek_v3_prefill_k_row(&kv, hk, j0 + c);
                 int64_t d;
                 if (c + SCORE_KEYS <= kb) { /* 8 keys */
-                    attn_deepseek_v3_prefill_lanes_8x1_bf16__avx512(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
+                    attn_lanes_8x1_d192_bf16_p32__avx512(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
                     c += SCORE_KEYS;
                 } else { /* one key */
                     __m512 a0 = _mm512_setzero_ps();
@@ -3910,7 +3910,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_deeps
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_deepseek_v3_prefill_dot_4x2_bf16__avx512(w->q + hk * glp * Q_STRIDE, glp, attn_deepseek_v3_prefill_k_row(&kv, hk, j0 + c),
+                attn_dot_4x2_d192_bf16__avx512(w->q + hk * glp * Q_STRIDE, glp, attn_deepseek_v3_prefill_k_row(&kv, hk, j0 + c),
                         attn_deepseek_v3_prefill_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                     const uint16_t *row = attn_deepseek_v3_prefill_next_row(&kv, jn, pl);
@@ -3929,7 +3929,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_deeps
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
                 for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_deepseek_v3_prefill_qk_8x32_bf16__avx512(attn_deepseek_v3_prefill_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_8x32_d192_bf16__avx512(attn_deepseek_v3_prefill_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                         const uint16_t *row = attn_deepseek_v3_prefill_next_row(&kv, jn, pl);
                         const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -3940,7 +3940,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_deeps
                     }
                 }
                 for (; c < kb; c++)
-                    attn_deepseek_v3_prefill_qk_1x32_bf16__avx512(attn_deepseek_v3_prefill_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_1x32_d192_bf16__avx512(attn_deepseek_v3_prefill_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                 for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                     const uint16_t *row = attn_deepseek_v3_prefill_next_row(&kv, jn, pl);
                     const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -3989,27 +3989,27 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_deeps
             const int64_t left = hk * glp + gl - r;
             const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
             if (take >= 6) {
-                attn_deepseek_v3_prefill_pv_6x128_bf16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_6x128_bf16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 6;
             } else
             if (take >= 5) {
-                attn_deepseek_v3_prefill_pv_5x128_bf16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_5x128_bf16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 5;
             } else
             if (take >= 4) {
-                attn_deepseek_v3_prefill_pv_4x128_bf16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_4x128_bf16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 4;
             } else
             if (take >= 3) {
-                attn_deepseek_v3_prefill_pv_3x128_bf16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_3x128_bf16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 3;
             } else
             if (take >= 2) {
-                attn_deepseek_v3_prefill_pv_2x128_bf16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_2x128_bf16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 2;
             } else
             {
-                attn_deepseek_v3_prefill_pv_1x128_bf16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_1x128_bf16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 1;
             }
             for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -4309,19 +4309,19 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_deepseek_v3_
                     while (!attn_deepseek_v3_prefill_sees(w->first + r, w->last + r, 8, u1 - 16, u1)) u1 -= 16;
                 }
                 if (u1 - u0 == PREFILL_NC)
-                    attn_deepseek_v3_prefill_qk_8x32_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                    attn_qk_8x32_d192_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
                 else
                     for (u = u0; u < u1; u += 16)
-                        attn_deepseek_v3_prefill_qk_8x16_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
+                        attn_qk_8x16_d192_f32_p32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
             }
         if (r + 4 <= tq) { /* half a block of the last rows, then one at a time */
             if (cls == TILE_FULL || attn_deepseek_v3_prefill_sees(w->first + r, w->last + r, 4, c, c + PREFILL_NC))
-                attn_deepseek_v3_prefill_qk_4x32_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_4x32_d192_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
             r += 4;
         }
         for (; r < tq; r++)
             if (cls == TILE_FULL || attn_deepseek_v3_prefill_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
-                attn_deepseek_v3_prefill_qk_1x32_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_1x32_d192_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
     }
 }
 
@@ -4385,13 +4385,13 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_deepseek_v3_
         }
         switch (rows) {
         case 6:
-            attn_deepseek_v3_prefill_pv_6x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_6x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 3:
-            attn_deepseek_v3_prefill_pv_3x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_3x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         default:
-            attn_deepseek_v3_prefill_pv_1x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_1x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         }
         if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
@@ -4670,7 +4670,7 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m256 attn_exp2__avx2(__
 
 /* C[4][16] = A[4][192] B[192][16]: a: 4 rows of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  24576 FLOPs, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek_v3_prefill_qk_4x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_4x16_d192_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -4793,7 +4793,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek
 
 /* C[2][16] = A[2][192] B[192][16]: a: 2 rows of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  12288 FLOPs, 7 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek_v3_prefill_qk_2x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_2x16_d192_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -4876,7 +4876,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek
 
 /* C[1][16] = A[1][192] B[192][16]: a: 1 row of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  6144 FLOPs, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek_v3_prefill_qk_1x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_1x16_d192_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -4939,7 +4939,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek
 
 /* C[4][8] = A[4][192] B[192][8]: a: 4 rows of A (as elements apart), b: a packed
  * panel (16 floats per d, the 8 from b), c: rows cs floats apart.  12288 FLOPs, 6 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek_v3_prefill_qk_4x8_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_4x8_d192_f32_p16__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps();
@@ -5051,7 +5051,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1536 FLOPs per key, 15 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek_v3_prefill_pv_6x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_6x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5165,7 +5165,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek
 /* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 768 FLOPs per key, 9 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek_v3_prefill_pv_3x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_3x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5234,7 +5234,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek_v3_prefill_pv_1x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_1x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5272,7 +5272,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek
 
 /* C[4][16] = A[4][192] B[192][16]: a: 4 rows of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  24576 FLOPs, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek_v3_prefill_qk_4x16_bf16__avx2(const uint16_t *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_4x16_d192_bf16__avx2(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -5395,7 +5395,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek
 
 /* C[1][16] = A[1][192] B[192][16]: a: 1 row of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  6144 FLOPs, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek_v3_prefill_qk_1x16_bf16__avx2(const uint16_t *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_1x16_d192_bf16__avx2(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -5459,7 +5459,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1536 FLOPs per key, 15 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek_v3_prefill_pv_6x128_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_6x128_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5573,7 +5573,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek
 /* O[5][128] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1280 FLOPs per key, 13 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek_v3_prefill_pv_5x128_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_5x128_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5672,7 +5672,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek_v3_prefill_pv_4x128_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_4x128_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5756,7 +5756,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek
 /* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 768 FLOPs per key, 9 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek_v3_prefill_pv_3x128_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_3x128_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5825,7 +5825,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek
 /* O[2][128] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 512 FLOPs per key, 7 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek_v3_prefill_pv_2x128_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_2x128_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5879,7 +5879,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek_v3_prefill_pv_1x128_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_1x128_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -6070,7 +6070,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek_v3_prefill_kv
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (192 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_deepseek_v3_prefill_dot_4x2_bf16__avx2(const float *restrict q, int64_t R, const uint16_t *restrict k0,
+__attribute__((target("avx2,fma,f16c"))) static void attn_dot_4x2_d192_bf16__avx2(const float *restrict q, int64_t R, const uint16_t *restrict k0,
         const uint16_t *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -6118,7 +6118,7 @@ typedef char attn_deepseek_v3_prefill_dscratch_fits__avx2[sizeof(attn_deepseek_v
  * rows 16 floats apart.  Out of line, so that its 8 row pointers have registers
  * of their own: inside the decode unit gcc kept them on the stack, a reload for
  * every few FMAs. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek_v3_prefill_lanes_8x1_bf16__avx2(const uint16_t *restrict k0, int64_t ks,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_lanes_8x1_d192_bf16_p16__avx2(const uint16_t *restrict k0, int64_t ks,
         const float *restrict qt, float *restrict s, int64_t rp)
 {
     const uint16_t *restrict k1 = k0 + 1 * ks;
@@ -6132,7 +6132,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek
     int64_t d;
     float kw[64]; /* 8 values of D of each key from d0, widened once */
     int64_t d0;
-    for (d0 = 0; d0 < D; d0 += 8) {
+    for (d0 = 0; d0 < 192; d0 += 8) {
         _mm256_storeu_ps(kw + 0, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(k0 + d0))), 16)));
         _mm256_storeu_ps(kw + 8, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(k1 + d0))), 16)));
         _mm256_storeu_ps(kw + 16, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(k2 + d0))), 16)));
@@ -6216,7 +6216,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_dee
                 const uint16_t *k0 = attn_deepseek_v3_prefill_k_row(&kv, hk, j0 + c);
                 int64_t d;
                 if (c + SCORE_KEYS <= kb) { /* 8 keys */
-                    attn_deepseek_v3_prefill_lanes_8x1_bf16__avx2(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
+                    attn_lanes_8x1_d192_bf16_p16__avx2(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
                     c += SCORE_KEYS;
                 } else { /* one key */
                     __m256 a0 = _mm256_setzero_ps();
@@ -6239,7 +6239,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_dee
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_deepseek_v3_prefill_dot_4x2_bf16__avx2(w->q + hk * glp * Q_STRIDE, glp, attn_deepseek_v3_prefill_k_row(&kv, hk, j0 + c),
+                attn_dot_4x2_d192_bf16__avx2(w->q + hk * glp * Q_STRIDE, glp, attn_deepseek_v3_prefill_k_row(&kv, hk, j0 + c),
                         attn_deepseek_v3_prefill_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                     const uint16_t *row = attn_deepseek_v3_prefill_next_row(&kv, jn, pl);
@@ -6258,7 +6258,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_dee
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
                 for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_deepseek_v3_prefill_qk_4x16_bf16__avx2(attn_deepseek_v3_prefill_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_4x16_d192_bf16__avx2(attn_deepseek_v3_prefill_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                         const uint16_t *row = attn_deepseek_v3_prefill_next_row(&kv, jn, pl);
                         const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -6269,7 +6269,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_dee
                     }
                 }
                 for (; c < kb; c++)
-                    attn_deepseek_v3_prefill_qk_1x16_bf16__avx2(attn_deepseek_v3_prefill_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_1x16_d192_bf16__avx2(attn_deepseek_v3_prefill_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                 for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                     const uint16_t *row = attn_deepseek_v3_prefill_next_row(&kv, jn, pl);
                     const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -6318,27 +6318,27 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_dee
             const int64_t left = hk * glp + gl - r;
             const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
             if (take >= 6) {
-                attn_deepseek_v3_prefill_pv_6x128_bf16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_6x128_bf16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 6;
             } else
             if (take >= 5) {
-                attn_deepseek_v3_prefill_pv_5x128_bf16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_5x128_bf16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 5;
             } else
             if (take >= 4) {
-                attn_deepseek_v3_prefill_pv_4x128_bf16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_4x128_bf16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 4;
             } else
             if (take >= 3) {
-                attn_deepseek_v3_prefill_pv_3x128_bf16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_3x128_bf16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 3;
             } else
             if (take >= 2) {
-                attn_deepseek_v3_prefill_pv_2x128_bf16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_2x128_bf16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 2;
             } else
             {
-                attn_deepseek_v3_prefill_pv_1x128_bf16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_1x128_bf16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 1;
             }
             for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -6638,19 +6638,19 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_deepseek_v
                     while (!attn_deepseek_v3_prefill_sees(w->first + r, w->last + r, 4, u1 - 8, u1)) u1 -= 8;
                 }
                 if (u1 - u0 == PREFILL_NC)
-                    attn_deepseek_v3_prefill_qk_4x16_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                    attn_qk_4x16_d192_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
                 else
                     for (u = u0; u < u1; u += 8)
-                        attn_deepseek_v3_prefill_qk_4x8_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
+                        attn_qk_4x8_d192_f32_p16__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
             }
         if (r + 2 <= tq) { /* half a block of the last rows, then one at a time */
             if (cls == TILE_FULL || attn_deepseek_v3_prefill_sees(w->first + r, w->last + r, 2, c, c + PREFILL_NC))
-                attn_deepseek_v3_prefill_qk_2x16_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_2x16_d192_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
             r += 2;
         }
         for (; r < tq; r++)
             if (cls == TILE_FULL || attn_deepseek_v3_prefill_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
-                attn_deepseek_v3_prefill_qk_1x16_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_1x16_d192_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
     }
 }
 
@@ -6714,13 +6714,13 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_deepseek_v
         }
         switch (rows) {
         case 6:
-            attn_deepseek_v3_prefill_pv_6x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_6x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 3:
-            attn_deepseek_v3_prefill_pv_3x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_3x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         default:
-            attn_deepseek_v3_prefill_pv_1x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_1x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         }
         if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
@@ -6983,7 +6983,7 @@ static inline float32x4_t attn_exp2__neon(float32x4_t x)
 
 /* C[8][8] = A[8][192] B[192][8]: a: 8 rows of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  24576 FLOPs, 19 vector registers. */
-ATTN_NOINLINE static void attn_deepseek_v3_prefill_qk_8x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_8x8_d192_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -7186,7 +7186,7 @@ ATTN_NOINLINE static void attn_deepseek_v3_prefill_qk_8x8_f32__neon(const float 
 
 /* C[4][8] = A[4][192] B[192][8]: a: 4 rows of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  12288 FLOPs, 11 vector registers. */
-ATTN_NOINLINE static void attn_deepseek_v3_prefill_qk_4x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_4x8_d192_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -7309,7 +7309,7 @@ ATTN_NOINLINE static void attn_deepseek_v3_prefill_qk_4x8_f32__neon(const float 
 
 /* C[1][8] = A[1][192] B[192][8]: a: 1 row of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  3072 FLOPs, 5 vector registers. */
-ATTN_NOINLINE static void attn_deepseek_v3_prefill_qk_1x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_1x8_d192_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -7372,7 +7372,7 @@ ATTN_NOINLINE static void attn_deepseek_v3_prefill_qk_1x8_f32__neon(const float 
 
 /* C[8][4] = A[8][192] B[192][4]: a: 8 rows of A (as elements apart), b: a packed
  * panel (8 floats per d, the 4 from b), c: rows cs floats apart.  12288 FLOPs, 10 vector registers. */
-ATTN_NOINLINE static void attn_deepseek_v3_prefill_qk_8x4_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_8x4_d192_f32_p8__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f);
@@ -7560,7 +7560,7 @@ ATTN_NOINLINE static void attn_deepseek_v3_prefill_qk_8x4_f32__neon(const float 
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1536 FLOPs per key, 31 vector registers. */
-ATTN_NOINLINE static void attn_deepseek_v3_prefill_pv_6x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_6x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -7690,7 +7690,7 @@ ATTN_NOINLINE static void attn_deepseek_v3_prefill_pv_6x128_f32__neon(const floa
 /* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 768 FLOPs per key, 16 vector registers. */
-ATTN_NOINLINE static void attn_deepseek_v3_prefill_pv_3x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_3x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -7781,7 +7781,7 @@ ATTN_NOINLINE static void attn_deepseek_v3_prefill_pv_3x128_f32__neon(const floa
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 6 vector registers. */
-ATTN_NOINLINE static void attn_deepseek_v3_prefill_pv_1x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_1x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -7845,7 +7845,7 @@ ATTN_NOINLINE static void attn_deepseek_v3_prefill_pv_1x128_f32__neon(const floa
 
 /* C[8][8] = A[8][192] B[192][8]: a: 8 rows of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  24576 FLOPs, 19 vector registers. */
-ATTN_NOINLINE static void attn_deepseek_v3_prefill_qk_8x8_bf16__neon(const uint16_t *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_8x8_d192_bf16__neon(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -8048,7 +8048,7 @@ ATTN_NOINLINE static void attn_deepseek_v3_prefill_qk_8x8_bf16__neon(const uint1
 
 /* C[1][8] = A[1][192] B[192][8]: a: 1 row of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  3072 FLOPs, 5 vector registers. */
-ATTN_NOINLINE static void attn_deepseek_v3_prefill_qk_1x8_bf16__neon(const uint16_t *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_1x8_d192_bf16__neon(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -8112,7 +8112,7 @@ ATTN_NOINLINE static void attn_deepseek_v3_prefill_qk_1x8_bf16__neon(const uint1
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1536 FLOPs per key, 31 vector registers. */
-ATTN_NOINLINE static void attn_deepseek_v3_prefill_pv_6x128_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE static void attn_pv_6x128_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -8242,7 +8242,7 @@ ATTN_NOINLINE static void attn_deepseek_v3_prefill_pv_6x128_bf16__neon(const flo
 /* O[5][128] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1280 FLOPs per key, 26 vector registers. */
-ATTN_NOINLINE static void attn_deepseek_v3_prefill_pv_5x128_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE static void attn_pv_5x128_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -8359,7 +8359,7 @@ ATTN_NOINLINE static void attn_deepseek_v3_prefill_pv_5x128_bf16__neon(const flo
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 21 vector registers. */
-ATTN_NOINLINE static void attn_deepseek_v3_prefill_pv_4x128_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE static void attn_pv_4x128_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -8463,7 +8463,7 @@ ATTN_NOINLINE static void attn_deepseek_v3_prefill_pv_4x128_bf16__neon(const flo
 /* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 768 FLOPs per key, 16 vector registers. */
-ATTN_NOINLINE static void attn_deepseek_v3_prefill_pv_3x128_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE static void attn_pv_3x128_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -8554,7 +8554,7 @@ ATTN_NOINLINE static void attn_deepseek_v3_prefill_pv_3x128_bf16__neon(const flo
 /* O[2][128] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 512 FLOPs per key, 11 vector registers. */
-ATTN_NOINLINE static void attn_deepseek_v3_prefill_pv_2x128_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE static void attn_pv_2x128_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -8632,7 +8632,7 @@ ATTN_NOINLINE static void attn_deepseek_v3_prefill_pv_2x128_bf16__neon(const flo
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 6 vector registers. */
-ATTN_NOINLINE static void attn_deepseek_v3_prefill_pv_1x128_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE static void attn_pv_1x128_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -8859,7 +8859,7 @@ static void attn_deepseek_v3_prefill_kvpack_bf16__neon(const attn_deepseek_v3_pr
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (192 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-static void attn_deepseek_v3_prefill_dot_4x2_bf16__neon(const float *restrict q, int64_t R, const uint16_t *restrict k0,
+static void attn_dot_4x2_d192_bf16__neon(const float *restrict q, int64_t R, const uint16_t *restrict k0,
         const uint16_t *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -8907,7 +8907,7 @@ typedef char attn_deepseek_v3_prefill_dscratch_fits__neon[sizeof(attn_deepseek_v
  * rows 8 floats apart.  Out of line, so that its 8 row pointers have registers
  * of their own: inside the decode unit gcc kept them on the stack, a reload for
  * every few FMAs. */
-ATTN_NOINLINE static void attn_deepseek_v3_prefill_lanes_8x1_bf16__neon(const uint16_t *restrict k0, int64_t ks,
+ATTN_NOINLINE static void attn_lanes_8x1_d192_bf16_p8__neon(const uint16_t *restrict k0, int64_t ks,
         const float *restrict qt, float *restrict s, int64_t rp)
 {
     const uint16_t *restrict k1 = k0 + 1 * ks;
@@ -8921,7 +8921,7 @@ ATTN_NOINLINE static void attn_deepseek_v3_prefill_lanes_8x1_bf16__neon(const ui
     int64_t d;
     float kw[32]; /* 4 values of D of each key from d0, widened once */
     int64_t d0;
-    for (d0 = 0; d0 < D; d0 += 4) {
+    for (d0 = 0; d0 < 192; d0 += 4) {
         vst1q_f32(kw + 0, vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(k0 + d0), 16)));
         vst1q_f32(kw + 4, vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(k1 + d0), 16)));
         vst1q_f32(kw + 8, vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(k2 + d0), 16)));
@@ -9005,7 +9005,7 @@ static ATTN_ALWAYS_INLINE void attn_deepseek_v3_prefill_dscores__neon(const attn
                 const uint16_t *k0 = attn_deepseek_v3_prefill_k_row(&kv, hk, j0 + c);
                 int64_t d;
                 if (c + SCORE_KEYS <= kb) { /* 8 keys */
-                    attn_deepseek_v3_prefill_lanes_8x1_bf16__neon(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
+                    attn_lanes_8x1_d192_bf16_p8__neon(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
                     c += SCORE_KEYS;
                 } else { /* one key */
                     float32x4_t a0 = vdupq_n_f32(0.0f);
@@ -9028,7 +9028,7 @@ static ATTN_ALWAYS_INLINE void attn_deepseek_v3_prefill_dscores__neon(const attn
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_deepseek_v3_prefill_dot_4x2_bf16__neon(w->q + hk * glp * Q_STRIDE, glp, attn_deepseek_v3_prefill_k_row(&kv, hk, j0 + c),
+                attn_dot_4x2_d192_bf16__neon(w->q + hk * glp * Q_STRIDE, glp, attn_deepseek_v3_prefill_k_row(&kv, hk, j0 + c),
                         attn_deepseek_v3_prefill_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                     const uint16_t *row = attn_deepseek_v3_prefill_next_row(&kv, jn, pl);
@@ -9047,7 +9047,7 @@ static ATTN_ALWAYS_INLINE void attn_deepseek_v3_prefill_dscores__neon(const attn
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
                 for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_deepseek_v3_prefill_qk_8x8_bf16__neon(attn_deepseek_v3_prefill_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_8x8_d192_bf16__neon(attn_deepseek_v3_prefill_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                         const uint16_t *row = attn_deepseek_v3_prefill_next_row(&kv, jn, pl);
                         const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -9058,7 +9058,7 @@ static ATTN_ALWAYS_INLINE void attn_deepseek_v3_prefill_dscores__neon(const attn
                     }
                 }
                 for (; c < kb; c++)
-                    attn_deepseek_v3_prefill_qk_1x8_bf16__neon(attn_deepseek_v3_prefill_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_1x8_d192_bf16__neon(attn_deepseek_v3_prefill_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                 for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                     const uint16_t *row = attn_deepseek_v3_prefill_next_row(&kv, jn, pl);
                     const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -9107,27 +9107,27 @@ static ATTN_ALWAYS_INLINE void attn_deepseek_v3_prefill_dpv__neon(const attn_dee
             const int64_t left = hk * glp + gl - r;
             const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
             if (take >= 6) {
-                attn_deepseek_v3_prefill_pv_6x128_bf16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_6x128_bf16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 6;
             } else
             if (take >= 5) {
-                attn_deepseek_v3_prefill_pv_5x128_bf16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_5x128_bf16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 5;
             } else
             if (take >= 4) {
-                attn_deepseek_v3_prefill_pv_4x128_bf16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_4x128_bf16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 4;
             } else
             if (take >= 3) {
-                attn_deepseek_v3_prefill_pv_3x128_bf16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_3x128_bf16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 3;
             } else
             if (take >= 2) {
-                attn_deepseek_v3_prefill_pv_2x128_bf16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_2x128_bf16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 2;
             } else
             {
-                attn_deepseek_v3_prefill_pv_1x128_bf16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_1x128_bf16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 1;
             }
             for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -9427,19 +9427,19 @@ static ATTN_INLINE void attn_deepseek_v3_prefill_uscores__neon(const float *kt, 
                     while (!attn_deepseek_v3_prefill_sees(w->first + r, w->last + r, 8, u1 - 4, u1)) u1 -= 4;
                 }
                 if (u1 - u0 == PREFILL_NC)
-                    attn_deepseek_v3_prefill_qk_8x8_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                    attn_qk_8x8_d192_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
                 else
                     for (u = u0; u < u1; u += 4)
-                        attn_deepseek_v3_prefill_qk_8x4_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
+                        attn_qk_8x4_d192_f32_p8__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
             }
         if (r + 4 <= tq) { /* half a block of the last rows, then one at a time */
             if (cls == TILE_FULL || attn_deepseek_v3_prefill_sees(w->first + r, w->last + r, 4, c, c + PREFILL_NC))
-                attn_deepseek_v3_prefill_qk_4x8_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_4x8_d192_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
             r += 4;
         }
         for (; r < tq; r++)
             if (cls == TILE_FULL || attn_deepseek_v3_prefill_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
-                attn_deepseek_v3_prefill_qk_1x8_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_1x8_d192_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
     }
 }
 
@@ -9503,13 +9503,13 @@ static ATTN_INLINE void attn_deepseek_v3_prefill_upv__neon(const attn_args *args
         }
         switch (rows) {
         case 6:
-            attn_deepseek_v3_prefill_pv_6x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_6x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 3:
-            attn_deepseek_v3_prefill_pv_3x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_3x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         default:
-            attn_deepseek_v3_prefill_pv_1x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_1x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         }
         if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
@@ -9721,7 +9721,7 @@ attn_status attn_deepseek_v3_prefill_fwd__neon(const attn_args *args)
 
 /* C[4][2] = A[4][192] B[192][2]: a: 4 rows of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  3072 FLOPs, 11 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_deepseek_v3_prefill_qk_4x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qk_4x2_d192_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -9844,7 +9844,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_deepseek_v3_prefill_qk_4x2_f32__s
 
 /* C[1][2] = A[1][192] B[192][2]: a: 1 row of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  768 FLOPs, 5 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_deepseek_v3_prefill_qk_1x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qk_1x2_d192_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -9907,7 +9907,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_deepseek_v3_prefill_qk_1x2_f32__s
 
 /* C[4][1] = A[4][192] B[192][1]: a: 4 rows of A (as elements apart), b: a packed
  * panel (2 floats per d, the 1 from b), c: rows cs floats apart.  1536 FLOPs, 6 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_deepseek_v3_prefill_qk_4x1_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qk_4x1_d192_f32_p2__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f;
@@ -10019,7 +10019,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_deepseek_v3_prefill_qk_4x1_f32__s
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 64 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 13 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_deepseek_v3_prefill_pv_4x128_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_pv_4x128_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -10091,7 +10091,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_deepseek_v3_prefill_pv_4x128_f32_
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 64 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 4 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_deepseek_v3_prefill_pv_1x128_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_pv_1x128_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -10135,7 +10135,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_deepseek_v3_prefill_pv_1x128_f32_
 
 /* C[4][2] = A[4][192] B[192][2]: a: 4 rows of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  3072 FLOPs, 11 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_deepseek_v3_prefill_qk_4x2_bf16__scalar(const uint16_t *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qk_4x2_d192_bf16__scalar(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -10258,7 +10258,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_deepseek_v3_prefill_qk_4x2_bf16__
 
 /* C[1][2] = A[1][192] B[192][2]: a: 1 row of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  768 FLOPs, 5 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_deepseek_v3_prefill_qk_1x2_bf16__scalar(const uint16_t *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qk_1x2_d192_bf16__scalar(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -10322,7 +10322,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_deepseek_v3_prefill_qk_1x2_bf16__
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 64 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 13 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_deepseek_v3_prefill_pv_4x128_bf16__scalar(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_pv_4x128_bf16__scalar(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -10394,7 +10394,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_deepseek_v3_prefill_pv_4x128_bf16
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 64 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 4 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_deepseek_v3_prefill_pv_1x128_bf16__scalar(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_pv_1x128_bf16__scalar(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -10745,7 +10745,7 @@ ATTN_NO_AUTOVEC static void attn_deepseek_v3_prefill_kvpack_bf16__scalar(const a
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (192 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-ATTN_NO_AUTOVEC static void attn_deepseek_v3_prefill_dot_4x2_bf16__scalar(const float *restrict q, int64_t R, const uint16_t *restrict k0,
+ATTN_NO_AUTOVEC static void attn_dot_4x2_d192_bf16__scalar(const float *restrict q, int64_t R, const uint16_t *restrict k0,
         const uint16_t *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -10838,7 +10838,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_deepseek_v3_prefill_dscores_
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_deepseek_v3_prefill_dot_4x2_bf16__scalar(w->q + hk * glp * Q_STRIDE, glp, attn_deepseek_v3_prefill_k_row(&kv, hk, j0 + c),
+                attn_dot_4x2_d192_bf16__scalar(w->q + hk * glp * Q_STRIDE, glp, attn_deepseek_v3_prefill_k_row(&kv, hk, j0 + c),
                         attn_deepseek_v3_prefill_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                     const uint16_t *row = attn_deepseek_v3_prefill_next_row(&kv, jn, pl);
@@ -10857,7 +10857,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_deepseek_v3_prefill_dscores_
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
                 for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_deepseek_v3_prefill_qk_4x2_bf16__scalar(attn_deepseek_v3_prefill_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_4x2_d192_bf16__scalar(attn_deepseek_v3_prefill_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                         const uint16_t *row = attn_deepseek_v3_prefill_next_row(&kv, jn, pl);
                         const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -10868,7 +10868,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_deepseek_v3_prefill_dscores_
                     }
                 }
                 for (; c < kb; c++)
-                    attn_deepseek_v3_prefill_qk_1x2_bf16__scalar(attn_deepseek_v3_prefill_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_1x2_d192_bf16__scalar(attn_deepseek_v3_prefill_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                 for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                     const uint16_t *row = attn_deepseek_v3_prefill_next_row(&kv, jn, pl);
                     const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -10911,11 +10911,11 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_deepseek_v3_prefill_dpv__sca
         for (r = hk * glp; r < hk * glp + gl;) {
             const int64_t take = hk * glp + gl - r; /* the widest kernel that fits the rows left */
             if (take >= 4) {
-                attn_deepseek_v3_prefill_pv_4x128_bf16__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_4x128_bf16__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 4;
             } else
             {
-                attn_deepseek_v3_prefill_pv_1x128_bf16__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_1x128_bf16__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 1;
             }
             for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -11214,14 +11214,14 @@ ATTN_NO_AUTOVEC static ATTN_INLINE void attn_deepseek_v3_prefill_uscores__scalar
                     while (!attn_deepseek_v3_prefill_sees(w->first + r, w->last + r, 4, u1 - 1, u1)) u1 -= 1;
                 }
                 if (u1 - u0 == PREFILL_NC)
-                    attn_deepseek_v3_prefill_qk_4x2_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                    attn_qk_4x2_d192_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
                 else
                     for (u = u0; u < u1; u += 1)
-                        attn_deepseek_v3_prefill_qk_4x1_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
+                        attn_qk_4x1_d192_f32_p2__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
             }
         for (; r < tq; r++)
             if (cls == TILE_FULL || attn_deepseek_v3_prefill_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
-                attn_deepseek_v3_prefill_qk_1x2_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_1x2_d192_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
     }
 }
 
@@ -11285,10 +11285,10 @@ ATTN_NO_AUTOVEC static ATTN_INLINE void attn_deepseek_v3_prefill_upv__scalar(con
         }
         switch (rows) {
         case 4:
-            attn_deepseek_v3_prefill_pv_4x128_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_4x128_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         default:
-            attn_deepseek_v3_prefill_pv_1x128_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_1x128_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         }
         if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */

@@ -393,7 +393,7 @@ static inline void attn_gemma2_9b_local_prefetch_row_l2(const float *p, int n)
 /* Asks for the cache line at p in L2 (prefetcht1 on x86): the blocked decode
  * kernel's prefetch inside its score kernels, a line an iteration.  Always
  * inlined: ATTN_ALWAYS_INLINE says why. */
-static ATTN_ALWAYS_INLINE void attn_gemma2_9b_local_prefetch_line_l2(const float *p)
+static ATTN_ALWAYS_INLINE void attn_prefetch_line_l2(const float *p)
 {
 #if defined(__GNUC__)
     __builtin_prefetch(p, 0, 2);
@@ -966,7 +966,7 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_tanh_q4__avx512
 
 /* C[8][32] = A[8][256] B[256][32]: a: 8 rows of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  131072 FLOPs, 19 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_qk_8x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_8x32_d256_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -1169,7 +1169,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
 
 /* C[4][32] = A[4][256] B[256][32]: a: 4 rows of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  65536 FLOPs, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_qk_4x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_4x32_d256_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -1292,7 +1292,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
 
 /* C[1][32] = A[1][256] B[256][32]: a: 1 row of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  16384 FLOPs, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_qk_1x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_1x32_d256_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -1355,7 +1355,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
 
 /* C[8][16] = A[8][256] B[256][16]: a: 8 rows of A (as elements apart), b: a packed
  * panel (32 floats per d, the 16 from b), c: rows cs floats apart.  65536 FLOPs, 10 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_qk_8x16_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_8x16_d256_f32_p32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps();
@@ -1544,7 +1544,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
  * panel (32 floats per d), c: rows cs floats apart.  131072 FLOPs, 19 vector registers.
  * pr: 8 rows of the next block to prefetch into L2, a line every other d (line d / 2 of
  * them), 16 lines a row. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_qkpf_8x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qkpf_8x32_d256_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs, const float *const *pr)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -1566,7 +1566,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
     int64_t d;
     for (d = 0; d < 256; d += 8) {
         { /* d = d */
-            attn_gemma2_9b_local_prefetch_line_l2(pr[(d) / 32] + (d) / 2 % 16 * 16);
+            attn_prefetch_line_l2(pr[(d) / 32] + (d) / 2 % 16 * 16);
             const __m512 vb0 = _mm512_loadu_ps(b + (d) * 32 + 0);
             const __m512 vb1 = _mm512_loadu_ps(b + (d) * 32 + 16);
             const __m512 va0 = _mm512_set1_ps(a0[d]);
@@ -1607,7 +1607,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
             vacc7x0 = _mm512_fmadd_ps(va7, vb0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(va7, vb1, vacc7x1);
         }
         { /* d = d + 2 */
-            attn_gemma2_9b_local_prefetch_line_l2(pr[(d + 2) / 32] + (d + 2) / 2 % 16 * 16);
+            attn_prefetch_line_l2(pr[(d + 2) / 32] + (d + 2) / 2 % 16 * 16);
             const __m512 vb0 = _mm512_loadu_ps(b + (d + 2) * 32 + 0);
             const __m512 vb1 = _mm512_loadu_ps(b + (d + 2) * 32 + 16);
             const __m512 va0 = _mm512_set1_ps(a0[d + 2]);
@@ -1648,7 +1648,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
             vacc7x0 = _mm512_fmadd_ps(va7, vb0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(va7, vb1, vacc7x1);
         }
         { /* d = d + 4 */
-            attn_gemma2_9b_local_prefetch_line_l2(pr[(d + 4) / 32] + (d + 4) / 2 % 16 * 16);
+            attn_prefetch_line_l2(pr[(d + 4) / 32] + (d + 4) / 2 % 16 * 16);
             const __m512 vb0 = _mm512_loadu_ps(b + (d + 4) * 32 + 0);
             const __m512 vb1 = _mm512_loadu_ps(b + (d + 4) * 32 + 16);
             const __m512 va0 = _mm512_set1_ps(a0[d + 4]);
@@ -1689,7 +1689,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
             vacc7x0 = _mm512_fmadd_ps(va7, vb0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(va7, vb1, vacc7x1);
         }
         { /* d = d + 6 */
-            attn_gemma2_9b_local_prefetch_line_l2(pr[(d + 6) / 32] + (d + 6) / 2 % 16 * 16);
+            attn_prefetch_line_l2(pr[(d + 6) / 32] + (d + 6) / 2 % 16 * 16);
             const __m512 vb0 = _mm512_loadu_ps(b + (d + 6) * 32 + 0);
             const __m512 vb1 = _mm512_loadu_ps(b + (d + 6) * 32 + 16);
             const __m512 va0 = _mm512_set1_ps(a0[d + 6]);
@@ -1755,7 +1755,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
  * pr: NULL, or rows of the next block to prefetch into L2, one line an iteration (a key of
  * a chunk): 6 chunks of jhi - jlo keys ask for line t = chunk * (jhi - jlo) + j - jlo of
  * them, 16 lines a row. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_pv_8x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_8x256_f32_pf__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha, const float *const *pr)
 {
     for (int64_t cf = 0; cf < 15; cf += 3) { /* columns 0..239, 3 vectors at a time */
@@ -1771,7 +1771,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
         __m512 vacc7x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 7 * 256 + (cf + 0) * 16), _mm512_set1_ps(alpha[7])), vacc7x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 7 * 256 + (cf + 1) * 16), _mm512_set1_ps(alpha[7])), vacc7x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 7 * 256 + (cf + 2) * 16), _mm512_set1_ps(alpha[7]));
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_gemma2_9b_local_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vv0 = _mm512_loadu_ps(vr + (cf + 0) * 16);
             const __m512 vv1 = _mm512_loadu_ps(vr + (cf + 1) * 16);
             const __m512 vv2 = _mm512_loadu_ps(vr + (cf + 2) * 16);
@@ -1846,7 +1846,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
         __m512 vacc7x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 7 * 256 + 240), _mm512_set1_ps(alpha[7]));
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_gemma2_9b_local_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vv0 = _mm512_loadu_ps(vr + 240);
             {
                 const __m512 vp = _mm512_set1_ps(p[0 * ps + j * pk]);
@@ -1898,7 +1898,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
  * pr: NULL, or rows of the next block to prefetch into L2, one line an iteration (a key of
  * a chunk): 6 chunks of jhi - jlo keys ask for line t = chunk * (jhi - jlo) + j - jlo of
  * them, 16 lines a row. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_pv_7x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_7x256_f32_pf__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha, const float *const *pr)
 {
     for (int64_t cf = 0; cf < 15; cf += 3) { /* columns 0..239, 3 vectors at a time */
@@ -1913,7 +1913,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
         __m512 vacc6x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 256 + (cf + 0) * 16), _mm512_set1_ps(alpha[6])), vacc6x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 256 + (cf + 1) * 16), _mm512_set1_ps(alpha[6])), vacc6x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 256 + (cf + 2) * 16), _mm512_set1_ps(alpha[6]));
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_gemma2_9b_local_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vv0 = _mm512_loadu_ps(vr + (cf + 0) * 16);
             const __m512 vv1 = _mm512_loadu_ps(vr + (cf + 1) * 16);
             const __m512 vv2 = _mm512_loadu_ps(vr + (cf + 2) * 16);
@@ -1980,7 +1980,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
         __m512 vacc6x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 256 + 240), _mm512_set1_ps(alpha[6]));
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_gemma2_9b_local_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vv0 = _mm512_loadu_ps(vr + 240);
             {
                 const __m512 vp = _mm512_set1_ps(p[0 * ps + j * pk]);
@@ -2027,7 +2027,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
  * pr: NULL, or rows of the next block to prefetch into L2, one line an iteration (a key of
  * a chunk): 4 chunks of jhi - jlo keys ask for line t = chunk * (jhi - jlo) + j - jlo of
  * them, 16 lines a row. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_pv_6x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_6x256_f32_pf__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha, const float *const *pr)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -2047,7 +2047,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
         __m512 vacc5x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + 0), va5), vacc5x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + 16), va5), vacc5x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + 32), va5), vacc5x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + 48), va5);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_gemma2_9b_local_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -2107,7 +2107,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
         __m512 vacc5x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + 64), va5), vacc5x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + 80), va5), vacc5x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + 96), va5), vacc5x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + 112), va5);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_gemma2_9b_local_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -2167,7 +2167,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
         __m512 vacc5x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + 128), va5), vacc5x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + 144), va5), vacc5x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + 160), va5), vacc5x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + 176), va5);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_gemma2_9b_local_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -2227,7 +2227,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
         __m512 vacc5x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + 192), va5), vacc5x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + 208), va5), vacc5x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + 224), va5), vacc5x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + 240), va5);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_gemma2_9b_local_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -2284,7 +2284,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
  * pr: NULL, or rows of the next block to prefetch into L2, one line an iteration (a key of
  * a chunk): 4 chunks of jhi - jlo keys ask for line t = chunk * (jhi - jlo) + j - jlo of
  * them, 16 lines a row. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_pv_5x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_5x256_f32_pf__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha, const float *const *pr)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -2302,7 +2302,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
         __m512 vacc4x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + 0), va4), vacc4x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + 16), va4), vacc4x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + 32), va4), vacc4x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + 48), va4);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_gemma2_9b_local_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -2356,7 +2356,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
         __m512 vacc4x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + 64), va4), vacc4x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + 80), va4), vacc4x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + 96), va4), vacc4x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + 112), va4);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_gemma2_9b_local_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -2410,7 +2410,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
         __m512 vacc4x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + 128), va4), vacc4x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + 144), va4), vacc4x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + 160), va4), vacc4x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + 176), va4);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_gemma2_9b_local_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -2464,7 +2464,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
         __m512 vacc4x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + 192), va4), vacc4x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + 208), va4), vacc4x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + 224), va4), vacc4x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + 240), va4);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_gemma2_9b_local_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -2516,7 +2516,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
  * pr: NULL, or rows of the next block to prefetch into L2, one line an iteration (a key of
  * a chunk): 4 chunks of jhi - jlo keys ask for line t = chunk * (jhi - jlo) + j - jlo of
  * them, 16 lines a row. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_pv_4x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_4x256_f32_pf__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha, const float *const *pr)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -2532,7 +2532,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
         __m512 vacc3x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + 0), va3), vacc3x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + 16), va3), vacc3x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + 32), va3), vacc3x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + 48), va3);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_gemma2_9b_local_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -2580,7 +2580,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
         __m512 vacc3x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + 64), va3), vacc3x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + 80), va3), vacc3x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + 96), va3), vacc3x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + 112), va3);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_gemma2_9b_local_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -2628,7 +2628,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
         __m512 vacc3x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + 128), va3), vacc3x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + 144), va3), vacc3x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + 160), va3), vacc3x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + 176), va3);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_gemma2_9b_local_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -2676,7 +2676,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
         __m512 vacc3x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + 192), va3), vacc3x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + 208), va3), vacc3x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + 224), va3), vacc3x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + 240), va3);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_gemma2_9b_local_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -2723,7 +2723,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
  * pr: NULL, or rows of the next block to prefetch into L2, one line an iteration (a key of
  * a chunk): 4 chunks of jhi - jlo keys ask for line t = chunk * (jhi - jlo) + j - jlo of
  * them, 16 lines a row. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_pv_3x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_3x256_f32_pf__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha, const float *const *pr)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -2737,7 +2737,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 0), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 16), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 32), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 48), va2);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_gemma2_9b_local_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -2779,7 +2779,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 64), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 80), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 96), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 112), va2);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_gemma2_9b_local_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -2821,7 +2821,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 128), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 144), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 160), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 176), va2);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_gemma2_9b_local_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -2863,7 +2863,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 192), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 208), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 224), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 240), va2);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_gemma2_9b_local_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -2905,7 +2905,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
  * pr: NULL, or rows of the next block to prefetch into L2, one line an iteration (a key of
  * a chunk): 4 chunks of jhi - jlo keys ask for line t = chunk * (jhi - jlo) + j - jlo of
  * them, 16 lines a row. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_pv_2x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_2x256_f32_pf__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha, const float *const *pr)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -2917,7 +2917,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 0), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 16), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 32), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 48), va1);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_gemma2_9b_local_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             {
@@ -2953,7 +2953,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 64), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 80), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 96), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 112), va1);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_gemma2_9b_local_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             {
@@ -2989,7 +2989,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 128), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 144), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 160), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 176), va1);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_gemma2_9b_local_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             {
@@ -3025,7 +3025,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 192), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 208), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 224), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 240), va1);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_gemma2_9b_local_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             {
@@ -3062,7 +3062,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
  * pr: NULL, or rows of the next block to prefetch into L2, one line an iteration (a key of
  * a chunk): 4 chunks of jhi - jlo keys ask for line t = chunk * (jhi - jlo) + j - jlo of
  * them, 16 lines a row. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_pv_1x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_1x256_f32_pf__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha, const float *const *pr)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -3072,7 +3072,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 0), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 16), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 32), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 48), va0);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_gemma2_9b_local_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             {
                 const __m512 vv = _mm512_loadu_ps(vr + 0);
@@ -3102,7 +3102,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 64), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 80), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 96), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 112), va0);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_gemma2_9b_local_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             {
                 const __m512 vv = _mm512_loadu_ps(vr + 64);
@@ -3132,7 +3132,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 128), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 144), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 160), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 176), va0);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_gemma2_9b_local_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             {
                 const __m512 vv = _mm512_loadu_ps(vr + 128);
@@ -3162,7 +3162,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 192), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 208), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 224), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 240), va0);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_gemma2_9b_local_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             {
                 const __m512 vv = _mm512_loadu_ps(vr + 192);
@@ -3338,7 +3338,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_kvpack_f
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (256 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-__attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_dot_4x2_f32__avx512(const float *restrict q, int64_t R, const float *restrict k0,
+__attribute__((target("avx512f,fma"))) static void attn_dot_4x2_d256_f32__avx512(const float *restrict q, int64_t R, const float *restrict k0,
         const float *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -3386,7 +3386,7 @@ typedef struct {
 typedef char attn_gemma2_9b_local_dscratch_fits__avx512[sizeof(attn_gemma2_9b_local_dscratch__avx512) <= DECODE_SCRATCH ? 1 : -1];
 
 /* O[2 rows] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_srescale_2x256__avx512(float *restrict o, __m128 alpha)
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_srescale_2x256_f32__avx512(float *restrict o, __m128 alpha)
 {
     const __m512 s = _mm512_broadcast_f32x4(alpha);
     int64_t c;
@@ -3415,7 +3415,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_gemma2_9b_
         lv = _mm_mul_ps(lv, alpha);
         mv = mn;
         _mm_storeu_ps(m, mv);
-        attn_gemma2_9b_local_srescale_2x256__avx512(o, alpha);
+        attn_srescale_2x256_f32__avx512(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = _mm_mul_ps(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -3491,7 +3491,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_gemma2_9b_lo
 }
 
 /* O[2 rows] += p_r V: one V row. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_gemma2_9b_local_spv_2x256_f32__avx512(__m128 p, const float *restrict v0, float *restrict o)
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_spv_2x256_f32__avx512(__m128 p, const float *restrict v0, float *restrict o)
 {
     const __m512 s0 = _mm512_broadcast_f32x4(p);
     const __m512 p0_0 = _mm512_permute_ps(s0, 0x00);
@@ -3505,7 +3505,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_gemma2_9b_lo
 }
 
 /* O[2 rows] += w[0] V0 + ... + w[1] V1: 2 V rows in one pass over O. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_gemma2_9b_local_spvk_2x2_f32__avx512(const __m128 *w, const float *restrict v0, const float *restrict v1, float *restrict o)
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_spvk_2x2_v256_f32__avx512(const __m128 *w, const float *restrict v0, const float *restrict v1, float *restrict o)
 {
     const __m512 s0 = _mm512_broadcast_f32x4(w[0]);
     const __m512 s1 = _mm512_broadcast_f32x4(w[1]);
@@ -3539,7 +3539,7 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_gemma2_9b_local
  * Each FMA takes a pair of K values broadcast to every pair of lanes, so no
  * lane is padding and only the end sums lane pairs.  Out of line, as above.
  * pr: NULL, or 8 rows of the next block to prefetch into L2, 16 lines a row. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_dpairs_8x1__avx512(const float *restrict k0, int64_t ks,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_dpairs_8x1_d256_f32_pf__avx512(const float *restrict k0, int64_t ks,
         const float *restrict qp, float *restrict s, int64_t rp, const float *const *pr)
 {
     const float *restrict k1 = k0 + 1 * ks;
@@ -3552,9 +3552,9 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
     __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps(), a4 = _mm512_setzero_ps(), a5 = _mm512_setzero_ps(), a6 = _mm512_setzero_ps(), a7 = _mm512_setzero_ps();
     int64_t d;
     if (pr) /* one line of them an iteration, 16 lines a row */
-        for (d = 0; d < D; d += 2) {
+        for (d = 0; d < 256; d += 2) {
             const __m512 q = _mm512_loadu_ps(qp + d * 8);
-            attn_gemma2_9b_local_prefetch_line_l2(pr[d / 32] + d / 2 % 16 * 16);
+            attn_prefetch_line_l2(pr[d / 32] + d / 2 % 16 * 16);
             a0 = _mm512_fmadd_ps(attn_set2__avx512(k0 + d), q, a0);
             a1 = _mm512_fmadd_ps(attn_set2__avx512(k1 + d), q, a1);
             a2 = _mm512_fmadd_ps(attn_set2__avx512(k2 + d), q, a2);
@@ -3565,7 +3565,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
             a7 = _mm512_fmadd_ps(attn_set2__avx512(k7 + d), q, a7);
         }
     else
-        for (d = 0; d < D; d += 2) {
+        for (d = 0; d < 256; d += 2) {
             const __m512 q = _mm512_loadu_ps(qp + d * 8);
             a0 = _mm512_fmadd_ps(attn_set2__avx512(k0 + d), q, a0);
             a1 = _mm512_fmadd_ps(attn_set2__avx512(k1 + d), q, a1);
@@ -3590,7 +3590,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
  * bound by the loads (docs/decode.md).  Out of line, as above.
  * pr: NULL, or 8 rows of the next block to prefetch into L2, 16 lines a row (the scores'
  * half of it; these rows' P*V calls ask for the other half). */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_dpairs_8x2__avx512(const float *restrict k0, int64_t ks,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_dpairs_8x2_d256_f32_pf__avx512(const float *restrict k0, int64_t ks,
         const float *restrict qp, float *restrict s, int64_t rp, const float *const *pr)
 {
     const float *restrict k1 = k0 + 1 * ks;
@@ -3603,9 +3603,9 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
     __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps(), a4 = _mm512_setzero_ps(), a5 = _mm512_setzero_ps(), a6 = _mm512_setzero_ps(), a7 = _mm512_setzero_ps(), a8 = _mm512_setzero_ps(), a9 = _mm512_setzero_ps(), a10 = _mm512_setzero_ps(), a11 = _mm512_setzero_ps(), a12 = _mm512_setzero_ps(), a13 = _mm512_setzero_ps(), a14 = _mm512_setzero_ps(), a15 = _mm512_setzero_ps();
     int64_t d;
     if (pr) /* one line of them an iteration, 16 lines a row */
-        for (d = 0; d < D; d += 2) {
+        for (d = 0; d < 256; d += 2) {
             const __m512 q0 = _mm512_loadu_ps(qp + d * 16 + 0), q1 = _mm512_loadu_ps(qp + d * 16 + 16);
-            attn_gemma2_9b_local_prefetch_line_l2(pr[d / 32] + d / 2 % 16 * 16);
+            attn_prefetch_line_l2(pr[d / 32] + d / 2 % 16 * 16);
             {
                 const __m512 kb = attn_set2__avx512(k0 + d);
                 a0 = _mm512_fmadd_ps(kb, q0, a0); a1 = _mm512_fmadd_ps(kb, q1, a1);
@@ -3640,7 +3640,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
             }
         }
     else
-        for (d = 0; d < D; d += 2) {
+        for (d = 0; d < 256; d += 2) {
             const __m512 q0 = _mm512_loadu_ps(qp + d * 16 + 0), q1 = _mm512_loadu_ps(qp + d * 16 + 16);
             {
                 const __m512 kb = attn_set2__avx512(k0 + d);
@@ -3692,7 +3692,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
  * Llama-3-8B at Lq 1 read its cache faster so than by dot products, on Zen 4
  * and on Zen 5 (docs/decode.md).
  * pr: NULL, or 8 rows of the next block to prefetch into L2, 16 lines a row. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_hpairs_8x1__avx512(const float *restrict k0, int64_t ks,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_hpairs_8x1_d256_f32_pf__avx512(const float *restrict k0, int64_t ks,
         const float *restrict qp, float *restrict s, int64_t rp, const float *const *pr)
 {
     const float *restrict k1 = k0 + 1 * ks;
@@ -3705,9 +3705,9 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps(), a4 = _mm256_setzero_ps(), a5 = _mm256_setzero_ps(), a6 = _mm256_setzero_ps(), a7 = _mm256_setzero_ps();
     int64_t d;
     if (pr) /* one line of them an iteration, 16 lines a row */
-        for (d = 0; d < D; d += 2) {
+        for (d = 0; d < 256; d += 2) {
             const __m256 q = _mm256_loadu_ps(qp + d * 4);
-            attn_gemma2_9b_local_prefetch_line_l2(pr[d / 32] + d / 2 % 16 * 16);
+            attn_prefetch_line_l2(pr[d / 32] + d / 2 % 16 * 16);
             a0 = _mm256_fmadd_ps(attn_set2_half__avx512(k0 + d), q, a0);
             a1 = _mm256_fmadd_ps(attn_set2_half__avx512(k1 + d), q, a1);
             a2 = _mm256_fmadd_ps(attn_set2_half__avx512(k2 + d), q, a2);
@@ -3718,7 +3718,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
             a7 = _mm256_fmadd_ps(attn_set2_half__avx512(k7 + d), q, a7);
         }
     else
-        for (d = 0; d < D; d += 2) {
+        for (d = 0; d < 256; d += 2) {
             const __m256 q = _mm256_loadu_ps(qp + d * 4);
             a0 = _mm256_fmadd_ps(attn_set2_half__avx512(k0 + d), q, a0);
             a1 = _mm256_fmadd_ps(attn_set2_half__avx512(k1 + d), q, a1);
@@ -3801,7 +3801,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_gemma
                     const float *pr[LINE_FLOATS / 2]; /* the next block's rows this call prefetches */
                     const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
                     if (inside) pl = attn_gemma2_9b_local_next_rows(&kv, jn, pn, pl, pr, LINE_FLOATS / 2, w->s);
-                    attn_gemma2_9b_local_dpairs_8x2__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
+                    attn_dpairs_8x2_d256_f32_pf__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
                     attn_gemma2_9b_local_key_starts(&kv, &ks, ks_end, kper);
                     c += SCORE_KEYS;
                 } else { /* one key */
@@ -3831,7 +3831,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_gemma
                     const float *pr[LINE_FLOATS / 2]; /* the next block's rows this call prefetches */
                     const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
                     if (inside) pl = attn_gemma2_9b_local_next_rows(&kv, jn, pn, pl, pr, LINE_FLOATS / 2, w->s);
-                    attn_gemma2_9b_local_hpairs_8x1__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
+                    attn_hpairs_8x1_d256_f32_pf__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
                     attn_gemma2_9b_local_key_starts(&kv, &ks, ks_end, kper);
                     c += SCORE_KEYS;
                 } else { /* one key */
@@ -3861,7 +3861,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_gemma
                     const float *pr[LINE_FLOATS / 2]; /* the next block's rows this call prefetches */
                     const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
                     if (inside) pl = attn_gemma2_9b_local_next_rows(&kv, jn, pn, pl, pr, LINE_FLOATS / 2, w->s);
-                    attn_gemma2_9b_local_dpairs_8x1__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
+                    attn_dpairs_8x1_d256_f32_pf__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
                     attn_gemma2_9b_local_key_starts(&kv, &ks, ks_end, kper);
                     c += SCORE_KEYS;
                 } else { /* one key */
@@ -3885,7 +3885,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_gemma
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_gemma2_9b_local_dot_4x2_f32__avx512(w->q + hk * glp * Q_STRIDE, glp, attn_gemma2_9b_local_k_row(&kv, hk, j0 + c),
+                attn_dot_4x2_d256_f32__avx512(w->q + hk * glp * Q_STRIDE, glp, attn_gemma2_9b_local_k_row(&kv, hk, j0 + c),
                         attn_gemma2_9b_local_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                     const float *row = attn_gemma2_9b_local_next_row(&kv, jn, pl);
@@ -3909,9 +3909,9 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_gemma
                     const float *pr[QKPF_ROWS]; /* the next block's rows this call prefetches */
                     if (pf == ATTN_PREFETCH_L2 && pl < pn / 2) {
                         pl = attn_gemma2_9b_local_next_rows(&kv, jn, pn / 2, pl, pr, QKPF_ROWS, w->s);
-                        attn_gemma2_9b_local_qkpf_8x32_f32__avx512(attn_gemma2_9b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp, pr);
+                        attn_qkpf_8x32_d256_f32__avx512(attn_gemma2_9b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp, pr);
                     } else
-                        attn_gemma2_9b_local_qk_8x32_f32__avx512(attn_gemma2_9b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                        attn_qk_8x32_d256_f32__avx512(attn_gemma2_9b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                         const float *row = attn_gemma2_9b_local_next_row(&kv, jn, pl);
                         const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -3922,7 +3922,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_gemma
                     }
                 }
                 for (; c < kb; c++)
-                    attn_gemma2_9b_local_qk_1x32_f32__avx512(attn_gemma2_9b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_1x32_d256_f32__avx512(attn_gemma2_9b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                 for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                     const float *row = attn_gemma2_9b_local_next_row(&kv, jn, pl);
                     const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -3995,35 +3995,35 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_gemma
             const int inside = !pairs && !dots && pf == ATTN_PREFETCH_L2 && pl < pn;
             if (inside) pl = attn_gemma2_9b_local_next_rows(&kv, jn, pn, pl, pr, (int)(((take >= PV_WIDE_ROWS ? PV_WIDE_CHUNKS : PV_NARROW_CHUNKS) * kb + (ROW_LINES - 1)) / ROW_LINES), w->s);
             if (take >= 8) {
-                attn_gemma2_9b_local_pv_8x256_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
+                attn_pv_8x256_f32_pf__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
                 r += 8;
             } else
             if (take >= 7) {
-                attn_gemma2_9b_local_pv_7x256_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
+                attn_pv_7x256_f32_pf__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
                 r += 7;
             } else
             if (take >= 6) {
-                attn_gemma2_9b_local_pv_6x256_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
+                attn_pv_6x256_f32_pf__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
                 r += 6;
             } else
             if (take >= 5) {
-                attn_gemma2_9b_local_pv_5x256_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
+                attn_pv_5x256_f32_pf__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
                 r += 5;
             } else
             if (take >= 4) {
-                attn_gemma2_9b_local_pv_4x256_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
+                attn_pv_4x256_f32_pf__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
                 r += 4;
             } else
             if (take >= 3) {
-                attn_gemma2_9b_local_pv_3x256_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
+                attn_pv_3x256_f32_pf__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
                 r += 3;
             } else
             if (take >= 2) {
-                attn_gemma2_9b_local_pv_2x256_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
+                attn_pv_2x256_f32_pf__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
                 r += 2;
             } else
             {
-                attn_gemma2_9b_local_pv_1x256_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
+                attn_pv_1x256_f32_pf__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
                 r += 1;
             }
             for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -4197,7 +4197,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
             hk = w->hk_lo;
             attn_gemma2_9b_local_sqk_2x2_f32__avx512(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, jp + 0), attn_gemma2_9b_local_k_row(&kv, hk, jp + 1),
                         w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
-            attn_gemma2_9b_local_spvk_2x2_f32__avx512(wt, attn_gemma2_9b_local_v_row(&kv, hk, jp + 0), attn_gemma2_9b_local_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
+            attn_spvk_2x2_v256_f32__avx512(wt, attn_gemma2_9b_local_v_row(&kv, hk, jp + 0), attn_gemma2_9b_local_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
             j = jp;
             if (j + STREAM_PREFETCH + 0 < j_end) {
                 attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -4218,7 +4218,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
                 if (jn + (STEP_KEYS - 1) < j_end)
                     attn_gemma2_9b_local_sqk_2x2_f32__avx512(w->sq + (hn) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hn, jn + 0), attn_gemma2_9b_local_k_row(&kv, hn, jn + 1),
                         w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
-                attn_gemma2_9b_local_spvk_2x2_f32__avx512(wt, attn_gemma2_9b_local_v_row(&kv, hk, jp + 0), attn_gemma2_9b_local_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
+                attn_spvk_2x2_v256_f32__avx512(wt, attn_gemma2_9b_local_v_row(&kv, hk, jp + 0), attn_gemma2_9b_local_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                 j = jp;
                 if (j + STREAM_PREFETCH + 0 < j_end) {
                     attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -4239,7 +4239,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
         for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             p = attn_gemma2_9b_local_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-            attn_gemma2_9b_local_spv_2x256_f32__avx512(p, attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+            attn_spv_2x256_f32__avx512(p, attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
         }
 }
 
@@ -4291,7 +4291,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_sunit_2x
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
                     p = attn_gemma2_9b_local_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_gemma2_9b_local_spv_2x256_f32__avx512(p, attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_2x256_f32__avx512(p, attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -4307,7 +4307,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_sunit_2x
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_gemma2_9b_local_sqk_2x1_f32__avx512(w->sq + (hn) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
-                    attn_gemma2_9b_local_spv_2x256_f32__avx512(p, attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_2x256_f32__avx512(p, attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -4320,7 +4320,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_sunit_2x
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_gemma2_9b_local_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_gemma2_9b_local_spv_2x256_f32__avx512(p, attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_2x256_f32__avx512(p, attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -4339,7 +4339,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_sunit_2x
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_gemma2_9b_local_sterms_2x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_gemma2_9b_local_spv_2x256_f32__avx512(attn_gemma2_9b_local_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x256_f32__avx512(attn_gemma2_9b_local_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -4351,7 +4351,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_sunit_2x
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_gemma2_9b_local_sterms_2x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_gemma2_9b_local_spv_2x256_f32__avx512(attn_gemma2_9b_local_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x256_f32__avx512(attn_gemma2_9b_local_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -4560,19 +4560,19 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_gemma2_9b_lo
                     while (!attn_gemma2_9b_local_sees(w->first + r, w->last + r, 8, u1 - 16, u1)) u1 -= 16;
                 }
                 if (u1 - u0 == PREFILL_NC)
-                    attn_gemma2_9b_local_qk_8x32_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                    attn_qk_8x32_d256_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
                 else
                     for (u = u0; u < u1; u += 16)
-                        attn_gemma2_9b_local_qk_8x16_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
+                        attn_qk_8x16_d256_f32_p32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
             }
         if (r + 4 <= tq) { /* half a block of the last rows, then one at a time */
             if (cls == TILE_FULL || attn_gemma2_9b_local_sees(w->first + r, w->last + r, 4, c, c + PREFILL_NC))
-                attn_gemma2_9b_local_qk_4x32_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_4x32_d256_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
             r += 4;
         }
         for (; r < tq; r++)
             if (cls == TILE_FULL || attn_gemma2_9b_local_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
-                attn_gemma2_9b_local_qk_1x32_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_1x32_d256_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
     }
 }
 
@@ -4641,22 +4641,22 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_gemma2_9b_lo
         }
         switch (rows) {
         case 6:
-            attn_gemma2_9b_local_pv_6x256_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r, NULL);
+            attn_pv_6x256_f32_pf__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r, NULL);
             break;
         case 5:
-            attn_gemma2_9b_local_pv_5x256_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r, NULL);
+            attn_pv_5x256_f32_pf__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r, NULL);
             break;
         case 4:
-            attn_gemma2_9b_local_pv_4x256_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r, NULL);
+            attn_pv_4x256_f32_pf__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r, NULL);
             break;
         case 3:
-            attn_gemma2_9b_local_pv_3x256_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r, NULL);
+            attn_pv_3x256_f32_pf__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r, NULL);
             break;
         case 2:
-            attn_gemma2_9b_local_pv_2x256_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r, NULL);
+            attn_pv_2x256_f32_pf__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r, NULL);
             break;
         default:
-            attn_gemma2_9b_local_pv_1x256_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r, NULL);
+            attn_pv_1x256_f32_pf__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r, NULL);
             break;
         }
         if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
@@ -5016,7 +5016,7 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m128 attn_tanh_q4__avx2
 
 /* C[4][16] = A[4][256] B[256][16]: a: 4 rows of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  32768 FLOPs, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_qk_4x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_4x16_d256_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -5139,7 +5139,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9
 
 /* C[2][16] = A[2][256] B[256][16]: a: 2 rows of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  16384 FLOPs, 7 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_qk_2x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_2x16_d256_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -5222,7 +5222,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9
 
 /* C[1][16] = A[1][256] B[256][16]: a: 1 row of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  8192 FLOPs, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_qk_1x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_1x16_d256_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -5285,7 +5285,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9
 
 /* C[4][8] = A[4][256] B[256][8]: a: 4 rows of A (as elements apart), b: a packed
  * panel (16 floats per d, the 8 from b), c: rows cs floats apart.  16384 FLOPs, 6 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_qk_4x8_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_4x8_d256_f32_p16__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps();
@@ -5397,7 +5397,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9
 /* O[6][256] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 3072 FLOPs per key, 15 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_pv_6x256_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_6x256_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5511,7 +5511,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9
 /* O[5][256] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 2560 FLOPs per key, 13 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_pv_5x256_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_5x256_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5610,7 +5610,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9
 /* O[4][256] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 2048 FLOPs per key, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_pv_4x256_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_4x256_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5694,7 +5694,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9
 /* O[3][256] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 1536 FLOPs per key, 9 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_pv_3x256_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_3x256_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5763,7 +5763,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9
 /* O[2][256] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 1024 FLOPs per key, 7 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_pv_2x256_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_2x256_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5817,7 +5817,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9
 /* O[1][256] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 512 FLOPs per key, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_pv_1x256_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_1x256_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -6019,7 +6019,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_kvpack
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (256 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_dot_4x2_f32__avx2(const float *restrict q, int64_t R, const float *restrict k0,
+__attribute__((target("avx2,fma,f16c"))) static void attn_dot_4x2_d256_f32__avx2(const float *restrict q, int64_t R, const float *restrict k0,
         const float *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -6067,7 +6067,7 @@ typedef struct {
 typedef char attn_gemma2_9b_local_dscratch_fits__avx2[sizeof(attn_gemma2_9b_local_dscratch__avx2) <= DECODE_SCRATCH ? 1 : -1];
 
 /* O[2 rows] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_srescale_2x256__avx2(float *restrict o, __m128 alpha)
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_srescale_2x256_f32__avx2(float *restrict o, __m128 alpha)
 {
     const __m256 s = _mm256_insertf128_ps(_mm256_castps128_ps256(alpha), alpha, 1);
     int64_t c;
@@ -6096,7 +6096,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_gemma2_9
         lv = _mm_mul_ps(lv, alpha);
         mv = mn;
         _mm_storeu_ps(m, mv);
-        attn_gemma2_9b_local_srescale_2x256__avx2(o, alpha);
+        attn_srescale_2x256_f32__avx2(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = _mm_mul_ps(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -6172,7 +6172,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_gemma2_9b_
 }
 
 /* O[2 rows] += p_r V: one V row. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_gemma2_9b_local_spv_2x256_f32__avx2(__m128 p, const float *restrict v0, float *restrict o)
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_spv_2x256_f32__avx2(__m128 p, const float *restrict v0, float *restrict o)
 {
     const __m256 s0 = _mm256_insertf128_ps(_mm256_castps128_ps256(p), p, 1);
     const __m256 p0_0 = _mm256_permute_ps(s0, 0x00);
@@ -6186,7 +6186,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_gemma2_9b_
 }
 
 /* O[2 rows] += w[0] V0 + ... + w[1] V1: 2 V rows in one pass over O. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_gemma2_9b_local_spvk_2x2_f32__avx2(const __m128 *w, const float *restrict v0, const float *restrict v1, float *restrict o)
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_spvk_2x2_v256_f32__avx2(const __m128 *w, const float *restrict v0, const float *restrict v1, float *restrict o)
 {
     const __m256 s0 = _mm256_insertf128_ps(_mm256_castps128_ps256(w[0]), w[0], 1);
     const __m256 s1 = _mm256_insertf128_ps(_mm256_castps128_ps256(w[1]), w[1], 1);
@@ -6220,7 +6220,7 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m128 attn_gemma2_9b_loc
  * of their own: inside the decode unit gcc kept them on the stack, a reload for
  * every few FMAs.
  * pr: NULL, or 16 rows of the next block to prefetch into L2, 16 lines a row. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_lanes_8x1_f32__avx2(const float *restrict k0, int64_t ks,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_lanes_8x1_d256_f32_p16_pf__avx2(const float *restrict k0, int64_t ks,
         const float *restrict qt, float *restrict s, int64_t rp, const float *const *pr)
 {
     const float *restrict k1 = k0 + 1 * ks;
@@ -6233,9 +6233,9 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps(), a4 = _mm256_setzero_ps(), a5 = _mm256_setzero_ps(), a6 = _mm256_setzero_ps(), a7 = _mm256_setzero_ps();
     int64_t d;
     if (pr) /* one line of them an iteration, 16 lines a row */
-        for (d = 0; d < D; d++) {
+        for (d = 0; d < 256; d++) {
             const __m256 q = _mm256_loadu_ps(qt + d * 16);
-            attn_gemma2_9b_local_prefetch_line_l2(pr[d / 16] + d % 16 * 16);
+            attn_prefetch_line_l2(pr[d / 16] + d % 16 * 16);
             a0 = _mm256_fmadd_ps(_mm256_set1_ps(k0[d]), q, a0);
             a1 = _mm256_fmadd_ps(_mm256_set1_ps(k1[d]), q, a1);
             a2 = _mm256_fmadd_ps(_mm256_set1_ps(k2[d]), q, a2);
@@ -6246,7 +6246,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9
             a7 = _mm256_fmadd_ps(_mm256_set1_ps(k7[d]), q, a7);
         }
     else
-        for (d = 0; d < D; d++) {
+        for (d = 0; d < 256; d++) {
             const __m256 q = _mm256_loadu_ps(qt + d * 16);
             a0 = _mm256_fmadd_ps(_mm256_set1_ps(k0[d]), q, a0);
             a1 = _mm256_fmadd_ps(_mm256_set1_ps(k1[d]), q, a1);
@@ -6273,7 +6273,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9
  * Each FMA takes a pair of K values broadcast to every pair of lanes, so no
  * lane is padding and only the end sums lane pairs.  Out of line, as above.
  * pr: NULL, or 8 rows of the next block to prefetch into L2, 16 lines a row. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_dpairs_8x1__avx2(const float *restrict k0, int64_t ks,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_dpairs_8x1_d256_f32_pf__avx2(const float *restrict k0, int64_t ks,
         const float *restrict qp, float *restrict s, int64_t rp, const float *const *pr)
 {
     const float *restrict k1 = k0 + 1 * ks;
@@ -6286,9 +6286,9 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps(), a4 = _mm256_setzero_ps(), a5 = _mm256_setzero_ps(), a6 = _mm256_setzero_ps(), a7 = _mm256_setzero_ps();
     int64_t d;
     if (pr) /* one line of them an iteration, 16 lines a row */
-        for (d = 0; d < D; d += 2) {
+        for (d = 0; d < 256; d += 2) {
             const __m256 q = _mm256_loadu_ps(qp + d * 4);
-            attn_gemma2_9b_local_prefetch_line_l2(pr[d / 32] + d / 2 % 16 * 16);
+            attn_prefetch_line_l2(pr[d / 32] + d / 2 % 16 * 16);
             a0 = _mm256_fmadd_ps(attn_set2__avx2(k0 + d), q, a0);
             a1 = _mm256_fmadd_ps(attn_set2__avx2(k1 + d), q, a1);
             a2 = _mm256_fmadd_ps(attn_set2__avx2(k2 + d), q, a2);
@@ -6299,7 +6299,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9
             a7 = _mm256_fmadd_ps(attn_set2__avx2(k7 + d), q, a7);
         }
     else
-        for (d = 0; d < D; d += 2) {
+        for (d = 0; d < 256; d += 2) {
             const __m256 q = _mm256_loadu_ps(qp + d * 4);
             a0 = _mm256_fmadd_ps(attn_set2__avx2(k0 + d), q, a0);
             a1 = _mm256_fmadd_ps(attn_set2__avx2(k1 + d), q, a1);
@@ -6381,7 +6381,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_gem
                     const float *pr[LINE_FLOATS]; /* the next block's rows this call prefetches */
                     const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
                     if (inside) pl = attn_gemma2_9b_local_next_rows(&kv, jn, pn, pl, pr, LINE_FLOATS, w->s);
-                    attn_gemma2_9b_local_lanes_8x1_f32__avx2(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
+                    attn_lanes_8x1_d256_f32_p16_pf__avx2(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
                     attn_gemma2_9b_local_key_starts(&kv, &ks, ks_end, kper);
                     c += SCORE_KEYS;
                 } else { /* one key */
@@ -6411,7 +6411,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_gem
                     const float *pr[LINE_FLOATS / 2]; /* the next block's rows this call prefetches */
                     const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
                     if (inside) pl = attn_gemma2_9b_local_next_rows(&kv, jn, pn, pl, pr, LINE_FLOATS / 2, w->s);
-                    attn_gemma2_9b_local_dpairs_8x1__avx2(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
+                    attn_dpairs_8x1_d256_f32_pf__avx2(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
                     attn_gemma2_9b_local_key_starts(&kv, &ks, ks_end, kper);
                     c += SCORE_KEYS;
                 } else { /* one key */
@@ -6435,7 +6435,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_gem
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_gemma2_9b_local_dot_4x2_f32__avx2(w->q + hk * glp * Q_STRIDE, glp, attn_gemma2_9b_local_k_row(&kv, hk, j0 + c),
+                attn_dot_4x2_d256_f32__avx2(w->q + hk * glp * Q_STRIDE, glp, attn_gemma2_9b_local_k_row(&kv, hk, j0 + c),
                         attn_gemma2_9b_local_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                     const float *row = attn_gemma2_9b_local_next_row(&kv, jn, pl);
@@ -6454,7 +6454,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_gem
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
                 for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_gemma2_9b_local_qk_4x16_f32__avx2(attn_gemma2_9b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_4x16_d256_f32__avx2(attn_gemma2_9b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                         const float *row = attn_gemma2_9b_local_next_row(&kv, jn, pl);
                         const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -6465,7 +6465,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_gem
                     }
                 }
                 for (; c < kb; c++)
-                    attn_gemma2_9b_local_qk_1x16_f32__avx2(attn_gemma2_9b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_1x16_d256_f32__avx2(attn_gemma2_9b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                 for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                     const float *row = attn_gemma2_9b_local_next_row(&kv, jn, pl);
                     const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -6527,27 +6527,27 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_gem
             const int64_t left = hk * glp + gl - r;
             const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
             if (take >= 6) {
-                attn_gemma2_9b_local_pv_6x256_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_6x256_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 6;
             } else
             if (take >= 5) {
-                attn_gemma2_9b_local_pv_5x256_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_5x256_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 5;
             } else
             if (take >= 4) {
-                attn_gemma2_9b_local_pv_4x256_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_4x256_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 4;
             } else
             if (take >= 3) {
-                attn_gemma2_9b_local_pv_3x256_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_3x256_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 3;
             } else
             if (take >= 2) {
-                attn_gemma2_9b_local_pv_2x256_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_2x256_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 2;
             } else
             {
-                attn_gemma2_9b_local_pv_1x256_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_1x256_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 1;
             }
             for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -6714,7 +6714,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9
             hk = w->hk_lo;
             attn_gemma2_9b_local_sqk_2x2_f32__avx2(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, jp + 0), attn_gemma2_9b_local_k_row(&kv, hk, jp + 1),
                         w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
-            attn_gemma2_9b_local_spvk_2x2_f32__avx2(wt, attn_gemma2_9b_local_v_row(&kv, hk, jp + 0), attn_gemma2_9b_local_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
+            attn_spvk_2x2_v256_f32__avx2(wt, attn_gemma2_9b_local_v_row(&kv, hk, jp + 0), attn_gemma2_9b_local_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
             j = jp;
             if (j + STREAM_PREFETCH + 0 < j_end) {
                 attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -6735,7 +6735,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9
                 if (jn + (STEP_KEYS - 1) < j_end)
                     attn_gemma2_9b_local_sqk_2x2_f32__avx2(w->sq + (hn) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hn, jn + 0), attn_gemma2_9b_local_k_row(&kv, hn, jn + 1),
                         w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
-                attn_gemma2_9b_local_spvk_2x2_f32__avx2(wt, attn_gemma2_9b_local_v_row(&kv, hk, jp + 0), attn_gemma2_9b_local_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
+                attn_spvk_2x2_v256_f32__avx2(wt, attn_gemma2_9b_local_v_row(&kv, hk, jp + 0), attn_gemma2_9b_local_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                 j = jp;
                 if (j + STREAM_PREFETCH + 0 < j_end) {
                     attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -6756,7 +6756,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9
         for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             p = attn_gemma2_9b_local_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-            attn_gemma2_9b_local_spv_2x256_f32__avx2(p, attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+            attn_spv_2x256_f32__avx2(p, attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
         }
 }
 
@@ -6808,7 +6808,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_sunit_
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
                     p = attn_gemma2_9b_local_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_gemma2_9b_local_spv_2x256_f32__avx2(p, attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_2x256_f32__avx2(p, attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -6824,7 +6824,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_sunit_
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_gemma2_9b_local_sqk_2x1_f32__avx2(w->sq + (hn) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
-                    attn_gemma2_9b_local_spv_2x256_f32__avx2(p, attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_2x256_f32__avx2(p, attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -6837,7 +6837,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_sunit_
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_gemma2_9b_local_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_gemma2_9b_local_spv_2x256_f32__avx2(p, attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_2x256_f32__avx2(p, attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -6856,7 +6856,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_sunit_
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_gemma2_9b_local_sterms_2x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_gemma2_9b_local_spv_2x256_f32__avx2(attn_gemma2_9b_local_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x256_f32__avx2(attn_gemma2_9b_local_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -6868,7 +6868,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_sunit_
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_gemma2_9b_local_sterms_2x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_gemma2_9b_local_spv_2x256_f32__avx2(attn_gemma2_9b_local_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x256_f32__avx2(attn_gemma2_9b_local_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -7077,19 +7077,19 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_gemma2_9b_
                     while (!attn_gemma2_9b_local_sees(w->first + r, w->last + r, 4, u1 - 8, u1)) u1 -= 8;
                 }
                 if (u1 - u0 == PREFILL_NC)
-                    attn_gemma2_9b_local_qk_4x16_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                    attn_qk_4x16_d256_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
                 else
                     for (u = u0; u < u1; u += 8)
-                        attn_gemma2_9b_local_qk_4x8_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
+                        attn_qk_4x8_d256_f32_p16__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
             }
         if (r + 2 <= tq) { /* half a block of the last rows, then one at a time */
             if (cls == TILE_FULL || attn_gemma2_9b_local_sees(w->first + r, w->last + r, 2, c, c + PREFILL_NC))
-                attn_gemma2_9b_local_qk_2x16_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_2x16_d256_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
             r += 2;
         }
         for (; r < tq; r++)
             if (cls == TILE_FULL || attn_gemma2_9b_local_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
-                attn_gemma2_9b_local_qk_1x16_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_1x16_d256_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
     }
 }
 
@@ -7158,22 +7158,22 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_gemma2_9b_
         }
         switch (rows) {
         case 6:
-            attn_gemma2_9b_local_pv_6x256_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_6x256_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 5:
-            attn_gemma2_9b_local_pv_5x256_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_5x256_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 4:
-            attn_gemma2_9b_local_pv_4x256_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_4x256_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 3:
-            attn_gemma2_9b_local_pv_3x256_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_3x256_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 2:
-            attn_gemma2_9b_local_pv_2x256_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_2x256_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         default:
-            attn_gemma2_9b_local_pv_1x256_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_1x256_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         }
         if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
@@ -7530,7 +7530,7 @@ static inline float32x4_t attn_tanh_q4__neon(float32x4_t x)
 
 /* C[8][8] = A[8][256] B[256][8]: a: 8 rows of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  32768 FLOPs, 19 vector registers. */
-ATTN_NOINLINE static void attn_gemma2_9b_local_qk_8x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_8x8_d256_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -7733,7 +7733,7 @@ ATTN_NOINLINE static void attn_gemma2_9b_local_qk_8x8_f32__neon(const float *res
 
 /* C[4][8] = A[4][256] B[256][8]: a: 4 rows of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  16384 FLOPs, 11 vector registers. */
-ATTN_NOINLINE static void attn_gemma2_9b_local_qk_4x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_4x8_d256_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -7856,7 +7856,7 @@ ATTN_NOINLINE static void attn_gemma2_9b_local_qk_4x8_f32__neon(const float *res
 
 /* C[1][8] = A[1][256] B[256][8]: a: 1 row of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  4096 FLOPs, 5 vector registers. */
-ATTN_NOINLINE static void attn_gemma2_9b_local_qk_1x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_1x8_d256_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -7919,7 +7919,7 @@ ATTN_NOINLINE static void attn_gemma2_9b_local_qk_1x8_f32__neon(const float *res
 
 /* C[8][4] = A[8][256] B[256][4]: a: 8 rows of A (as elements apart), b: a packed
  * panel (8 floats per d, the 4 from b), c: rows cs floats apart.  16384 FLOPs, 10 vector registers. */
-ATTN_NOINLINE static void attn_gemma2_9b_local_qk_8x4_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_8x4_d256_f32_p8__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f);
@@ -8107,7 +8107,7 @@ ATTN_NOINLINE static void attn_gemma2_9b_local_qk_8x4_f32__neon(const float *res
 /* O[6][256] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 3072 FLOPs per key, 31 vector registers. */
-ATTN_NOINLINE static void attn_gemma2_9b_local_pv_6x256_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_6x256_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -8237,7 +8237,7 @@ ATTN_NOINLINE static void attn_gemma2_9b_local_pv_6x256_f32__neon(const float *r
 /* O[5][256] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 2560 FLOPs per key, 26 vector registers. */
-ATTN_NOINLINE static void attn_gemma2_9b_local_pv_5x256_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_5x256_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -8354,7 +8354,7 @@ ATTN_NOINLINE static void attn_gemma2_9b_local_pv_5x256_f32__neon(const float *r
 /* O[4][256] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 2048 FLOPs per key, 21 vector registers. */
-ATTN_NOINLINE static void attn_gemma2_9b_local_pv_4x256_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_4x256_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -8458,7 +8458,7 @@ ATTN_NOINLINE static void attn_gemma2_9b_local_pv_4x256_f32__neon(const float *r
 /* O[3][256] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 1536 FLOPs per key, 16 vector registers. */
-ATTN_NOINLINE static void attn_gemma2_9b_local_pv_3x256_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_3x256_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -8549,7 +8549,7 @@ ATTN_NOINLINE static void attn_gemma2_9b_local_pv_3x256_f32__neon(const float *r
 /* O[2][256] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 1024 FLOPs per key, 11 vector registers. */
-ATTN_NOINLINE static void attn_gemma2_9b_local_pv_2x256_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_2x256_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -8627,7 +8627,7 @@ ATTN_NOINLINE static void attn_gemma2_9b_local_pv_2x256_f32__neon(const float *r
 /* O[1][256] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 512 FLOPs per key, 6 vector registers. */
-ATTN_NOINLINE static void attn_gemma2_9b_local_pv_1x256_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_1x256_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -8879,7 +8879,7 @@ static void attn_gemma2_9b_local_kvpack_f32__neon(const attn_gemma2_9b_local_kv 
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (256 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-static void attn_gemma2_9b_local_dot_4x2_f32__neon(const float *restrict q, int64_t R, const float *restrict k0,
+static void attn_dot_4x2_d256_f32__neon(const float *restrict q, int64_t R, const float *restrict k0,
         const float *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -8927,7 +8927,7 @@ typedef struct {
 typedef char attn_gemma2_9b_local_dscratch_fits__neon[sizeof(attn_gemma2_9b_local_dscratch__neon) <= DECODE_SCRATCH ? 1 : -1];
 
 /* O[2 rows] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE static void attn_gemma2_9b_local_srescale_2x256__neon(float *restrict o, float32x4_t alpha)
+ATTN_NOINLINE static void attn_srescale_2x256_f32__neon(float *restrict o, float32x4_t alpha)
 {
     const float32x4_t s = alpha;
     int64_t c;
@@ -8956,7 +8956,7 @@ static ATTN_INLINE float32x4_t attn_gemma2_9b_local_supd_2x1__neon(float32x4_t s
         lv = vmulq_f32(lv, alpha);
         mv = mn;
         vst1q_f32(m, mv);
-        attn_gemma2_9b_local_srescale_2x256__neon(o, alpha);
+        attn_srescale_2x256_f32__neon(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = vmulq_f32(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -8993,7 +8993,7 @@ static ATTN_INLINE float32x4_t attn_gemma2_9b_local_sqk_2x1_f32__neon(const floa
 }
 
 /* O[2 rows] += p_r V: one V row. */
-static ATTN_INLINE void attn_gemma2_9b_local_spv_2x256_f32__neon(float32x4_t p, const float *restrict v0, float *restrict o)
+static ATTN_INLINE void attn_spv_2x256_f32__neon(float32x4_t p, const float *restrict v0, float *restrict o)
 {
     const float32x4_t s0 = p;
     const float32x4_t p0_0 = vdupq_laneq_f32(s0, 0);
@@ -9023,7 +9023,7 @@ static inline float32x4_t attn_gemma2_9b_local_sterms_2x1__neon(const attn_args 
  * of their own: inside the decode unit gcc kept them on the stack, a reload for
  * every few FMAs.
  * pr: NULL, or 16 rows of the next block to prefetch into L2, 16 lines a row. */
-ATTN_NOINLINE static void attn_gemma2_9b_local_lanes_8x1_f32__neon(const float *restrict k0, int64_t ks,
+ATTN_NOINLINE static void attn_lanes_8x1_d256_f32_p8_pf__neon(const float *restrict k0, int64_t ks,
         const float *restrict qt, float *restrict s, int64_t rp, const float *const *pr)
 {
     const float *restrict k1 = k0 + 1 * ks;
@@ -9036,9 +9036,9 @@ ATTN_NOINLINE static void attn_gemma2_9b_local_lanes_8x1_f32__neon(const float *
     float32x4_t a0 = vdupq_n_f32(0.0f), a1 = vdupq_n_f32(0.0f), a2 = vdupq_n_f32(0.0f), a3 = vdupq_n_f32(0.0f), a4 = vdupq_n_f32(0.0f), a5 = vdupq_n_f32(0.0f), a6 = vdupq_n_f32(0.0f), a7 = vdupq_n_f32(0.0f);
     int64_t d;
     if (pr) /* one line of them an iteration, 16 lines a row */
-        for (d = 0; d < D; d++) {
+        for (d = 0; d < 256; d++) {
             const float32x4_t q = vld1q_f32(qt + d * 8);
-            attn_gemma2_9b_local_prefetch_line_l2(pr[d / 16] + d % 16 * 16);
+            attn_prefetch_line_l2(pr[d / 16] + d % 16 * 16);
             a0 = vfmaq_f32(a0, vdupq_n_f32(k0[d]), q);
             a1 = vfmaq_f32(a1, vdupq_n_f32(k1[d]), q);
             a2 = vfmaq_f32(a2, vdupq_n_f32(k2[d]), q);
@@ -9049,7 +9049,7 @@ ATTN_NOINLINE static void attn_gemma2_9b_local_lanes_8x1_f32__neon(const float *
             a7 = vfmaq_f32(a7, vdupq_n_f32(k7[d]), q);
         }
     else
-        for (d = 0; d < D; d++) {
+        for (d = 0; d < 256; d++) {
             const float32x4_t q = vld1q_f32(qt + d * 8);
             a0 = vfmaq_f32(a0, vdupq_n_f32(k0[d]), q);
             a1 = vfmaq_f32(a1, vdupq_n_f32(k1[d]), q);
@@ -9076,7 +9076,7 @@ ATTN_NOINLINE static void attn_gemma2_9b_local_lanes_8x1_f32__neon(const float *
  * Each FMA takes a pair of K values broadcast to every pair of lanes, so no
  * lane is padding and only the end sums lane pairs.  Out of line, as above.
  * pr: NULL, or 8 rows of the next block to prefetch into L2, 16 lines a row. */
-ATTN_NOINLINE static void attn_gemma2_9b_local_dpairs_8x1__neon(const float *restrict k0, int64_t ks,
+ATTN_NOINLINE static void attn_dpairs_8x1_d256_f32_pf__neon(const float *restrict k0, int64_t ks,
         const float *restrict qp, float *restrict s, int64_t rp, const float *const *pr)
 {
     const float *restrict k1 = k0 + 1 * ks;
@@ -9089,9 +9089,9 @@ ATTN_NOINLINE static void attn_gemma2_9b_local_dpairs_8x1__neon(const float *res
     float32x4_t a0 = vdupq_n_f32(0.0f), a1 = vdupq_n_f32(0.0f), a2 = vdupq_n_f32(0.0f), a3 = vdupq_n_f32(0.0f), a4 = vdupq_n_f32(0.0f), a5 = vdupq_n_f32(0.0f), a6 = vdupq_n_f32(0.0f), a7 = vdupq_n_f32(0.0f);
     int64_t d;
     if (pr) /* one line of them an iteration, 16 lines a row */
-        for (d = 0; d < D; d += 2) {
+        for (d = 0; d < 256; d += 2) {
             const float32x4_t q = vld1q_f32(qp + d * 2);
-            attn_gemma2_9b_local_prefetch_line_l2(pr[d / 32] + d / 2 % 16 * 16);
+            attn_prefetch_line_l2(pr[d / 32] + d / 2 % 16 * 16);
             a0 = vfmaq_f32(a0, vcombine_f32(vld1_f32(k0 + d), vld1_f32(k0 + d)), q);
             a1 = vfmaq_f32(a1, vcombine_f32(vld1_f32(k1 + d), vld1_f32(k1 + d)), q);
             a2 = vfmaq_f32(a2, vcombine_f32(vld1_f32(k2 + d), vld1_f32(k2 + d)), q);
@@ -9102,7 +9102,7 @@ ATTN_NOINLINE static void attn_gemma2_9b_local_dpairs_8x1__neon(const float *res
             a7 = vfmaq_f32(a7, vcombine_f32(vld1_f32(k7 + d), vld1_f32(k7 + d)), q);
         }
     else
-        for (d = 0; d < D; d += 2) {
+        for (d = 0; d < 256; d += 2) {
             const float32x4_t q = vld1q_f32(qp + d * 2);
             a0 = vfmaq_f32(a0, vcombine_f32(vld1_f32(k0 + d), vld1_f32(k0 + d)), q);
             a1 = vfmaq_f32(a1, vcombine_f32(vld1_f32(k1 + d), vld1_f32(k1 + d)), q);
@@ -9184,7 +9184,7 @@ static ATTN_ALWAYS_INLINE void attn_gemma2_9b_local_dscores__neon(const attn_gem
                     const float *pr[LINE_FLOATS]; /* the next block's rows this call prefetches */
                     const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
                     if (inside) pl = attn_gemma2_9b_local_next_rows(&kv, jn, pn, pl, pr, LINE_FLOATS, w->s);
-                    attn_gemma2_9b_local_lanes_8x1_f32__neon(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
+                    attn_lanes_8x1_d256_f32_p8_pf__neon(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
                     attn_gemma2_9b_local_key_starts(&kv, &ks, ks_end, kper);
                     c += SCORE_KEYS;
                 } else { /* one key */
@@ -9214,7 +9214,7 @@ static ATTN_ALWAYS_INLINE void attn_gemma2_9b_local_dscores__neon(const attn_gem
                     const float *pr[LINE_FLOATS / 2]; /* the next block's rows this call prefetches */
                     const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
                     if (inside) pl = attn_gemma2_9b_local_next_rows(&kv, jn, pn, pl, pr, LINE_FLOATS / 2, w->s);
-                    attn_gemma2_9b_local_dpairs_8x1__neon(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
+                    attn_dpairs_8x1_d256_f32_pf__neon(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
                     attn_gemma2_9b_local_key_starts(&kv, &ks, ks_end, kper);
                     c += SCORE_KEYS;
                 } else { /* one key */
@@ -9238,7 +9238,7 @@ static ATTN_ALWAYS_INLINE void attn_gemma2_9b_local_dscores__neon(const attn_gem
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_gemma2_9b_local_dot_4x2_f32__neon(w->q + hk * glp * Q_STRIDE, glp, attn_gemma2_9b_local_k_row(&kv, hk, j0 + c),
+                attn_dot_4x2_d256_f32__neon(w->q + hk * glp * Q_STRIDE, glp, attn_gemma2_9b_local_k_row(&kv, hk, j0 + c),
                         attn_gemma2_9b_local_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                     const float *row = attn_gemma2_9b_local_next_row(&kv, jn, pl);
@@ -9257,7 +9257,7 @@ static ATTN_ALWAYS_INLINE void attn_gemma2_9b_local_dscores__neon(const attn_gem
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
                 for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_gemma2_9b_local_qk_8x8_f32__neon(attn_gemma2_9b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_8x8_d256_f32__neon(attn_gemma2_9b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                         const float *row = attn_gemma2_9b_local_next_row(&kv, jn, pl);
                         const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -9268,7 +9268,7 @@ static ATTN_ALWAYS_INLINE void attn_gemma2_9b_local_dscores__neon(const attn_gem
                     }
                 }
                 for (; c < kb; c++)
-                    attn_gemma2_9b_local_qk_1x8_f32__neon(attn_gemma2_9b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_1x8_d256_f32__neon(attn_gemma2_9b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                 for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                     const float *row = attn_gemma2_9b_local_next_row(&kv, jn, pl);
                     const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -9330,27 +9330,27 @@ static ATTN_ALWAYS_INLINE void attn_gemma2_9b_local_dpv__neon(const attn_gemma2_
             const int64_t left = hk * glp + gl - r;
             const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
             if (take >= 6) {
-                attn_gemma2_9b_local_pv_6x256_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_6x256_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 6;
             } else
             if (take >= 5) {
-                attn_gemma2_9b_local_pv_5x256_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_5x256_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 5;
             } else
             if (take >= 4) {
-                attn_gemma2_9b_local_pv_4x256_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_4x256_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 4;
             } else
             if (take >= 3) {
-                attn_gemma2_9b_local_pv_3x256_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_3x256_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 3;
             } else
             if (take >= 2) {
-                attn_gemma2_9b_local_pv_2x256_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_2x256_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 2;
             } else
             {
-                attn_gemma2_9b_local_pv_1x256_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_1x256_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 1;
             }
             for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -9533,7 +9533,7 @@ static void attn_gemma2_9b_local_sunit_2x1__neon(const attn_args *args, int64_t 
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
                     p = attn_gemma2_9b_local_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_gemma2_9b_local_spv_2x256_f32__neon(p, attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_2x256_f32__neon(p, attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -9549,7 +9549,7 @@ static void attn_gemma2_9b_local_sunit_2x1__neon(const attn_args *args, int64_t 
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_gemma2_9b_local_sqk_2x1_f32__neon(w->sq + (hn) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
-                    attn_gemma2_9b_local_spv_2x256_f32__neon(p, attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_2x256_f32__neon(p, attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -9562,7 +9562,7 @@ static void attn_gemma2_9b_local_sunit_2x1__neon(const attn_args *args, int64_t 
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_gemma2_9b_local_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_gemma2_9b_local_spv_2x256_f32__neon(p, attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_2x256_f32__neon(p, attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -9581,7 +9581,7 @@ static void attn_gemma2_9b_local_sunit_2x1__neon(const attn_args *args, int64_t 
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_gemma2_9b_local_sterms_2x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_gemma2_9b_local_spv_2x256_f32__neon(attn_gemma2_9b_local_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x256_f32__neon(attn_gemma2_9b_local_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -9593,7 +9593,7 @@ static void attn_gemma2_9b_local_sunit_2x1__neon(const attn_args *args, int64_t 
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_gemma2_9b_local_sterms_2x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_gemma2_9b_local_spv_2x256_f32__neon(attn_gemma2_9b_local_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x256_f32__neon(attn_gemma2_9b_local_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -9802,19 +9802,19 @@ static ATTN_INLINE void attn_gemma2_9b_local_uscores__neon(const float *kt, int6
                     while (!attn_gemma2_9b_local_sees(w->first + r, w->last + r, 8, u1 - 4, u1)) u1 -= 4;
                 }
                 if (u1 - u0 == PREFILL_NC)
-                    attn_gemma2_9b_local_qk_8x8_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                    attn_qk_8x8_d256_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
                 else
                     for (u = u0; u < u1; u += 4)
-                        attn_gemma2_9b_local_qk_8x4_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
+                        attn_qk_8x4_d256_f32_p8__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
             }
         if (r + 4 <= tq) { /* half a block of the last rows, then one at a time */
             if (cls == TILE_FULL || attn_gemma2_9b_local_sees(w->first + r, w->last + r, 4, c, c + PREFILL_NC))
-                attn_gemma2_9b_local_qk_4x8_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_4x8_d256_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
             r += 4;
         }
         for (; r < tq; r++)
             if (cls == TILE_FULL || attn_gemma2_9b_local_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
-                attn_gemma2_9b_local_qk_1x8_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_1x8_d256_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
     }
 }
 
@@ -9883,22 +9883,22 @@ static ATTN_INLINE void attn_gemma2_9b_local_upv__neon(const attn_args *args, co
         }
         switch (rows) {
         case 6:
-            attn_gemma2_9b_local_pv_6x256_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_6x256_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 5:
-            attn_gemma2_9b_local_pv_5x256_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_5x256_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 4:
-            attn_gemma2_9b_local_pv_4x256_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_4x256_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 3:
-            attn_gemma2_9b_local_pv_3x256_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_3x256_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 2:
-            attn_gemma2_9b_local_pv_2x256_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_2x256_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         default:
-            attn_gemma2_9b_local_pv_1x256_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_1x256_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         }
         if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
@@ -10142,7 +10142,7 @@ attn_status attn_gemma2_9b_local_fwd__neon(const attn_args *args)
 
 /* C[4][2] = A[4][256] B[256][2]: a: 4 rows of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  4096 FLOPs, 11 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_qk_4x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qk_4x2_d256_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -10265,7 +10265,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_qk_4x2_f32__scala
 
 /* C[1][2] = A[1][256] B[256][2]: a: 1 row of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  1024 FLOPs, 5 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_qk_1x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qk_1x2_d256_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -10328,7 +10328,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_qk_1x2_f32__scala
 
 /* C[4][1] = A[4][256] B[256][1]: a: 4 rows of A (as elements apart), b: a packed
  * panel (2 floats per d, the 1 from b), c: rows cs floats apart.  2048 FLOPs, 6 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_qk_4x1_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qk_4x1_d256_f32_p2__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f;
@@ -10440,7 +10440,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_qk_4x1_f32__scala
 /* O[4][256] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 128 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 2048 FLOPs per key, 13 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_pv_4x256_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_pv_4x256_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -10512,7 +10512,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_pv_4x256_f32__sca
 /* O[1][256] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 128 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 512 FLOPs per key, 4 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_pv_1x256_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_pv_1x256_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -10936,7 +10936,7 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_kvpack_f32__scalar(const attn_g
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (256 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_dot_4x2_f32__scalar(const float *restrict q, int64_t R, const float *restrict k0,
+ATTN_NO_AUTOVEC static void attn_dot_4x2_d256_f32__scalar(const float *restrict q, int64_t R, const float *restrict k0,
         const float *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -11033,7 +11033,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_gemma2_9b_local_dscores__sca
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_gemma2_9b_local_dot_4x2_f32__scalar(w->q + hk * glp * Q_STRIDE, glp, attn_gemma2_9b_local_k_row(&kv, hk, j0 + c),
+                attn_dot_4x2_d256_f32__scalar(w->q + hk * glp * Q_STRIDE, glp, attn_gemma2_9b_local_k_row(&kv, hk, j0 + c),
                         attn_gemma2_9b_local_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                     const float *row = attn_gemma2_9b_local_next_row(&kv, jn, pl);
@@ -11052,7 +11052,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_gemma2_9b_local_dscores__sca
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
                 for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_gemma2_9b_local_qk_4x2_f32__scalar(attn_gemma2_9b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_4x2_d256_f32__scalar(attn_gemma2_9b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                         const float *row = attn_gemma2_9b_local_next_row(&kv, jn, pl);
                         const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -11063,7 +11063,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_gemma2_9b_local_dscores__sca
                     }
                 }
                 for (; c < kb; c++)
-                    attn_gemma2_9b_local_qk_1x2_f32__scalar(attn_gemma2_9b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_1x2_d256_f32__scalar(attn_gemma2_9b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                 for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                     const float *row = attn_gemma2_9b_local_next_row(&kv, jn, pl);
                     const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -11117,11 +11117,11 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_gemma2_9b_local_dpv__scalar(
         for (r = hk * glp; r < hk * glp + gl;) {
             const int64_t take = hk * glp + gl - r; /* the widest kernel that fits the rows left */
             if (take >= 4) {
-                attn_gemma2_9b_local_pv_4x256_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_4x256_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 4;
             } else
             {
-                attn_gemma2_9b_local_pv_1x256_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_1x256_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 1;
             }
             for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -11421,14 +11421,14 @@ ATTN_NO_AUTOVEC static ATTN_INLINE void attn_gemma2_9b_local_uscores__scalar(con
                     while (!attn_gemma2_9b_local_sees(w->first + r, w->last + r, 4, u1 - 1, u1)) u1 -= 1;
                 }
                 if (u1 - u0 == PREFILL_NC)
-                    attn_gemma2_9b_local_qk_4x2_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                    attn_qk_4x2_d256_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
                 else
                     for (u = u0; u < u1; u += 1)
-                        attn_gemma2_9b_local_qk_4x1_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
+                        attn_qk_4x1_d256_f32_p2__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
             }
         for (; r < tq; r++)
             if (cls == TILE_FULL || attn_gemma2_9b_local_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
-                attn_gemma2_9b_local_qk_1x2_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_1x2_d256_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
     }
 }
 
@@ -11497,10 +11497,10 @@ ATTN_NO_AUTOVEC static ATTN_INLINE void attn_gemma2_9b_local_upv__scalar(const a
         }
         switch (rows) {
         case 4:
-            attn_gemma2_9b_local_pv_4x256_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_4x256_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         default:
-            attn_gemma2_9b_local_pv_1x256_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_1x256_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         }
         if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */

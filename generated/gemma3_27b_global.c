@@ -358,7 +358,7 @@ static inline void attn_gemma3_27b_global_prefetch_row_l2(const float *p, int n)
 /* Asks for the cache line at p in L2 (prefetcht1 on x86): the blocked decode
  * kernel's prefetch inside its score kernels, a line an iteration.  Always
  * inlined: ATTN_ALWAYS_INLINE says why. */
-static ATTN_ALWAYS_INLINE void attn_gemma3_27b_global_prefetch_line_l2(const float *p)
+static ATTN_ALWAYS_INLINE void attn_prefetch_line_l2(const float *p)
 {
 #if defined(__GNUC__)
     __builtin_prefetch(p, 0, 2);
@@ -892,7 +892,7 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_exp2_q4__avx512
 
 /* C[8][32] = A[8][128] B[128][32]: a: 8 rows of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  65536 FLOPs, 19 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b_global_qk_8x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_8x32_d128_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -1095,7 +1095,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
 
 /* C[4][32] = A[4][128] B[128][32]: a: 4 rows of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  32768 FLOPs, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b_global_qk_4x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_4x32_d128_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -1218,7 +1218,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
 
 /* C[1][32] = A[1][128] B[128][32]: a: 1 row of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  8192 FLOPs, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b_global_qk_1x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_1x32_d128_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -1281,7 +1281,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
 
 /* C[8][16] = A[8][128] B[128][16]: a: 8 rows of A (as elements apart), b: a packed
  * panel (32 floats per d, the 16 from b), c: rows cs floats apart.  32768 FLOPs, 10 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b_global_qk_8x16_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_8x16_d128_f32_p32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps();
@@ -1470,7 +1470,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
  * panel (32 floats per d), c: rows cs floats apart.  65536 FLOPs, 19 vector registers.
  * pr: 8 rows of the next block to prefetch into L2, a line every other d (line d / 2 of
  * them), 8 lines a row. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b_global_qkpf_8x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qkpf_8x32_d128_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs, const float *const *pr)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -1492,7 +1492,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
     int64_t d;
     for (d = 0; d < 128; d += 8) {
         { /* d = d */
-            attn_gemma3_27b_global_prefetch_line_l2(pr[(d) / 16] + (d) / 2 % 8 * 16);
+            attn_prefetch_line_l2(pr[(d) / 16] + (d) / 2 % 8 * 16);
             const __m512 vb0 = _mm512_loadu_ps(b + (d) * 32 + 0);
             const __m512 vb1 = _mm512_loadu_ps(b + (d) * 32 + 16);
             const __m512 va0 = _mm512_set1_ps(a0[d]);
@@ -1533,7 +1533,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
             vacc7x0 = _mm512_fmadd_ps(va7, vb0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(va7, vb1, vacc7x1);
         }
         { /* d = d + 2 */
-            attn_gemma3_27b_global_prefetch_line_l2(pr[(d + 2) / 16] + (d + 2) / 2 % 8 * 16);
+            attn_prefetch_line_l2(pr[(d + 2) / 16] + (d + 2) / 2 % 8 * 16);
             const __m512 vb0 = _mm512_loadu_ps(b + (d + 2) * 32 + 0);
             const __m512 vb1 = _mm512_loadu_ps(b + (d + 2) * 32 + 16);
             const __m512 va0 = _mm512_set1_ps(a0[d + 2]);
@@ -1574,7 +1574,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
             vacc7x0 = _mm512_fmadd_ps(va7, vb0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(va7, vb1, vacc7x1);
         }
         { /* d = d + 4 */
-            attn_gemma3_27b_global_prefetch_line_l2(pr[(d + 4) / 16] + (d + 4) / 2 % 8 * 16);
+            attn_prefetch_line_l2(pr[(d + 4) / 16] + (d + 4) / 2 % 8 * 16);
             const __m512 vb0 = _mm512_loadu_ps(b + (d + 4) * 32 + 0);
             const __m512 vb1 = _mm512_loadu_ps(b + (d + 4) * 32 + 16);
             const __m512 va0 = _mm512_set1_ps(a0[d + 4]);
@@ -1615,7 +1615,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
             vacc7x0 = _mm512_fmadd_ps(va7, vb0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(va7, vb1, vacc7x1);
         }
         { /* d = d + 6 */
-            attn_gemma3_27b_global_prefetch_line_l2(pr[(d + 6) / 16] + (d + 6) / 2 % 8 * 16);
+            attn_prefetch_line_l2(pr[(d + 6) / 16] + (d + 6) / 2 % 8 * 16);
             const __m512 vb0 = _mm512_loadu_ps(b + (d + 6) * 32 + 0);
             const __m512 vb1 = _mm512_loadu_ps(b + (d + 6) * 32 + 16);
             const __m512 va0 = _mm512_set1_ps(a0[d + 6]);
@@ -1681,7 +1681,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
  * pr: NULL, or rows of the next block to prefetch into L2, one line an iteration (a key of
  * a chunk): 3 chunks of jhi - jlo keys ask for line t = chunk * (jhi - jlo) + j - jlo of
  * them, 8 lines a row. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b_global_pv_8x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_8x128_f32_pf__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha, const float *const *pr)
 {
     { /* columns 0..47 */
@@ -1697,7 +1697,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
         __m512 vacc7x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 7 * 128 + 0), _mm512_set1_ps(alpha[7])), vacc7x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 7 * 128 + 16), _mm512_set1_ps(alpha[7])), vacc7x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 7 * 128 + 32), _mm512_set1_ps(alpha[7]));
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_gemma3_27b_global_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vv0 = _mm512_loadu_ps(vr + 0);
             const __m512 vv1 = _mm512_loadu_ps(vr + 16);
             const __m512 vv2 = _mm512_loadu_ps(vr + 32);
@@ -1772,7 +1772,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
         __m512 vacc7x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 7 * 128 + 48), _mm512_set1_ps(alpha[7])), vacc7x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 7 * 128 + 64), _mm512_set1_ps(alpha[7])), vacc7x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 7 * 128 + 80), _mm512_set1_ps(alpha[7]));
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_gemma3_27b_global_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vv0 = _mm512_loadu_ps(vr + 48);
             const __m512 vv1 = _mm512_loadu_ps(vr + 64);
             const __m512 vv2 = _mm512_loadu_ps(vr + 80);
@@ -1847,7 +1847,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
         __m512 vacc7x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 7 * 128 + 96), _mm512_set1_ps(alpha[7])), vacc7x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 7 * 128 + 112), _mm512_set1_ps(alpha[7]));
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_gemma3_27b_global_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vv0 = _mm512_loadu_ps(vr + 96);
             const __m512 vv1 = _mm512_loadu_ps(vr + 112);
             {
@@ -1908,7 +1908,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
  * pr: NULL, or rows of the next block to prefetch into L2, one line an iteration (a key of
  * a chunk): 3 chunks of jhi - jlo keys ask for line t = chunk * (jhi - jlo) + j - jlo of
  * them, 8 lines a row. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b_global_pv_7x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_7x128_f32_pf__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha, const float *const *pr)
 {
     { /* columns 0..47 */
@@ -1923,7 +1923,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
         __m512 vacc6x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 128 + 0), _mm512_set1_ps(alpha[6])), vacc6x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 128 + 16), _mm512_set1_ps(alpha[6])), vacc6x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 128 + 32), _mm512_set1_ps(alpha[6]));
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_gemma3_27b_global_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vv0 = _mm512_loadu_ps(vr + 0);
             const __m512 vv1 = _mm512_loadu_ps(vr + 16);
             const __m512 vv2 = _mm512_loadu_ps(vr + 32);
@@ -1990,7 +1990,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
         __m512 vacc6x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 128 + 48), _mm512_set1_ps(alpha[6])), vacc6x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 128 + 64), _mm512_set1_ps(alpha[6])), vacc6x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 128 + 80), _mm512_set1_ps(alpha[6]));
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_gemma3_27b_global_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vv0 = _mm512_loadu_ps(vr + 48);
             const __m512 vv1 = _mm512_loadu_ps(vr + 64);
             const __m512 vv2 = _mm512_loadu_ps(vr + 80);
@@ -2057,7 +2057,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
         __m512 vacc6x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 128 + 96), _mm512_set1_ps(alpha[6])), vacc6x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 128 + 112), _mm512_set1_ps(alpha[6]));
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_gemma3_27b_global_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vv0 = _mm512_loadu_ps(vr + 96);
             const __m512 vv1 = _mm512_loadu_ps(vr + 112);
             {
@@ -2112,7 +2112,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
  * pr: NULL, or rows of the next block to prefetch into L2, one line an iteration (a key of
  * a chunk): 2 chunks of jhi - jlo keys ask for line t = chunk * (jhi - jlo) + j - jlo of
  * them, 8 lines a row. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b_global_pv_6x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_6x128_f32_pf__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha, const float *const *pr)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -2132,7 +2132,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
         __m512 vacc5x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 0), va5), vacc5x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 16), va5), vacc5x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 32), va5), vacc5x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 48), va5);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_gemma3_27b_global_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -2192,7 +2192,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
         __m512 vacc5x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 64), va5), vacc5x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 80), va5), vacc5x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 96), va5), vacc5x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 112), va5);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_gemma3_27b_global_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -2249,7 +2249,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
  * pr: NULL, or rows of the next block to prefetch into L2, one line an iteration (a key of
  * a chunk): 2 chunks of jhi - jlo keys ask for line t = chunk * (jhi - jlo) + j - jlo of
  * them, 8 lines a row. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b_global_pv_5x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_5x128_f32_pf__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha, const float *const *pr)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -2267,7 +2267,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
         __m512 vacc4x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 0), va4), vacc4x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 16), va4), vacc4x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 32), va4), vacc4x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 48), va4);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_gemma3_27b_global_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -2321,7 +2321,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
         __m512 vacc4x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 64), va4), vacc4x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 80), va4), vacc4x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 96), va4), vacc4x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 112), va4);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_gemma3_27b_global_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -2373,7 +2373,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
  * pr: NULL, or rows of the next block to prefetch into L2, one line an iteration (a key of
  * a chunk): 2 chunks of jhi - jlo keys ask for line t = chunk * (jhi - jlo) + j - jlo of
  * them, 8 lines a row. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b_global_pv_4x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_4x128_f32_pf__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha, const float *const *pr)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -2389,7 +2389,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
         __m512 vacc3x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 0), va3), vacc3x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 16), va3), vacc3x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 32), va3), vacc3x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 48), va3);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_gemma3_27b_global_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -2437,7 +2437,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
         __m512 vacc3x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 64), va3), vacc3x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 80), va3), vacc3x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 96), va3), vacc3x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 112), va3);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_gemma3_27b_global_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -2484,7 +2484,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
  * pr: NULL, or rows of the next block to prefetch into L2, one line an iteration (a key of
  * a chunk): 2 chunks of jhi - jlo keys ask for line t = chunk * (jhi - jlo) + j - jlo of
  * them, 8 lines a row. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b_global_pv_3x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_3x128_f32_pf__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha, const float *const *pr)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -2498,7 +2498,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 0), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 16), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 32), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 48), va2);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_gemma3_27b_global_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -2540,7 +2540,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 64), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 80), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 96), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 112), va2);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_gemma3_27b_global_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -2582,7 +2582,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
  * pr: NULL, or rows of the next block to prefetch into L2, one line an iteration (a key of
  * a chunk): 2 chunks of jhi - jlo keys ask for line t = chunk * (jhi - jlo) + j - jlo of
  * them, 8 lines a row. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b_global_pv_2x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_2x128_f32_pf__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha, const float *const *pr)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -2594,7 +2594,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 0), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 16), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 32), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 48), va1);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_gemma3_27b_global_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             {
@@ -2630,7 +2630,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 64), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 80), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 96), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 112), va1);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_gemma3_27b_global_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             {
@@ -2667,7 +2667,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
  * pr: NULL, or rows of the next block to prefetch into L2, one line an iteration (a key of
  * a chunk): 2 chunks of jhi - jlo keys ask for line t = chunk * (jhi - jlo) + j - jlo of
  * them, 8 lines a row. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b_global_pv_1x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_1x128_f32_pf__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha, const float *const *pr)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -2677,7 +2677,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 0), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 16), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 32), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 48), va0);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_gemma3_27b_global_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             {
                 const __m512 vv = _mm512_loadu_ps(vr + 0);
@@ -2707,7 +2707,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 64), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 80), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 96), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 112), va0);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_gemma3_27b_global_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             {
                 const __m512 vv = _mm512_loadu_ps(vr + 64);
@@ -2887,7 +2887,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b_global_kvpack
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (128 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-__attribute__((target("avx512f,fma"))) static void attn_gemma3_27b_global_dot_4x2_f32__avx512(const float *restrict q, int64_t R, const float *restrict k0,
+__attribute__((target("avx512f,fma"))) static void attn_dot_4x2_d128_f32__avx512(const float *restrict q, int64_t R, const float *restrict k0,
         const float *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -3039,7 +3039,7 @@ typedef struct {
 typedef char attn_gemma3_27b_global_dscratch_fits__avx512[sizeof(attn_gemma3_27b_global_dscratch__avx512) <= DECODE_SCRATCH ? 1 : -1];
 
 /* O[2 rows] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b_global_srescale_2x128__avx512(float *restrict o, __m128 alpha)
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_srescale_2x128_f32__avx512(float *restrict o, __m128 alpha)
 {
     const __m512 s = _mm512_broadcast_f32x4(alpha);
     int64_t c;
@@ -3068,7 +3068,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_gemma3_27b
         lv = _mm_mul_ps(lv, alpha);
         mv = mn;
         _mm_storeu_ps(m, mv);
-        attn_gemma3_27b_global_srescale_2x128__avx512(o, alpha);
+        attn_srescale_2x128_f32__avx512(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = _mm_mul_ps(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -3328,7 +3328,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_gemma3_27b_g
 }
 
 /* O[2 rows] += p_r V: one V row. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_gemma3_27b_global_spv_2x128_f32__avx512(__m128 p, const float *restrict v0, float *restrict o)
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_spv_2x128_f32__avx512(__m128 p, const float *restrict v0, float *restrict o)
 {
     const __m512 s0 = _mm512_broadcast_f32x4(p);
     const __m512 p0_0 = _mm512_permute_ps(s0, 0x00);
@@ -3376,7 +3376,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_gemma3_27b_g
 }
 
 /* O[2 rows] += w[0] V0 + ... + w[1] V1: 2 V rows in one pass over O. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_gemma3_27b_global_spvk_2x2_f32__avx512(const __m128 *w, const float *restrict v0, const float *restrict v1, float *restrict o)
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_spvk_2x2_v128_f32__avx512(const __m128 *w, const float *restrict v0, const float *restrict v1, float *restrict o)
 {
     const __m512 s0 = _mm512_broadcast_f32x4(w[0]);
     const __m512 s1 = _mm512_broadcast_f32x4(w[1]);
@@ -3451,7 +3451,7 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_gemma3_27b_glob
  * Each FMA takes a pair of K values broadcast to every pair of lanes, so no
  * lane is padding and only the end sums lane pairs.  Out of line, as above.
  * pr: NULL, or 8 rows of the next block to prefetch into L2, 8 lines a row. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b_global_dpairs_8x1__avx512(const float *restrict k0, int64_t ks,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_dpairs_8x1_d128_f32_pf__avx512(const float *restrict k0, int64_t ks,
         const float *restrict qp, float *restrict s, int64_t rp, const float *const *pr)
 {
     const float *restrict k1 = k0 + 1 * ks;
@@ -3464,9 +3464,9 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
     __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps(), a4 = _mm512_setzero_ps(), a5 = _mm512_setzero_ps(), a6 = _mm512_setzero_ps(), a7 = _mm512_setzero_ps();
     int64_t d;
     if (pr) /* one line of them an iteration, 8 lines a row */
-        for (d = 0; d < D; d += 2) {
+        for (d = 0; d < 128; d += 2) {
             const __m512 q = _mm512_loadu_ps(qp + d * 8);
-            attn_gemma3_27b_global_prefetch_line_l2(pr[d / 16] + d / 2 % 8 * 16);
+            attn_prefetch_line_l2(pr[d / 16] + d / 2 % 8 * 16);
             a0 = _mm512_fmadd_ps(attn_set2__avx512(k0 + d), q, a0);
             a1 = _mm512_fmadd_ps(attn_set2__avx512(k1 + d), q, a1);
             a2 = _mm512_fmadd_ps(attn_set2__avx512(k2 + d), q, a2);
@@ -3477,7 +3477,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
             a7 = _mm512_fmadd_ps(attn_set2__avx512(k7 + d), q, a7);
         }
     else
-        for (d = 0; d < D; d += 2) {
+        for (d = 0; d < 128; d += 2) {
             const __m512 q = _mm512_loadu_ps(qp + d * 8);
             a0 = _mm512_fmadd_ps(attn_set2__avx512(k0 + d), q, a0);
             a1 = _mm512_fmadd_ps(attn_set2__avx512(k1 + d), q, a1);
@@ -3502,7 +3502,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
  * bound by the loads (docs/decode.md).  Out of line, as above.
  * pr: NULL, or 8 rows of the next block to prefetch into L2, 8 lines a row (the scores'
  * half of it; these rows' P*V calls ask for the other half). */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b_global_dpairs_8x2__avx512(const float *restrict k0, int64_t ks,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_dpairs_8x2_d128_f32_pf__avx512(const float *restrict k0, int64_t ks,
         const float *restrict qp, float *restrict s, int64_t rp, const float *const *pr)
 {
     const float *restrict k1 = k0 + 1 * ks;
@@ -3515,9 +3515,9 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
     __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps(), a4 = _mm512_setzero_ps(), a5 = _mm512_setzero_ps(), a6 = _mm512_setzero_ps(), a7 = _mm512_setzero_ps(), a8 = _mm512_setzero_ps(), a9 = _mm512_setzero_ps(), a10 = _mm512_setzero_ps(), a11 = _mm512_setzero_ps(), a12 = _mm512_setzero_ps(), a13 = _mm512_setzero_ps(), a14 = _mm512_setzero_ps(), a15 = _mm512_setzero_ps();
     int64_t d;
     if (pr) /* one line of them an iteration, 8 lines a row */
-        for (d = 0; d < D; d += 2) {
+        for (d = 0; d < 128; d += 2) {
             const __m512 q0 = _mm512_loadu_ps(qp + d * 16 + 0), q1 = _mm512_loadu_ps(qp + d * 16 + 16);
-            attn_gemma3_27b_global_prefetch_line_l2(pr[d / 16] + d / 2 % 8 * 16);
+            attn_prefetch_line_l2(pr[d / 16] + d / 2 % 8 * 16);
             {
                 const __m512 kb = attn_set2__avx512(k0 + d);
                 a0 = _mm512_fmadd_ps(kb, q0, a0); a1 = _mm512_fmadd_ps(kb, q1, a1);
@@ -3552,7 +3552,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
             }
         }
     else
-        for (d = 0; d < D; d += 2) {
+        for (d = 0; d < 128; d += 2) {
             const __m512 q0 = _mm512_loadu_ps(qp + d * 16 + 0), q1 = _mm512_loadu_ps(qp + d * 16 + 16);
             {
                 const __m512 kb = attn_set2__avx512(k0 + d);
@@ -3604,7 +3604,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
  * Llama-3-8B at Lq 1 read its cache faster so than by dot products, on Zen 4
  * and on Zen 5 (docs/decode.md).
  * pr: NULL, or 8 rows of the next block to prefetch into L2, 8 lines a row. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b_global_hpairs_8x1__avx512(const float *restrict k0, int64_t ks,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_hpairs_8x1_d128_f32_pf__avx512(const float *restrict k0, int64_t ks,
         const float *restrict qp, float *restrict s, int64_t rp, const float *const *pr)
 {
     const float *restrict k1 = k0 + 1 * ks;
@@ -3617,9 +3617,9 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps(), a4 = _mm256_setzero_ps(), a5 = _mm256_setzero_ps(), a6 = _mm256_setzero_ps(), a7 = _mm256_setzero_ps();
     int64_t d;
     if (pr) /* one line of them an iteration, 8 lines a row */
-        for (d = 0; d < D; d += 2) {
+        for (d = 0; d < 128; d += 2) {
             const __m256 q = _mm256_loadu_ps(qp + d * 4);
-            attn_gemma3_27b_global_prefetch_line_l2(pr[d / 16] + d / 2 % 8 * 16);
+            attn_prefetch_line_l2(pr[d / 16] + d / 2 % 8 * 16);
             a0 = _mm256_fmadd_ps(attn_set2_half__avx512(k0 + d), q, a0);
             a1 = _mm256_fmadd_ps(attn_set2_half__avx512(k1 + d), q, a1);
             a2 = _mm256_fmadd_ps(attn_set2_half__avx512(k2 + d), q, a2);
@@ -3630,7 +3630,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
             a7 = _mm256_fmadd_ps(attn_set2_half__avx512(k7 + d), q, a7);
         }
     else
-        for (d = 0; d < D; d += 2) {
+        for (d = 0; d < 128; d += 2) {
             const __m256 q = _mm256_loadu_ps(qp + d * 4);
             a0 = _mm256_fmadd_ps(attn_set2_half__avx512(k0 + d), q, a0);
             a1 = _mm256_fmadd_ps(attn_set2_half__avx512(k1 + d), q, a1);
@@ -3713,7 +3713,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_gemma
                     const float *pr[LINE_FLOATS / 2]; /* the next block's rows this call prefetches */
                     const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
                     if (inside) pl = attn_gemma3_27b_global_next_rows(&kv, jn, pn, pl, pr, LINE_FLOATS / 2, w->s);
-                    attn_gemma3_27b_global_dpairs_8x2__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
+                    attn_dpairs_8x2_d128_f32_pf__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
                     attn_gemma3_27b_global_key_starts(&kv, &ks, ks_end, kper);
                     c += SCORE_KEYS;
                 } else { /* one key */
@@ -3743,7 +3743,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_gemma
                     const float *pr[LINE_FLOATS / 2]; /* the next block's rows this call prefetches */
                     const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
                     if (inside) pl = attn_gemma3_27b_global_next_rows(&kv, jn, pn, pl, pr, LINE_FLOATS / 2, w->s);
-                    attn_gemma3_27b_global_hpairs_8x1__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
+                    attn_hpairs_8x1_d128_f32_pf__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
                     attn_gemma3_27b_global_key_starts(&kv, &ks, ks_end, kper);
                     c += SCORE_KEYS;
                 } else { /* one key */
@@ -3773,7 +3773,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_gemma
                     const float *pr[LINE_FLOATS / 2]; /* the next block's rows this call prefetches */
                     const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
                     if (inside) pl = attn_gemma3_27b_global_next_rows(&kv, jn, pn, pl, pr, LINE_FLOATS / 2, w->s);
-                    attn_gemma3_27b_global_dpairs_8x1__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
+                    attn_dpairs_8x1_d128_f32_pf__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
                     attn_gemma3_27b_global_key_starts(&kv, &ks, ks_end, kper);
                     c += SCORE_KEYS;
                 } else { /* one key */
@@ -3797,7 +3797,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_gemma
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_gemma3_27b_global_dot_4x2_f32__avx512(w->q + hk * glp * Q_STRIDE, glp, attn_gemma3_27b_global_k_row(&kv, hk, j0 + c),
+                attn_dot_4x2_d128_f32__avx512(w->q + hk * glp * Q_STRIDE, glp, attn_gemma3_27b_global_k_row(&kv, hk, j0 + c),
                         attn_gemma3_27b_global_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                     const float *row = attn_gemma3_27b_global_next_row(&kv, jn, pl);
@@ -3821,9 +3821,9 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_gemma
                     const float *pr[QKPF_ROWS]; /* the next block's rows this call prefetches */
                     if (pf == ATTN_PREFETCH_L2 && pl < pn / 2) {
                         pl = attn_gemma3_27b_global_next_rows(&kv, jn, pn / 2, pl, pr, QKPF_ROWS, w->s);
-                        attn_gemma3_27b_global_qkpf_8x32_f32__avx512(attn_gemma3_27b_global_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp, pr);
+                        attn_qkpf_8x32_d128_f32__avx512(attn_gemma3_27b_global_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp, pr);
                     } else
-                        attn_gemma3_27b_global_qk_8x32_f32__avx512(attn_gemma3_27b_global_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                        attn_qk_8x32_d128_f32__avx512(attn_gemma3_27b_global_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                         const float *row = attn_gemma3_27b_global_next_row(&kv, jn, pl);
                         const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -3834,7 +3834,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_gemma
                     }
                 }
                 for (; c < kb; c++)
-                    attn_gemma3_27b_global_qk_1x32_f32__avx512(attn_gemma3_27b_global_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_1x32_d128_f32__avx512(attn_gemma3_27b_global_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                 for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                     const float *row = attn_gemma3_27b_global_next_row(&kv, jn, pl);
                     const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -3897,35 +3897,35 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_gemma
             const int inside = !pairs && !dots && pf == ATTN_PREFETCH_L2 && pl < pn;
             if (inside) pl = attn_gemma3_27b_global_next_rows(&kv, jn, pn, pl, pr, (int)(((take >= PV_WIDE_ROWS ? PV_WIDE_CHUNKS : PV_NARROW_CHUNKS) * kb + (ROW_LINES - 1)) / ROW_LINES), w->s);
             if (take >= 8) {
-                attn_gemma3_27b_global_pv_8x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
+                attn_pv_8x128_f32_pf__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
                 r += 8;
             } else
             if (take >= 7) {
-                attn_gemma3_27b_global_pv_7x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
+                attn_pv_7x128_f32_pf__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
                 r += 7;
             } else
             if (take >= 6) {
-                attn_gemma3_27b_global_pv_6x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
+                attn_pv_6x128_f32_pf__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
                 r += 6;
             } else
             if (take >= 5) {
-                attn_gemma3_27b_global_pv_5x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
+                attn_pv_5x128_f32_pf__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
                 r += 5;
             } else
             if (take >= 4) {
-                attn_gemma3_27b_global_pv_4x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
+                attn_pv_4x128_f32_pf__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
                 r += 4;
             } else
             if (take >= 3) {
-                attn_gemma3_27b_global_pv_3x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
+                attn_pv_3x128_f32_pf__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
                 r += 3;
             } else
             if (take >= 2) {
-                attn_gemma3_27b_global_pv_2x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
+                attn_pv_2x128_f32_pf__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
                 r += 2;
             } else
             {
-                attn_gemma3_27b_global_pv_1x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
+                attn_pv_1x128_f32_pf__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
                 r += 1;
             }
             for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -4099,7 +4099,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
             hk = w->hk_lo;
             attn_gemma3_27b_global_sqk_2x2_f32__avx512(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, hk, jp + 0), attn_gemma3_27b_global_k_row(&kv, hk, jp + 1),
                         w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
-            attn_gemma3_27b_global_spvk_2x2_f32__avx512(wt, attn_gemma3_27b_global_v_row(&kv, hk, jp + 0), attn_gemma3_27b_global_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
+            attn_spvk_2x2_v128_f32__avx512(wt, attn_gemma3_27b_global_v_row(&kv, hk, jp + 0), attn_gemma3_27b_global_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
             j = jp;
             if (j + STREAM_PREFETCH + 0 < j_end) {
                 attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -4120,7 +4120,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
                 if (jn + (STEP_KEYS - 1) < j_end)
                     attn_gemma3_27b_global_sqk_2x2_f32__avx512(w->sq + (hn) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, hn, jn + 0), attn_gemma3_27b_global_k_row(&kv, hn, jn + 1),
                         w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
-                attn_gemma3_27b_global_spvk_2x2_f32__avx512(wt, attn_gemma3_27b_global_v_row(&kv, hk, jp + 0), attn_gemma3_27b_global_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
+                attn_spvk_2x2_v128_f32__avx512(wt, attn_gemma3_27b_global_v_row(&kv, hk, jp + 0), attn_gemma3_27b_global_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                 j = jp;
                 if (j + STREAM_PREFETCH + 0 < j_end) {
                     attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -4141,7 +4141,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
         for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             p = attn_gemma3_27b_global_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-            attn_gemma3_27b_global_spv_2x128_f32__avx512(p, attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+            attn_spv_2x128_f32__avx512(p, attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
         }
 }
 
@@ -4193,7 +4193,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b_global_sunit_
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
                     p = attn_gemma3_27b_global_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_gemma3_27b_global_spv_2x128_f32__avx512(p, attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_2x128_f32__avx512(p, attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -4209,7 +4209,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b_global_sunit_
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_gemma3_27b_global_sqk_2x1_f32__avx512(w->sq + (hn) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
-                    attn_gemma3_27b_global_spv_2x128_f32__avx512(p, attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_2x128_f32__avx512(p, attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -4222,7 +4222,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b_global_sunit_
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_gemma3_27b_global_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_gemma3_27b_global_spv_2x128_f32__avx512(p, attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_2x128_f32__avx512(p, attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -4241,7 +4241,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b_global_sunit_
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_gemma3_27b_global_sterms_2x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_gemma3_27b_global_spv_2x128_f32__avx512(attn_gemma3_27b_global_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x128_f32__avx512(attn_gemma3_27b_global_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -4253,7 +4253,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b_global_sunit_
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_gemma3_27b_global_sterms_2x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_gemma3_27b_global_spv_2x128_f32__avx512(attn_gemma3_27b_global_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x128_f32__avx512(attn_gemma3_27b_global_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -4462,19 +4462,19 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_gemma3_27b_g
                     while (!attn_gemma3_27b_global_sees(w->first + r, w->last + r, 8, u1 - 16, u1)) u1 -= 16;
                 }
                 if (u1 - u0 == PREFILL_NC)
-                    attn_gemma3_27b_global_qk_8x32_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                    attn_qk_8x32_d128_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
                 else
                     for (u = u0; u < u1; u += 16)
-                        attn_gemma3_27b_global_qk_8x16_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
+                        attn_qk_8x16_d128_f32_p32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
             }
         if (r + 4 <= tq) { /* half a block of the last rows, then one at a time */
             if (cls == TILE_FULL || attn_gemma3_27b_global_sees(w->first + r, w->last + r, 4, c, c + PREFILL_NC))
-                attn_gemma3_27b_global_qk_4x32_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_4x32_d128_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
             r += 4;
         }
         for (; r < tq; r++)
             if (cls == TILE_FULL || attn_gemma3_27b_global_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
-                attn_gemma3_27b_global_qk_1x32_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_1x32_d128_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
     }
 }
 
@@ -4538,22 +4538,22 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_gemma3_27b_g
         }
         switch (rows) {
         case 6:
-            attn_gemma3_27b_global_pv_6x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r, NULL);
+            attn_pv_6x128_f32_pf__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r, NULL);
             break;
         case 5:
-            attn_gemma3_27b_global_pv_5x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r, NULL);
+            attn_pv_5x128_f32_pf__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r, NULL);
             break;
         case 4:
-            attn_gemma3_27b_global_pv_4x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r, NULL);
+            attn_pv_4x128_f32_pf__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r, NULL);
             break;
         case 3:
-            attn_gemma3_27b_global_pv_3x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r, NULL);
+            attn_pv_3x128_f32_pf__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r, NULL);
             break;
         case 2:
-            attn_gemma3_27b_global_pv_2x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r, NULL);
+            attn_pv_2x128_f32_pf__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r, NULL);
             break;
         default:
-            attn_gemma3_27b_global_pv_1x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r, NULL);
+            attn_pv_1x128_f32_pf__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r, NULL);
             break;
         }
         if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
@@ -4859,7 +4859,7 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m128 attn_exp2_q4__avx2
 
 /* C[4][16] = A[4][128] B[128][16]: a: 4 rows of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  16384 FLOPs, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_27b_global_qk_4x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_4x16_d128_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -4982,7 +4982,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_2
 
 /* C[2][16] = A[2][128] B[128][16]: a: 2 rows of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  8192 FLOPs, 7 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_27b_global_qk_2x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_2x16_d128_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -5065,7 +5065,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_2
 
 /* C[1][16] = A[1][128] B[128][16]: a: 1 row of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  4096 FLOPs, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_27b_global_qk_1x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_1x16_d128_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -5128,7 +5128,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_2
 
 /* C[4][8] = A[4][128] B[128][8]: a: 4 rows of A (as elements apart), b: a packed
  * panel (16 floats per d, the 8 from b), c: rows cs floats apart.  8192 FLOPs, 6 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_27b_global_qk_4x8_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_4x8_d128_f32_p16__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps();
@@ -5240,7 +5240,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_2
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1536 FLOPs per key, 15 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_27b_global_pv_6x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_6x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5354,7 +5354,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_2
 /* O[5][128] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1280 FLOPs per key, 13 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_27b_global_pv_5x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_5x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5453,7 +5453,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_2
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_27b_global_pv_4x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_4x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5537,7 +5537,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_2
 /* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 768 FLOPs per key, 9 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_27b_global_pv_3x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_3x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5606,7 +5606,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_2
 /* O[2][128] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 512 FLOPs per key, 7 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_27b_global_pv_2x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_2x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5660,7 +5660,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_2
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_27b_global_pv_1x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_1x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5866,7 +5866,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_27b_global_kvpa
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (128 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_27b_global_dot_4x2_f32__avx2(const float *restrict q, int64_t R, const float *restrict k0,
+__attribute__((target("avx2,fma,f16c"))) static void attn_dot_4x2_d128_f32__avx2(const float *restrict q, int64_t R, const float *restrict k0,
         const float *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -5914,7 +5914,7 @@ typedef struct {
 typedef char attn_gemma3_27b_global_dscratch_fits__avx2[sizeof(attn_gemma3_27b_global_dscratch__avx2) <= DECODE_SCRATCH ? 1 : -1];
 
 /* O[2 rows] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_27b_global_srescale_2x128__avx2(float *restrict o, __m128 alpha)
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_srescale_2x128_f32__avx2(float *restrict o, __m128 alpha)
 {
     const __m256 s = _mm256_insertf128_ps(_mm256_castps128_ps256(alpha), alpha, 1);
     int64_t c;
@@ -5943,7 +5943,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_gemma3_2
         lv = _mm_mul_ps(lv, alpha);
         mv = mn;
         _mm_storeu_ps(m, mv);
-        attn_gemma3_27b_global_srescale_2x128__avx2(o, alpha);
+        attn_srescale_2x128_f32__avx2(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = _mm_mul_ps(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -6016,7 +6016,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_gemma3_27b
 }
 
 /* O[2 rows] += p_r V: one V row. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_gemma3_27b_global_spv_2x128_f32__avx2(__m128 p, const float *restrict v0, float *restrict o)
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_spv_2x128_f32__avx2(__m128 p, const float *restrict v0, float *restrict o)
 {
     const __m256 s0 = _mm256_insertf128_ps(_mm256_castps128_ps256(p), p, 1);
     const __m256 p0_0 = _mm256_permute_ps(s0, 0x00);
@@ -6030,7 +6030,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_gemma3_27b
 }
 
 /* O[2 rows] += w[0] V0 + ... + w[1] V1: 2 V rows in one pass over O. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_gemma3_27b_global_spvk_2x2_f32__avx2(const __m128 *w, const float *restrict v0, const float *restrict v1, float *restrict o)
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_spvk_2x2_v128_f32__avx2(const __m128 *w, const float *restrict v0, const float *restrict v1, float *restrict o)
 {
     const __m256 s0 = _mm256_insertf128_ps(_mm256_castps128_ps256(w[0]), w[0], 1);
     const __m256 s1 = _mm256_insertf128_ps(_mm256_castps128_ps256(w[1]), w[1], 1);
@@ -6064,7 +6064,7 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m128 attn_gemma3_27b_gl
  * of their own: inside the decode unit gcc kept them on the stack, a reload for
  * every few FMAs.
  * pr: NULL, or 16 rows of the next block to prefetch into L2, 8 lines a row. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_27b_global_lanes_8x1_f32__avx2(const float *restrict k0, int64_t ks,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_lanes_8x1_d128_f32_p16_pf__avx2(const float *restrict k0, int64_t ks,
         const float *restrict qt, float *restrict s, int64_t rp, const float *const *pr)
 {
     const float *restrict k1 = k0 + 1 * ks;
@@ -6077,9 +6077,9 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_2
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps(), a4 = _mm256_setzero_ps(), a5 = _mm256_setzero_ps(), a6 = _mm256_setzero_ps(), a7 = _mm256_setzero_ps();
     int64_t d;
     if (pr) /* one line of them an iteration, 8 lines a row */
-        for (d = 0; d < D; d++) {
+        for (d = 0; d < 128; d++) {
             const __m256 q = _mm256_loadu_ps(qt + d * 16);
-            attn_gemma3_27b_global_prefetch_line_l2(pr[d / 8] + d % 8 * 16);
+            attn_prefetch_line_l2(pr[d / 8] + d % 8 * 16);
             a0 = _mm256_fmadd_ps(_mm256_set1_ps(k0[d]), q, a0);
             a1 = _mm256_fmadd_ps(_mm256_set1_ps(k1[d]), q, a1);
             a2 = _mm256_fmadd_ps(_mm256_set1_ps(k2[d]), q, a2);
@@ -6090,7 +6090,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_2
             a7 = _mm256_fmadd_ps(_mm256_set1_ps(k7[d]), q, a7);
         }
     else
-        for (d = 0; d < D; d++) {
+        for (d = 0; d < 128; d++) {
             const __m256 q = _mm256_loadu_ps(qt + d * 16);
             a0 = _mm256_fmadd_ps(_mm256_set1_ps(k0[d]), q, a0);
             a1 = _mm256_fmadd_ps(_mm256_set1_ps(k1[d]), q, a1);
@@ -6117,7 +6117,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_2
  * Each FMA takes a pair of K values broadcast to every pair of lanes, so no
  * lane is padding and only the end sums lane pairs.  Out of line, as above.
  * pr: NULL, or 8 rows of the next block to prefetch into L2, 8 lines a row. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_27b_global_dpairs_8x1__avx2(const float *restrict k0, int64_t ks,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_dpairs_8x1_d128_f32_pf__avx2(const float *restrict k0, int64_t ks,
         const float *restrict qp, float *restrict s, int64_t rp, const float *const *pr)
 {
     const float *restrict k1 = k0 + 1 * ks;
@@ -6130,9 +6130,9 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_2
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps(), a4 = _mm256_setzero_ps(), a5 = _mm256_setzero_ps(), a6 = _mm256_setzero_ps(), a7 = _mm256_setzero_ps();
     int64_t d;
     if (pr) /* one line of them an iteration, 8 lines a row */
-        for (d = 0; d < D; d += 2) {
+        for (d = 0; d < 128; d += 2) {
             const __m256 q = _mm256_loadu_ps(qp + d * 4);
-            attn_gemma3_27b_global_prefetch_line_l2(pr[d / 16] + d / 2 % 8 * 16);
+            attn_prefetch_line_l2(pr[d / 16] + d / 2 % 8 * 16);
             a0 = _mm256_fmadd_ps(attn_set2__avx2(k0 + d), q, a0);
             a1 = _mm256_fmadd_ps(attn_set2__avx2(k1 + d), q, a1);
             a2 = _mm256_fmadd_ps(attn_set2__avx2(k2 + d), q, a2);
@@ -6143,7 +6143,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_2
             a7 = _mm256_fmadd_ps(attn_set2__avx2(k7 + d), q, a7);
         }
     else
-        for (d = 0; d < D; d += 2) {
+        for (d = 0; d < 128; d += 2) {
             const __m256 q = _mm256_loadu_ps(qp + d * 4);
             a0 = _mm256_fmadd_ps(attn_set2__avx2(k0 + d), q, a0);
             a1 = _mm256_fmadd_ps(attn_set2__avx2(k1 + d), q, a1);
@@ -6225,7 +6225,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_gem
                     const float *pr[LINE_FLOATS]; /* the next block's rows this call prefetches */
                     const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
                     if (inside) pl = attn_gemma3_27b_global_next_rows(&kv, jn, pn, pl, pr, LINE_FLOATS, w->s);
-                    attn_gemma3_27b_global_lanes_8x1_f32__avx2(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
+                    attn_lanes_8x1_d128_f32_p16_pf__avx2(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
                     attn_gemma3_27b_global_key_starts(&kv, &ks, ks_end, kper);
                     c += SCORE_KEYS;
                 } else { /* one key */
@@ -6255,7 +6255,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_gem
                     const float *pr[LINE_FLOATS / 2]; /* the next block's rows this call prefetches */
                     const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
                     if (inside) pl = attn_gemma3_27b_global_next_rows(&kv, jn, pn, pl, pr, LINE_FLOATS / 2, w->s);
-                    attn_gemma3_27b_global_dpairs_8x1__avx2(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
+                    attn_dpairs_8x1_d128_f32_pf__avx2(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
                     attn_gemma3_27b_global_key_starts(&kv, &ks, ks_end, kper);
                     c += SCORE_KEYS;
                 } else { /* one key */
@@ -6279,7 +6279,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_gem
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_gemma3_27b_global_dot_4x2_f32__avx2(w->q + hk * glp * Q_STRIDE, glp, attn_gemma3_27b_global_k_row(&kv, hk, j0 + c),
+                attn_dot_4x2_d128_f32__avx2(w->q + hk * glp * Q_STRIDE, glp, attn_gemma3_27b_global_k_row(&kv, hk, j0 + c),
                         attn_gemma3_27b_global_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                     const float *row = attn_gemma3_27b_global_next_row(&kv, jn, pl);
@@ -6298,7 +6298,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_gem
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
                 for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_gemma3_27b_global_qk_4x16_f32__avx2(attn_gemma3_27b_global_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_4x16_d128_f32__avx2(attn_gemma3_27b_global_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                         const float *row = attn_gemma3_27b_global_next_row(&kv, jn, pl);
                         const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -6309,7 +6309,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_gem
                     }
                 }
                 for (; c < kb; c++)
-                    attn_gemma3_27b_global_qk_1x16_f32__avx2(attn_gemma3_27b_global_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_1x16_d128_f32__avx2(attn_gemma3_27b_global_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                 for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                     const float *row = attn_gemma3_27b_global_next_row(&kv, jn, pl);
                     const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -6361,27 +6361,27 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_gem
             const int64_t left = hk * glp + gl - r;
             const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
             if (take >= 6) {
-                attn_gemma3_27b_global_pv_6x128_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_6x128_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 6;
             } else
             if (take >= 5) {
-                attn_gemma3_27b_global_pv_5x128_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_5x128_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 5;
             } else
             if (take >= 4) {
-                attn_gemma3_27b_global_pv_4x128_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_4x128_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 4;
             } else
             if (take >= 3) {
-                attn_gemma3_27b_global_pv_3x128_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_3x128_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 3;
             } else
             if (take >= 2) {
-                attn_gemma3_27b_global_pv_2x128_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_2x128_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 2;
             } else
             {
-                attn_gemma3_27b_global_pv_1x128_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_1x128_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 1;
             }
             for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -6548,7 +6548,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_2
             hk = w->hk_lo;
             attn_gemma3_27b_global_sqk_2x2_f32__avx2(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, hk, jp + 0), attn_gemma3_27b_global_k_row(&kv, hk, jp + 1),
                         w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
-            attn_gemma3_27b_global_spvk_2x2_f32__avx2(wt, attn_gemma3_27b_global_v_row(&kv, hk, jp + 0), attn_gemma3_27b_global_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
+            attn_spvk_2x2_v128_f32__avx2(wt, attn_gemma3_27b_global_v_row(&kv, hk, jp + 0), attn_gemma3_27b_global_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
             j = jp;
             if (j + STREAM_PREFETCH + 0 < j_end) {
                 attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -6569,7 +6569,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_2
                 if (jn + (STEP_KEYS - 1) < j_end)
                     attn_gemma3_27b_global_sqk_2x2_f32__avx2(w->sq + (hn) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, hn, jn + 0), attn_gemma3_27b_global_k_row(&kv, hn, jn + 1),
                         w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
-                attn_gemma3_27b_global_spvk_2x2_f32__avx2(wt, attn_gemma3_27b_global_v_row(&kv, hk, jp + 0), attn_gemma3_27b_global_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
+                attn_spvk_2x2_v128_f32__avx2(wt, attn_gemma3_27b_global_v_row(&kv, hk, jp + 0), attn_gemma3_27b_global_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                 j = jp;
                 if (j + STREAM_PREFETCH + 0 < j_end) {
                     attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -6590,7 +6590,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_2
         for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             p = attn_gemma3_27b_global_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-            attn_gemma3_27b_global_spv_2x128_f32__avx2(p, attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+            attn_spv_2x128_f32__avx2(p, attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
         }
 }
 
@@ -6642,7 +6642,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_27b_global_suni
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
                     p = attn_gemma3_27b_global_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_gemma3_27b_global_spv_2x128_f32__avx2(p, attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_2x128_f32__avx2(p, attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -6658,7 +6658,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_27b_global_suni
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_gemma3_27b_global_sqk_2x1_f32__avx2(w->sq + (hn) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
-                    attn_gemma3_27b_global_spv_2x128_f32__avx2(p, attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_2x128_f32__avx2(p, attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -6671,7 +6671,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_27b_global_suni
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_gemma3_27b_global_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_gemma3_27b_global_spv_2x128_f32__avx2(p, attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_2x128_f32__avx2(p, attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -6690,7 +6690,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_27b_global_suni
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_gemma3_27b_global_sterms_2x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_gemma3_27b_global_spv_2x128_f32__avx2(attn_gemma3_27b_global_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x128_f32__avx2(attn_gemma3_27b_global_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -6702,7 +6702,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_27b_global_suni
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_gemma3_27b_global_sterms_2x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_gemma3_27b_global_spv_2x128_f32__avx2(attn_gemma3_27b_global_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x128_f32__avx2(attn_gemma3_27b_global_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -6911,19 +6911,19 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_gemma3_27b
                     while (!attn_gemma3_27b_global_sees(w->first + r, w->last + r, 4, u1 - 8, u1)) u1 -= 8;
                 }
                 if (u1 - u0 == PREFILL_NC)
-                    attn_gemma3_27b_global_qk_4x16_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                    attn_qk_4x16_d128_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
                 else
                     for (u = u0; u < u1; u += 8)
-                        attn_gemma3_27b_global_qk_4x8_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
+                        attn_qk_4x8_d128_f32_p16__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
             }
         if (r + 2 <= tq) { /* half a block of the last rows, then one at a time */
             if (cls == TILE_FULL || attn_gemma3_27b_global_sees(w->first + r, w->last + r, 2, c, c + PREFILL_NC))
-                attn_gemma3_27b_global_qk_2x16_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_2x16_d128_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
             r += 2;
         }
         for (; r < tq; r++)
             if (cls == TILE_FULL || attn_gemma3_27b_global_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
-                attn_gemma3_27b_global_qk_1x16_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_1x16_d128_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
     }
 }
 
@@ -6987,22 +6987,22 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_gemma3_27b
         }
         switch (rows) {
         case 6:
-            attn_gemma3_27b_global_pv_6x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_6x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 5:
-            attn_gemma3_27b_global_pv_5x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_5x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 4:
-            attn_gemma3_27b_global_pv_4x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_4x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 3:
-            attn_gemma3_27b_global_pv_3x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_3x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 2:
-            attn_gemma3_27b_global_pv_2x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_2x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         default:
-            attn_gemma3_27b_global_pv_1x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_1x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         }
         if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
@@ -7289,7 +7289,7 @@ static inline float32x4_t attn_exp2_q4__neon(float32x4_t x)
 
 /* C[8][8] = A[8][128] B[128][8]: a: 8 rows of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  16384 FLOPs, 19 vector registers. */
-ATTN_NOINLINE static void attn_gemma3_27b_global_qk_8x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_8x8_d128_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -7492,7 +7492,7 @@ ATTN_NOINLINE static void attn_gemma3_27b_global_qk_8x8_f32__neon(const float *r
 
 /* C[4][8] = A[4][128] B[128][8]: a: 4 rows of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  8192 FLOPs, 11 vector registers. */
-ATTN_NOINLINE static void attn_gemma3_27b_global_qk_4x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_4x8_d128_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -7615,7 +7615,7 @@ ATTN_NOINLINE static void attn_gemma3_27b_global_qk_4x8_f32__neon(const float *r
 
 /* C[1][8] = A[1][128] B[128][8]: a: 1 row of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  2048 FLOPs, 5 vector registers. */
-ATTN_NOINLINE static void attn_gemma3_27b_global_qk_1x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_1x8_d128_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -7678,7 +7678,7 @@ ATTN_NOINLINE static void attn_gemma3_27b_global_qk_1x8_f32__neon(const float *r
 
 /* C[8][4] = A[8][128] B[128][4]: a: 8 rows of A (as elements apart), b: a packed
  * panel (8 floats per d, the 4 from b), c: rows cs floats apart.  8192 FLOPs, 10 vector registers. */
-ATTN_NOINLINE static void attn_gemma3_27b_global_qk_8x4_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_8x4_d128_f32_p8__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f);
@@ -7866,7 +7866,7 @@ ATTN_NOINLINE static void attn_gemma3_27b_global_qk_8x4_f32__neon(const float *r
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1536 FLOPs per key, 31 vector registers. */
-ATTN_NOINLINE static void attn_gemma3_27b_global_pv_6x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_6x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -7996,7 +7996,7 @@ ATTN_NOINLINE static void attn_gemma3_27b_global_pv_6x128_f32__neon(const float 
 /* O[5][128] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1280 FLOPs per key, 26 vector registers. */
-ATTN_NOINLINE static void attn_gemma3_27b_global_pv_5x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_5x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -8113,7 +8113,7 @@ ATTN_NOINLINE static void attn_gemma3_27b_global_pv_5x128_f32__neon(const float 
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 21 vector registers. */
-ATTN_NOINLINE static void attn_gemma3_27b_global_pv_4x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_4x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -8217,7 +8217,7 @@ ATTN_NOINLINE static void attn_gemma3_27b_global_pv_4x128_f32__neon(const float 
 /* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 768 FLOPs per key, 16 vector registers. */
-ATTN_NOINLINE static void attn_gemma3_27b_global_pv_3x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_3x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -8308,7 +8308,7 @@ ATTN_NOINLINE static void attn_gemma3_27b_global_pv_3x128_f32__neon(const float 
 /* O[2][128] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 512 FLOPs per key, 11 vector registers. */
-ATTN_NOINLINE static void attn_gemma3_27b_global_pv_2x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_2x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -8386,7 +8386,7 @@ ATTN_NOINLINE static void attn_gemma3_27b_global_pv_2x128_f32__neon(const float 
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 6 vector registers. */
-ATTN_NOINLINE static void attn_gemma3_27b_global_pv_1x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_1x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -8642,7 +8642,7 @@ static void attn_gemma3_27b_global_kvpack_f32__neon(const attn_gemma3_27b_global
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (128 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-static void attn_gemma3_27b_global_dot_4x2_f32__neon(const float *restrict q, int64_t R, const float *restrict k0,
+static void attn_dot_4x2_d128_f32__neon(const float *restrict q, int64_t R, const float *restrict k0,
         const float *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -8690,7 +8690,7 @@ typedef struct {
 typedef char attn_gemma3_27b_global_dscratch_fits__neon[sizeof(attn_gemma3_27b_global_dscratch__neon) <= DECODE_SCRATCH ? 1 : -1];
 
 /* O[2 rows] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE static void attn_gemma3_27b_global_srescale_2x128__neon(float *restrict o, float32x4_t alpha)
+ATTN_NOINLINE static void attn_srescale_2x128_f32__neon(float *restrict o, float32x4_t alpha)
 {
     const float32x4_t s = alpha;
     int64_t c;
@@ -8719,7 +8719,7 @@ static ATTN_INLINE float32x4_t attn_gemma3_27b_global_supd_2x1__neon(float32x4_t
         lv = vmulq_f32(lv, alpha);
         mv = mn;
         vst1q_f32(m, mv);
-        attn_gemma3_27b_global_srescale_2x128__neon(o, alpha);
+        attn_srescale_2x128_f32__neon(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = vmulq_f32(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -8755,7 +8755,7 @@ static ATTN_INLINE float32x4_t attn_gemma3_27b_global_sqk_2x1_f32__neon(const fl
 }
 
 /* O[2 rows] += p_r V: one V row. */
-static ATTN_INLINE void attn_gemma3_27b_global_spv_2x128_f32__neon(float32x4_t p, const float *restrict v0, float *restrict o)
+static ATTN_INLINE void attn_spv_2x128_f32__neon(float32x4_t p, const float *restrict v0, float *restrict o)
 {
     const float32x4_t s0 = p;
     const float32x4_t p0_0 = vdupq_laneq_f32(s0, 0);
@@ -8785,7 +8785,7 @@ static inline float32x4_t attn_gemma3_27b_global_sterms_2x1__neon(const attn_arg
  * of their own: inside the decode unit gcc kept them on the stack, a reload for
  * every few FMAs.
  * pr: NULL, or 16 rows of the next block to prefetch into L2, 8 lines a row. */
-ATTN_NOINLINE static void attn_gemma3_27b_global_lanes_8x1_f32__neon(const float *restrict k0, int64_t ks,
+ATTN_NOINLINE static void attn_lanes_8x1_d128_f32_p8_pf__neon(const float *restrict k0, int64_t ks,
         const float *restrict qt, float *restrict s, int64_t rp, const float *const *pr)
 {
     const float *restrict k1 = k0 + 1 * ks;
@@ -8798,9 +8798,9 @@ ATTN_NOINLINE static void attn_gemma3_27b_global_lanes_8x1_f32__neon(const float
     float32x4_t a0 = vdupq_n_f32(0.0f), a1 = vdupq_n_f32(0.0f), a2 = vdupq_n_f32(0.0f), a3 = vdupq_n_f32(0.0f), a4 = vdupq_n_f32(0.0f), a5 = vdupq_n_f32(0.0f), a6 = vdupq_n_f32(0.0f), a7 = vdupq_n_f32(0.0f);
     int64_t d;
     if (pr) /* one line of them an iteration, 8 lines a row */
-        for (d = 0; d < D; d++) {
+        for (d = 0; d < 128; d++) {
             const float32x4_t q = vld1q_f32(qt + d * 8);
-            attn_gemma3_27b_global_prefetch_line_l2(pr[d / 8] + d % 8 * 16);
+            attn_prefetch_line_l2(pr[d / 8] + d % 8 * 16);
             a0 = vfmaq_f32(a0, vdupq_n_f32(k0[d]), q);
             a1 = vfmaq_f32(a1, vdupq_n_f32(k1[d]), q);
             a2 = vfmaq_f32(a2, vdupq_n_f32(k2[d]), q);
@@ -8811,7 +8811,7 @@ ATTN_NOINLINE static void attn_gemma3_27b_global_lanes_8x1_f32__neon(const float
             a7 = vfmaq_f32(a7, vdupq_n_f32(k7[d]), q);
         }
     else
-        for (d = 0; d < D; d++) {
+        for (d = 0; d < 128; d++) {
             const float32x4_t q = vld1q_f32(qt + d * 8);
             a0 = vfmaq_f32(a0, vdupq_n_f32(k0[d]), q);
             a1 = vfmaq_f32(a1, vdupq_n_f32(k1[d]), q);
@@ -8838,7 +8838,7 @@ ATTN_NOINLINE static void attn_gemma3_27b_global_lanes_8x1_f32__neon(const float
  * Each FMA takes a pair of K values broadcast to every pair of lanes, so no
  * lane is padding and only the end sums lane pairs.  Out of line, as above.
  * pr: NULL, or 8 rows of the next block to prefetch into L2, 8 lines a row. */
-ATTN_NOINLINE static void attn_gemma3_27b_global_dpairs_8x1__neon(const float *restrict k0, int64_t ks,
+ATTN_NOINLINE static void attn_dpairs_8x1_d128_f32_pf__neon(const float *restrict k0, int64_t ks,
         const float *restrict qp, float *restrict s, int64_t rp, const float *const *pr)
 {
     const float *restrict k1 = k0 + 1 * ks;
@@ -8851,9 +8851,9 @@ ATTN_NOINLINE static void attn_gemma3_27b_global_dpairs_8x1__neon(const float *r
     float32x4_t a0 = vdupq_n_f32(0.0f), a1 = vdupq_n_f32(0.0f), a2 = vdupq_n_f32(0.0f), a3 = vdupq_n_f32(0.0f), a4 = vdupq_n_f32(0.0f), a5 = vdupq_n_f32(0.0f), a6 = vdupq_n_f32(0.0f), a7 = vdupq_n_f32(0.0f);
     int64_t d;
     if (pr) /* one line of them an iteration, 8 lines a row */
-        for (d = 0; d < D; d += 2) {
+        for (d = 0; d < 128; d += 2) {
             const float32x4_t q = vld1q_f32(qp + d * 2);
-            attn_gemma3_27b_global_prefetch_line_l2(pr[d / 16] + d / 2 % 8 * 16);
+            attn_prefetch_line_l2(pr[d / 16] + d / 2 % 8 * 16);
             a0 = vfmaq_f32(a0, vcombine_f32(vld1_f32(k0 + d), vld1_f32(k0 + d)), q);
             a1 = vfmaq_f32(a1, vcombine_f32(vld1_f32(k1 + d), vld1_f32(k1 + d)), q);
             a2 = vfmaq_f32(a2, vcombine_f32(vld1_f32(k2 + d), vld1_f32(k2 + d)), q);
@@ -8864,7 +8864,7 @@ ATTN_NOINLINE static void attn_gemma3_27b_global_dpairs_8x1__neon(const float *r
             a7 = vfmaq_f32(a7, vcombine_f32(vld1_f32(k7 + d), vld1_f32(k7 + d)), q);
         }
     else
-        for (d = 0; d < D; d += 2) {
+        for (d = 0; d < 128; d += 2) {
             const float32x4_t q = vld1q_f32(qp + d * 2);
             a0 = vfmaq_f32(a0, vcombine_f32(vld1_f32(k0 + d), vld1_f32(k0 + d)), q);
             a1 = vfmaq_f32(a1, vcombine_f32(vld1_f32(k1 + d), vld1_f32(k1 + d)), q);
@@ -8946,7 +8946,7 @@ static ATTN_ALWAYS_INLINE void attn_gemma3_27b_global_dscores__neon(const attn_g
                     const float *pr[LINE_FLOATS]; /* the next block's rows this call prefetches */
                     const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
                     if (inside) pl = attn_gemma3_27b_global_next_rows(&kv, jn, pn, pl, pr, LINE_FLOATS, w->s);
-                    attn_gemma3_27b_global_lanes_8x1_f32__neon(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
+                    attn_lanes_8x1_d128_f32_p8_pf__neon(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
                     attn_gemma3_27b_global_key_starts(&kv, &ks, ks_end, kper);
                     c += SCORE_KEYS;
                 } else { /* one key */
@@ -8976,7 +8976,7 @@ static ATTN_ALWAYS_INLINE void attn_gemma3_27b_global_dscores__neon(const attn_g
                     const float *pr[LINE_FLOATS / 2]; /* the next block's rows this call prefetches */
                     const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
                     if (inside) pl = attn_gemma3_27b_global_next_rows(&kv, jn, pn, pl, pr, LINE_FLOATS / 2, w->s);
-                    attn_gemma3_27b_global_dpairs_8x1__neon(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
+                    attn_dpairs_8x1_d128_f32_pf__neon(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
                     attn_gemma3_27b_global_key_starts(&kv, &ks, ks_end, kper);
                     c += SCORE_KEYS;
                 } else { /* one key */
@@ -9000,7 +9000,7 @@ static ATTN_ALWAYS_INLINE void attn_gemma3_27b_global_dscores__neon(const attn_g
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_gemma3_27b_global_dot_4x2_f32__neon(w->q + hk * glp * Q_STRIDE, glp, attn_gemma3_27b_global_k_row(&kv, hk, j0 + c),
+                attn_dot_4x2_d128_f32__neon(w->q + hk * glp * Q_STRIDE, glp, attn_gemma3_27b_global_k_row(&kv, hk, j0 + c),
                         attn_gemma3_27b_global_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                     const float *row = attn_gemma3_27b_global_next_row(&kv, jn, pl);
@@ -9019,7 +9019,7 @@ static ATTN_ALWAYS_INLINE void attn_gemma3_27b_global_dscores__neon(const attn_g
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
                 for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_gemma3_27b_global_qk_8x8_f32__neon(attn_gemma3_27b_global_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_8x8_d128_f32__neon(attn_gemma3_27b_global_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                         const float *row = attn_gemma3_27b_global_next_row(&kv, jn, pl);
                         const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -9030,7 +9030,7 @@ static ATTN_ALWAYS_INLINE void attn_gemma3_27b_global_dscores__neon(const attn_g
                     }
                 }
                 for (; c < kb; c++)
-                    attn_gemma3_27b_global_qk_1x8_f32__neon(attn_gemma3_27b_global_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_1x8_d128_f32__neon(attn_gemma3_27b_global_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                 for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                     const float *row = attn_gemma3_27b_global_next_row(&kv, jn, pl);
                     const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -9082,27 +9082,27 @@ static ATTN_ALWAYS_INLINE void attn_gemma3_27b_global_dpv__neon(const attn_gemma
             const int64_t left = hk * glp + gl - r;
             const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
             if (take >= 6) {
-                attn_gemma3_27b_global_pv_6x128_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_6x128_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 6;
             } else
             if (take >= 5) {
-                attn_gemma3_27b_global_pv_5x128_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_5x128_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 5;
             } else
             if (take >= 4) {
-                attn_gemma3_27b_global_pv_4x128_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_4x128_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 4;
             } else
             if (take >= 3) {
-                attn_gemma3_27b_global_pv_3x128_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_3x128_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 3;
             } else
             if (take >= 2) {
-                attn_gemma3_27b_global_pv_2x128_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_2x128_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 2;
             } else
             {
-                attn_gemma3_27b_global_pv_1x128_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_1x128_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 1;
             }
             for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -9285,7 +9285,7 @@ static void attn_gemma3_27b_global_sunit_2x1__neon(const attn_args *args, int64_
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
                     p = attn_gemma3_27b_global_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_gemma3_27b_global_spv_2x128_f32__neon(p, attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_2x128_f32__neon(p, attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -9301,7 +9301,7 @@ static void attn_gemma3_27b_global_sunit_2x1__neon(const attn_args *args, int64_
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_gemma3_27b_global_sqk_2x1_f32__neon(w->sq + (hn) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
-                    attn_gemma3_27b_global_spv_2x128_f32__neon(p, attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_2x128_f32__neon(p, attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -9314,7 +9314,7 @@ static void attn_gemma3_27b_global_sunit_2x1__neon(const attn_args *args, int64_
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_gemma3_27b_global_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_gemma3_27b_global_spv_2x128_f32__neon(p, attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_2x128_f32__neon(p, attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -9333,7 +9333,7 @@ static void attn_gemma3_27b_global_sunit_2x1__neon(const attn_args *args, int64_
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_gemma3_27b_global_sterms_2x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_gemma3_27b_global_spv_2x128_f32__neon(attn_gemma3_27b_global_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x128_f32__neon(attn_gemma3_27b_global_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -9345,7 +9345,7 @@ static void attn_gemma3_27b_global_sunit_2x1__neon(const attn_args *args, int64_
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_gemma3_27b_global_sterms_2x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_gemma3_27b_global_spv_2x128_f32__neon(attn_gemma3_27b_global_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x128_f32__neon(attn_gemma3_27b_global_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_global_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_gemma3_27b_global_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_gemma3_27b_global_prefetch_row_l2(attn_gemma3_27b_global_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -9554,19 +9554,19 @@ static ATTN_INLINE void attn_gemma3_27b_global_uscores__neon(const float *kt, in
                     while (!attn_gemma3_27b_global_sees(w->first + r, w->last + r, 8, u1 - 4, u1)) u1 -= 4;
                 }
                 if (u1 - u0 == PREFILL_NC)
-                    attn_gemma3_27b_global_qk_8x8_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                    attn_qk_8x8_d128_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
                 else
                     for (u = u0; u < u1; u += 4)
-                        attn_gemma3_27b_global_qk_8x4_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
+                        attn_qk_8x4_d128_f32_p8__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
             }
         if (r + 4 <= tq) { /* half a block of the last rows, then one at a time */
             if (cls == TILE_FULL || attn_gemma3_27b_global_sees(w->first + r, w->last + r, 4, c, c + PREFILL_NC))
-                attn_gemma3_27b_global_qk_4x8_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_4x8_d128_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
             r += 4;
         }
         for (; r < tq; r++)
             if (cls == TILE_FULL || attn_gemma3_27b_global_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
-                attn_gemma3_27b_global_qk_1x8_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_1x8_d128_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
     }
 }
 
@@ -9630,22 +9630,22 @@ static ATTN_INLINE void attn_gemma3_27b_global_upv__neon(const attn_args *args, 
         }
         switch (rows) {
         case 6:
-            attn_gemma3_27b_global_pv_6x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_6x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 5:
-            attn_gemma3_27b_global_pv_5x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_5x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 4:
-            attn_gemma3_27b_global_pv_4x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_4x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 3:
-            attn_gemma3_27b_global_pv_3x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_3x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 2:
-            attn_gemma3_27b_global_pv_2x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_2x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         default:
-            attn_gemma3_27b_global_pv_1x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_1x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         }
         if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
@@ -9857,7 +9857,7 @@ attn_status attn_gemma3_27b_global_fwd__neon(const attn_args *args)
 
 /* C[4][2] = A[4][128] B[128][2]: a: 4 rows of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  2048 FLOPs, 11 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_gemma3_27b_global_qk_4x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qk_4x2_d128_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -9980,7 +9980,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_gemma3_27b_global_qk_4x2_f32__sca
 
 /* C[1][2] = A[1][128] B[128][2]: a: 1 row of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  512 FLOPs, 5 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_gemma3_27b_global_qk_1x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qk_1x2_d128_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -10043,7 +10043,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_gemma3_27b_global_qk_1x2_f32__sca
 
 /* C[4][1] = A[4][128] B[128][1]: a: 4 rows of A (as elements apart), b: a packed
  * panel (2 floats per d, the 1 from b), c: rows cs floats apart.  1024 FLOPs, 6 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_gemma3_27b_global_qk_4x1_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qk_4x1_d128_f32_p2__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f;
@@ -10155,7 +10155,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_gemma3_27b_global_qk_4x1_f32__sca
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 64 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 13 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_gemma3_27b_global_pv_4x128_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_pv_4x128_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -10227,7 +10227,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_gemma3_27b_global_pv_4x128_f32__s
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 64 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 4 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_gemma3_27b_global_pv_1x128_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_pv_1x128_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -10655,7 +10655,7 @@ ATTN_NO_AUTOVEC static void attn_gemma3_27b_global_kvpack_f32__scalar(const attn
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (128 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-ATTN_NO_AUTOVEC static void attn_gemma3_27b_global_dot_4x2_f32__scalar(const float *restrict q, int64_t R, const float *restrict k0,
+ATTN_NO_AUTOVEC static void attn_dot_4x2_d128_f32__scalar(const float *restrict q, int64_t R, const float *restrict k0,
         const float *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -10752,7 +10752,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_gemma3_27b_global_dscores__s
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_gemma3_27b_global_dot_4x2_f32__scalar(w->q + hk * glp * Q_STRIDE, glp, attn_gemma3_27b_global_k_row(&kv, hk, j0 + c),
+                attn_dot_4x2_d128_f32__scalar(w->q + hk * glp * Q_STRIDE, glp, attn_gemma3_27b_global_k_row(&kv, hk, j0 + c),
                         attn_gemma3_27b_global_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                     const float *row = attn_gemma3_27b_global_next_row(&kv, jn, pl);
@@ -10771,7 +10771,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_gemma3_27b_global_dscores__s
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
                 for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_gemma3_27b_global_qk_4x2_f32__scalar(attn_gemma3_27b_global_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_4x2_d128_f32__scalar(attn_gemma3_27b_global_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                         const float *row = attn_gemma3_27b_global_next_row(&kv, jn, pl);
                         const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -10782,7 +10782,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_gemma3_27b_global_dscores__s
                     }
                 }
                 for (; c < kb; c++)
-                    attn_gemma3_27b_global_qk_1x2_f32__scalar(attn_gemma3_27b_global_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_1x2_d128_f32__scalar(attn_gemma3_27b_global_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                 for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                     const float *row = attn_gemma3_27b_global_next_row(&kv, jn, pl);
                     const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -10826,11 +10826,11 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_gemma3_27b_global_dpv__scala
         for (r = hk * glp; r < hk * glp + gl;) {
             const int64_t take = hk * glp + gl - r; /* the widest kernel that fits the rows left */
             if (take >= 4) {
-                attn_gemma3_27b_global_pv_4x128_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_4x128_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 4;
             } else
             {
-                attn_gemma3_27b_global_pv_1x128_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_1x128_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 1;
             }
             for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -11130,14 +11130,14 @@ ATTN_NO_AUTOVEC static ATTN_INLINE void attn_gemma3_27b_global_uscores__scalar(c
                     while (!attn_gemma3_27b_global_sees(w->first + r, w->last + r, 4, u1 - 1, u1)) u1 -= 1;
                 }
                 if (u1 - u0 == PREFILL_NC)
-                    attn_gemma3_27b_global_qk_4x2_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                    attn_qk_4x2_d128_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
                 else
                     for (u = u0; u < u1; u += 1)
-                        attn_gemma3_27b_global_qk_4x1_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
+                        attn_qk_4x1_d128_f32_p2__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
             }
         for (; r < tq; r++)
             if (cls == TILE_FULL || attn_gemma3_27b_global_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
-                attn_gemma3_27b_global_qk_1x2_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_1x2_d128_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
     }
 }
 
@@ -11201,10 +11201,10 @@ ATTN_NO_AUTOVEC static ATTN_INLINE void attn_gemma3_27b_global_upv__scalar(const
         }
         switch (rows) {
         case 4:
-            attn_gemma3_27b_global_pv_4x128_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_4x128_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         default:
-            attn_gemma3_27b_global_pv_1x128_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_1x128_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         }
         if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */

@@ -737,7 +737,7 @@ __attribute__((target("avx512f,fma"))) static inline __m512 attn_exp2__avx512(__
 
 /* C[8][32] = A[8][64] B[64][32]: a: 8 rows of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  32768 FLOPs, 19 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gpt_oss_20b_local_qk_8x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_8x32_d64_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -940,7 +940,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gpt_oss_20
 
 /* C[4][32] = A[4][64] B[64][32]: a: 4 rows of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  16384 FLOPs, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gpt_oss_20b_local_qk_4x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_4x32_d64_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -1063,7 +1063,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gpt_oss_20
 
 /* C[1][32] = A[1][64] B[64][32]: a: 1 row of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  4096 FLOPs, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gpt_oss_20b_local_qk_1x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_1x32_d64_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -1126,7 +1126,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gpt_oss_20
 
 /* C[8][16] = A[8][64] B[64][16]: a: 8 rows of A (as elements apart), b: a packed
  * panel (32 floats per d, the 16 from b), c: rows cs floats apart.  16384 FLOPs, 10 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gpt_oss_20b_local_qk_8x16_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_8x16_d64_f32_p32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps();
@@ -1314,7 +1314,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gpt_oss_20
 /* O[8][64] = alpha * O + P[8][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 2 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 1024 FLOPs per key, 19 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gpt_oss_20b_local_pv_8x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_8x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     { /* columns 0..31 */
@@ -1450,7 +1450,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gpt_oss_20
 /* O[7][64] = alpha * O + P[7][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 2 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 896 FLOPs per key, 17 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gpt_oss_20b_local_pv_7x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_7x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     { /* columns 0..31 */
@@ -1572,7 +1572,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gpt_oss_20
 /* O[6][64] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 768 FLOPs per key, 31 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gpt_oss_20b_local_pv_6x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_6x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1644,7 +1644,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gpt_oss_20
 /* O[5][64] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 640 FLOPs per key, 26 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gpt_oss_20b_local_pv_5x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_5x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1709,7 +1709,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gpt_oss_20
 /* O[4][64] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 512 FLOPs per key, 21 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gpt_oss_20b_local_pv_4x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_4x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1767,7 +1767,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gpt_oss_20
 /* O[3][64] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 384 FLOPs per key, 16 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gpt_oss_20b_local_pv_3x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_3x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1818,7 +1818,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gpt_oss_20
 /* O[2][64] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 256 FLOPs per key, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gpt_oss_20b_local_pv_2x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_2x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1862,7 +1862,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gpt_oss_20
 /* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 128 FLOPs per key, 6 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gpt_oss_20b_local_pv_1x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_1x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -2034,7 +2034,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gpt_oss_20b_local_kvpack
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (64 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-__attribute__((target("avx512f,fma"))) static void attn_gpt_oss_20b_local_dot_4x2_f32__avx512(const float *restrict q, int64_t R, const float *restrict k0,
+__attribute__((target("avx512f,fma"))) static void attn_dot_4x2_d64_f32__avx512(const float *restrict q, int64_t R, const float *restrict k0,
         const float *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -2126,7 +2126,7 @@ typedef char attn_gpt_oss_20b_local_dscratch_fits__avx512[sizeof(attn_gpt_oss_20
  * row r, K rows ks elements apart from k0, Q packed as qp[(d / 2) * 16 + 2r + d % 2].
  * Each FMA takes a pair of K values broadcast to every pair of lanes, so no
  * lane is padding and only the end sums lane pairs.  Out of line, as above. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gpt_oss_20b_local_dpairs_8x1__avx512(const float *restrict k0, int64_t ks,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_dpairs_8x1_d64_f32__avx512(const float *restrict k0, int64_t ks,
         const float *restrict qp, float *restrict s, int64_t rp)
 {
     const float *restrict k1 = k0 + 1 * ks;
@@ -2138,7 +2138,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gpt_oss_20
     const float *restrict k7 = k0 + 7 * ks;
     __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps(), a4 = _mm512_setzero_ps(), a5 = _mm512_setzero_ps(), a6 = _mm512_setzero_ps(), a7 = _mm512_setzero_ps();
     int64_t d;
-    for (d = 0; d < D; d += 2) {
+    for (d = 0; d < 64; d += 2) {
         const __m512 q = _mm512_loadu_ps(qp + d * 8);
         a0 = _mm512_fmadd_ps(attn_set2__avx512(k0 + d), q, a0);
         a1 = _mm512_fmadd_ps(attn_set2__avx512(k1 + d), q, a1);
@@ -2161,7 +2161,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gpt_oss_20
  * = K row i . Q row r.  Each pair of K values, broadcast once, feeds two FMAs,
  * where the rows along the lanes (one K value broadcast for each FMA) were
  * bound by the loads (docs/decode.md).  Out of line, as above. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gpt_oss_20b_local_dpairs_8x2__avx512(const float *restrict k0, int64_t ks,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_dpairs_8x2_d64_f32__avx512(const float *restrict k0, int64_t ks,
         const float *restrict qp, float *restrict s, int64_t rp)
 {
     const float *restrict k1 = k0 + 1 * ks;
@@ -2173,7 +2173,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gpt_oss_20
     const float *restrict k7 = k0 + 7 * ks;
     __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps(), a4 = _mm512_setzero_ps(), a5 = _mm512_setzero_ps(), a6 = _mm512_setzero_ps(), a7 = _mm512_setzero_ps(), a8 = _mm512_setzero_ps(), a9 = _mm512_setzero_ps(), a10 = _mm512_setzero_ps(), a11 = _mm512_setzero_ps(), a12 = _mm512_setzero_ps(), a13 = _mm512_setzero_ps(), a14 = _mm512_setzero_ps(), a15 = _mm512_setzero_ps();
     int64_t d;
-    for (d = 0; d < D; d += 2) {
+    for (d = 0; d < 64; d += 2) {
         const __m512 q0 = _mm512_loadu_ps(qp + d * 16 + 0), q1 = _mm512_loadu_ps(qp + d * 16 + 16);
         {
             const __m512 kb = attn_set2__avx512(k0 + d);
@@ -2224,7 +2224,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gpt_oss_20
  * (AMD Zen 4), the narrower vectors cost these rows no FMA throughput, and
  * Llama-3-8B at Lq 1 read its cache faster so than by dot products, on Zen 4
  * and on Zen 5 (docs/decode.md). */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gpt_oss_20b_local_hpairs_8x1__avx512(const float *restrict k0, int64_t ks,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_hpairs_8x1_d64_f32__avx512(const float *restrict k0, int64_t ks,
         const float *restrict qp, float *restrict s, int64_t rp)
 {
     const float *restrict k1 = k0 + 1 * ks;
@@ -2236,7 +2236,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gpt_oss_20
     const float *restrict k7 = k0 + 7 * ks;
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps(), a4 = _mm256_setzero_ps(), a5 = _mm256_setzero_ps(), a6 = _mm256_setzero_ps(), a7 = _mm256_setzero_ps();
     int64_t d;
-    for (d = 0; d < D; d += 2) {
+    for (d = 0; d < 64; d += 2) {
         const __m256 q = _mm256_loadu_ps(qp + d * 4);
         a0 = _mm256_fmadd_ps(attn_set2_half__avx512(k0 + d), q, a0);
         a1 = _mm256_fmadd_ps(attn_set2_half__avx512(k1 + d), q, a1);
@@ -2313,7 +2313,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_gpt_o
                 const float *k0 = attn_gpt_oss_20b_local_k_row(&kv, hk, j0 + c);
                 int64_t d;
                 if (c + SCORE_KEYS <= kb) { /* 8 keys */
-                    attn_gpt_oss_20b_local_dpairs_8x2__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
+                    attn_dpairs_8x2_d64_f32__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
                     c += SCORE_KEYS;
                 } else { /* one key */
                     __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
@@ -2339,7 +2339,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_gpt_o
                 const float *k0 = attn_gpt_oss_20b_local_k_row(&kv, hk, j0 + c);
                 int64_t d;
                 if (c + SCORE_KEYS <= kb) { /* 8 keys */
-                    attn_gpt_oss_20b_local_hpairs_8x1__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
+                    attn_hpairs_8x1_d64_f32__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
                     c += SCORE_KEYS;
                 } else { /* one key */
                     __m256 a0 = _mm256_setzero_ps();
@@ -2365,7 +2365,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_gpt_o
                 const float *k0 = attn_gpt_oss_20b_local_k_row(&kv, hk, j0 + c);
                 int64_t d;
                 if (c + SCORE_KEYS <= kb) { /* 8 keys */
-                    attn_gpt_oss_20b_local_dpairs_8x1__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
+                    attn_dpairs_8x1_d64_f32__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
                     c += SCORE_KEYS;
                 } else { /* one key */
                     __m512 a0 = _mm512_setzero_ps();
@@ -2388,7 +2388,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_gpt_o
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_gpt_oss_20b_local_dot_4x2_f32__avx512(w->q + hk * glp * Q_STRIDE, glp, attn_gpt_oss_20b_local_k_row(&kv, hk, j0 + c),
+                attn_dot_4x2_d64_f32__avx512(w->q + hk * glp * Q_STRIDE, glp, attn_gpt_oss_20b_local_k_row(&kv, hk, j0 + c),
                         attn_gpt_oss_20b_local_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                     const float *row = attn_gpt_oss_20b_local_next_row(&kv, jn, pl);
@@ -2407,7 +2407,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_gpt_o
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
                 for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_gpt_oss_20b_local_qk_8x32_f32__avx512(attn_gpt_oss_20b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_8x32_d64_f32__avx512(attn_gpt_oss_20b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                         const float *row = attn_gpt_oss_20b_local_next_row(&kv, jn, pl);
                         const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -2418,7 +2418,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_gpt_o
                     }
                 }
                 for (; c < kb; c++)
-                    attn_gpt_oss_20b_local_qk_1x32_f32__avx512(attn_gpt_oss_20b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_1x32_d64_f32__avx512(attn_gpt_oss_20b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                 for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                     const float *row = attn_gpt_oss_20b_local_next_row(&kv, jn, pl);
                     const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -2467,35 +2467,35 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_gpt_o
             const int64_t left = hk * glp + gl - r;
             const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
             if (take >= 8) {
-                attn_gpt_oss_20b_local_pv_8x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_8x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 8;
             } else
             if (take >= 7) {
-                attn_gpt_oss_20b_local_pv_7x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_7x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 7;
             } else
             if (take >= 6) {
-                attn_gpt_oss_20b_local_pv_6x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_6x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 6;
             } else
             if (take >= 5) {
-                attn_gpt_oss_20b_local_pv_5x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_5x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 5;
             } else
             if (take >= 4) {
-                attn_gpt_oss_20b_local_pv_4x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_4x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 4;
             } else
             if (take >= 3) {
-                attn_gpt_oss_20b_local_pv_3x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_3x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 3;
             } else
             if (take >= 2) {
-                attn_gpt_oss_20b_local_pv_2x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_2x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 2;
             } else
             {
-                attn_gpt_oss_20b_local_pv_1x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_1x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 1;
             }
             for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -2802,19 +2802,19 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_gpt_oss_20b_
                     while (!attn_gpt_oss_20b_local_sees(w->first + r, w->last + r, 8, u1 - 16, u1)) u1 -= 16;
                 }
                 if (u1 - u0 == PREFILL_NC)
-                    attn_gpt_oss_20b_local_qk_8x32_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                    attn_qk_8x32_d64_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
                 else
                     for (u = u0; u < u1; u += 16)
-                        attn_gpt_oss_20b_local_qk_8x16_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
+                        attn_qk_8x16_d64_f32_p32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
             }
         if (r + 4 <= tq) { /* half a block of the last rows, then one at a time */
             if (cls == TILE_FULL || attn_gpt_oss_20b_local_sees(w->first + r, w->last + r, 4, c, c + PREFILL_NC))
-                attn_gpt_oss_20b_local_qk_4x32_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_4x32_d64_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
             r += 4;
         }
         for (; r < tq; r++)
             if (cls == TILE_FULL || attn_gpt_oss_20b_local_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
-                attn_gpt_oss_20b_local_qk_1x32_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_1x32_d64_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
     }
 }
 
@@ -2878,22 +2878,22 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_gpt_oss_20b_
         }
         switch (rows) {
         case 6:
-            attn_gpt_oss_20b_local_pv_6x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_6x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 5:
-            attn_gpt_oss_20b_local_pv_5x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_5x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 4:
-            attn_gpt_oss_20b_local_pv_4x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_4x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 3:
-            attn_gpt_oss_20b_local_pv_3x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_3x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 2:
-            attn_gpt_oss_20b_local_pv_2x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_2x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         default:
-            attn_gpt_oss_20b_local_pv_1x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_1x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         }
         if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
@@ -3177,7 +3177,7 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m256 attn_exp2__avx2(__
 
 /* C[4][16] = A[4][64] B[64][16]: a: 4 rows of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  8192 FLOPs, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt_oss_20b_local_qk_4x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_4x16_d64_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -3300,7 +3300,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt_oss_
 
 /* C[2][16] = A[2][64] B[64][16]: a: 2 rows of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  4096 FLOPs, 7 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt_oss_20b_local_qk_2x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_2x16_d64_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -3383,7 +3383,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt_oss_
 
 /* C[1][16] = A[1][64] B[64][16]: a: 1 row of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  2048 FLOPs, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt_oss_20b_local_qk_1x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_1x16_d64_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -3446,7 +3446,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt_oss_
 
 /* C[4][8] = A[4][64] B[64][8]: a: 4 rows of A (as elements apart), b: a packed
  * panel (16 floats per d, the 8 from b), c: rows cs floats apart.  4096 FLOPs, 6 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt_oss_20b_local_qk_4x8_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_4x8_d64_f32_p16__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps();
@@ -3558,7 +3558,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt_oss_
 /* O[6][64] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 768 FLOPs per key, 15 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt_oss_20b_local_pv_6x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_6x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -3772,7 +3772,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt_oss_
 /* O[5][64] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 640 FLOPs per key, 13 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt_oss_20b_local_pv_5x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_5x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -3957,7 +3957,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt_oss_
 /* O[4][64] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 512 FLOPs per key, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt_oss_20b_local_pv_4x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_4x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -4113,7 +4113,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt_oss_
 /* O[3][64] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 384 FLOPs per key, 9 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt_oss_20b_local_pv_3x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_3x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -4240,7 +4240,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt_oss_
 /* O[2][64] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 256 FLOPs per key, 7 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt_oss_20b_local_pv_2x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_2x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -4338,7 +4338,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt_oss_
 /* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 128 FLOPs per key, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt_oss_20b_local_pv_1x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_1x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -4546,7 +4546,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gpt_oss_20b_local_kvpa
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (64 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_gpt_oss_20b_local_dot_4x2_f32__avx2(const float *restrict q, int64_t R, const float *restrict k0,
+__attribute__((target("avx2,fma,f16c"))) static void attn_dot_4x2_d64_f32__avx2(const float *restrict q, int64_t R, const float *restrict k0,
         const float *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -4698,7 +4698,7 @@ typedef char attn_gpt_oss_20b_local_dscratch_fits__avx2[sizeof(attn_gpt_oss_20b_
  * rows 16 floats apart.  Out of line, so that its 8 row pointers have registers
  * of their own: inside the decode unit gcc kept them on the stack, a reload for
  * every few FMAs. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt_oss_20b_local_lanes_8x1_f32__avx2(const float *restrict k0, int64_t ks,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_lanes_8x1_d64_f32_p16__avx2(const float *restrict k0, int64_t ks,
         const float *restrict qt, float *restrict s, int64_t rp)
 {
     const float *restrict k1 = k0 + 1 * ks;
@@ -4710,7 +4710,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt_oss_
     const float *restrict k7 = k0 + 7 * ks;
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps(), a4 = _mm256_setzero_ps(), a5 = _mm256_setzero_ps(), a6 = _mm256_setzero_ps(), a7 = _mm256_setzero_ps();
     int64_t d;
-    for (d = 0; d < D; d++) {
+    for (d = 0; d < 64; d++) {
         const __m256 q = _mm256_loadu_ps(qt + d * 16);
         a0 = _mm256_fmadd_ps(_mm256_set1_ps(k0[d]), q, a0);
         a1 = _mm256_fmadd_ps(_mm256_set1_ps(k1[d]), q, a1);
@@ -4736,7 +4736,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt_oss_
  * row r, K rows ks elements apart from k0, Q packed as qp[(d / 2) * 8 + 2r + d % 2].
  * Each FMA takes a pair of K values broadcast to every pair of lanes, so no
  * lane is padding and only the end sums lane pairs.  Out of line, as above. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt_oss_20b_local_dpairs_8x1__avx2(const float *restrict k0, int64_t ks,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_dpairs_8x1_d64_f32__avx2(const float *restrict k0, int64_t ks,
         const float *restrict qp, float *restrict s, int64_t rp)
 {
     const float *restrict k1 = k0 + 1 * ks;
@@ -4748,7 +4748,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt_oss_
     const float *restrict k7 = k0 + 7 * ks;
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps(), a4 = _mm256_setzero_ps(), a5 = _mm256_setzero_ps(), a6 = _mm256_setzero_ps(), a7 = _mm256_setzero_ps();
     int64_t d;
-    for (d = 0; d < D; d += 2) {
+    for (d = 0; d < 64; d += 2) {
         const __m256 q = _mm256_loadu_ps(qp + d * 4);
         a0 = _mm256_fmadd_ps(attn_set2__avx2(k0 + d), q, a0);
         a1 = _mm256_fmadd_ps(attn_set2__avx2(k1 + d), q, a1);
@@ -4825,7 +4825,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_gpt
                 const float *k0 = attn_gpt_oss_20b_local_k_row(&kv, hk, j0 + c);
                 int64_t d;
                 if (c + SCORE_KEYS <= kb) { /* 8 keys */
-                    attn_gpt_oss_20b_local_lanes_8x1_f32__avx2(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
+                    attn_lanes_8x1_d64_f32_p16__avx2(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
                     c += SCORE_KEYS;
                 } else { /* one key */
                     __m256 a0 = _mm256_setzero_ps();
@@ -4851,7 +4851,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_gpt
                 const float *k0 = attn_gpt_oss_20b_local_k_row(&kv, hk, j0 + c);
                 int64_t d;
                 if (c + SCORE_KEYS <= kb) { /* 8 keys */
-                    attn_gpt_oss_20b_local_dpairs_8x1__avx2(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
+                    attn_dpairs_8x1_d64_f32__avx2(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
                     c += SCORE_KEYS;
                 } else { /* one key */
                     __m256 a0 = _mm256_setzero_ps();
@@ -4874,7 +4874,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_gpt
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_gpt_oss_20b_local_dot_4x2_f32__avx2(w->q + hk * glp * Q_STRIDE, glp, attn_gpt_oss_20b_local_k_row(&kv, hk, j0 + c),
+                attn_dot_4x2_d64_f32__avx2(w->q + hk * glp * Q_STRIDE, glp, attn_gpt_oss_20b_local_k_row(&kv, hk, j0 + c),
                         attn_gpt_oss_20b_local_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                     const float *row = attn_gpt_oss_20b_local_next_row(&kv, jn, pl);
@@ -4893,7 +4893,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_gpt
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
                 for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_gpt_oss_20b_local_qk_4x16_f32__avx2(attn_gpt_oss_20b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_4x16_d64_f32__avx2(attn_gpt_oss_20b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                         const float *row = attn_gpt_oss_20b_local_next_row(&kv, jn, pl);
                         const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -4904,7 +4904,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_gpt
                     }
                 }
                 for (; c < kb; c++)
-                    attn_gpt_oss_20b_local_qk_1x16_f32__avx2(attn_gpt_oss_20b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_1x16_d64_f32__avx2(attn_gpt_oss_20b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                 for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                     const float *row = attn_gpt_oss_20b_local_next_row(&kv, jn, pl);
                     const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -4953,27 +4953,27 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_gpt
             const int64_t left = hk * glp + gl - r;
             const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
             if (take >= 6) {
-                attn_gpt_oss_20b_local_pv_6x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_6x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 6;
             } else
             if (take >= 5) {
-                attn_gpt_oss_20b_local_pv_5x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_5x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 5;
             } else
             if (take >= 4) {
-                attn_gpt_oss_20b_local_pv_4x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_4x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 4;
             } else
             if (take >= 3) {
-                attn_gpt_oss_20b_local_pv_3x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_3x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 3;
             } else
             if (take >= 2) {
-                attn_gpt_oss_20b_local_pv_2x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_2x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 2;
             } else
             {
-                attn_gpt_oss_20b_local_pv_1x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_1x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 1;
             }
             for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -5277,19 +5277,19 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_gpt_oss_20
                     while (!attn_gpt_oss_20b_local_sees(w->first + r, w->last + r, 4, u1 - 8, u1)) u1 -= 8;
                 }
                 if (u1 - u0 == PREFILL_NC)
-                    attn_gpt_oss_20b_local_qk_4x16_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                    attn_qk_4x16_d64_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
                 else
                     for (u = u0; u < u1; u += 8)
-                        attn_gpt_oss_20b_local_qk_4x8_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
+                        attn_qk_4x8_d64_f32_p16__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
             }
         if (r + 2 <= tq) { /* half a block of the last rows, then one at a time */
             if (cls == TILE_FULL || attn_gpt_oss_20b_local_sees(w->first + r, w->last + r, 2, c, c + PREFILL_NC))
-                attn_gpt_oss_20b_local_qk_2x16_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_2x16_d64_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
             r += 2;
         }
         for (; r < tq; r++)
             if (cls == TILE_FULL || attn_gpt_oss_20b_local_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
-                attn_gpt_oss_20b_local_qk_1x16_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_1x16_d64_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
     }
 }
 
@@ -5353,22 +5353,22 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_gpt_oss_20
         }
         switch (rows) {
         case 6:
-            attn_gpt_oss_20b_local_pv_6x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_6x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 5:
-            attn_gpt_oss_20b_local_pv_5x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_5x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 4:
-            attn_gpt_oss_20b_local_pv_4x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_4x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 3:
-            attn_gpt_oss_20b_local_pv_3x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_3x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 2:
-            attn_gpt_oss_20b_local_pv_2x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_2x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         default:
-            attn_gpt_oss_20b_local_pv_1x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_1x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         }
         if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
@@ -5625,7 +5625,7 @@ static inline float32x4_t attn_exp2__neon(float32x4_t x)
 
 /* C[8][8] = A[8][64] B[64][8]: a: 8 rows of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  8192 FLOPs, 19 vector registers. */
-ATTN_NOINLINE static void attn_gpt_oss_20b_local_qk_8x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_8x8_d64_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -5828,7 +5828,7 @@ ATTN_NOINLINE static void attn_gpt_oss_20b_local_qk_8x8_f32__neon(const float *r
 
 /* C[4][8] = A[4][64] B[64][8]: a: 4 rows of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  4096 FLOPs, 11 vector registers. */
-ATTN_NOINLINE static void attn_gpt_oss_20b_local_qk_4x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_4x8_d64_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -5951,7 +5951,7 @@ ATTN_NOINLINE static void attn_gpt_oss_20b_local_qk_4x8_f32__neon(const float *r
 
 /* C[1][8] = A[1][64] B[64][8]: a: 1 row of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  1024 FLOPs, 5 vector registers. */
-ATTN_NOINLINE static void attn_gpt_oss_20b_local_qk_1x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_1x8_d64_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -6014,7 +6014,7 @@ ATTN_NOINLINE static void attn_gpt_oss_20b_local_qk_1x8_f32__neon(const float *r
 
 /* C[8][4] = A[8][64] B[64][4]: a: 8 rows of A (as elements apart), b: a packed
  * panel (8 floats per d, the 4 from b), c: rows cs floats apart.  4096 FLOPs, 10 vector registers. */
-ATTN_NOINLINE static void attn_gpt_oss_20b_local_qk_8x4_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_8x4_d64_f32_p8__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f);
@@ -6202,7 +6202,7 @@ ATTN_NOINLINE static void attn_gpt_oss_20b_local_qk_8x4_f32__neon(const float *r
 /* O[6][64] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 768 FLOPs per key, 31 vector registers. */
-ATTN_NOINLINE static void attn_gpt_oss_20b_local_pv_6x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_6x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -6448,7 +6448,7 @@ ATTN_NOINLINE static void attn_gpt_oss_20b_local_pv_6x64_f32__neon(const float *
 /* O[5][64] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 640 FLOPs per key, 26 vector registers. */
-ATTN_NOINLINE static void attn_gpt_oss_20b_local_pv_5x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_5x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -6669,7 +6669,7 @@ ATTN_NOINLINE static void attn_gpt_oss_20b_local_pv_5x64_f32__neon(const float *
 /* O[4][64] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 512 FLOPs per key, 21 vector registers. */
-ATTN_NOINLINE static void attn_gpt_oss_20b_local_pv_4x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_4x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -6865,7 +6865,7 @@ ATTN_NOINLINE static void attn_gpt_oss_20b_local_pv_4x64_f32__neon(const float *
 /* O[3][64] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 384 FLOPs per key, 16 vector registers. */
-ATTN_NOINLINE static void attn_gpt_oss_20b_local_pv_3x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_3x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -7036,7 +7036,7 @@ ATTN_NOINLINE static void attn_gpt_oss_20b_local_pv_3x64_f32__neon(const float *
 /* O[2][64] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 256 FLOPs per key, 11 vector registers. */
-ATTN_NOINLINE static void attn_gpt_oss_20b_local_pv_2x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_2x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -7182,7 +7182,7 @@ ATTN_NOINLINE static void attn_gpt_oss_20b_local_pv_2x64_f32__neon(const float *
 /* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 128 FLOPs per key, 6 vector registers. */
-ATTN_NOINLINE static void attn_gpt_oss_20b_local_pv_1x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_1x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -7442,7 +7442,7 @@ static void attn_gpt_oss_20b_local_kvpack_f32__neon(const attn_gpt_oss_20b_local
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (64 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-static void attn_gpt_oss_20b_local_dot_4x2_f32__neon(const float *restrict q, int64_t R, const float *restrict k0,
+static void attn_dot_4x2_d64_f32__neon(const float *restrict q, int64_t R, const float *restrict k0,
         const float *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -7490,7 +7490,7 @@ typedef char attn_gpt_oss_20b_local_dscratch_fits__neon[sizeof(attn_gpt_oss_20b_
  * rows 8 floats apart.  Out of line, so that its 8 row pointers have registers
  * of their own: inside the decode unit gcc kept them on the stack, a reload for
  * every few FMAs. */
-ATTN_NOINLINE static void attn_gpt_oss_20b_local_lanes_8x1_f32__neon(const float *restrict k0, int64_t ks,
+ATTN_NOINLINE static void attn_lanes_8x1_d64_f32_p8__neon(const float *restrict k0, int64_t ks,
         const float *restrict qt, float *restrict s, int64_t rp)
 {
     const float *restrict k1 = k0 + 1 * ks;
@@ -7502,7 +7502,7 @@ ATTN_NOINLINE static void attn_gpt_oss_20b_local_lanes_8x1_f32__neon(const float
     const float *restrict k7 = k0 + 7 * ks;
     float32x4_t a0 = vdupq_n_f32(0.0f), a1 = vdupq_n_f32(0.0f), a2 = vdupq_n_f32(0.0f), a3 = vdupq_n_f32(0.0f), a4 = vdupq_n_f32(0.0f), a5 = vdupq_n_f32(0.0f), a6 = vdupq_n_f32(0.0f), a7 = vdupq_n_f32(0.0f);
     int64_t d;
-    for (d = 0; d < D; d++) {
+    for (d = 0; d < 64; d++) {
         const float32x4_t q = vld1q_f32(qt + d * 8);
         a0 = vfmaq_f32(a0, vdupq_n_f32(k0[d]), q);
         a1 = vfmaq_f32(a1, vdupq_n_f32(k1[d]), q);
@@ -7528,7 +7528,7 @@ ATTN_NOINLINE static void attn_gpt_oss_20b_local_lanes_8x1_f32__neon(const float
  * row r, K rows ks elements apart from k0, Q packed as qp[(d / 2) * 4 + 2r + d % 2].
  * Each FMA takes a pair of K values broadcast to every pair of lanes, so no
  * lane is padding and only the end sums lane pairs.  Out of line, as above. */
-ATTN_NOINLINE static void attn_gpt_oss_20b_local_dpairs_8x1__neon(const float *restrict k0, int64_t ks,
+ATTN_NOINLINE static void attn_dpairs_8x1_d64_f32__neon(const float *restrict k0, int64_t ks,
         const float *restrict qp, float *restrict s, int64_t rp)
 {
     const float *restrict k1 = k0 + 1 * ks;
@@ -7540,7 +7540,7 @@ ATTN_NOINLINE static void attn_gpt_oss_20b_local_dpairs_8x1__neon(const float *r
     const float *restrict k7 = k0 + 7 * ks;
     float32x4_t a0 = vdupq_n_f32(0.0f), a1 = vdupq_n_f32(0.0f), a2 = vdupq_n_f32(0.0f), a3 = vdupq_n_f32(0.0f), a4 = vdupq_n_f32(0.0f), a5 = vdupq_n_f32(0.0f), a6 = vdupq_n_f32(0.0f), a7 = vdupq_n_f32(0.0f);
     int64_t d;
-    for (d = 0; d < D; d += 2) {
+    for (d = 0; d < 64; d += 2) {
         const float32x4_t q = vld1q_f32(qp + d * 2);
         a0 = vfmaq_f32(a0, vcombine_f32(vld1_f32(k0 + d), vld1_f32(k0 + d)), q);
         a1 = vfmaq_f32(a1, vcombine_f32(vld1_f32(k1 + d), vld1_f32(k1 + d)), q);
@@ -7617,7 +7617,7 @@ static ATTN_ALWAYS_INLINE void attn_gpt_oss_20b_local_dscores__neon(const attn_g
                 const float *k0 = attn_gpt_oss_20b_local_k_row(&kv, hk, j0 + c);
                 int64_t d;
                 if (c + SCORE_KEYS <= kb) { /* 8 keys */
-                    attn_gpt_oss_20b_local_lanes_8x1_f32__neon(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
+                    attn_lanes_8x1_d64_f32_p8__neon(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
                     c += SCORE_KEYS;
                 } else { /* one key */
                     float32x4_t a0 = vdupq_n_f32(0.0f);
@@ -7643,7 +7643,7 @@ static ATTN_ALWAYS_INLINE void attn_gpt_oss_20b_local_dscores__neon(const attn_g
                 const float *k0 = attn_gpt_oss_20b_local_k_row(&kv, hk, j0 + c);
                 int64_t d;
                 if (c + SCORE_KEYS <= kb) { /* 8 keys */
-                    attn_gpt_oss_20b_local_dpairs_8x1__neon(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
+                    attn_dpairs_8x1_d64_f32__neon(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
                     c += SCORE_KEYS;
                 } else { /* one key */
                     float32x4_t a0 = vdupq_n_f32(0.0f);
@@ -7666,7 +7666,7 @@ static ATTN_ALWAYS_INLINE void attn_gpt_oss_20b_local_dscores__neon(const attn_g
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_gpt_oss_20b_local_dot_4x2_f32__neon(w->q + hk * glp * Q_STRIDE, glp, attn_gpt_oss_20b_local_k_row(&kv, hk, j0 + c),
+                attn_dot_4x2_d64_f32__neon(w->q + hk * glp * Q_STRIDE, glp, attn_gpt_oss_20b_local_k_row(&kv, hk, j0 + c),
                         attn_gpt_oss_20b_local_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                     const float *row = attn_gpt_oss_20b_local_next_row(&kv, jn, pl);
@@ -7685,7 +7685,7 @@ static ATTN_ALWAYS_INLINE void attn_gpt_oss_20b_local_dscores__neon(const attn_g
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
                 for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_gpt_oss_20b_local_qk_8x8_f32__neon(attn_gpt_oss_20b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_8x8_d64_f32__neon(attn_gpt_oss_20b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                         const float *row = attn_gpt_oss_20b_local_next_row(&kv, jn, pl);
                         const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -7696,7 +7696,7 @@ static ATTN_ALWAYS_INLINE void attn_gpt_oss_20b_local_dscores__neon(const attn_g
                     }
                 }
                 for (; c < kb; c++)
-                    attn_gpt_oss_20b_local_qk_1x8_f32__neon(attn_gpt_oss_20b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_1x8_d64_f32__neon(attn_gpt_oss_20b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                 for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                     const float *row = attn_gpt_oss_20b_local_next_row(&kv, jn, pl);
                     const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -7745,27 +7745,27 @@ static ATTN_ALWAYS_INLINE void attn_gpt_oss_20b_local_dpv__neon(const attn_gpt_o
             const int64_t left = hk * glp + gl - r;
             const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
             if (take >= 6) {
-                attn_gpt_oss_20b_local_pv_6x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_6x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 6;
             } else
             if (take >= 5) {
-                attn_gpt_oss_20b_local_pv_5x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_5x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 5;
             } else
             if (take >= 4) {
-                attn_gpt_oss_20b_local_pv_4x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_4x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 4;
             } else
             if (take >= 3) {
-                attn_gpt_oss_20b_local_pv_3x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_3x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 3;
             } else
             if (take >= 2) {
-                attn_gpt_oss_20b_local_pv_2x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_2x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 2;
             } else
             {
-                attn_gpt_oss_20b_local_pv_1x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_1x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 1;
             }
             for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -8069,19 +8069,19 @@ static ATTN_INLINE void attn_gpt_oss_20b_local_uscores__neon(const float *kt, in
                     while (!attn_gpt_oss_20b_local_sees(w->first + r, w->last + r, 8, u1 - 4, u1)) u1 -= 4;
                 }
                 if (u1 - u0 == PREFILL_NC)
-                    attn_gpt_oss_20b_local_qk_8x8_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                    attn_qk_8x8_d64_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
                 else
                     for (u = u0; u < u1; u += 4)
-                        attn_gpt_oss_20b_local_qk_8x4_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
+                        attn_qk_8x4_d64_f32_p8__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
             }
         if (r + 4 <= tq) { /* half a block of the last rows, then one at a time */
             if (cls == TILE_FULL || attn_gpt_oss_20b_local_sees(w->first + r, w->last + r, 4, c, c + PREFILL_NC))
-                attn_gpt_oss_20b_local_qk_4x8_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_4x8_d64_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
             r += 4;
         }
         for (; r < tq; r++)
             if (cls == TILE_FULL || attn_gpt_oss_20b_local_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
-                attn_gpt_oss_20b_local_qk_1x8_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_1x8_d64_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
     }
 }
 
@@ -8145,22 +8145,22 @@ static ATTN_INLINE void attn_gpt_oss_20b_local_upv__neon(const attn_args *args, 
         }
         switch (rows) {
         case 6:
-            attn_gpt_oss_20b_local_pv_6x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_6x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 5:
-            attn_gpt_oss_20b_local_pv_5x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_5x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 4:
-            attn_gpt_oss_20b_local_pv_4x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_4x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 3:
-            attn_gpt_oss_20b_local_pv_3x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_3x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 2:
-            attn_gpt_oss_20b_local_pv_2x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_2x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         default:
-            attn_gpt_oss_20b_local_pv_1x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_1x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         }
         if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
@@ -8362,7 +8362,7 @@ attn_status attn_gpt_oss_20b_local_fwd__neon(const attn_args *args)
 
 /* C[4][2] = A[4][64] B[64][2]: a: 4 rows of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  1024 FLOPs, 11 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_gpt_oss_20b_local_qk_4x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qk_4x2_d64_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -8485,7 +8485,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_gpt_oss_20b_local_qk_4x2_f32__sca
 
 /* C[1][2] = A[1][64] B[64][2]: a: 1 row of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  256 FLOPs, 5 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_gpt_oss_20b_local_qk_1x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qk_1x2_d64_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -8548,7 +8548,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_gpt_oss_20b_local_qk_1x2_f32__sca
 
 /* C[4][1] = A[4][64] B[64][1]: a: 4 rows of A (as elements apart), b: a packed
  * panel (2 floats per d, the 1 from b), c: rows cs floats apart.  512 FLOPs, 6 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_gpt_oss_20b_local_qk_4x1_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qk_4x1_d64_f32_p2__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f;
@@ -8660,7 +8660,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_gpt_oss_20b_local_qk_4x1_f32__sca
 /* O[4][64] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 32 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 512 FLOPs per key, 13 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_gpt_oss_20b_local_pv_4x64_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_pv_4x64_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -8732,7 +8732,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_gpt_oss_20b_local_pv_4x64_f32__sc
 /* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 32 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 128 FLOPs per key, 4 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_gpt_oss_20b_local_pv_1x64_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_pv_1x64_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -8964,7 +8964,7 @@ ATTN_NO_AUTOVEC static void attn_gpt_oss_20b_local_kvpack_f32__scalar(const attn
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (64 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-ATTN_NO_AUTOVEC static void attn_gpt_oss_20b_local_dot_4x2_f32__scalar(const float *restrict q, int64_t R, const float *restrict k0,
+ATTN_NO_AUTOVEC static void attn_dot_4x2_d64_f32__scalar(const float *restrict q, int64_t R, const float *restrict k0,
         const float *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -9060,7 +9060,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_gpt_oss_20b_local_dscores__s
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_gpt_oss_20b_local_dot_4x2_f32__scalar(w->q + hk * glp * Q_STRIDE, glp, attn_gpt_oss_20b_local_k_row(&kv, hk, j0 + c),
+                attn_dot_4x2_d64_f32__scalar(w->q + hk * glp * Q_STRIDE, glp, attn_gpt_oss_20b_local_k_row(&kv, hk, j0 + c),
                         attn_gpt_oss_20b_local_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                     const float *row = attn_gpt_oss_20b_local_next_row(&kv, jn, pl);
@@ -9079,7 +9079,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_gpt_oss_20b_local_dscores__s
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
                 for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_gpt_oss_20b_local_qk_4x2_f32__scalar(attn_gpt_oss_20b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_4x2_d64_f32__scalar(attn_gpt_oss_20b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                         const float *row = attn_gpt_oss_20b_local_next_row(&kv, jn, pl);
                         const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -9090,7 +9090,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_gpt_oss_20b_local_dscores__s
                     }
                 }
                 for (; c < kb; c++)
-                    attn_gpt_oss_20b_local_qk_1x2_f32__scalar(attn_gpt_oss_20b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_1x2_d64_f32__scalar(attn_gpt_oss_20b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                 for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                     const float *row = attn_gpt_oss_20b_local_next_row(&kv, jn, pl);
                     const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -9133,11 +9133,11 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_gpt_oss_20b_local_dpv__scala
         for (r = hk * glp; r < hk * glp + gl;) {
             const int64_t take = hk * glp + gl - r; /* the widest kernel that fits the rows left */
             if (take >= 4) {
-                attn_gpt_oss_20b_local_pv_4x64_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_4x64_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 4;
             } else
             {
-                attn_gpt_oss_20b_local_pv_1x64_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_1x64_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 1;
             }
             for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -9440,14 +9440,14 @@ ATTN_NO_AUTOVEC static ATTN_INLINE void attn_gpt_oss_20b_local_uscores__scalar(c
                     while (!attn_gpt_oss_20b_local_sees(w->first + r, w->last + r, 4, u1 - 1, u1)) u1 -= 1;
                 }
                 if (u1 - u0 == PREFILL_NC)
-                    attn_gpt_oss_20b_local_qk_4x2_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                    attn_qk_4x2_d64_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
                 else
                     for (u = u0; u < u1; u += 1)
-                        attn_gpt_oss_20b_local_qk_4x1_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
+                        attn_qk_4x1_d64_f32_p2__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
             }
         for (; r < tq; r++)
             if (cls == TILE_FULL || attn_gpt_oss_20b_local_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
-                attn_gpt_oss_20b_local_qk_1x2_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_1x2_d64_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
     }
 }
 
@@ -9511,10 +9511,10 @@ ATTN_NO_AUTOVEC static ATTN_INLINE void attn_gpt_oss_20b_local_upv__scalar(const
         }
         switch (rows) {
         case 4:
-            attn_gpt_oss_20b_local_pv_4x64_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_4x64_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         default:
-            attn_gpt_oss_20b_local_pv_1x64_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_1x64_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         }
         if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */

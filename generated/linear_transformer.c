@@ -334,7 +334,7 @@ __attribute__((target("avx512f,fma"))) static inline __m512 attn_exp2__avx512(__
 
 /* C[8][32] = A[8][64] B[64][32]: a: 8 rows of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  32768 FLOPs, 19 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_qk_8x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_8x32_d64_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -537,7 +537,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_linear_tra
 
 /* C[1][32] = A[1][64] B[64][32]: a: 1 row of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  4096 FLOPs, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_qk_1x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_1x32_d64_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -601,7 +601,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_linear_tra
 /* O[6][64] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 768 FLOPs per key, 31 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_pv_6x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_6x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -673,7 +673,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_linear_tra
 /* O[5][64] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 640 FLOPs per key, 26 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_pv_5x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_5x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -738,7 +738,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_linear_tra
 /* O[4][64] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 512 FLOPs per key, 21 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_pv_4x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_4x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -796,7 +796,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_linear_tra
 /* O[3][64] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 384 FLOPs per key, 16 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_pv_3x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_3x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -847,7 +847,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_linear_tra
 /* O[2][64] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 256 FLOPs per key, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_pv_2x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_2x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -891,7 +891,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_linear_tra
 /* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 128 FLOPs per key, 6 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_pv_1x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_1x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -980,14 +980,14 @@ __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_lrows
         int64_t jlo, int64_t jhi, float *o, const float *alpha)
 {
     switch (rows) {
-    case 5: attn_linear_transformer_pv_5x64_f32__avx512(p, ps, pk, v, vs, jlo, jhi, o, alpha); break;
-    case 4: attn_linear_transformer_pv_4x64_f32__avx512(p, ps, pk, v, vs, jlo, jhi, o, alpha); break;
-    case 3: attn_linear_transformer_pv_3x64_f32__avx512(p, ps, pk, v, vs, jlo, jhi, o, alpha); break;
-    case 2: attn_linear_transformer_pv_2x64_f32__avx512(p, ps, pk, v, vs, jlo, jhi, o, alpha); break;
-    case 1: attn_linear_transformer_pv_1x64_f32__avx512(p, ps, pk, v, vs, jlo, jhi, o, alpha); break;
+    case 5: attn_pv_5x64_f32__avx512(p, ps, pk, v, vs, jlo, jhi, o, alpha); break;
+    case 4: attn_pv_4x64_f32__avx512(p, ps, pk, v, vs, jlo, jhi, o, alpha); break;
+    case 3: attn_pv_3x64_f32__avx512(p, ps, pk, v, vs, jlo, jhi, o, alpha); break;
+    case 2: attn_pv_2x64_f32__avx512(p, ps, pk, v, vs, jlo, jhi, o, alpha); break;
+    case 1: attn_pv_1x64_f32__avx512(p, ps, pk, v, vs, jlo, jhi, o, alpha); break;
     default: {
         int64_t r;
-        for (r = 0; r < rows; r++) attn_linear_transformer_pv_1x64_f32__avx512(p + r * ps, ps, pk, v, vs, jlo, jhi, o + r * 64, alpha + r);
+        for (r = 0; r < rows; r++) attn_pv_1x64_f32__avx512(p + r * ps, ps, pk, v, vs, jlo, jhi, o + r * 64, alpha + r);
     }
     }
 }
@@ -999,8 +999,8 @@ __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_lfold
     static const float ones[6] = { 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f };
     int64_t d;
     for (d = 0; d + 6 <= D; d += 6)
-        attn_linear_transformer_pv_6x64_f32__avx512(kr + d, 1, 64, vp, 64, 0, n, s + d * 64, ones);
-    attn_linear_transformer_pv_4x64_f32__avx512(kr + d, 1, 64, vp, 64, 0, n, s + d * 64, ones); /* the last 4 head dims */
+        attn_pv_6x64_f32__avx512(kr + d, 1, 64, vp, 64, 0, n, s + d * 64, ones);
+    attn_pv_4x64_f32__avx512(kr + d, 1, 64, vp, 64, 0, n, s + d * 64, ones); /* the last 4 head dims */
 }
 
 /* The diagonal block's n keys, packed as phi(k) rows in kr (room for whole
@@ -1037,7 +1037,7 @@ __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_ltile
     memset(w->o, 0, sizeof(float) * (size_t)tq * 64);
     for (r = 0; r + 6 <= tq; r += 6) {
         attn_linear_transformer_prefetch_q(args, b, h, i0 + TQ + r, i0 + TQ + r + 6, 1);
-        attn_linear_transformer_pv_6x64_f32__avx512(fq + r * 64, 64, 1, s, 64, 0, D, w->o + r * 64, ones);
+        attn_pv_6x64_f32__avx512(fq + r * 64, 64, 1, s, 64, 0, D, w->o + r * 64, ones);
     }
     attn_linear_transformer_prefetch_q(args, b, h, i0 + TQ + r, i0 + 2 * TQ, 1);
     attn_linear_transformer_lrows__avx512(tq - r, fq + r * 64, 64, 1, s, 64, 0, D, w->o + r * 64, ones);
@@ -1047,9 +1047,9 @@ __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_ltile
         for (pn = 0; pn * 32 < n; pn++) {
             const float *kt = w->kt + pn * 2048;
             for (r = 0; r + 8 <= tq; r += 8)
-                attn_linear_transformer_qk_8x32_f32__avx512(fq + r * 64, 64, kt, w->a + r * 32 + pn * 32, 32);
+                attn_qk_8x32_d64_f32__avx512(fq + r * 64, 64, kt, w->a + r * 32 + pn * 32, 32);
             for (; r < tq; r++)
-                attn_linear_transformer_qk_1x32_f32__avx512(fq + r * 64, 64, kt, w->a + r * 32 + pn * 32, 32);
+                attn_qk_1x32_d64_f32__avx512(fq + r * 64, 64, kt, w->a + r * 32 + pn * 32, 32);
         }
         /* row i sees the block's keys up to its position: the rest of A is 0; denominators += row sums */
         for (r = 0; r < tq; r++) {
@@ -1063,7 +1063,7 @@ __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_ltile
         }
         /* O += A V */
         for (r = 0; r + 6 <= tq; r += 6)
-            attn_linear_transformer_pv_6x64_f32__avx512(w->a + r * 32, 32, 1, vp, 64, 0, n, w->o + r * 64, ones);
+            attn_pv_6x64_f32__avx512(w->a + r * 32, 32, 1, vp, 64, 0, n, w->o + r * 64, ones);
         attn_linear_transformer_lrows__avx512(tq - r, w->a + r * 32, 32, 1, vp, 64, 0, n, w->o + r * 64, ones);
     }
     /* O = O / (den + eps), stored */
@@ -1338,7 +1338,7 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m256 attn_exp2__avx2(__
 
 /* C[4][16] = A[4][64] B[64][16]: a: 4 rows of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  8192 FLOPs, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_qk_4x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_4x16_d64_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -1461,7 +1461,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_linear_t
 
 /* C[1][16] = A[1][64] B[64][16]: a: 1 row of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  2048 FLOPs, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_qk_1x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_1x16_d64_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -1525,7 +1525,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_linear_t
 /* O[6][64] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 768 FLOPs per key, 15 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_pv_6x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_6x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -1739,7 +1739,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_linear_t
 /* O[5][64] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 640 FLOPs per key, 13 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_pv_5x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_5x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -1924,7 +1924,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_linear_t
 /* O[4][64] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 512 FLOPs per key, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_pv_4x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_4x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -2080,7 +2080,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_linear_t
 /* O[3][64] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 384 FLOPs per key, 9 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_pv_3x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_3x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -2207,7 +2207,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_linear_t
 /* O[2][64] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 256 FLOPs per key, 7 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_pv_2x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_2x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -2305,7 +2305,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_linear_t
 /* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 128 FLOPs per key, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_pv_1x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_1x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -2426,14 +2426,14 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_lro
         int64_t jlo, int64_t jhi, float *o, const float *alpha)
 {
     switch (rows) {
-    case 5: attn_linear_transformer_pv_5x64_f32__avx2(p, ps, pk, v, vs, jlo, jhi, o, alpha); break;
-    case 4: attn_linear_transformer_pv_4x64_f32__avx2(p, ps, pk, v, vs, jlo, jhi, o, alpha); break;
-    case 3: attn_linear_transformer_pv_3x64_f32__avx2(p, ps, pk, v, vs, jlo, jhi, o, alpha); break;
-    case 2: attn_linear_transformer_pv_2x64_f32__avx2(p, ps, pk, v, vs, jlo, jhi, o, alpha); break;
-    case 1: attn_linear_transformer_pv_1x64_f32__avx2(p, ps, pk, v, vs, jlo, jhi, o, alpha); break;
+    case 5: attn_pv_5x64_f32__avx2(p, ps, pk, v, vs, jlo, jhi, o, alpha); break;
+    case 4: attn_pv_4x64_f32__avx2(p, ps, pk, v, vs, jlo, jhi, o, alpha); break;
+    case 3: attn_pv_3x64_f32__avx2(p, ps, pk, v, vs, jlo, jhi, o, alpha); break;
+    case 2: attn_pv_2x64_f32__avx2(p, ps, pk, v, vs, jlo, jhi, o, alpha); break;
+    case 1: attn_pv_1x64_f32__avx2(p, ps, pk, v, vs, jlo, jhi, o, alpha); break;
     default: {
         int64_t r;
-        for (r = 0; r < rows; r++) attn_linear_transformer_pv_1x64_f32__avx2(p + r * ps, ps, pk, v, vs, jlo, jhi, o + r * 64, alpha + r);
+        for (r = 0; r < rows; r++) attn_pv_1x64_f32__avx2(p + r * ps, ps, pk, v, vs, jlo, jhi, o + r * 64, alpha + r);
     }
     }
 }
@@ -2445,8 +2445,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_lfo
     static const float ones[6] = { 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f };
     int64_t d;
     for (d = 0; d + 6 <= D; d += 6)
-        attn_linear_transformer_pv_6x64_f32__avx2(kr + d, 1, 64, vp, 64, 0, n, s + d * 64, ones);
-    attn_linear_transformer_pv_4x64_f32__avx2(kr + d, 1, 64, vp, 64, 0, n, s + d * 64, ones); /* the last 4 head dims */
+        attn_pv_6x64_f32__avx2(kr + d, 1, 64, vp, 64, 0, n, s + d * 64, ones);
+    attn_pv_4x64_f32__avx2(kr + d, 1, 64, vp, 64, 0, n, s + d * 64, ones); /* the last 4 head dims */
 }
 
 /* The diagonal block's n keys, packed as phi(k) rows in kr (room for whole
@@ -2483,7 +2483,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_lti
     memset(w->o, 0, sizeof(float) * (size_t)tq * 64);
     for (r = 0; r + 6 <= tq; r += 6) {
         attn_linear_transformer_prefetch_q(args, b, h, i0 + TQ + r, i0 + TQ + r + 6, 1);
-        attn_linear_transformer_pv_6x64_f32__avx2(fq + r * 64, 64, 1, s, 64, 0, D, w->o + r * 64, ones);
+        attn_pv_6x64_f32__avx2(fq + r * 64, 64, 1, s, 64, 0, D, w->o + r * 64, ones);
     }
     attn_linear_transformer_prefetch_q(args, b, h, i0 + TQ + r, i0 + 2 * TQ, 1);
     attn_linear_transformer_lrows__avx2(tq - r, fq + r * 64, 64, 1, s, 64, 0, D, w->o + r * 64, ones);
@@ -2493,9 +2493,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_lti
         for (pn = 0; pn * 16 < n; pn++) {
             const float *kt = w->kt + pn * 1024;
             for (r = 0; r + 4 <= tq; r += 4)
-                attn_linear_transformer_qk_4x16_f32__avx2(fq + r * 64, 64, kt, w->a + r * 32 + pn * 16, 32);
+                attn_qk_4x16_d64_f32__avx2(fq + r * 64, 64, kt, w->a + r * 32 + pn * 16, 32);
             for (; r < tq; r++)
-                attn_linear_transformer_qk_1x16_f32__avx2(fq + r * 64, 64, kt, w->a + r * 32 + pn * 16, 32);
+                attn_qk_1x16_d64_f32__avx2(fq + r * 64, 64, kt, w->a + r * 32 + pn * 16, 32);
         }
         /* row i sees the block's keys up to its position: the rest of A is 0; denominators += row sums */
         for (r = 0; r < tq; r++) {
@@ -2509,7 +2509,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_lti
         }
         /* O += A V */
         for (r = 0; r + 6 <= tq; r += 6)
-            attn_linear_transformer_pv_6x64_f32__avx2(w->a + r * 32, 32, 1, vp, 64, 0, n, w->o + r * 64, ones);
+            attn_pv_6x64_f32__avx2(w->a + r * 32, 32, 1, vp, 64, 0, n, w->o + r * 64, ones);
         attn_linear_transformer_lrows__avx2(tq - r, w->a + r * 32, 32, 1, vp, 64, 0, n, w->o + r * 64, ones);
     }
     /* O = O / (den + eps), stored */
@@ -2768,7 +2768,7 @@ static inline float32x4_t attn_exp2__neon(float32x4_t x)
 
 /* C[8][8] = A[8][64] B[64][8]: a: 8 rows of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  8192 FLOPs, 19 vector registers. */
-ATTN_NOINLINE static void attn_linear_transformer_qk_8x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_8x8_d64_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -2971,7 +2971,7 @@ ATTN_NOINLINE static void attn_linear_transformer_qk_8x8_f32__neon(const float *
 
 /* C[1][8] = A[1][64] B[64][8]: a: 1 row of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  1024 FLOPs, 5 vector registers. */
-ATTN_NOINLINE static void attn_linear_transformer_qk_1x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_1x8_d64_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -3035,7 +3035,7 @@ ATTN_NOINLINE static void attn_linear_transformer_qk_1x8_f32__neon(const float *
 /* O[6][64] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 768 FLOPs per key, 31 vector registers. */
-ATTN_NOINLINE static void attn_linear_transformer_pv_6x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_6x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -3281,7 +3281,7 @@ ATTN_NOINLINE static void attn_linear_transformer_pv_6x64_f32__neon(const float 
 /* O[5][64] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 640 FLOPs per key, 26 vector registers. */
-ATTN_NOINLINE static void attn_linear_transformer_pv_5x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_5x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -3502,7 +3502,7 @@ ATTN_NOINLINE static void attn_linear_transformer_pv_5x64_f32__neon(const float 
 /* O[4][64] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 512 FLOPs per key, 21 vector registers. */
-ATTN_NOINLINE static void attn_linear_transformer_pv_4x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_4x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -3698,7 +3698,7 @@ ATTN_NOINLINE static void attn_linear_transformer_pv_4x64_f32__neon(const float 
 /* O[3][64] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 384 FLOPs per key, 16 vector registers. */
-ATTN_NOINLINE static void attn_linear_transformer_pv_3x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_3x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -3869,7 +3869,7 @@ ATTN_NOINLINE static void attn_linear_transformer_pv_3x64_f32__neon(const float 
 /* O[2][64] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 256 FLOPs per key, 11 vector registers. */
-ATTN_NOINLINE static void attn_linear_transformer_pv_2x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_2x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -4015,7 +4015,7 @@ ATTN_NOINLINE static void attn_linear_transformer_pv_2x64_f32__neon(const float 
 /* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 128 FLOPs per key, 6 vector registers. */
-ATTN_NOINLINE static void attn_linear_transformer_pv_1x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_1x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -4188,14 +4188,14 @@ static void attn_linear_transformer_lrows__neon(int64_t rows, const float *p, in
         int64_t jlo, int64_t jhi, float *o, const float *alpha)
 {
     switch (rows) {
-    case 5: attn_linear_transformer_pv_5x64_f32__neon(p, ps, pk, v, vs, jlo, jhi, o, alpha); break;
-    case 4: attn_linear_transformer_pv_4x64_f32__neon(p, ps, pk, v, vs, jlo, jhi, o, alpha); break;
-    case 3: attn_linear_transformer_pv_3x64_f32__neon(p, ps, pk, v, vs, jlo, jhi, o, alpha); break;
-    case 2: attn_linear_transformer_pv_2x64_f32__neon(p, ps, pk, v, vs, jlo, jhi, o, alpha); break;
-    case 1: attn_linear_transformer_pv_1x64_f32__neon(p, ps, pk, v, vs, jlo, jhi, o, alpha); break;
+    case 5: attn_pv_5x64_f32__neon(p, ps, pk, v, vs, jlo, jhi, o, alpha); break;
+    case 4: attn_pv_4x64_f32__neon(p, ps, pk, v, vs, jlo, jhi, o, alpha); break;
+    case 3: attn_pv_3x64_f32__neon(p, ps, pk, v, vs, jlo, jhi, o, alpha); break;
+    case 2: attn_pv_2x64_f32__neon(p, ps, pk, v, vs, jlo, jhi, o, alpha); break;
+    case 1: attn_pv_1x64_f32__neon(p, ps, pk, v, vs, jlo, jhi, o, alpha); break;
     default: {
         int64_t r;
-        for (r = 0; r < rows; r++) attn_linear_transformer_pv_1x64_f32__neon(p + r * ps, ps, pk, v, vs, jlo, jhi, o + r * 64, alpha + r);
+        for (r = 0; r < rows; r++) attn_pv_1x64_f32__neon(p + r * ps, ps, pk, v, vs, jlo, jhi, o + r * 64, alpha + r);
     }
     }
 }
@@ -4207,8 +4207,8 @@ static void attn_linear_transformer_lfold__neon(const float *restrict kr, const 
     static const float ones[6] = { 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f };
     int64_t d;
     for (d = 0; d + 6 <= D; d += 6)
-        attn_linear_transformer_pv_6x64_f32__neon(kr + d, 1, 64, vp, 64, 0, n, s + d * 64, ones);
-    attn_linear_transformer_pv_4x64_f32__neon(kr + d, 1, 64, vp, 64, 0, n, s + d * 64, ones); /* the last 4 head dims */
+        attn_pv_6x64_f32__neon(kr + d, 1, 64, vp, 64, 0, n, s + d * 64, ones);
+    attn_pv_4x64_f32__neon(kr + d, 1, 64, vp, 64, 0, n, s + d * 64, ones); /* the last 4 head dims */
 }
 
 /* The diagonal block's n keys, packed as phi(k) rows in kr (room for whole
@@ -4244,7 +4244,7 @@ static void attn_linear_transformer_ltile__neon(const attn_args *args, int64_t b
     memset(w->o, 0, sizeof(float) * (size_t)tq * 64);
     for (r = 0; r + 6 <= tq; r += 6) {
         attn_linear_transformer_prefetch_q(args, b, h, i0 + TQ + r, i0 + TQ + r + 6, 1);
-        attn_linear_transformer_pv_6x64_f32__neon(fq + r * 64, 64, 1, s, 64, 0, D, w->o + r * 64, ones);
+        attn_pv_6x64_f32__neon(fq + r * 64, 64, 1, s, 64, 0, D, w->o + r * 64, ones);
     }
     attn_linear_transformer_prefetch_q(args, b, h, i0 + TQ + r, i0 + 2 * TQ, 1);
     attn_linear_transformer_lrows__neon(tq - r, fq + r * 64, 64, 1, s, 64, 0, D, w->o + r * 64, ones);
@@ -4254,9 +4254,9 @@ static void attn_linear_transformer_ltile__neon(const attn_args *args, int64_t b
         for (pn = 0; pn * 8 < n; pn++) {
             const float *kt = w->kt + pn * 512;
             for (r = 0; r + 8 <= tq; r += 8)
-                attn_linear_transformer_qk_8x8_f32__neon(fq + r * 64, 64, kt, w->a + r * 32 + pn * 8, 32);
+                attn_qk_8x8_d64_f32__neon(fq + r * 64, 64, kt, w->a + r * 32 + pn * 8, 32);
             for (; r < tq; r++)
-                attn_linear_transformer_qk_1x8_f32__neon(fq + r * 64, 64, kt, w->a + r * 32 + pn * 8, 32);
+                attn_qk_1x8_d64_f32__neon(fq + r * 64, 64, kt, w->a + r * 32 + pn * 8, 32);
         }
         /* row i sees the block's keys up to its position: the rest of A is 0; denominators += row sums */
         for (r = 0; r < tq; r++) {
@@ -4270,7 +4270,7 @@ static void attn_linear_transformer_ltile__neon(const attn_args *args, int64_t b
         }
         /* O += A V */
         for (r = 0; r + 6 <= tq; r += 6)
-            attn_linear_transformer_pv_6x64_f32__neon(w->a + r * 32, 32, 1, vp, 64, 0, n, w->o + r * 64, ones);
+            attn_pv_6x64_f32__neon(w->a + r * 32, 32, 1, vp, 64, 0, n, w->o + r * 64, ones);
         attn_linear_transformer_lrows__neon(tq - r, w->a + r * 32, 32, 1, vp, 64, 0, n, w->o + r * 64, ones);
     }
     /* O = O / (den + eps), stored */
@@ -4483,7 +4483,7 @@ attn_status attn_linear_transformer_fwd__neon(const attn_args *args)
 
 /* C[4][2] = A[4][64] B[64][2]: a: 4 rows of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  1024 FLOPs, 11 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_linear_transformer_qk_4x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qk_4x2_d64_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -4606,7 +4606,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_linear_transformer_qk_4x2_f32__sc
 
 /* C[1][2] = A[1][64] B[64][2]: a: 1 row of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  256 FLOPs, 5 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_linear_transformer_qk_1x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qk_1x2_d64_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -4670,7 +4670,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_linear_transformer_qk_1x2_f32__sc
 /* O[4][64] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 32 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 512 FLOPs per key, 13 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_linear_transformer_pv_4x64_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_pv_4x64_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -4742,7 +4742,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_linear_transformer_pv_4x64_f32__s
 /* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 32 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 128 FLOPs per key, 4 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_linear_transformer_pv_1x64_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_pv_1x64_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -4839,10 +4839,10 @@ ATTN_NO_AUTOVEC static void attn_linear_transformer_lrows__scalar(int64_t rows, 
         int64_t jlo, int64_t jhi, float *o, const float *alpha)
 {
     switch (rows) {
-    case 1: attn_linear_transformer_pv_1x64_f32__scalar(p, ps, pk, v, vs, jlo, jhi, o, alpha); break;
+    case 1: attn_pv_1x64_f32__scalar(p, ps, pk, v, vs, jlo, jhi, o, alpha); break;
     default: {
         int64_t r;
-        for (r = 0; r < rows; r++) attn_linear_transformer_pv_1x64_f32__scalar(p + r * ps, ps, pk, v, vs, jlo, jhi, o + r * 64, alpha + r);
+        for (r = 0; r < rows; r++) attn_pv_1x64_f32__scalar(p + r * ps, ps, pk, v, vs, jlo, jhi, o + r * 64, alpha + r);
     }
     }
 }
@@ -4854,7 +4854,7 @@ ATTN_NO_AUTOVEC static void attn_linear_transformer_lfold__scalar(const float *r
     static const float ones[4] = { 1.0f, 1.0f, 1.0f, 1.0f };
     int64_t d;
     for (d = 0; d + 4 <= D; d += 4)
-        attn_linear_transformer_pv_4x64_f32__scalar(kr + d, 1, 64, vp, 64, 0, n, s + d * 64, ones);
+        attn_pv_4x64_f32__scalar(kr + d, 1, 64, vp, 64, 0, n, s + d * 64, ones);
 }
 
 /* The diagonal block's n keys, packed as phi(k) rows in kr (room for whole
@@ -4890,7 +4890,7 @@ ATTN_NO_AUTOVEC static void attn_linear_transformer_ltile__scalar(const attn_arg
     memset(w->o, 0, sizeof(float) * (size_t)tq * 64);
     for (r = 0; r + 4 <= tq; r += 4) {
         attn_linear_transformer_prefetch_q(args, b, h, i0 + TQ + r, i0 + TQ + r + 4, 1);
-        attn_linear_transformer_pv_4x64_f32__scalar(fq + r * 64, 64, 1, s, 64, 0, D, w->o + r * 64, ones);
+        attn_pv_4x64_f32__scalar(fq + r * 64, 64, 1, s, 64, 0, D, w->o + r * 64, ones);
     }
     attn_linear_transformer_prefetch_q(args, b, h, i0 + TQ + r, i0 + 2 * TQ, 1);
     attn_linear_transformer_lrows__scalar(tq - r, fq + r * 64, 64, 1, s, 64, 0, D, w->o + r * 64, ones);
@@ -4900,9 +4900,9 @@ ATTN_NO_AUTOVEC static void attn_linear_transformer_ltile__scalar(const attn_arg
         for (pn = 0; pn * 2 < n; pn++) {
             const float *kt = w->kt + pn * 128;
             for (r = 0; r + 4 <= tq; r += 4)
-                attn_linear_transformer_qk_4x2_f32__scalar(fq + r * 64, 64, kt, w->a + r * 32 + pn * 2, 32);
+                attn_qk_4x2_d64_f32__scalar(fq + r * 64, 64, kt, w->a + r * 32 + pn * 2, 32);
             for (; r < tq; r++)
-                attn_linear_transformer_qk_1x2_f32__scalar(fq + r * 64, 64, kt, w->a + r * 32 + pn * 2, 32);
+                attn_qk_1x2_d64_f32__scalar(fq + r * 64, 64, kt, w->a + r * 32 + pn * 2, 32);
         }
         /* row i sees the block's keys up to its position: the rest of A is 0; denominators += row sums */
         for (r = 0; r < tq; r++) {
@@ -4916,7 +4916,7 @@ ATTN_NO_AUTOVEC static void attn_linear_transformer_ltile__scalar(const attn_arg
         }
         /* O += A V */
         for (r = 0; r + 4 <= tq; r += 4)
-            attn_linear_transformer_pv_4x64_f32__scalar(w->a + r * 32, 32, 1, vp, 64, 0, n, w->o + r * 64, ones);
+            attn_pv_4x64_f32__scalar(w->a + r * 32, 32, 1, vp, 64, 0, n, w->o + r * 64, ones);
         attn_linear_transformer_lrows__scalar(tq - r, w->a + r * 32, 32, 1, vp, 64, 0, n, w->o + r * 64, ones);
     }
     /* O = O / (den + eps), stored */

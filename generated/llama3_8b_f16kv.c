@@ -751,7 +751,7 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_exp2_q4__avx512
 
 /* C[8][32] = A[8][128] B[128][32]: a: 8 rows of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  65536 FLOPs, 19 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_qk_8x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_8x32_d128_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -954,7 +954,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
 
 /* C[4][32] = A[4][128] B[128][32]: a: 4 rows of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  32768 FLOPs, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_qk_4x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_4x32_d128_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -1077,7 +1077,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
 
 /* C[1][32] = A[1][128] B[128][32]: a: 1 row of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  8192 FLOPs, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_qk_1x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_1x32_d128_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -1140,7 +1140,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
 
 /* C[8][16] = A[8][128] B[128][16]: a: 8 rows of A (as elements apart), b: a packed
  * panel (32 floats per d, the 16 from b), c: rows cs floats apart.  32768 FLOPs, 10 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_qk_8x16_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_8x16_d128_f32_p32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps();
@@ -1328,7 +1328,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1536 FLOPs per key, 31 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_pv_6x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_6x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1458,7 +1458,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
 /* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 768 FLOPs per key, 16 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_pv_3x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_3x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1549,7 +1549,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 6 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_pv_1x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_1x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1613,7 +1613,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
 
 /* C[8][32] = A[8][128] B[128][32]: a: 8 rows of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  65536 FLOPs, 19 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_qk_8x32_f16__avx512(const uint16_t *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_8x32_d128_f16__avx512(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -1685,7 +1685,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
 
 /* C[1][32] = A[1][128] B[128][32]: a: 1 row of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  8192 FLOPs, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_qk_1x32_f16__avx512(const uint16_t *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_1x32_d128_f16__avx512(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -1709,7 +1709,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1536 FLOPs per key, 31 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_pv_6x128_f16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_6x128_f16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1839,7 +1839,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
 /* O[5][128] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1280 FLOPs per key, 26 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_pv_5x128_f16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_5x128_f16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1956,7 +1956,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 21 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_pv_4x128_f16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_4x128_f16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -2060,7 +2060,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
 /* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 768 FLOPs per key, 16 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_pv_3x128_f16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_3x128_f16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -2151,7 +2151,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
 /* O[2][128] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 512 FLOPs per key, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_pv_2x128_f16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_2x128_f16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -2229,7 +2229,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 6 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_pv_1x128_f16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_1x128_f16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -2430,7 +2430,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_kvpack_f
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (128 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-__attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_dot_4x2_f16__avx512(const float *restrict q, int64_t R, const uint16_t *restrict k0,
+__attribute__((target("avx512f,fma"))) static void attn_dot_4x2_d128_f16__avx512(const float *restrict q, int64_t R, const uint16_t *restrict k0,
         const uint16_t *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -2582,7 +2582,7 @@ typedef struct {
 typedef char attn_llama3_8b_f16kv_dscratch_fits__avx512[sizeof(attn_llama3_8b_f16kv_dscratch__avx512) <= DECODE_SCRATCH ? 1 : -1];
 
 /* O[4 rows] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_srescale_4x128__avx512(float *restrict o, __m128 alpha)
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_srescale_4x128_f32__avx512(float *restrict o, __m128 alpha)
 {
     const __m512 s = _mm512_broadcast_f32x4(alpha);
     int64_t c;
@@ -2615,7 +2615,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_llama3_8b_
         lv = _mm_mul_ps(lv, alpha);
         mv = mn;
         _mm_storeu_ps(m, mv);
-        attn_llama3_8b_f16kv_srescale_4x128__avx512(o, alpha);
+        attn_srescale_4x128_f32__avx512(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = _mm_mul_ps(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -3045,7 +3045,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_llama3_8b_f1
 }
 
 /* O[4 rows] += p_r V: one V row. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_llama3_8b_f16kv_spv_4x128_f16__avx512(__m128 p, const uint16_t *restrict v0, float *restrict o)
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_spv_4x128_f16__avx512(__m128 p, const uint16_t *restrict v0, float *restrict o)
 {
     const __m512 s0 = _mm512_broadcast_f32x4(p);
     const __m512 p0_0 = _mm512_permute_ps(s0, 0x00);
@@ -3111,7 +3111,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_llama3_8b_f1
 }
 
 /* O[4 rows] += w[0] V0 + ... + w[1] V1: 2 V rows in one pass over O. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_llama3_8b_f16kv_spvk_4x2_f16__avx512(const __m128 *w, const uint16_t *restrict v0, const uint16_t *restrict v1, float *restrict o)
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_spvk_4x2_v128_f16__avx512(const __m128 *w, const uint16_t *restrict v0, const uint16_t *restrict v1, float *restrict o)
 {
     const __m512 s0 = _mm512_broadcast_f32x4(w[0]);
     const __m512 s1 = _mm512_broadcast_f32x4(w[1]);
@@ -3207,7 +3207,7 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_llama3_8b_f16kv
  * rows 32 floats apart.  Out of line, so that its 8 row pointers have registers
  * of their own: inside the decode unit gcc kept them on the stack, a reload for
  * every few FMAs. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_lanes_8x1_f16__avx512(const uint16_t *restrict k0, int64_t ks,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_lanes_8x1_d128_f16_p32__avx512(const uint16_t *restrict k0, int64_t ks,
         const float *restrict qt, float *restrict s, int64_t rp)
 {
     const uint16_t *restrict k1 = k0 + 1 * ks;
@@ -3221,7 +3221,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
     int64_t d;
     float kw[128]; /* 16 values of D of each key from d0, widened once */
     int64_t d0;
-    for (d0 = 0; d0 < D; d0 += 16) {
+    for (d0 = 0; d0 < 128; d0 += 16) {
         _mm512_storeu_ps(kw + 0, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(k0 + d0))));
         _mm512_storeu_ps(kw + 16, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(k1 + d0))));
         _mm512_storeu_ps(kw + 32, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(k2 + d0))));
@@ -3305,7 +3305,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_llama
                 const uint16_t *k0 = attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c);
                 int64_t d;
                 if (c + SCORE_KEYS <= kb) { /* 8 keys */
-                    attn_llama3_8b_f16kv_lanes_8x1_f16__avx512(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
+                    attn_lanes_8x1_d128_f16_p32__avx512(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
                     c += SCORE_KEYS;
                 } else { /* one key */
                     __m512 a0 = _mm512_setzero_ps();
@@ -3328,7 +3328,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_llama
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_llama3_8b_f16kv_dot_4x2_f16__avx512(w->q + hk * glp * Q_STRIDE, glp, attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c),
+                attn_dot_4x2_d128_f16__avx512(w->q + hk * glp * Q_STRIDE, glp, attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c),
                         attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                     const uint16_t *row = attn_llama3_8b_f16kv_next_row(&kv, jn, pl);
@@ -3347,7 +3347,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_llama
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
                 for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_llama3_8b_f16kv_qk_8x32_f16__avx512(attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_8x32_d128_f16__avx512(attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                         const uint16_t *row = attn_llama3_8b_f16kv_next_row(&kv, jn, pl);
                         const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -3358,7 +3358,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_llama
                     }
                 }
                 for (; c < kb; c++)
-                    attn_llama3_8b_f16kv_qk_1x32_f16__avx512(attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_1x32_d128_f16__avx512(attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                 for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                     const uint16_t *row = attn_llama3_8b_f16kv_next_row(&kv, jn, pl);
                     const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -3407,27 +3407,27 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_llama
             const int64_t left = hk * glp + gl - r;
             const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
             if (take >= 6) {
-                attn_llama3_8b_f16kv_pv_6x128_f16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_6x128_f16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 6;
             } else
             if (take >= 5) {
-                attn_llama3_8b_f16kv_pv_5x128_f16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_5x128_f16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 5;
             } else
             if (take >= 4) {
-                attn_llama3_8b_f16kv_pv_4x128_f16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_4x128_f16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 4;
             } else
             if (take >= 3) {
-                attn_llama3_8b_f16kv_pv_3x128_f16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_3x128_f16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 3;
             } else
             if (take >= 2) {
-                attn_llama3_8b_f16kv_pv_2x128_f16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_2x128_f16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 2;
             } else
             {
-                attn_llama3_8b_f16kv_pv_1x128_f16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_1x128_f16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 1;
             }
             for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -3611,7 +3611,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_sunit_4x
                     hk = w->hk_lo;
                     attn_llama3_8b_f16kv_sqk_4x2_f16__avx512(w->sq + (hk) * HEAD_Q, attn_llama3_8b_f16kv_k_row(&kv, hk, jp + 0), attn_llama3_8b_f16kv_k_row(&kv, hk, jp + 1),
                         w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
-                    attn_llama3_8b_f16kv_spvk_4x2_f16__avx512(wt, attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 0), attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
+                    attn_spvk_4x2_v128_f16__avx512(wt, attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 0), attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                     j = jp;
                     if (j + STREAM_PREFETCH + 0 < j_end) {
                         attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -3632,7 +3632,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_sunit_4x
                         if (jn + (STEP_KEYS - 1) < j_end)
                             attn_llama3_8b_f16kv_sqk_4x2_f16__avx512(w->sq + (hn) * HEAD_Q, attn_llama3_8b_f16kv_k_row(&kv, hn, jn + 0), attn_llama3_8b_f16kv_k_row(&kv, hn, jn + 1),
                         w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
-                        attn_llama3_8b_f16kv_spvk_4x2_f16__avx512(wt, attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 0), attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
+                        attn_spvk_4x2_v128_f16__avx512(wt, attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 0), attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                         j = jp;
                         if (j + STREAM_PREFETCH + 0 < j_end) {
                             attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -3649,14 +3649,14 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_sunit_4x
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     p = attn_llama3_8b_f16kv_sqk_4x1_f16__avx512(w->sq + (hk) * HEAD_Q, attn_llama3_8b_f16kv_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_llama3_8b_f16kv_spv_4x128_f16__avx512(p, attn_llama3_8b_f16kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_4x128_f16__avx512(p, attn_llama3_8b_f16kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                 }
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_llama3_8b_f16kv_sqk_4x1_f16__avx512(w->sq + (hk) * HEAD_Q, attn_llama3_8b_f16kv_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_llama3_8b_f16kv_spv_4x128_f16__avx512(p, attn_llama3_8b_f16kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_4x128_f16__avx512(p, attn_llama3_8b_f16kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -3675,7 +3675,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_sunit_4x
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_llama3_8b_f16kv_sterms_4x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_llama3_8b_f16kv_spv_4x128_f16__avx512(attn_llama3_8b_f16kv_sqk_4x1_f16__avx512(w->sq + (hk) * HEAD_Q, attn_llama3_8b_f16kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x128_f16__avx512(attn_llama3_8b_f16kv_sqk_4x1_f16__avx512(w->sq + (hk) * HEAD_Q, attn_llama3_8b_f16kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_llama3_8b_f16kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -3687,7 +3687,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_sunit_4x
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_llama3_8b_f16kv_sterms_4x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_llama3_8b_f16kv_spv_4x128_f16__avx512(attn_llama3_8b_f16kv_sqk_4x1_f16__avx512(w->sq + (hk) * HEAD_Q, attn_llama3_8b_f16kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x128_f16__avx512(attn_llama3_8b_f16kv_sqk_4x1_f16__avx512(w->sq + (hk) * HEAD_Q, attn_llama3_8b_f16kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_llama3_8b_f16kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -3895,19 +3895,19 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_llama3_8b_f1
                     while (!attn_llama3_8b_f16kv_sees(w->first + r, w->last + r, 8, u1 - 16, u1)) u1 -= 16;
                 }
                 if (u1 - u0 == PREFILL_NC)
-                    attn_llama3_8b_f16kv_qk_8x32_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                    attn_qk_8x32_d128_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
                 else
                     for (u = u0; u < u1; u += 16)
-                        attn_llama3_8b_f16kv_qk_8x16_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
+                        attn_qk_8x16_d128_f32_p32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
             }
         if (r + 4 <= tq) { /* half a block of the last rows, then one at a time */
             if (cls == TILE_FULL || attn_llama3_8b_f16kv_sees(w->first + r, w->last + r, 4, c, c + PREFILL_NC))
-                attn_llama3_8b_f16kv_qk_4x32_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_4x32_d128_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
             r += 4;
         }
         for (; r < tq; r++)
             if (cls == TILE_FULL || attn_llama3_8b_f16kv_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
-                attn_llama3_8b_f16kv_qk_1x32_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_1x32_d128_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
     }
 }
 
@@ -3971,13 +3971,13 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_llama3_8b_f1
         }
         switch (rows) {
         case 6:
-            attn_llama3_8b_f16kv_pv_6x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_6x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 3:
-            attn_llama3_8b_f16kv_pv_3x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_3x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         default:
-            attn_llama3_8b_f16kv_pv_1x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_1x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         }
         if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
@@ -4279,7 +4279,7 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m128 attn_exp2_q4__avx2
 
 /* C[4][16] = A[4][128] B[128][16]: a: 4 rows of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  16384 FLOPs, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_qk_4x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_4x16_d128_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -4402,7 +4402,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
 
 /* C[2][16] = A[2][128] B[128][16]: a: 2 rows of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  8192 FLOPs, 7 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_qk_2x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_2x16_d128_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -4485,7 +4485,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
 
 /* C[1][16] = A[1][128] B[128][16]: a: 1 row of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  4096 FLOPs, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_qk_1x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_1x16_d128_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -4548,7 +4548,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
 
 /* C[4][8] = A[4][128] B[128][8]: a: 4 rows of A (as elements apart), b: a packed
  * panel (16 floats per d, the 8 from b), c: rows cs floats apart.  8192 FLOPs, 6 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_qk_4x8_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_4x8_d128_f32_p16__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps();
@@ -4660,7 +4660,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1536 FLOPs per key, 15 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_pv_6x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_6x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -4774,7 +4774,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
 /* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 768 FLOPs per key, 9 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_pv_3x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_3x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -4843,7 +4843,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_pv_1x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_1x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -4881,7 +4881,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
 
 /* C[4][16] = A[4][128] B[128][16]: a: 4 rows of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  16384 FLOPs, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_qk_4x16_f16__avx2(const uint16_t *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_4x16_d128_f16__avx2(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -4925,7 +4925,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
 
 /* C[1][16] = A[1][128] B[128][16]: a: 1 row of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  4096 FLOPs, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_qk_1x16_f16__avx2(const uint16_t *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_1x16_d128_f16__avx2(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -4949,7 +4949,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1536 FLOPs per key, 15 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_pv_6x128_f16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_6x128_f16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5063,7 +5063,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
 /* O[5][128] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1280 FLOPs per key, 13 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_pv_5x128_f16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_5x128_f16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5162,7 +5162,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_pv_4x128_f16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_4x128_f16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5246,7 +5246,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
 /* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 768 FLOPs per key, 9 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_pv_3x128_f16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_3x128_f16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5315,7 +5315,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
 /* O[2][128] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 512 FLOPs per key, 7 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_pv_2x128_f16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_2x128_f16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5369,7 +5369,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_pv_1x128_f16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_1x128_f16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5552,7 +5552,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_kvpack
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (128 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_dot_4x2_f16__avx2(const float *restrict q, int64_t R, const uint16_t *restrict k0,
+__attribute__((target("avx2,fma,f16c"))) static void attn_dot_4x2_d128_f16__avx2(const float *restrict q, int64_t R, const uint16_t *restrict k0,
         const uint16_t *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -5600,7 +5600,7 @@ typedef struct {
 typedef char attn_llama3_8b_f16kv_dscratch_fits__avx2[sizeof(attn_llama3_8b_f16kv_dscratch__avx2) <= DECODE_SCRATCH ? 1 : -1];
 
 /* O[4 rows] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_srescale_4x128__avx2(float *restrict o, __m128 alpha)
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_srescale_4x128_f32__avx2(float *restrict o, __m128 alpha)
 {
     const __m256 s = _mm256_insertf128_ps(_mm256_castps128_ps256(alpha), alpha, 1);
     int64_t c;
@@ -5633,7 +5633,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_llama3_8
         lv = _mm_mul_ps(lv, alpha);
         mv = mn;
         _mm_storeu_ps(m, mv);
-        attn_llama3_8b_f16kv_srescale_4x128__avx2(o, alpha);
+        attn_srescale_4x128_f32__avx2(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = _mm_mul_ps(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -5732,7 +5732,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_llama3_8b_
 }
 
 /* O[4 rows] += p_r V: one V row. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_llama3_8b_f16kv_spv_4x128_f16__avx2(__m128 p, const uint16_t *restrict v0, float *restrict o)
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_spv_4x128_f16__avx2(__m128 p, const uint16_t *restrict v0, float *restrict o)
 {
     const __m256 s0 = _mm256_insertf128_ps(_mm256_castps128_ps256(p), p, 1);
     const __m256 p0_0 = _mm256_permute_ps(s0, 0x00);
@@ -5750,7 +5750,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_llama3_8b_
 }
 
 /* O[4 rows] += w[0] V0 + ... + w[1] V1: 2 V rows in one pass over O. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_llama3_8b_f16kv_spvk_4x2_f16__avx2(const __m128 *w, const uint16_t *restrict v0, const uint16_t *restrict v1, float *restrict o)
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_spvk_4x2_v128_f16__avx2(const __m128 *w, const uint16_t *restrict v0, const uint16_t *restrict v1, float *restrict o)
 {
     const __m256 s0 = _mm256_insertf128_ps(_mm256_castps128_ps256(w[0]), w[0], 1);
     const __m256 s1 = _mm256_insertf128_ps(_mm256_castps128_ps256(w[1]), w[1], 1);
@@ -5791,7 +5791,7 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m128 attn_llama3_8b_f16
  * rows 16 floats apart.  Out of line, so that its 8 row pointers have registers
  * of their own: inside the decode unit gcc kept them on the stack, a reload for
  * every few FMAs. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_lanes_8x1_f16__avx2(const uint16_t *restrict k0, int64_t ks,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_lanes_8x1_d128_f16_p16__avx2(const uint16_t *restrict k0, int64_t ks,
         const float *restrict qt, float *restrict s, int64_t rp)
 {
     const uint16_t *restrict k1 = k0 + 1 * ks;
@@ -5805,7 +5805,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
     int64_t d;
     float kw[64]; /* 8 values of D of each key from d0, widened once */
     int64_t d0;
-    for (d0 = 0; d0 < D; d0 += 8) {
+    for (d0 = 0; d0 < 128; d0 += 8) {
         _mm256_storeu_ps(kw + 0, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k0 + d0))));
         _mm256_storeu_ps(kw + 8, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k1 + d0))));
         _mm256_storeu_ps(kw + 16, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k2 + d0))));
@@ -5889,7 +5889,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_lla
                 const uint16_t *k0 = attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c);
                 int64_t d;
                 if (c + SCORE_KEYS <= kb) { /* 8 keys */
-                    attn_llama3_8b_f16kv_lanes_8x1_f16__avx2(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
+                    attn_lanes_8x1_d128_f16_p16__avx2(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
                     c += SCORE_KEYS;
                 } else { /* one key */
                     __m256 a0 = _mm256_setzero_ps();
@@ -5912,7 +5912,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_lla
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_llama3_8b_f16kv_dot_4x2_f16__avx2(w->q + hk * glp * Q_STRIDE, glp, attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c),
+                attn_dot_4x2_d128_f16__avx2(w->q + hk * glp * Q_STRIDE, glp, attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c),
                         attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                     const uint16_t *row = attn_llama3_8b_f16kv_next_row(&kv, jn, pl);
@@ -5931,7 +5931,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_lla
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
                 for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_llama3_8b_f16kv_qk_4x16_f16__avx2(attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_4x16_d128_f16__avx2(attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                         const uint16_t *row = attn_llama3_8b_f16kv_next_row(&kv, jn, pl);
                         const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -5942,7 +5942,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_lla
                     }
                 }
                 for (; c < kb; c++)
-                    attn_llama3_8b_f16kv_qk_1x16_f16__avx2(attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_1x16_d128_f16__avx2(attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                 for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                     const uint16_t *row = attn_llama3_8b_f16kv_next_row(&kv, jn, pl);
                     const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -5991,27 +5991,27 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_lla
             const int64_t left = hk * glp + gl - r;
             const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
             if (take >= 6) {
-                attn_llama3_8b_f16kv_pv_6x128_f16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_6x128_f16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 6;
             } else
             if (take >= 5) {
-                attn_llama3_8b_f16kv_pv_5x128_f16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_5x128_f16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 5;
             } else
             if (take >= 4) {
-                attn_llama3_8b_f16kv_pv_4x128_f16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_4x128_f16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 4;
             } else
             if (take >= 3) {
-                attn_llama3_8b_f16kv_pv_3x128_f16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_3x128_f16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 3;
             } else
             if (take >= 2) {
-                attn_llama3_8b_f16kv_pv_2x128_f16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_2x128_f16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 2;
             } else
             {
-                attn_llama3_8b_f16kv_pv_1x128_f16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_1x128_f16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 1;
             }
             for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -6195,7 +6195,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_sunit_
                     hk = w->hk_lo;
                     attn_llama3_8b_f16kv_sqk_4x2_f16__avx2(w->sq + (hk) * HEAD_Q, attn_llama3_8b_f16kv_k_row(&kv, hk, jp + 0), attn_llama3_8b_f16kv_k_row(&kv, hk, jp + 1),
                         w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
-                    attn_llama3_8b_f16kv_spvk_4x2_f16__avx2(wt, attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 0), attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
+                    attn_spvk_4x2_v128_f16__avx2(wt, attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 0), attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                     j = jp;
                     if (j + STREAM_PREFETCH + 0 < j_end) {
                         attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -6216,7 +6216,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_sunit_
                         if (jn + (STEP_KEYS - 1) < j_end)
                             attn_llama3_8b_f16kv_sqk_4x2_f16__avx2(w->sq + (hn) * HEAD_Q, attn_llama3_8b_f16kv_k_row(&kv, hn, jn + 0), attn_llama3_8b_f16kv_k_row(&kv, hn, jn + 1),
                         w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
-                        attn_llama3_8b_f16kv_spvk_4x2_f16__avx2(wt, attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 0), attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
+                        attn_spvk_4x2_v128_f16__avx2(wt, attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 0), attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                         j = jp;
                         if (j + STREAM_PREFETCH + 0 < j_end) {
                             attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -6233,14 +6233,14 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_sunit_
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     p = attn_llama3_8b_f16kv_sqk_4x1_f16__avx2(w->sq + (hk) * HEAD_Q, attn_llama3_8b_f16kv_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_llama3_8b_f16kv_spv_4x128_f16__avx2(p, attn_llama3_8b_f16kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_4x128_f16__avx2(p, attn_llama3_8b_f16kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                 }
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_llama3_8b_f16kv_sqk_4x1_f16__avx2(w->sq + (hk) * HEAD_Q, attn_llama3_8b_f16kv_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_llama3_8b_f16kv_spv_4x128_f16__avx2(p, attn_llama3_8b_f16kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_4x128_f16__avx2(p, attn_llama3_8b_f16kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -6259,7 +6259,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_sunit_
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_llama3_8b_f16kv_sterms_4x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_llama3_8b_f16kv_spv_4x128_f16__avx2(attn_llama3_8b_f16kv_sqk_4x1_f16__avx2(w->sq + (hk) * HEAD_Q, attn_llama3_8b_f16kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x128_f16__avx2(attn_llama3_8b_f16kv_sqk_4x1_f16__avx2(w->sq + (hk) * HEAD_Q, attn_llama3_8b_f16kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_llama3_8b_f16kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -6271,7 +6271,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_sunit_
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_llama3_8b_f16kv_sterms_4x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_llama3_8b_f16kv_spv_4x128_f16__avx2(attn_llama3_8b_f16kv_sqk_4x1_f16__avx2(w->sq + (hk) * HEAD_Q, attn_llama3_8b_f16kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x128_f16__avx2(attn_llama3_8b_f16kv_sqk_4x1_f16__avx2(w->sq + (hk) * HEAD_Q, attn_llama3_8b_f16kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_llama3_8b_f16kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -6479,19 +6479,19 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_llama3_8b_
                     while (!attn_llama3_8b_f16kv_sees(w->first + r, w->last + r, 4, u1 - 8, u1)) u1 -= 8;
                 }
                 if (u1 - u0 == PREFILL_NC)
-                    attn_llama3_8b_f16kv_qk_4x16_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                    attn_qk_4x16_d128_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
                 else
                     for (u = u0; u < u1; u += 8)
-                        attn_llama3_8b_f16kv_qk_4x8_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
+                        attn_qk_4x8_d128_f32_p16__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
             }
         if (r + 2 <= tq) { /* half a block of the last rows, then one at a time */
             if (cls == TILE_FULL || attn_llama3_8b_f16kv_sees(w->first + r, w->last + r, 2, c, c + PREFILL_NC))
-                attn_llama3_8b_f16kv_qk_2x16_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_2x16_d128_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
             r += 2;
         }
         for (; r < tq; r++)
             if (cls == TILE_FULL || attn_llama3_8b_f16kv_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
-                attn_llama3_8b_f16kv_qk_1x16_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_1x16_d128_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
     }
 }
 
@@ -6555,13 +6555,13 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_llama3_8b_
         }
         switch (rows) {
         case 6:
-            attn_llama3_8b_f16kv_pv_6x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_6x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 3:
-            attn_llama3_8b_f16kv_pv_3x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_3x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         default:
-            attn_llama3_8b_f16kv_pv_1x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_1x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         }
         if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
@@ -6856,7 +6856,7 @@ static inline float32x4_t attn_exp2_q4__neon(float32x4_t x)
 
 /* C[8][8] = A[8][128] B[128][8]: a: 8 rows of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  16384 FLOPs, 19 vector registers. */
-ATTN_NOINLINE static void attn_llama3_8b_f16kv_qk_8x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_8x8_d128_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -7059,7 +7059,7 @@ ATTN_NOINLINE static void attn_llama3_8b_f16kv_qk_8x8_f32__neon(const float *res
 
 /* C[4][8] = A[4][128] B[128][8]: a: 4 rows of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  8192 FLOPs, 11 vector registers. */
-ATTN_NOINLINE static void attn_llama3_8b_f16kv_qk_4x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_4x8_d128_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -7182,7 +7182,7 @@ ATTN_NOINLINE static void attn_llama3_8b_f16kv_qk_4x8_f32__neon(const float *res
 
 /* C[1][8] = A[1][128] B[128][8]: a: 1 row of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  2048 FLOPs, 5 vector registers. */
-ATTN_NOINLINE static void attn_llama3_8b_f16kv_qk_1x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_1x8_d128_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -7245,7 +7245,7 @@ ATTN_NOINLINE static void attn_llama3_8b_f16kv_qk_1x8_f32__neon(const float *res
 
 /* C[8][4] = A[8][128] B[128][4]: a: 8 rows of A (as elements apart), b: a packed
  * panel (8 floats per d, the 4 from b), c: rows cs floats apart.  8192 FLOPs, 10 vector registers. */
-ATTN_NOINLINE static void attn_llama3_8b_f16kv_qk_8x4_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_8x4_d128_f32_p8__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f);
@@ -7433,7 +7433,7 @@ ATTN_NOINLINE static void attn_llama3_8b_f16kv_qk_8x4_f32__neon(const float *res
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1536 FLOPs per key, 31 vector registers. */
-ATTN_NOINLINE static void attn_llama3_8b_f16kv_pv_6x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_6x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -7563,7 +7563,7 @@ ATTN_NOINLINE static void attn_llama3_8b_f16kv_pv_6x128_f32__neon(const float *r
 /* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 768 FLOPs per key, 16 vector registers. */
-ATTN_NOINLINE static void attn_llama3_8b_f16kv_pv_3x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_3x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -7654,7 +7654,7 @@ ATTN_NOINLINE static void attn_llama3_8b_f16kv_pv_3x128_f32__neon(const float *r
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 6 vector registers. */
-ATTN_NOINLINE static void attn_llama3_8b_f16kv_pv_1x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_1x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -7718,7 +7718,7 @@ ATTN_NOINLINE static void attn_llama3_8b_f16kv_pv_1x128_f32__neon(const float *r
 
 /* C[8][8] = A[8][128] B[128][8]: a: 8 rows of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  16384 FLOPs, 19 vector registers. */
-ATTN_NOINLINE static void attn_llama3_8b_f16kv_qk_8x8_f16__neon(const uint16_t *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_8x8_d128_f16__neon(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -7790,7 +7790,7 @@ ATTN_NOINLINE static void attn_llama3_8b_f16kv_qk_8x8_f16__neon(const uint16_t *
 
 /* C[1][8] = A[1][128] B[128][8]: a: 1 row of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  2048 FLOPs, 5 vector registers. */
-ATTN_NOINLINE static void attn_llama3_8b_f16kv_qk_1x8_f16__neon(const uint16_t *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_1x8_d128_f16__neon(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -7814,7 +7814,7 @@ ATTN_NOINLINE static void attn_llama3_8b_f16kv_qk_1x8_f16__neon(const uint16_t *
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1536 FLOPs per key, 31 vector registers. */
-ATTN_NOINLINE static void attn_llama3_8b_f16kv_pv_6x128_f16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE static void attn_pv_6x128_f16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -7944,7 +7944,7 @@ ATTN_NOINLINE static void attn_llama3_8b_f16kv_pv_6x128_f16__neon(const float *r
 /* O[5][128] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1280 FLOPs per key, 26 vector registers. */
-ATTN_NOINLINE static void attn_llama3_8b_f16kv_pv_5x128_f16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE static void attn_pv_5x128_f16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -8061,7 +8061,7 @@ ATTN_NOINLINE static void attn_llama3_8b_f16kv_pv_5x128_f16__neon(const float *r
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 21 vector registers. */
-ATTN_NOINLINE static void attn_llama3_8b_f16kv_pv_4x128_f16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE static void attn_pv_4x128_f16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -8165,7 +8165,7 @@ ATTN_NOINLINE static void attn_llama3_8b_f16kv_pv_4x128_f16__neon(const float *r
 /* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 768 FLOPs per key, 16 vector registers. */
-ATTN_NOINLINE static void attn_llama3_8b_f16kv_pv_3x128_f16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE static void attn_pv_3x128_f16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -8256,7 +8256,7 @@ ATTN_NOINLINE static void attn_llama3_8b_f16kv_pv_3x128_f16__neon(const float *r
 /* O[2][128] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 512 FLOPs per key, 11 vector registers. */
-ATTN_NOINLINE static void attn_llama3_8b_f16kv_pv_2x128_f16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE static void attn_pv_2x128_f16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -8334,7 +8334,7 @@ ATTN_NOINLINE static void attn_llama3_8b_f16kv_pv_2x128_f16__neon(const float *r
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 6 vector registers. */
-ATTN_NOINLINE static void attn_llama3_8b_f16kv_pv_1x128_f16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE static void attn_pv_1x128_f16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -8545,7 +8545,7 @@ static void attn_llama3_8b_f16kv_kvpack_f16__neon(const attn_llama3_8b_f16kv_kv 
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (128 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-static void attn_llama3_8b_f16kv_dot_4x2_f16__neon(const float *restrict q, int64_t R, const uint16_t *restrict k0,
+static void attn_dot_4x2_d128_f16__neon(const float *restrict q, int64_t R, const uint16_t *restrict k0,
         const uint16_t *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -8593,7 +8593,7 @@ typedef struct {
 typedef char attn_llama3_8b_f16kv_dscratch_fits__neon[sizeof(attn_llama3_8b_f16kv_dscratch__neon) <= DECODE_SCRATCH ? 1 : -1];
 
 /* O[4 rows] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE static void attn_llama3_8b_f16kv_srescale_4x128__neon(float *restrict o, float32x4_t alpha)
+ATTN_NOINLINE static void attn_srescale_4x128_f32__neon(float *restrict o, float32x4_t alpha)
 {
     const float32x4_t s = alpha;
     int64_t c;
@@ -8626,7 +8626,7 @@ static ATTN_INLINE float32x4_t attn_llama3_8b_f16kv_supd_4x1__neon(float32x4_t s
         lv = vmulq_f32(lv, alpha);
         mv = mn;
         vst1q_f32(m, mv);
-        attn_llama3_8b_f16kv_srescale_4x128__neon(o, alpha);
+        attn_srescale_4x128_f32__neon(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = vmulq_f32(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -8725,7 +8725,7 @@ static ATTN_INLINE void attn_llama3_8b_f16kv_sqk_4x2_f16__neon(const float *rest
 }
 
 /* O[4 rows] += p_r V: one V row. */
-static ATTN_INLINE void attn_llama3_8b_f16kv_spv_4x128_f16__neon(float32x4_t p, const uint16_t *restrict v0, float *restrict o)
+static ATTN_INLINE void attn_spv_4x128_f16__neon(float32x4_t p, const uint16_t *restrict v0, float *restrict o)
 {
     const float32x4_t s0 = p;
     const float32x4_t p0_0 = vdupq_laneq_f32(s0, 0);
@@ -8743,7 +8743,7 @@ static ATTN_INLINE void attn_llama3_8b_f16kv_spv_4x128_f16__neon(float32x4_t p, 
 }
 
 /* O[4 rows] += w[0] V0 + ... + w[1] V1: 2 V rows in one pass over O. */
-static ATTN_INLINE void attn_llama3_8b_f16kv_spvk_4x2_f16__neon(const float32x4_t *w, const uint16_t *restrict v0, const uint16_t *restrict v1, float *restrict o)
+static ATTN_INLINE void attn_spvk_4x2_v128_f16__neon(const float32x4_t *w, const uint16_t *restrict v0, const uint16_t *restrict v1, float *restrict o)
 {
     const float32x4_t s0 = w[0];
     const float32x4_t s1 = w[1];
@@ -8784,7 +8784,7 @@ static inline float32x4_t attn_llama3_8b_f16kv_sterms_4x1__neon(const attn_args 
  * rows 8 floats apart.  Out of line, so that its 8 row pointers have registers
  * of their own: inside the decode unit gcc kept them on the stack, a reload for
  * every few FMAs. */
-ATTN_NOINLINE static void attn_llama3_8b_f16kv_lanes_8x1_f16__neon(const uint16_t *restrict k0, int64_t ks,
+ATTN_NOINLINE static void attn_lanes_8x1_d128_f16_p8__neon(const uint16_t *restrict k0, int64_t ks,
         const float *restrict qt, float *restrict s, int64_t rp)
 {
     const uint16_t *restrict k1 = k0 + 1 * ks;
@@ -8798,7 +8798,7 @@ ATTN_NOINLINE static void attn_llama3_8b_f16kv_lanes_8x1_f16__neon(const uint16_
     int64_t d;
     float kw[32]; /* 4 values of D of each key from d0, widened once */
     int64_t d0;
-    for (d0 = 0; d0 < D; d0 += 4) {
+    for (d0 = 0; d0 < 128; d0 += 4) {
         vst1q_f32(kw + 0, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(k0 + d0))));
         vst1q_f32(kw + 4, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(k1 + d0))));
         vst1q_f32(kw + 8, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(k2 + d0))));
@@ -8882,7 +8882,7 @@ static ATTN_ALWAYS_INLINE void attn_llama3_8b_f16kv_dscores__neon(const attn_lla
                 const uint16_t *k0 = attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c);
                 int64_t d;
                 if (c + SCORE_KEYS <= kb) { /* 8 keys */
-                    attn_llama3_8b_f16kv_lanes_8x1_f16__neon(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
+                    attn_lanes_8x1_d128_f16_p8__neon(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
                     c += SCORE_KEYS;
                 } else { /* one key */
                     float32x4_t a0 = vdupq_n_f32(0.0f);
@@ -8905,7 +8905,7 @@ static ATTN_ALWAYS_INLINE void attn_llama3_8b_f16kv_dscores__neon(const attn_lla
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_llama3_8b_f16kv_dot_4x2_f16__neon(w->q + hk * glp * Q_STRIDE, glp, attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c),
+                attn_dot_4x2_d128_f16__neon(w->q + hk * glp * Q_STRIDE, glp, attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c),
                         attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                     const uint16_t *row = attn_llama3_8b_f16kv_next_row(&kv, jn, pl);
@@ -8924,7 +8924,7 @@ static ATTN_ALWAYS_INLINE void attn_llama3_8b_f16kv_dscores__neon(const attn_lla
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
                 for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_llama3_8b_f16kv_qk_8x8_f16__neon(attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_8x8_d128_f16__neon(attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                         const uint16_t *row = attn_llama3_8b_f16kv_next_row(&kv, jn, pl);
                         const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -8935,7 +8935,7 @@ static ATTN_ALWAYS_INLINE void attn_llama3_8b_f16kv_dscores__neon(const attn_lla
                     }
                 }
                 for (; c < kb; c++)
-                    attn_llama3_8b_f16kv_qk_1x8_f16__neon(attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_1x8_d128_f16__neon(attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                 for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                     const uint16_t *row = attn_llama3_8b_f16kv_next_row(&kv, jn, pl);
                     const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -8984,27 +8984,27 @@ static ATTN_ALWAYS_INLINE void attn_llama3_8b_f16kv_dpv__neon(const attn_llama3_
             const int64_t left = hk * glp + gl - r;
             const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
             if (take >= 6) {
-                attn_llama3_8b_f16kv_pv_6x128_f16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_6x128_f16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 6;
             } else
             if (take >= 5) {
-                attn_llama3_8b_f16kv_pv_5x128_f16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_5x128_f16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 5;
             } else
             if (take >= 4) {
-                attn_llama3_8b_f16kv_pv_4x128_f16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_4x128_f16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 4;
             } else
             if (take >= 3) {
-                attn_llama3_8b_f16kv_pv_3x128_f16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_3x128_f16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 3;
             } else
             if (take >= 2) {
-                attn_llama3_8b_f16kv_pv_2x128_f16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_2x128_f16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 2;
             } else
             {
-                attn_llama3_8b_f16kv_pv_1x128_f16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_1x128_f16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 1;
             }
             for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -9188,7 +9188,7 @@ static void attn_llama3_8b_f16kv_sunit_4x1__neon(const attn_args *args, int64_t 
                     hk = w->hk_lo;
                     attn_llama3_8b_f16kv_sqk_4x2_f16__neon(w->sq + (hk) * HEAD_Q, attn_llama3_8b_f16kv_k_row(&kv, hk, jp + 0), attn_llama3_8b_f16kv_k_row(&kv, hk, jp + 1),
                         w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
-                    attn_llama3_8b_f16kv_spvk_4x2_f16__neon(wt, attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 0), attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
+                    attn_spvk_4x2_v128_f16__neon(wt, attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 0), attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                     j = jp;
                     if (j + STREAM_PREFETCH + 0 < j_end) {
                         attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -9209,7 +9209,7 @@ static void attn_llama3_8b_f16kv_sunit_4x1__neon(const attn_args *args, int64_t 
                         if (jn + (STEP_KEYS - 1) < j_end)
                             attn_llama3_8b_f16kv_sqk_4x2_f16__neon(w->sq + (hn) * HEAD_Q, attn_llama3_8b_f16kv_k_row(&kv, hn, jn + 0), attn_llama3_8b_f16kv_k_row(&kv, hn, jn + 1),
                         w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
-                        attn_llama3_8b_f16kv_spvk_4x2_f16__neon(wt, attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 0), attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
+                        attn_spvk_4x2_v128_f16__neon(wt, attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 0), attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                         j = jp;
                         if (j + STREAM_PREFETCH + 0 < j_end) {
                             attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -9226,14 +9226,14 @@ static void attn_llama3_8b_f16kv_sunit_4x1__neon(const attn_args *args, int64_t 
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     p = attn_llama3_8b_f16kv_sqk_4x1_f16__neon(w->sq + (hk) * HEAD_Q, attn_llama3_8b_f16kv_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_llama3_8b_f16kv_spv_4x128_f16__neon(p, attn_llama3_8b_f16kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_4x128_f16__neon(p, attn_llama3_8b_f16kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                 }
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_llama3_8b_f16kv_sqk_4x1_f16__neon(w->sq + (hk) * HEAD_Q, attn_llama3_8b_f16kv_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_llama3_8b_f16kv_spv_4x128_f16__neon(p, attn_llama3_8b_f16kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_4x128_f16__neon(p, attn_llama3_8b_f16kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -9252,7 +9252,7 @@ static void attn_llama3_8b_f16kv_sunit_4x1__neon(const attn_args *args, int64_t 
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_llama3_8b_f16kv_sterms_4x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_llama3_8b_f16kv_spv_4x128_f16__neon(attn_llama3_8b_f16kv_sqk_4x1_f16__neon(w->sq + (hk) * HEAD_Q, attn_llama3_8b_f16kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x128_f16__neon(attn_llama3_8b_f16kv_sqk_4x1_f16__neon(w->sq + (hk) * HEAD_Q, attn_llama3_8b_f16kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_llama3_8b_f16kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -9264,7 +9264,7 @@ static void attn_llama3_8b_f16kv_sunit_4x1__neon(const attn_args *args, int64_t 
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_llama3_8b_f16kv_sterms_4x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_llama3_8b_f16kv_spv_4x128_f16__neon(attn_llama3_8b_f16kv_sqk_4x1_f16__neon(w->sq + (hk) * HEAD_Q, attn_llama3_8b_f16kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x128_f16__neon(attn_llama3_8b_f16kv_sqk_4x1_f16__neon(w->sq + (hk) * HEAD_Q, attn_llama3_8b_f16kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_llama3_8b_f16kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -9472,19 +9472,19 @@ static ATTN_INLINE void attn_llama3_8b_f16kv_uscores__neon(const float *kt, int6
                     while (!attn_llama3_8b_f16kv_sees(w->first + r, w->last + r, 8, u1 - 4, u1)) u1 -= 4;
                 }
                 if (u1 - u0 == PREFILL_NC)
-                    attn_llama3_8b_f16kv_qk_8x8_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                    attn_qk_8x8_d128_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
                 else
                     for (u = u0; u < u1; u += 4)
-                        attn_llama3_8b_f16kv_qk_8x4_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
+                        attn_qk_8x4_d128_f32_p8__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
             }
         if (r + 4 <= tq) { /* half a block of the last rows, then one at a time */
             if (cls == TILE_FULL || attn_llama3_8b_f16kv_sees(w->first + r, w->last + r, 4, c, c + PREFILL_NC))
-                attn_llama3_8b_f16kv_qk_4x8_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_4x8_d128_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
             r += 4;
         }
         for (; r < tq; r++)
             if (cls == TILE_FULL || attn_llama3_8b_f16kv_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
-                attn_llama3_8b_f16kv_qk_1x8_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_1x8_d128_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
     }
 }
 
@@ -9548,13 +9548,13 @@ static ATTN_INLINE void attn_llama3_8b_f16kv_upv__neon(const attn_args *args, co
         }
         switch (rows) {
         case 6:
-            attn_llama3_8b_f16kv_pv_6x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_6x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 3:
-            attn_llama3_8b_f16kv_pv_3x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_3x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         default:
-            attn_llama3_8b_f16kv_pv_1x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_1x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         }
         if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
@@ -9766,7 +9766,7 @@ attn_status attn_llama3_8b_f16kv_fwd__neon(const attn_args *args)
 
 /* C[4][2] = A[4][128] B[128][2]: a: 4 rows of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  2048 FLOPs, 11 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_qk_4x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qk_4x2_d128_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -9889,7 +9889,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_qk_4x2_f32__scala
 
 /* C[1][2] = A[1][128] B[128][2]: a: 1 row of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  512 FLOPs, 5 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_qk_1x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qk_1x2_d128_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -9952,7 +9952,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_qk_1x2_f32__scala
 
 /* C[4][1] = A[4][128] B[128][1]: a: 4 rows of A (as elements apart), b: a packed
  * panel (2 floats per d, the 1 from b), c: rows cs floats apart.  1024 FLOPs, 6 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_qk_4x1_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qk_4x1_d128_f32_p2__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f;
@@ -10064,7 +10064,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_qk_4x1_f32__scala
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 64 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 13 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_pv_4x128_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_pv_4x128_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -10136,7 +10136,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_pv_4x128_f32__sca
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 64 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 4 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_pv_1x128_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_pv_1x128_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -10180,7 +10180,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_pv_1x128_f32__sca
 
 /* C[4][2] = A[4][128] B[128][2]: a: 4 rows of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  2048 FLOPs, 11 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_qk_4x2_f16__scalar(const uint16_t *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qk_4x2_d128_f16__scalar(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -10303,7 +10303,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_qk_4x2_f16__scala
 
 /* C[1][2] = A[1][128] B[128][2]: a: 1 row of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  512 FLOPs, 5 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_qk_1x2_f16__scalar(const uint16_t *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qk_1x2_d128_f16__scalar(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -10367,7 +10367,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_qk_1x2_f16__scala
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 64 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 13 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_pv_4x128_f16__scalar(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_pv_4x128_f16__scalar(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -10439,7 +10439,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_pv_4x128_f16__sca
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 64 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 4 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_pv_1x128_f16__scalar(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_pv_1x128_f16__scalar(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -10726,7 +10726,7 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_kvpack_f16__scalar(const attn_l
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (128 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_dot_4x2_f16__scalar(const float *restrict q, int64_t R, const uint16_t *restrict k0,
+ATTN_NO_AUTOVEC static void attn_dot_4x2_d128_f16__scalar(const float *restrict q, int64_t R, const uint16_t *restrict k0,
         const uint16_t *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -10819,7 +10819,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_llama3_8b_f16kv_dscores__sca
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_llama3_8b_f16kv_dot_4x2_f16__scalar(w->q + hk * glp * Q_STRIDE, glp, attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c),
+                attn_dot_4x2_d128_f16__scalar(w->q + hk * glp * Q_STRIDE, glp, attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c),
                         attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                     const uint16_t *row = attn_llama3_8b_f16kv_next_row(&kv, jn, pl);
@@ -10838,7 +10838,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_llama3_8b_f16kv_dscores__sca
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
                 for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_llama3_8b_f16kv_qk_4x2_f16__scalar(attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_4x2_d128_f16__scalar(attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                         const uint16_t *row = attn_llama3_8b_f16kv_next_row(&kv, jn, pl);
                         const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -10849,7 +10849,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_llama3_8b_f16kv_dscores__sca
                     }
                 }
                 for (; c < kb; c++)
-                    attn_llama3_8b_f16kv_qk_1x2_f16__scalar(attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_1x2_d128_f16__scalar(attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                 for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                     const uint16_t *row = attn_llama3_8b_f16kv_next_row(&kv, jn, pl);
                     const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -10892,11 +10892,11 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_llama3_8b_f16kv_dpv__scalar(
         for (r = hk * glp; r < hk * glp + gl;) {
             const int64_t take = hk * glp + gl - r; /* the widest kernel that fits the rows left */
             if (take >= 4) {
-                attn_llama3_8b_f16kv_pv_4x128_f16__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_4x128_f16__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 4;
             } else
             {
-                attn_llama3_8b_f16kv_pv_1x128_f16__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_1x128_f16__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 1;
             }
             for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -11193,14 +11193,14 @@ ATTN_NO_AUTOVEC static ATTN_INLINE void attn_llama3_8b_f16kv_uscores__scalar(con
                     while (!attn_llama3_8b_f16kv_sees(w->first + r, w->last + r, 4, u1 - 1, u1)) u1 -= 1;
                 }
                 if (u1 - u0 == PREFILL_NC)
-                    attn_llama3_8b_f16kv_qk_4x2_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                    attn_qk_4x2_d128_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
                 else
                     for (u = u0; u < u1; u += 1)
-                        attn_llama3_8b_f16kv_qk_4x1_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
+                        attn_qk_4x1_d128_f32_p2__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
             }
         for (; r < tq; r++)
             if (cls == TILE_FULL || attn_llama3_8b_f16kv_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
-                attn_llama3_8b_f16kv_qk_1x2_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_1x2_d128_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
     }
 }
 
@@ -11264,10 +11264,10 @@ ATTN_NO_AUTOVEC static ATTN_INLINE void attn_llama3_8b_f16kv_upv__scalar(const a
         }
         switch (rows) {
         case 4:
-            attn_llama3_8b_f16kv_pv_4x128_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_4x128_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         default:
-            attn_llama3_8b_f16kv_pv_1x128_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_1x128_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         }
         if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */

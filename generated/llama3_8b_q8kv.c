@@ -769,7 +769,7 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_exp2_q4__avx512
 
 /* C[8][32] = A[8][128] B[128][32]: a: 8 rows of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  65536 FLOPs, 19 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q8kv_qk_8x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_8x32_d128_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -972,7 +972,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
 
 /* C[4][32] = A[4][128] B[128][32]: a: 4 rows of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  32768 FLOPs, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q8kv_qk_4x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_4x32_d128_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -1095,7 +1095,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
 
 /* C[1][32] = A[1][128] B[128][32]: a: 1 row of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  8192 FLOPs, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q8kv_qk_1x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_1x32_d128_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -1158,7 +1158,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
 
 /* C[8][16] = A[8][128] B[128][16]: a: 8 rows of A (as elements apart), b: a packed
  * panel (32 floats per d, the 16 from b), c: rows cs floats apart.  32768 FLOPs, 10 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q8kv_qk_8x16_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_8x16_d128_f32_p32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps();
@@ -1346,7 +1346,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1536 FLOPs per key, 31 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q8kv_pv_6x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_6x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1476,7 +1476,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
 /* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 768 FLOPs per key, 16 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q8kv_pv_3x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_3x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1567,7 +1567,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 6 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q8kv_pv_1x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_1x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1631,7 +1631,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
 
 /* C[8][32] = A[8][128] B[128][32]: a: 8 rows of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  65536 FLOPs, 19 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q8kv_qk_8x32_q8_0__avx512(const attn_block_q8_0 *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_8x32_d128_q8_0__avx512(const attn_block_q8_0 *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -1834,7 +1834,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
 
 /* C[1][32] = A[1][128] B[128][32]: a: 1 row of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  8192 FLOPs, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q8kv_qk_1x32_q8_0__avx512(const attn_block_q8_0 *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_1x32_d128_q8_0__avx512(const attn_block_q8_0 *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -1898,7 +1898,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1536 FLOPs per key, 31 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q8kv_pv_6x128_q8_0__avx512(const float *restrict p, int64_t ps, int64_t pk, const attn_block_q8_0 *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_6x128_q8_0__avx512(const float *restrict p, int64_t ps, int64_t pk, const attn_block_q8_0 *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -2028,7 +2028,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
 /* O[5][128] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1280 FLOPs per key, 26 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q8kv_pv_5x128_q8_0__avx512(const float *restrict p, int64_t ps, int64_t pk, const attn_block_q8_0 *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_5x128_q8_0__avx512(const float *restrict p, int64_t ps, int64_t pk, const attn_block_q8_0 *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -2145,7 +2145,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 21 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q8kv_pv_4x128_q8_0__avx512(const float *restrict p, int64_t ps, int64_t pk, const attn_block_q8_0 *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_4x128_q8_0__avx512(const float *restrict p, int64_t ps, int64_t pk, const attn_block_q8_0 *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -2249,7 +2249,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
 /* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 768 FLOPs per key, 16 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q8kv_pv_3x128_q8_0__avx512(const float *restrict p, int64_t ps, int64_t pk, const attn_block_q8_0 *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_3x128_q8_0__avx512(const float *restrict p, int64_t ps, int64_t pk, const attn_block_q8_0 *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -2340,7 +2340,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
 /* O[2][128] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 512 FLOPs per key, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q8kv_pv_2x128_q8_0__avx512(const float *restrict p, int64_t ps, int64_t pk, const attn_block_q8_0 *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_2x128_q8_0__avx512(const float *restrict p, int64_t ps, int64_t pk, const attn_block_q8_0 *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -2418,7 +2418,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 6 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q8kv_pv_1x128_q8_0__avx512(const float *restrict p, int64_t ps, int64_t pk, const attn_block_q8_0 *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_1x128_q8_0__avx512(const float *restrict p, int64_t ps, int64_t pk, const attn_block_q8_0 *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -2619,7 +2619,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q8kv_kvpack_q8
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (128 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-__attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q8kv_dot_4x2_q8_0__avx512(const float *restrict q, int64_t R, const attn_block_q8_0 *restrict k0,
+__attribute__((target("avx512f,fma"))) static void attn_dot_4x2_d128_q8_0__avx512(const float *restrict q, int64_t R, const attn_block_q8_0 *restrict k0,
         const attn_block_q8_0 *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -2771,7 +2771,7 @@ typedef struct {
 typedef char attn_llama3_8b_q8kv_dscratch_fits__avx512[sizeof(attn_llama3_8b_q8kv_dscratch__avx512) <= DECODE_SCRATCH ? 1 : -1];
 
 /* O[4 rows] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q8kv_srescale_4x128__avx512(float *restrict o, __m128 alpha)
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_srescale_4x128_f32__avx512(float *restrict o, __m128 alpha)
 {
     const __m512 s = _mm512_broadcast_f32x4(alpha);
     int64_t c;
@@ -2804,7 +2804,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_llama3_8b_
         lv = _mm_mul_ps(lv, alpha);
         mv = mn;
         _mm_storeu_ps(m, mv);
-        attn_llama3_8b_q8kv_srescale_4x128__avx512(o, alpha);
+        attn_srescale_4x128_f32__avx512(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = _mm_mul_ps(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -2982,7 +2982,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_llama3_8b_
 }
 
 /* O[4 rows] += p_r V: one V row. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_llama3_8b_q8kv_spv_4x128_q8_0__avx512(__m128 p, const attn_block_q8_0 *restrict v0, float *restrict o)
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_spv_4x128_q8_0__avx512(__m128 p, const attn_block_q8_0 *restrict v0, float *restrict o)
 {
     const __m512 s0 = _mm512_broadcast_f32x4(p);
     const __m512 p0_0 = _mm512_permute_ps(s0, 0x00);
@@ -3133,7 +3133,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q8kv_sqblk_4x1
         lv = _mm_mul_ps(lv, alpha);
         mv = mn;
         _mm_storeu_ps(m, mv);
-        attn_llama3_8b_q8kv_srescale_4x128__avx512(o, alpha);
+        attn_srescale_4x128_f32__avx512(o, alpha);
     }
     mr = _mm_blendv_ps(mv, _mm_setzero_ps(), _mm_cmp_ps(mv, _mm_set1_ps(-3.0e38f), _CMP_LT_OQ));
     for (c = 0; c < 16; c++) {
@@ -3288,7 +3288,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q8kv_sqblk_4x1
  * rows 32 floats apart.  Out of line, so that its 8 row pointers have registers
  * of their own: inside the decode unit gcc kept them on the stack, a reload for
  * every few FMAs. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q8kv_lanes_8x1_q8_0__avx512(const attn_block_q8_0 *restrict k0, int64_t ks,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_lanes_8x1_d128_q8_0_p32__avx512(const attn_block_q8_0 *restrict k0, int64_t ks,
         const float *restrict qt, float *restrict s, int64_t rp)
 {
     const attn_block_q8_0 *restrict k1 = k0 + 1 * ks;
@@ -3302,7 +3302,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
     int64_t d;
     float kw[128]; /* 16 values of D of each key from d0, widened once */
     int64_t d0;
-    for (d0 = 0; d0 < D; d0 += 16) {
+    for (d0 = 0; d0 < 128; d0 += 16) {
         _mm512_storeu_ps(kw + 0, attn_load_q8_0__avx512(k0, d0));
         _mm512_storeu_ps(kw + 16, attn_load_q8_0__avx512(k1, d0));
         _mm512_storeu_ps(kw + 32, attn_load_q8_0__avx512(k2, d0));
@@ -3386,7 +3386,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_llama
                 const attn_block_q8_0 *k0 = attn_llama3_8b_q8kv_k_row(&kv, hk, j0 + c);
                 int64_t d;
                 if (c + SCORE_KEYS <= kb) { /* 8 keys */
-                    attn_llama3_8b_q8kv_lanes_8x1_q8_0__avx512(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
+                    attn_lanes_8x1_d128_q8_0_p32__avx512(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
                     c += SCORE_KEYS;
                 } else { /* one key */
                     __m512 a0 = _mm512_setzero_ps();
@@ -3409,7 +3409,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_llama
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_llama3_8b_q8kv_dot_4x2_q8_0__avx512(w->q + hk * glp * Q_STRIDE, glp, attn_llama3_8b_q8kv_k_row(&kv, hk, j0 + c),
+                attn_dot_4x2_d128_q8_0__avx512(w->q + hk * glp * Q_STRIDE, glp, attn_llama3_8b_q8kv_k_row(&kv, hk, j0 + c),
                         attn_llama3_8b_q8kv_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                     const attn_block_q8_0 *row = attn_llama3_8b_q8kv_next_row(&kv, jn, pl);
@@ -3428,7 +3428,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_llama
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
                 for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_llama3_8b_q8kv_qk_8x32_q8_0__avx512(attn_llama3_8b_q8kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_8x32_d128_q8_0__avx512(attn_llama3_8b_q8kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                         const attn_block_q8_0 *row = attn_llama3_8b_q8kv_next_row(&kv, jn, pl);
                         const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -3439,7 +3439,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_llama
                     }
                 }
                 for (; c < kb; c++)
-                    attn_llama3_8b_q8kv_qk_1x32_q8_0__avx512(attn_llama3_8b_q8kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_1x32_d128_q8_0__avx512(attn_llama3_8b_q8kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                 for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                     const attn_block_q8_0 *row = attn_llama3_8b_q8kv_next_row(&kv, jn, pl);
                     const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -3488,27 +3488,27 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_llama
             const int64_t left = hk * glp + gl - r;
             const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
             if (take >= 6) {
-                attn_llama3_8b_q8kv_pv_6x128_q8_0__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_6x128_q8_0__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 6;
             } else
             if (take >= 5) {
-                attn_llama3_8b_q8kv_pv_5x128_q8_0__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_5x128_q8_0__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 5;
             } else
             if (take >= 4) {
-                attn_llama3_8b_q8kv_pv_4x128_q8_0__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_4x128_q8_0__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 4;
             } else
             if (take >= 3) {
-                attn_llama3_8b_q8kv_pv_3x128_q8_0__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_3x128_q8_0__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 3;
             } else
             if (take >= 2) {
-                attn_llama3_8b_q8kv_pv_2x128_q8_0__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_2x128_q8_0__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 2;
             } else
             {
-                attn_llama3_8b_q8kv_pv_1x128_q8_0__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_1x128_q8_0__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 1;
             }
             for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -3694,7 +3694,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q8kv_sunit_4x1
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     p = attn_llama3_8b_q8kv_sqk_4x1_q8_0__avx512(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q8kv_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_llama3_8b_q8kv_spv_4x128_q8_0__avx512(p, attn_llama3_8b_q8kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_4x128_q8_0__avx512(p, attn_llama3_8b_q8kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                 }
         } else { /* a kv head's keys are adjacent: read head by head */
             enum { QBLOCK_KEYS = 16, QBLOCK_AHEAD = 16 }; /* the block step's keys; keys ahead it asks for */
@@ -3711,7 +3711,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q8kv_sunit_4x1
                 for (j = jb; j < j_end; j++) { /* the last keys, one at a time */
                     p = attn_llama3_8b_q8kv_sqk_4x1_q8_0__avx512(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q8kv_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_llama3_8b_q8kv_spv_4x128_q8_0__avx512(p, attn_llama3_8b_q8kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_4x128_q8_0__avx512(p, attn_llama3_8b_q8kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                 }
             }
         }
@@ -3727,7 +3727,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q8kv_sunit_4x1
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_llama3_8b_q8kv_sterms_4x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_llama3_8b_q8kv_spv_4x128_q8_0__avx512(attn_llama3_8b_q8kv_sqk_4x1_q8_0__avx512(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q8kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x128_q8_0__avx512(attn_llama3_8b_q8kv_sqk_4x1_q8_0__avx512(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q8kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_llama3_8b_q8kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_llama3_8b_q8kv_prefetch_row_l2(attn_llama3_8b_q8kv_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -3739,7 +3739,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q8kv_sunit_4x1
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_llama3_8b_q8kv_sterms_4x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_llama3_8b_q8kv_spv_4x128_q8_0__avx512(attn_llama3_8b_q8kv_sqk_4x1_q8_0__avx512(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q8kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x128_q8_0__avx512(attn_llama3_8b_q8kv_sqk_4x1_q8_0__avx512(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q8kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_llama3_8b_q8kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_llama3_8b_q8kv_prefetch_row_l2(attn_llama3_8b_q8kv_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -3947,19 +3947,19 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_llama3_8b_q8
                     while (!attn_llama3_8b_q8kv_sees(w->first + r, w->last + r, 8, u1 - 16, u1)) u1 -= 16;
                 }
                 if (u1 - u0 == PREFILL_NC)
-                    attn_llama3_8b_q8kv_qk_8x32_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                    attn_qk_8x32_d128_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
                 else
                     for (u = u0; u < u1; u += 16)
-                        attn_llama3_8b_q8kv_qk_8x16_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
+                        attn_qk_8x16_d128_f32_p32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
             }
         if (r + 4 <= tq) { /* half a block of the last rows, then one at a time */
             if (cls == TILE_FULL || attn_llama3_8b_q8kv_sees(w->first + r, w->last + r, 4, c, c + PREFILL_NC))
-                attn_llama3_8b_q8kv_qk_4x32_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_4x32_d128_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
             r += 4;
         }
         for (; r < tq; r++)
             if (cls == TILE_FULL || attn_llama3_8b_q8kv_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
-                attn_llama3_8b_q8kv_qk_1x32_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_1x32_d128_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
     }
 }
 
@@ -4023,13 +4023,13 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_llama3_8b_q8
         }
         switch (rows) {
         case 6:
-            attn_llama3_8b_q8kv_pv_6x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_6x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 3:
-            attn_llama3_8b_q8kv_pv_3x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_3x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         default:
-            attn_llama3_8b_q8kv_pv_1x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_1x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         }
         if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
@@ -4341,7 +4341,7 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m128 attn_exp2_q4__avx2
 
 /* C[4][16] = A[4][128] B[128][16]: a: 4 rows of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  16384 FLOPs, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q8kv_qk_4x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_4x16_d128_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -4464,7 +4464,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
 
 /* C[2][16] = A[2][128] B[128][16]: a: 2 rows of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  8192 FLOPs, 7 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q8kv_qk_2x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_2x16_d128_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -4547,7 +4547,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
 
 /* C[1][16] = A[1][128] B[128][16]: a: 1 row of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  4096 FLOPs, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q8kv_qk_1x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_1x16_d128_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -4610,7 +4610,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
 
 /* C[4][8] = A[4][128] B[128][8]: a: 4 rows of A (as elements apart), b: a packed
  * panel (16 floats per d, the 8 from b), c: rows cs floats apart.  8192 FLOPs, 6 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q8kv_qk_4x8_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_4x8_d128_f32_p16__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps();
@@ -4722,7 +4722,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1536 FLOPs per key, 15 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q8kv_pv_6x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_6x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -4836,7 +4836,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
 /* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 768 FLOPs per key, 9 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q8kv_pv_3x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_3x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -4905,7 +4905,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q8kv_pv_1x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_1x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -4943,7 +4943,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
 
 /* C[4][16] = A[4][128] B[128][16]: a: 4 rows of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  16384 FLOPs, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q8kv_qk_4x16_q8_0__avx2(const attn_block_q8_0 *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_4x16_d128_q8_0__avx2(const attn_block_q8_0 *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -5066,7 +5066,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
 
 /* C[1][16] = A[1][128] B[128][16]: a: 1 row of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  4096 FLOPs, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q8kv_qk_1x16_q8_0__avx2(const attn_block_q8_0 *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_1x16_d128_q8_0__avx2(const attn_block_q8_0 *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -5130,7 +5130,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1536 FLOPs per key, 15 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q8kv_pv_6x128_q8_0__avx2(const float *restrict p, int64_t ps, int64_t pk, const attn_block_q8_0 *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_6x128_q8_0__avx2(const float *restrict p, int64_t ps, int64_t pk, const attn_block_q8_0 *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5244,7 +5244,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
 /* O[5][128] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1280 FLOPs per key, 13 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q8kv_pv_5x128_q8_0__avx2(const float *restrict p, int64_t ps, int64_t pk, const attn_block_q8_0 *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_5x128_q8_0__avx2(const float *restrict p, int64_t ps, int64_t pk, const attn_block_q8_0 *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5343,7 +5343,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q8kv_pv_4x128_q8_0__avx2(const float *restrict p, int64_t ps, int64_t pk, const attn_block_q8_0 *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_4x128_q8_0__avx2(const float *restrict p, int64_t ps, int64_t pk, const attn_block_q8_0 *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5427,7 +5427,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
 /* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 768 FLOPs per key, 9 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q8kv_pv_3x128_q8_0__avx2(const float *restrict p, int64_t ps, int64_t pk, const attn_block_q8_0 *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_3x128_q8_0__avx2(const float *restrict p, int64_t ps, int64_t pk, const attn_block_q8_0 *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5496,7 +5496,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
 /* O[2][128] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 512 FLOPs per key, 7 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q8kv_pv_2x128_q8_0__avx2(const float *restrict p, int64_t ps, int64_t pk, const attn_block_q8_0 *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_2x128_q8_0__avx2(const float *restrict p, int64_t ps, int64_t pk, const attn_block_q8_0 *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5550,7 +5550,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q8kv_pv_1x128_q8_0__avx2(const float *restrict p, int64_t ps, int64_t pk, const attn_block_q8_0 *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_1x128_q8_0__avx2(const float *restrict p, int64_t ps, int64_t pk, const attn_block_q8_0 *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5733,7 +5733,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q8kv_kvpack_
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (128 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q8kv_dot_4x2_q8_0__avx2(const float *restrict q, int64_t R, const attn_block_q8_0 *restrict k0,
+__attribute__((target("avx2,fma,f16c"))) static void attn_dot_4x2_d128_q8_0__avx2(const float *restrict q, int64_t R, const attn_block_q8_0 *restrict k0,
         const attn_block_q8_0 *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -5781,7 +5781,7 @@ typedef struct {
 typedef char attn_llama3_8b_q8kv_dscratch_fits__avx2[sizeof(attn_llama3_8b_q8kv_dscratch__avx2) <= DECODE_SCRATCH ? 1 : -1];
 
 /* O[4 rows] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q8kv_srescale_4x128__avx2(float *restrict o, __m128 alpha)
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_srescale_4x128_f32__avx2(float *restrict o, __m128 alpha)
 {
     const __m256 s = _mm256_insertf128_ps(_mm256_castps128_ps256(alpha), alpha, 1);
     int64_t c;
@@ -5814,7 +5814,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_llama3_8
         lv = _mm_mul_ps(lv, alpha);
         mv = mn;
         _mm_storeu_ps(m, mv);
-        attn_llama3_8b_q8kv_srescale_4x128__avx2(o, alpha);
+        attn_srescale_4x128_f32__avx2(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = _mm_mul_ps(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -5860,7 +5860,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_llama3_8
 }
 
 /* O[4 rows] += p_r V: one V row. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_llama3_8b_q8kv_spv_4x128_q8_0__avx2(__m128 p, const attn_block_q8_0 *restrict v0, float *restrict o)
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_spv_4x128_q8_0__avx2(__m128 p, const attn_block_q8_0 *restrict v0, float *restrict o)
 {
     const __m256 s0 = _mm256_insertf128_ps(_mm256_castps128_ps256(p), p, 1);
     const __m256 p0_0 = _mm256_permute_ps(s0, 0x00);
@@ -5991,7 +5991,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q8kv_sqblk_4
         lv = _mm_mul_ps(lv, alpha);
         mv = mn;
         _mm_storeu_ps(m, mv);
-        attn_llama3_8b_q8kv_srescale_4x128__avx2(o, alpha);
+        attn_srescale_4x128_f32__avx2(o, alpha);
     }
     mr = _mm_blendv_ps(mv, _mm_setzero_ps(), _mm_cmp_ps(mv, _mm_set1_ps(-3.0e38f), _CMP_LT_OQ));
     for (c = 0; c < 16; c++) {
@@ -6320,7 +6320,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q8kv_sqblk_4
  * rows 16 floats apart.  Out of line, so that its 8 row pointers have registers
  * of their own: inside the decode unit gcc kept them on the stack, a reload for
  * every few FMAs. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q8kv_lanes_8x1_q8_0__avx2(const attn_block_q8_0 *restrict k0, int64_t ks,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_lanes_8x1_d128_q8_0_p16__avx2(const attn_block_q8_0 *restrict k0, int64_t ks,
         const float *restrict qt, float *restrict s, int64_t rp)
 {
     const attn_block_q8_0 *restrict k1 = k0 + 1 * ks;
@@ -6334,7 +6334,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
     int64_t d;
     float kw[64]; /* 8 values of D of each key from d0, widened once */
     int64_t d0;
-    for (d0 = 0; d0 < D; d0 += 8) {
+    for (d0 = 0; d0 < 128; d0 += 8) {
         _mm256_storeu_ps(kw + 0, attn_load_q8_0__avx2(k0, d0));
         _mm256_storeu_ps(kw + 8, attn_load_q8_0__avx2(k1, d0));
         _mm256_storeu_ps(kw + 16, attn_load_q8_0__avx2(k2, d0));
@@ -6418,7 +6418,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_lla
                 const attn_block_q8_0 *k0 = attn_llama3_8b_q8kv_k_row(&kv, hk, j0 + c);
                 int64_t d;
                 if (c + SCORE_KEYS <= kb) { /* 8 keys */
-                    attn_llama3_8b_q8kv_lanes_8x1_q8_0__avx2(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
+                    attn_lanes_8x1_d128_q8_0_p16__avx2(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
                     c += SCORE_KEYS;
                 } else { /* one key */
                     __m256 a0 = _mm256_setzero_ps();
@@ -6441,7 +6441,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_lla
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_llama3_8b_q8kv_dot_4x2_q8_0__avx2(w->q + hk * glp * Q_STRIDE, glp, attn_llama3_8b_q8kv_k_row(&kv, hk, j0 + c),
+                attn_dot_4x2_d128_q8_0__avx2(w->q + hk * glp * Q_STRIDE, glp, attn_llama3_8b_q8kv_k_row(&kv, hk, j0 + c),
                         attn_llama3_8b_q8kv_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                     const attn_block_q8_0 *row = attn_llama3_8b_q8kv_next_row(&kv, jn, pl);
@@ -6460,7 +6460,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_lla
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
                 for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_llama3_8b_q8kv_qk_4x16_q8_0__avx2(attn_llama3_8b_q8kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_4x16_d128_q8_0__avx2(attn_llama3_8b_q8kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                         const attn_block_q8_0 *row = attn_llama3_8b_q8kv_next_row(&kv, jn, pl);
                         const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -6471,7 +6471,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_lla
                     }
                 }
                 for (; c < kb; c++)
-                    attn_llama3_8b_q8kv_qk_1x16_q8_0__avx2(attn_llama3_8b_q8kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_1x16_d128_q8_0__avx2(attn_llama3_8b_q8kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                 for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                     const attn_block_q8_0 *row = attn_llama3_8b_q8kv_next_row(&kv, jn, pl);
                     const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -6520,27 +6520,27 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_lla
             const int64_t left = hk * glp + gl - r;
             const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
             if (take >= 6) {
-                attn_llama3_8b_q8kv_pv_6x128_q8_0__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_6x128_q8_0__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 6;
             } else
             if (take >= 5) {
-                attn_llama3_8b_q8kv_pv_5x128_q8_0__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_5x128_q8_0__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 5;
             } else
             if (take >= 4) {
-                attn_llama3_8b_q8kv_pv_4x128_q8_0__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_4x128_q8_0__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 4;
             } else
             if (take >= 3) {
-                attn_llama3_8b_q8kv_pv_3x128_q8_0__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_3x128_q8_0__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 3;
             } else
             if (take >= 2) {
-                attn_llama3_8b_q8kv_pv_2x128_q8_0__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_2x128_q8_0__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 2;
             } else
             {
-                attn_llama3_8b_q8kv_pv_1x128_q8_0__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_1x128_q8_0__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 1;
             }
             for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -6726,7 +6726,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q8kv_sunit_4
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     p = attn_llama3_8b_q8kv_sqk_4x1_q8_0__avx2(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q8kv_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_llama3_8b_q8kv_spv_4x128_q8_0__avx2(p, attn_llama3_8b_q8kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_4x128_q8_0__avx2(p, attn_llama3_8b_q8kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                 }
         } else { /* a kv head's keys are adjacent: read head by head */
             enum { QBLOCK_KEYS = 16, QBLOCK_AHEAD = 16 }; /* the block step's keys; keys ahead it asks for */
@@ -6743,7 +6743,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q8kv_sunit_4
                 for (j = jb; j < j_end; j++) { /* the last keys, one at a time */
                     p = attn_llama3_8b_q8kv_sqk_4x1_q8_0__avx2(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q8kv_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_llama3_8b_q8kv_spv_4x128_q8_0__avx2(p, attn_llama3_8b_q8kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_4x128_q8_0__avx2(p, attn_llama3_8b_q8kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                 }
             }
         }
@@ -6759,7 +6759,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q8kv_sunit_4
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_llama3_8b_q8kv_sterms_4x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_llama3_8b_q8kv_spv_4x128_q8_0__avx2(attn_llama3_8b_q8kv_sqk_4x1_q8_0__avx2(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q8kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x128_q8_0__avx2(attn_llama3_8b_q8kv_sqk_4x1_q8_0__avx2(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q8kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_llama3_8b_q8kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_llama3_8b_q8kv_prefetch_row_l2(attn_llama3_8b_q8kv_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -6771,7 +6771,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q8kv_sunit_4
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_llama3_8b_q8kv_sterms_4x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_llama3_8b_q8kv_spv_4x128_q8_0__avx2(attn_llama3_8b_q8kv_sqk_4x1_q8_0__avx2(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q8kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x128_q8_0__avx2(attn_llama3_8b_q8kv_sqk_4x1_q8_0__avx2(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q8kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_llama3_8b_q8kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_llama3_8b_q8kv_prefetch_row_l2(attn_llama3_8b_q8kv_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -6979,19 +6979,19 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_llama3_8b_
                     while (!attn_llama3_8b_q8kv_sees(w->first + r, w->last + r, 4, u1 - 8, u1)) u1 -= 8;
                 }
                 if (u1 - u0 == PREFILL_NC)
-                    attn_llama3_8b_q8kv_qk_4x16_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                    attn_qk_4x16_d128_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
                 else
                     for (u = u0; u < u1; u += 8)
-                        attn_llama3_8b_q8kv_qk_4x8_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
+                        attn_qk_4x8_d128_f32_p16__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
             }
         if (r + 2 <= tq) { /* half a block of the last rows, then one at a time */
             if (cls == TILE_FULL || attn_llama3_8b_q8kv_sees(w->first + r, w->last + r, 2, c, c + PREFILL_NC))
-                attn_llama3_8b_q8kv_qk_2x16_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_2x16_d128_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
             r += 2;
         }
         for (; r < tq; r++)
             if (cls == TILE_FULL || attn_llama3_8b_q8kv_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
-                attn_llama3_8b_q8kv_qk_1x16_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_1x16_d128_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
     }
 }
 
@@ -7055,13 +7055,13 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_llama3_8b_
         }
         switch (rows) {
         case 6:
-            attn_llama3_8b_q8kv_pv_6x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_6x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 3:
-            attn_llama3_8b_q8kv_pv_3x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_3x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         default:
-            attn_llama3_8b_q8kv_pv_1x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_1x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         }
         if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
@@ -7370,7 +7370,7 @@ static inline float32x4_t attn_exp2_q4__neon(float32x4_t x)
 
 /* C[8][8] = A[8][128] B[128][8]: a: 8 rows of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  16384 FLOPs, 19 vector registers. */
-ATTN_NOINLINE static void attn_llama3_8b_q8kv_qk_8x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_8x8_d128_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -7573,7 +7573,7 @@ ATTN_NOINLINE static void attn_llama3_8b_q8kv_qk_8x8_f32__neon(const float *rest
 
 /* C[4][8] = A[4][128] B[128][8]: a: 4 rows of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  8192 FLOPs, 11 vector registers. */
-ATTN_NOINLINE static void attn_llama3_8b_q8kv_qk_4x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_4x8_d128_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -7696,7 +7696,7 @@ ATTN_NOINLINE static void attn_llama3_8b_q8kv_qk_4x8_f32__neon(const float *rest
 
 /* C[1][8] = A[1][128] B[128][8]: a: 1 row of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  2048 FLOPs, 5 vector registers. */
-ATTN_NOINLINE static void attn_llama3_8b_q8kv_qk_1x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_1x8_d128_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -7759,7 +7759,7 @@ ATTN_NOINLINE static void attn_llama3_8b_q8kv_qk_1x8_f32__neon(const float *rest
 
 /* C[8][4] = A[8][128] B[128][4]: a: 8 rows of A (as elements apart), b: a packed
  * panel (8 floats per d, the 4 from b), c: rows cs floats apart.  8192 FLOPs, 10 vector registers. */
-ATTN_NOINLINE static void attn_llama3_8b_q8kv_qk_8x4_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_8x4_d128_f32_p8__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f);
@@ -7947,7 +7947,7 @@ ATTN_NOINLINE static void attn_llama3_8b_q8kv_qk_8x4_f32__neon(const float *rest
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1536 FLOPs per key, 31 vector registers. */
-ATTN_NOINLINE static void attn_llama3_8b_q8kv_pv_6x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_6x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -8077,7 +8077,7 @@ ATTN_NOINLINE static void attn_llama3_8b_q8kv_pv_6x128_f32__neon(const float *re
 /* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 768 FLOPs per key, 16 vector registers. */
-ATTN_NOINLINE static void attn_llama3_8b_q8kv_pv_3x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_3x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -8168,7 +8168,7 @@ ATTN_NOINLINE static void attn_llama3_8b_q8kv_pv_3x128_f32__neon(const float *re
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 6 vector registers. */
-ATTN_NOINLINE static void attn_llama3_8b_q8kv_pv_1x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_1x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -8232,7 +8232,7 @@ ATTN_NOINLINE static void attn_llama3_8b_q8kv_pv_1x128_f32__neon(const float *re
 
 /* C[8][8] = A[8][128] B[128][8]: a: 8 rows of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  16384 FLOPs, 19 vector registers. */
-ATTN_NOINLINE static void attn_llama3_8b_q8kv_qk_8x8_q8_0__neon(const attn_block_q8_0 *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_8x8_d128_q8_0__neon(const attn_block_q8_0 *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -8435,7 +8435,7 @@ ATTN_NOINLINE static void attn_llama3_8b_q8kv_qk_8x8_q8_0__neon(const attn_block
 
 /* C[1][8] = A[1][128] B[128][8]: a: 1 row of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  2048 FLOPs, 5 vector registers. */
-ATTN_NOINLINE static void attn_llama3_8b_q8kv_qk_1x8_q8_0__neon(const attn_block_q8_0 *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_1x8_d128_q8_0__neon(const attn_block_q8_0 *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -8499,7 +8499,7 @@ ATTN_NOINLINE static void attn_llama3_8b_q8kv_qk_1x8_q8_0__neon(const attn_block
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1536 FLOPs per key, 31 vector registers. */
-ATTN_NOINLINE static void attn_llama3_8b_q8kv_pv_6x128_q8_0__neon(const float *restrict p, int64_t ps, int64_t pk, const attn_block_q8_0 *restrict v,
+ATTN_NOINLINE static void attn_pv_6x128_q8_0__neon(const float *restrict p, int64_t ps, int64_t pk, const attn_block_q8_0 *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -8629,7 +8629,7 @@ ATTN_NOINLINE static void attn_llama3_8b_q8kv_pv_6x128_q8_0__neon(const float *r
 /* O[5][128] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1280 FLOPs per key, 26 vector registers. */
-ATTN_NOINLINE static void attn_llama3_8b_q8kv_pv_5x128_q8_0__neon(const float *restrict p, int64_t ps, int64_t pk, const attn_block_q8_0 *restrict v,
+ATTN_NOINLINE static void attn_pv_5x128_q8_0__neon(const float *restrict p, int64_t ps, int64_t pk, const attn_block_q8_0 *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -8746,7 +8746,7 @@ ATTN_NOINLINE static void attn_llama3_8b_q8kv_pv_5x128_q8_0__neon(const float *r
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 21 vector registers. */
-ATTN_NOINLINE static void attn_llama3_8b_q8kv_pv_4x128_q8_0__neon(const float *restrict p, int64_t ps, int64_t pk, const attn_block_q8_0 *restrict v,
+ATTN_NOINLINE static void attn_pv_4x128_q8_0__neon(const float *restrict p, int64_t ps, int64_t pk, const attn_block_q8_0 *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -8850,7 +8850,7 @@ ATTN_NOINLINE static void attn_llama3_8b_q8kv_pv_4x128_q8_0__neon(const float *r
 /* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 768 FLOPs per key, 16 vector registers. */
-ATTN_NOINLINE static void attn_llama3_8b_q8kv_pv_3x128_q8_0__neon(const float *restrict p, int64_t ps, int64_t pk, const attn_block_q8_0 *restrict v,
+ATTN_NOINLINE static void attn_pv_3x128_q8_0__neon(const float *restrict p, int64_t ps, int64_t pk, const attn_block_q8_0 *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -8941,7 +8941,7 @@ ATTN_NOINLINE static void attn_llama3_8b_q8kv_pv_3x128_q8_0__neon(const float *r
 /* O[2][128] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 512 FLOPs per key, 11 vector registers. */
-ATTN_NOINLINE static void attn_llama3_8b_q8kv_pv_2x128_q8_0__neon(const float *restrict p, int64_t ps, int64_t pk, const attn_block_q8_0 *restrict v,
+ATTN_NOINLINE static void attn_pv_2x128_q8_0__neon(const float *restrict p, int64_t ps, int64_t pk, const attn_block_q8_0 *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -9019,7 +9019,7 @@ ATTN_NOINLINE static void attn_llama3_8b_q8kv_pv_2x128_q8_0__neon(const float *r
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 6 vector registers. */
-ATTN_NOINLINE static void attn_llama3_8b_q8kv_pv_1x128_q8_0__neon(const float *restrict p, int64_t ps, int64_t pk, const attn_block_q8_0 *restrict v,
+ATTN_NOINLINE static void attn_pv_1x128_q8_0__neon(const float *restrict p, int64_t ps, int64_t pk, const attn_block_q8_0 *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -9230,7 +9230,7 @@ static void attn_llama3_8b_q8kv_kvpack_q8_0__neon(const attn_llama3_8b_q8kv_kv *
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (128 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-static void attn_llama3_8b_q8kv_dot_4x2_q8_0__neon(const float *restrict q, int64_t R, const attn_block_q8_0 *restrict k0,
+static void attn_dot_4x2_d128_q8_0__neon(const float *restrict q, int64_t R, const attn_block_q8_0 *restrict k0,
         const attn_block_q8_0 *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -9278,7 +9278,7 @@ typedef struct {
 typedef char attn_llama3_8b_q8kv_dscratch_fits__neon[sizeof(attn_llama3_8b_q8kv_dscratch__neon) <= DECODE_SCRATCH ? 1 : -1];
 
 /* O[4 rows] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE static void attn_llama3_8b_q8kv_srescale_4x128__neon(float *restrict o, float32x4_t alpha)
+ATTN_NOINLINE static void attn_srescale_4x128_f32__neon(float *restrict o, float32x4_t alpha)
 {
     const float32x4_t s = alpha;
     int64_t c;
@@ -9311,7 +9311,7 @@ static ATTN_INLINE float32x4_t attn_llama3_8b_q8kv_supd_4x1__neon(float32x4_t s,
         lv = vmulq_f32(lv, alpha);
         mv = mn;
         vst1q_f32(m, mv);
-        attn_llama3_8b_q8kv_srescale_4x128__neon(o, alpha);
+        attn_srescale_4x128_f32__neon(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = vmulq_f32(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -9357,7 +9357,7 @@ static ATTN_INLINE float32x4_t attn_llama3_8b_q8kv_sqk_4x1_q8_0__neon(const floa
 }
 
 /* O[4 rows] += p_r V: one V row. */
-static ATTN_INLINE void attn_llama3_8b_q8kv_spv_4x128_q8_0__neon(float32x4_t p, const attn_block_q8_0 *restrict v0, float *restrict o)
+static ATTN_INLINE void attn_spv_4x128_q8_0__neon(float32x4_t p, const attn_block_q8_0 *restrict v0, float *restrict o)
 {
     const float32x4_t s0 = p;
     const float32x4_t p0_0 = vdupq_laneq_f32(s0, 0);
@@ -9392,7 +9392,7 @@ static inline float32x4_t attn_llama3_8b_q8kv_sterms_4x1__neon(const attn_args *
  * rows 8 floats apart.  Out of line, so that its 8 row pointers have registers
  * of their own: inside the decode unit gcc kept them on the stack, a reload for
  * every few FMAs. */
-ATTN_NOINLINE static void attn_llama3_8b_q8kv_lanes_8x1_q8_0__neon(const attn_block_q8_0 *restrict k0, int64_t ks,
+ATTN_NOINLINE static void attn_lanes_8x1_d128_q8_0_p8__neon(const attn_block_q8_0 *restrict k0, int64_t ks,
         const float *restrict qt, float *restrict s, int64_t rp)
 {
     const attn_block_q8_0 *restrict k1 = k0 + 1 * ks;
@@ -9406,7 +9406,7 @@ ATTN_NOINLINE static void attn_llama3_8b_q8kv_lanes_8x1_q8_0__neon(const attn_bl
     int64_t d;
     float kw[32]; /* 4 values of D of each key from d0, widened once */
     int64_t d0;
-    for (d0 = 0; d0 < D; d0 += 4) {
+    for (d0 = 0; d0 < 128; d0 += 4) {
         vst1q_f32(kw + 0, attn_load_q8_0__neon(k0, d0));
         vst1q_f32(kw + 4, attn_load_q8_0__neon(k1, d0));
         vst1q_f32(kw + 8, attn_load_q8_0__neon(k2, d0));
@@ -9490,7 +9490,7 @@ static ATTN_ALWAYS_INLINE void attn_llama3_8b_q8kv_dscores__neon(const attn_llam
                 const attn_block_q8_0 *k0 = attn_llama3_8b_q8kv_k_row(&kv, hk, j0 + c);
                 int64_t d;
                 if (c + SCORE_KEYS <= kb) { /* 8 keys */
-                    attn_llama3_8b_q8kv_lanes_8x1_q8_0__neon(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
+                    attn_lanes_8x1_d128_q8_0_p8__neon(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
                     c += SCORE_KEYS;
                 } else { /* one key */
                     float32x4_t a0 = vdupq_n_f32(0.0f);
@@ -9513,7 +9513,7 @@ static ATTN_ALWAYS_INLINE void attn_llama3_8b_q8kv_dscores__neon(const attn_llam
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_llama3_8b_q8kv_dot_4x2_q8_0__neon(w->q + hk * glp * Q_STRIDE, glp, attn_llama3_8b_q8kv_k_row(&kv, hk, j0 + c),
+                attn_dot_4x2_d128_q8_0__neon(w->q + hk * glp * Q_STRIDE, glp, attn_llama3_8b_q8kv_k_row(&kv, hk, j0 + c),
                         attn_llama3_8b_q8kv_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                     const attn_block_q8_0 *row = attn_llama3_8b_q8kv_next_row(&kv, jn, pl);
@@ -9532,7 +9532,7 @@ static ATTN_ALWAYS_INLINE void attn_llama3_8b_q8kv_dscores__neon(const attn_llam
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
                 for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_llama3_8b_q8kv_qk_8x8_q8_0__neon(attn_llama3_8b_q8kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_8x8_d128_q8_0__neon(attn_llama3_8b_q8kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                         const attn_block_q8_0 *row = attn_llama3_8b_q8kv_next_row(&kv, jn, pl);
                         const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -9543,7 +9543,7 @@ static ATTN_ALWAYS_INLINE void attn_llama3_8b_q8kv_dscores__neon(const attn_llam
                     }
                 }
                 for (; c < kb; c++)
-                    attn_llama3_8b_q8kv_qk_1x8_q8_0__neon(attn_llama3_8b_q8kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_1x8_d128_q8_0__neon(attn_llama3_8b_q8kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                 for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                     const attn_block_q8_0 *row = attn_llama3_8b_q8kv_next_row(&kv, jn, pl);
                     const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -9592,27 +9592,27 @@ static ATTN_ALWAYS_INLINE void attn_llama3_8b_q8kv_dpv__neon(const attn_llama3_8
             const int64_t left = hk * glp + gl - r;
             const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
             if (take >= 6) {
-                attn_llama3_8b_q8kv_pv_6x128_q8_0__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_6x128_q8_0__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 6;
             } else
             if (take >= 5) {
-                attn_llama3_8b_q8kv_pv_5x128_q8_0__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_5x128_q8_0__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 5;
             } else
             if (take >= 4) {
-                attn_llama3_8b_q8kv_pv_4x128_q8_0__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_4x128_q8_0__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 4;
             } else
             if (take >= 3) {
-                attn_llama3_8b_q8kv_pv_3x128_q8_0__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_3x128_q8_0__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 3;
             } else
             if (take >= 2) {
-                attn_llama3_8b_q8kv_pv_2x128_q8_0__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_2x128_q8_0__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 2;
             } else
             {
-                attn_llama3_8b_q8kv_pv_1x128_q8_0__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_1x128_q8_0__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 1;
             }
             for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -9786,7 +9786,7 @@ static void attn_llama3_8b_q8kv_sunit_4x1__neon(const attn_args *args, int64_t b
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
                     p = attn_llama3_8b_q8kv_sqk_4x1_q8_0__neon(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q8kv_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_llama3_8b_q8kv_spv_4x128_q8_0__neon(p, attn_llama3_8b_q8kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_4x128_q8_0__neon(p, attn_llama3_8b_q8kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_llama3_8b_q8kv_prefetch_row_l2(attn_llama3_8b_q8kv_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_llama3_8b_q8kv_prefetch_row_l2(attn_llama3_8b_q8kv_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -9802,7 +9802,7 @@ static void attn_llama3_8b_q8kv_sunit_4x1__neon(const attn_args *args, int64_t b
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_llama3_8b_q8kv_sqk_4x1_q8_0__neon(w->sq + (hn) * HEAD_Q, attn_llama3_8b_q8kv_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
-                    attn_llama3_8b_q8kv_spv_4x128_q8_0__neon(p, attn_llama3_8b_q8kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_4x128_q8_0__neon(p, attn_llama3_8b_q8kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_llama3_8b_q8kv_prefetch_row_l2(attn_llama3_8b_q8kv_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_llama3_8b_q8kv_prefetch_row_l2(attn_llama3_8b_q8kv_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -9815,7 +9815,7 @@ static void attn_llama3_8b_q8kv_sunit_4x1__neon(const attn_args *args, int64_t b
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_llama3_8b_q8kv_sqk_4x1_q8_0__neon(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q8kv_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_llama3_8b_q8kv_spv_4x128_q8_0__neon(p, attn_llama3_8b_q8kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_4x128_q8_0__neon(p, attn_llama3_8b_q8kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_llama3_8b_q8kv_prefetch_row_l2(attn_llama3_8b_q8kv_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_llama3_8b_q8kv_prefetch_row_l2(attn_llama3_8b_q8kv_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -9834,7 +9834,7 @@ static void attn_llama3_8b_q8kv_sunit_4x1__neon(const attn_args *args, int64_t b
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_llama3_8b_q8kv_sterms_4x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_llama3_8b_q8kv_spv_4x128_q8_0__neon(attn_llama3_8b_q8kv_sqk_4x1_q8_0__neon(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q8kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x128_q8_0__neon(attn_llama3_8b_q8kv_sqk_4x1_q8_0__neon(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q8kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_llama3_8b_q8kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_llama3_8b_q8kv_prefetch_row_l2(attn_llama3_8b_q8kv_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -9846,7 +9846,7 @@ static void attn_llama3_8b_q8kv_sunit_4x1__neon(const attn_args *args, int64_t b
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_llama3_8b_q8kv_sterms_4x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_llama3_8b_q8kv_spv_4x128_q8_0__neon(attn_llama3_8b_q8kv_sqk_4x1_q8_0__neon(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q8kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x128_q8_0__neon(attn_llama3_8b_q8kv_sqk_4x1_q8_0__neon(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q8kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_llama3_8b_q8kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_llama3_8b_q8kv_prefetch_row_l2(attn_llama3_8b_q8kv_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -10054,19 +10054,19 @@ static ATTN_INLINE void attn_llama3_8b_q8kv_uscores__neon(const float *kt, int64
                     while (!attn_llama3_8b_q8kv_sees(w->first + r, w->last + r, 8, u1 - 4, u1)) u1 -= 4;
                 }
                 if (u1 - u0 == PREFILL_NC)
-                    attn_llama3_8b_q8kv_qk_8x8_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                    attn_qk_8x8_d128_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
                 else
                     for (u = u0; u < u1; u += 4)
-                        attn_llama3_8b_q8kv_qk_8x4_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
+                        attn_qk_8x4_d128_f32_p8__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
             }
         if (r + 4 <= tq) { /* half a block of the last rows, then one at a time */
             if (cls == TILE_FULL || attn_llama3_8b_q8kv_sees(w->first + r, w->last + r, 4, c, c + PREFILL_NC))
-                attn_llama3_8b_q8kv_qk_4x8_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_4x8_d128_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
             r += 4;
         }
         for (; r < tq; r++)
             if (cls == TILE_FULL || attn_llama3_8b_q8kv_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
-                attn_llama3_8b_q8kv_qk_1x8_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_1x8_d128_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
     }
 }
 
@@ -10130,13 +10130,13 @@ static ATTN_INLINE void attn_llama3_8b_q8kv_upv__neon(const attn_args *args, con
         }
         switch (rows) {
         case 6:
-            attn_llama3_8b_q8kv_pv_6x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_6x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 3:
-            attn_llama3_8b_q8kv_pv_3x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_3x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         default:
-            attn_llama3_8b_q8kv_pv_1x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_1x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         }
         if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
@@ -10362,7 +10362,7 @@ ATTN_MAYBE_UNUSED ATTN_NO_AUTOVEC static inline float attn_load_q8_0__scalar(con
 
 /* C[4][2] = A[4][128] B[128][2]: a: 4 rows of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  2048 FLOPs, 11 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_llama3_8b_q8kv_qk_4x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qk_4x2_d128_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -10485,7 +10485,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_llama3_8b_q8kv_qk_4x2_f32__scalar
 
 /* C[1][2] = A[1][128] B[128][2]: a: 1 row of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  512 FLOPs, 5 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_llama3_8b_q8kv_qk_1x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qk_1x2_d128_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -10548,7 +10548,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_llama3_8b_q8kv_qk_1x2_f32__scalar
 
 /* C[4][1] = A[4][128] B[128][1]: a: 4 rows of A (as elements apart), b: a packed
  * panel (2 floats per d, the 1 from b), c: rows cs floats apart.  1024 FLOPs, 6 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_llama3_8b_q8kv_qk_4x1_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qk_4x1_d128_f32_p2__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f;
@@ -10660,7 +10660,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_llama3_8b_q8kv_qk_4x1_f32__scalar
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 64 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 13 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_llama3_8b_q8kv_pv_4x128_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_pv_4x128_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -10732,7 +10732,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_llama3_8b_q8kv_pv_4x128_f32__scal
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 64 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 4 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_llama3_8b_q8kv_pv_1x128_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_pv_1x128_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -10776,7 +10776,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_llama3_8b_q8kv_pv_1x128_f32__scal
 
 /* C[4][2] = A[4][128] B[128][2]: a: 4 rows of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  2048 FLOPs, 11 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_llama3_8b_q8kv_qk_4x2_q8_0__scalar(const attn_block_q8_0 *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qk_4x2_d128_q8_0__scalar(const attn_block_q8_0 *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -10899,7 +10899,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_llama3_8b_q8kv_qk_4x2_q8_0__scala
 
 /* C[1][2] = A[1][128] B[128][2]: a: 1 row of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  512 FLOPs, 5 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_llama3_8b_q8kv_qk_1x2_q8_0__scalar(const attn_block_q8_0 *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qk_1x2_d128_q8_0__scalar(const attn_block_q8_0 *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -10963,7 +10963,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_llama3_8b_q8kv_qk_1x2_q8_0__scala
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 64 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 13 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_llama3_8b_q8kv_pv_4x128_q8_0__scalar(const float *restrict p, int64_t ps, int64_t pk, const attn_block_q8_0 *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_pv_4x128_q8_0__scalar(const float *restrict p, int64_t ps, int64_t pk, const attn_block_q8_0 *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -11035,7 +11035,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_llama3_8b_q8kv_pv_4x128_q8_0__sca
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 64 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 4 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_llama3_8b_q8kv_pv_1x128_q8_0__scalar(const float *restrict p, int64_t ps, int64_t pk, const attn_block_q8_0 *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_pv_1x128_q8_0__scalar(const float *restrict p, int64_t ps, int64_t pk, const attn_block_q8_0 *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -11322,7 +11322,7 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_q8kv_kvpack_q8_0__scalar(const attn_l
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (128 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-ATTN_NO_AUTOVEC static void attn_llama3_8b_q8kv_dot_4x2_q8_0__scalar(const float *restrict q, int64_t R, const attn_block_q8_0 *restrict k0,
+ATTN_NO_AUTOVEC static void attn_dot_4x2_d128_q8_0__scalar(const float *restrict q, int64_t R, const attn_block_q8_0 *restrict k0,
         const attn_block_q8_0 *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -11415,7 +11415,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_llama3_8b_q8kv_dscores__scal
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_llama3_8b_q8kv_dot_4x2_q8_0__scalar(w->q + hk * glp * Q_STRIDE, glp, attn_llama3_8b_q8kv_k_row(&kv, hk, j0 + c),
+                attn_dot_4x2_d128_q8_0__scalar(w->q + hk * glp * Q_STRIDE, glp, attn_llama3_8b_q8kv_k_row(&kv, hk, j0 + c),
                         attn_llama3_8b_q8kv_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                     const attn_block_q8_0 *row = attn_llama3_8b_q8kv_next_row(&kv, jn, pl);
@@ -11434,7 +11434,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_llama3_8b_q8kv_dscores__scal
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
                 for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_llama3_8b_q8kv_qk_4x2_q8_0__scalar(attn_llama3_8b_q8kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_4x2_d128_q8_0__scalar(attn_llama3_8b_q8kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                         const attn_block_q8_0 *row = attn_llama3_8b_q8kv_next_row(&kv, jn, pl);
                         const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -11445,7 +11445,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_llama3_8b_q8kv_dscores__scal
                     }
                 }
                 for (; c < kb; c++)
-                    attn_llama3_8b_q8kv_qk_1x2_q8_0__scalar(attn_llama3_8b_q8kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_1x2_d128_q8_0__scalar(attn_llama3_8b_q8kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                 for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                     const attn_block_q8_0 *row = attn_llama3_8b_q8kv_next_row(&kv, jn, pl);
                     const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -11488,11 +11488,11 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_llama3_8b_q8kv_dpv__scalar(c
         for (r = hk * glp; r < hk * glp + gl;) {
             const int64_t take = hk * glp + gl - r; /* the widest kernel that fits the rows left */
             if (take >= 4) {
-                attn_llama3_8b_q8kv_pv_4x128_q8_0__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_4x128_q8_0__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 4;
             } else
             {
-                attn_llama3_8b_q8kv_pv_1x128_q8_0__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_1x128_q8_0__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 1;
             }
             for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -11789,14 +11789,14 @@ ATTN_NO_AUTOVEC static ATTN_INLINE void attn_llama3_8b_q8kv_uscores__scalar(cons
                     while (!attn_llama3_8b_q8kv_sees(w->first + r, w->last + r, 4, u1 - 1, u1)) u1 -= 1;
                 }
                 if (u1 - u0 == PREFILL_NC)
-                    attn_llama3_8b_q8kv_qk_4x2_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                    attn_qk_4x2_d128_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
                 else
                     for (u = u0; u < u1; u += 1)
-                        attn_llama3_8b_q8kv_qk_4x1_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
+                        attn_qk_4x1_d128_f32_p2__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
             }
         for (; r < tq; r++)
             if (cls == TILE_FULL || attn_llama3_8b_q8kv_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
-                attn_llama3_8b_q8kv_qk_1x2_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_1x2_d128_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
     }
 }
 
@@ -11860,10 +11860,10 @@ ATTN_NO_AUTOVEC static ATTN_INLINE void attn_llama3_8b_q8kv_upv__scalar(const at
         }
         switch (rows) {
         case 4:
-            attn_llama3_8b_q8kv_pv_4x128_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_4x128_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         default:
-            attn_llama3_8b_q8kv_pv_1x128_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_1x128_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         }
         if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */

@@ -745,7 +745,7 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_exp2_q4__avx512
 
 /* C[8][32] = A[8][64] B[64][32]: a: 8 rows of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  32768 FLOPs, 19 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer_base_qk_8x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_8x32_d64_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -948,7 +948,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer
 
 /* C[4][32] = A[4][64] B[64][32]: a: 4 rows of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  16384 FLOPs, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer_base_qk_4x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_4x32_d64_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -1071,7 +1071,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer
 
 /* C[1][32] = A[1][64] B[64][32]: a: 1 row of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  4096 FLOPs, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer_base_qk_1x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_1x32_d64_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -1134,7 +1134,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer
 
 /* C[8][16] = A[8][64] B[64][16]: a: 8 rows of A (as elements apart), b: a packed
  * panel (32 floats per d, the 16 from b), c: rows cs floats apart.  16384 FLOPs, 10 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer_base_qk_8x16_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_8x16_d64_f32_p32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps();
@@ -1322,7 +1322,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer
 /* O[8][64] = alpha * O + P[8][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 2 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 1024 FLOPs per key, 19 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer_base_pv_8x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_8x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     { /* columns 0..31 */
@@ -1458,7 +1458,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer
 /* O[7][64] = alpha * O + P[7][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 2 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 896 FLOPs per key, 17 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer_base_pv_7x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_7x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     { /* columns 0..31 */
@@ -1580,7 +1580,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer
 /* O[6][64] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 768 FLOPs per key, 31 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer_base_pv_6x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_6x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1652,7 +1652,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer
 /* O[5][64] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 640 FLOPs per key, 26 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer_base_pv_5x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_5x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1717,7 +1717,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer
 /* O[4][64] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 512 FLOPs per key, 21 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer_base_pv_4x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_4x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1775,7 +1775,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer
 /* O[3][64] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 384 FLOPs per key, 16 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer_base_pv_3x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_3x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1826,7 +1826,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer
 /* O[2][64] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 256 FLOPs per key, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer_base_pv_2x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_2x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1870,7 +1870,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer
 /* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 128 FLOPs per key, 6 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer_base_pv_1x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_1x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -2038,7 +2038,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_kvpack_f
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (64 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-__attribute__((target("avx512f,fma"))) static void attn_longformer_base_dot_4x2_f32__avx512(const float *restrict q, int64_t R, const float *restrict k0,
+__attribute__((target("avx512f,fma"))) static void attn_dot_4x2_d64_f32__avx512(const float *restrict q, int64_t R, const float *restrict k0,
         const float *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -2130,7 +2130,7 @@ typedef struct {
 typedef char attn_longformer_base_dscratch_fits__avx512[sizeof(attn_longformer_base_dscratch__avx512) <= DECODE_SCRATCH ? 1 : -1];
 
 /* O[1 row] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer_base_srescale_1x64__avx512(float *restrict o, __m128 alpha)
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_srescale_1x64_f32__avx512(float *restrict o, __m128 alpha)
 {
     const __m512 s = _mm512_broadcast_f32x4(alpha);
     int64_t c;
@@ -2157,7 +2157,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_longformer
         lv = _mm_mul_ps(lv, alpha);
         mv = mn;
         _mm_storeu_ps(m, mv);
-        attn_longformer_base_srescale_1x64__avx512(o, alpha);
+        attn_srescale_1x64_f32__avx512(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = _mm_mul_ps(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -2208,7 +2208,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_longformer
 }
 
 /* O[1 row] += p_r V: one V row. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_longformer_base_spv_1x64_f32__avx512(__m128 p, const float *restrict v0, float *restrict o)
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_spv_1x64_f32__avx512(__m128 p, const float *restrict v0, float *restrict o)
 {
     const __m512 s0 = _mm512_broadcast_f32x4(p);
     const __m512 p0_0 = _mm512_permute_ps(s0, 0x00);
@@ -2241,7 +2241,7 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_longformer_base
 }
 
 /* O[2 rows] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer_base_srescale_2x64__avx512(float *restrict o, __m128 alpha)
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_srescale_2x64_f32__avx512(float *restrict o, __m128 alpha)
 {
     const __m512 s = _mm512_broadcast_f32x4(alpha);
     int64_t c;
@@ -2270,7 +2270,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_longformer
         lv = _mm_mul_ps(lv, alpha);
         mv = mn;
         _mm_storeu_ps(m, mv);
-        attn_longformer_base_srescale_2x64__avx512(o, alpha);
+        attn_srescale_2x64_f32__avx512(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = _mm_mul_ps(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -2338,7 +2338,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_longformer
 }
 
 /* O[2 rows] += p_r V: one V row. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_longformer_base_spv_2x64_f32__avx512(__m128 p, const float *restrict v0, float *restrict o)
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_spv_2x64_f32__avx512(__m128 p, const float *restrict v0, float *restrict o)
 {
     const __m512 s0 = _mm512_broadcast_f32x4(p);
     const __m512 p0_0 = _mm512_permute_ps(s0, 0x00);
@@ -2377,7 +2377,7 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_longformer_base
 }
 
 /* O[3 rows] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer_base_srescale_3x64__avx512(float *restrict o, __m128 alpha)
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_srescale_3x64_f32__avx512(float *restrict o, __m128 alpha)
 {
     const __m512 s = _mm512_broadcast_f32x4(alpha);
     int64_t c;
@@ -2408,7 +2408,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_longformer
         lv = _mm_mul_ps(lv, alpha);
         mv = mn;
         _mm_storeu_ps(m, mv);
-        attn_longformer_base_srescale_3x64__avx512(o, alpha);
+        attn_srescale_3x64_f32__avx512(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = _mm_mul_ps(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -2603,7 +2603,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_longformer_b
 }
 
 /* O[3 rows] += p_r V: one V row. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_longformer_base_spv_3x64_f32__avx512(__m128 p, const float *restrict v0, float *restrict o)
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_spv_3x64_f32__avx512(__m128 p, const float *restrict v0, float *restrict o)
 {
     const __m512 s0 = _mm512_broadcast_f32x4(p);
     const __m512 p0_0 = _mm512_permute_ps(s0, 0x00);
@@ -2636,7 +2636,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_longformer_b
 }
 
 /* O[3 rows] += w[0] V0 + ... + w[1] V1: 2 V rows in one pass over O. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_longformer_base_spvk_3x2_f32__avx512(const __m128 *w, const float *restrict v0, const float *restrict v1, float *restrict o)
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_spvk_3x2_v64_f32__avx512(const __m128 *w, const float *restrict v0, const float *restrict v1, float *restrict o)
 {
     const __m512 s0 = _mm512_broadcast_f32x4(w[0]);
     const __m512 s1 = _mm512_broadcast_f32x4(w[1]);
@@ -2689,7 +2689,7 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_longformer_base
 }
 
 /* O[4 rows] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer_base_srescale_4x64__avx512(float *restrict o, __m128 alpha)
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_srescale_4x64_f32__avx512(float *restrict o, __m128 alpha)
 {
     const __m512 s = _mm512_broadcast_f32x4(alpha);
     int64_t c;
@@ -2722,7 +2722,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_longformer
         lv = _mm_mul_ps(lv, alpha);
         mv = mn;
         _mm_storeu_ps(m, mv);
-        attn_longformer_base_srescale_4x64__avx512(o, alpha);
+        attn_srescale_4x64_f32__avx512(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = _mm_mul_ps(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -2960,7 +2960,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_longformer_b
 }
 
 /* O[4 rows] += p_r V: one V row. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_longformer_base_spv_4x64_f32__avx512(__m128 p, const float *restrict v0, float *restrict o)
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_spv_4x64_f32__avx512(__m128 p, const float *restrict v0, float *restrict o)
 {
     const __m512 s0 = _mm512_broadcast_f32x4(p);
     const __m512 p0_0 = _mm512_permute_ps(s0, 0x00);
@@ -2998,7 +2998,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_longformer_b
 }
 
 /* O[4 rows] += w[0] V0 + ... + w[1] V1: 2 V rows in one pass over O. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_longformer_base_spvk_4x2_f32__avx512(const __m128 *w, const float *restrict v0, const float *restrict v1, float *restrict o)
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_spvk_4x2_v64_f32__avx512(const __m128 *w, const float *restrict v0, const float *restrict v1, float *restrict o)
 {
     const __m512 s0 = _mm512_broadcast_f32x4(w[0]);
     const __m512 s1 = _mm512_broadcast_f32x4(w[1]);
@@ -3062,7 +3062,7 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_longformer_base
  * row r, K rows ks elements apart from k0, Q packed as qp[(d / 2) * 16 + 2r + d % 2].
  * Each FMA takes a pair of K values broadcast to every pair of lanes, so no
  * lane is padding and only the end sums lane pairs.  Out of line, as above. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer_base_dpairs_8x1__avx512(const float *restrict k0, int64_t ks,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_dpairs_8x1_d64_f32__avx512(const float *restrict k0, int64_t ks,
         const float *restrict qp, float *restrict s, int64_t rp)
 {
     const float *restrict k1 = k0 + 1 * ks;
@@ -3074,7 +3074,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer
     const float *restrict k7 = k0 + 7 * ks;
     __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps(), a4 = _mm512_setzero_ps(), a5 = _mm512_setzero_ps(), a6 = _mm512_setzero_ps(), a7 = _mm512_setzero_ps();
     int64_t d;
-    for (d = 0; d < D; d += 2) {
+    for (d = 0; d < 64; d += 2) {
         const __m512 q = _mm512_loadu_ps(qp + d * 8);
         a0 = _mm512_fmadd_ps(attn_set2__avx512(k0 + d), q, a0);
         a1 = _mm512_fmadd_ps(attn_set2__avx512(k1 + d), q, a1);
@@ -3097,7 +3097,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer
  * = K row i . Q row r.  Each pair of K values, broadcast once, feeds two FMAs,
  * where the rows along the lanes (one K value broadcast for each FMA) were
  * bound by the loads (docs/decode.md).  Out of line, as above. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer_base_dpairs_8x2__avx512(const float *restrict k0, int64_t ks,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_dpairs_8x2_d64_f32__avx512(const float *restrict k0, int64_t ks,
         const float *restrict qp, float *restrict s, int64_t rp)
 {
     const float *restrict k1 = k0 + 1 * ks;
@@ -3109,7 +3109,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer
     const float *restrict k7 = k0 + 7 * ks;
     __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps(), a4 = _mm512_setzero_ps(), a5 = _mm512_setzero_ps(), a6 = _mm512_setzero_ps(), a7 = _mm512_setzero_ps(), a8 = _mm512_setzero_ps(), a9 = _mm512_setzero_ps(), a10 = _mm512_setzero_ps(), a11 = _mm512_setzero_ps(), a12 = _mm512_setzero_ps(), a13 = _mm512_setzero_ps(), a14 = _mm512_setzero_ps(), a15 = _mm512_setzero_ps();
     int64_t d;
-    for (d = 0; d < D; d += 2) {
+    for (d = 0; d < 64; d += 2) {
         const __m512 q0 = _mm512_loadu_ps(qp + d * 16 + 0), q1 = _mm512_loadu_ps(qp + d * 16 + 16);
         {
             const __m512 kb = attn_set2__avx512(k0 + d);
@@ -3160,7 +3160,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer
  * (AMD Zen 4), the narrower vectors cost these rows no FMA throughput, and
  * Llama-3-8B at Lq 1 read its cache faster so than by dot products, on Zen 4
  * and on Zen 5 (docs/decode.md). */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer_base_hpairs_8x1__avx512(const float *restrict k0, int64_t ks,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_hpairs_8x1_d64_f32__avx512(const float *restrict k0, int64_t ks,
         const float *restrict qp, float *restrict s, int64_t rp)
 {
     const float *restrict k1 = k0 + 1 * ks;
@@ -3172,7 +3172,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer
     const float *restrict k7 = k0 + 7 * ks;
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps(), a4 = _mm256_setzero_ps(), a5 = _mm256_setzero_ps(), a6 = _mm256_setzero_ps(), a7 = _mm256_setzero_ps();
     int64_t d;
-    for (d = 0; d < D; d += 2) {
+    for (d = 0; d < 64; d += 2) {
         const __m256 q = _mm256_loadu_ps(qp + d * 4);
         a0 = _mm256_fmadd_ps(attn_set2_half__avx512(k0 + d), q, a0);
         a1 = _mm256_fmadd_ps(attn_set2_half__avx512(k1 + d), q, a1);
@@ -3246,7 +3246,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_longf
                 const float *k0 = attn_longformer_base_k_row(&kv, hk, j0 + c);
                 int64_t d;
                 if (c + SCORE_KEYS <= kb) { /* 8 keys */
-                    attn_longformer_base_dpairs_8x2__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
+                    attn_dpairs_8x2_d64_f32__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
                     c += SCORE_KEYS;
                 } else { /* one key */
                     __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
@@ -3272,7 +3272,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_longf
                 const float *k0 = attn_longformer_base_k_row(&kv, hk, j0 + c);
                 int64_t d;
                 if (c + SCORE_KEYS <= kb) { /* 8 keys */
-                    attn_longformer_base_hpairs_8x1__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
+                    attn_hpairs_8x1_d64_f32__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
                     c += SCORE_KEYS;
                 } else { /* one key */
                     __m256 a0 = _mm256_setzero_ps();
@@ -3298,7 +3298,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_longf
                 const float *k0 = attn_longformer_base_k_row(&kv, hk, j0 + c);
                 int64_t d;
                 if (c + SCORE_KEYS <= kb) { /* 8 keys */
-                    attn_longformer_base_dpairs_8x1__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
+                    attn_dpairs_8x1_d64_f32__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
                     c += SCORE_KEYS;
                 } else { /* one key */
                     __m512 a0 = _mm512_setzero_ps();
@@ -3321,7 +3321,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_longf
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_longformer_base_dot_4x2_f32__avx512(w->q + hk * glp * Q_STRIDE, glp, attn_longformer_base_k_row(&kv, hk, j0 + c),
+                attn_dot_4x2_d64_f32__avx512(w->q + hk * glp * Q_STRIDE, glp, attn_longformer_base_k_row(&kv, hk, j0 + c),
                         attn_longformer_base_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                     const float *row = attn_longformer_base_next_row(&kv, jn, pl);
@@ -3340,7 +3340,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_longf
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
                 for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_longformer_base_qk_8x32_f32__avx512(attn_longformer_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_8x32_d64_f32__avx512(attn_longformer_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                         const float *row = attn_longformer_base_next_row(&kv, jn, pl);
                         const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -3351,7 +3351,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_longf
                     }
                 }
                 for (; c < kb; c++)
-                    attn_longformer_base_qk_1x32_f32__avx512(attn_longformer_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_1x32_d64_f32__avx512(attn_longformer_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                 for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                     const float *row = attn_longformer_base_next_row(&kv, jn, pl);
                     const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -3400,35 +3400,35 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_longf
             const int64_t left = hk * glp + gl - r;
             const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
             if (take >= 8) {
-                attn_longformer_base_pv_8x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_8x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 8;
             } else
             if (take >= 7) {
-                attn_longformer_base_pv_7x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_7x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 7;
             } else
             if (take >= 6) {
-                attn_longformer_base_pv_6x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_6x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 6;
             } else
             if (take >= 5) {
-                attn_longformer_base_pv_5x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_5x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 5;
             } else
             if (take >= 4) {
-                attn_longformer_base_pv_4x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_4x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 4;
             } else
             if (take >= 3) {
-                attn_longformer_base_pv_3x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_3x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 3;
             } else
             if (take >= 2) {
-                attn_longformer_base_pv_2x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_2x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 2;
             } else
             {
-                attn_longformer_base_pv_1x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_1x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 1;
             }
             for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -3605,7 +3605,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_1x
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
                     p = attn_longformer_base_sqk_1x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_longformer_base_spv_1x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_1x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -3621,7 +3621,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_1x
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_longformer_base_sqk_1x1_f32__avx512(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
-                    attn_longformer_base_spv_1x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_1x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -3634,7 +3634,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_1x
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_longformer_base_sqk_1x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_longformer_base_spv_1x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_1x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -3653,7 +3653,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_1x
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_1x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_longformer_base_spv_1x64_f32__avx512(attn_longformer_base_sqk_1x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_1x64_f32__avx512(attn_longformer_base_sqk_1x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -3665,7 +3665,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_1x
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_1x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_longformer_base_spv_1x64_f32__avx512(attn_longformer_base_sqk_1x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_1x64_f32__avx512(attn_longformer_base_sqk_1x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -3726,7 +3726,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_2x
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
                     p = attn_longformer_base_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_longformer_base_spv_2x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_2x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -3742,7 +3742,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_2x
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_longformer_base_sqk_2x1_f32__avx512(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
-                    attn_longformer_base_spv_2x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_2x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -3755,7 +3755,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_2x
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_longformer_base_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_longformer_base_spv_2x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_2x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -3774,7 +3774,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_2x
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_2x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_longformer_base_spv_2x64_f32__avx512(attn_longformer_base_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x64_f32__avx512(attn_longformer_base_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -3786,7 +3786,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_2x
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_2x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_longformer_base_spv_2x64_f32__avx512(attn_longformer_base_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x64_f32__avx512(attn_longformer_base_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -3834,7 +3834,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer
             hk = w->hk_lo;
             attn_longformer_base_sqk_3x2_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, jp + 0), attn_longformer_base_k_row(&kv, hk, jp + 1),
                         w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
-            attn_longformer_base_spvk_3x2_f32__avx512(wt, attn_longformer_base_v_row(&kv, hk, jp + 0), attn_longformer_base_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
+            attn_spvk_3x2_v64_f32__avx512(wt, attn_longformer_base_v_row(&kv, hk, jp + 0), attn_longformer_base_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
             j = jp;
             if (j + STREAM_PREFETCH + 0 < j_end) {
                 attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -3855,7 +3855,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer
                 if (jn + (STEP_KEYS - 1) < j_end)
                     attn_longformer_base_sqk_3x2_f32__avx512(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn + 0), attn_longformer_base_k_row(&kv, hn, jn + 1),
                         w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
-                attn_longformer_base_spvk_3x2_f32__avx512(wt, attn_longformer_base_v_row(&kv, hk, jp + 0), attn_longformer_base_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
+                attn_spvk_3x2_v64_f32__avx512(wt, attn_longformer_base_v_row(&kv, hk, jp + 0), attn_longformer_base_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                 j = jp;
                 if (j + STREAM_PREFETCH + 0 < j_end) {
                     attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -3876,7 +3876,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer
         for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             p = attn_longformer_base_sqk_3x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-            attn_longformer_base_spv_3x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+            attn_spv_3x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
         }
 }
 
@@ -3925,7 +3925,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_3x
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
                     p = attn_longformer_base_sqk_3x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_longformer_base_spv_3x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_3x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -3941,7 +3941,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_3x
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_longformer_base_sqk_3x1_f32__avx512(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
-                    attn_longformer_base_spv_3x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_3x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -3954,7 +3954,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_3x
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_longformer_base_sqk_3x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_longformer_base_spv_3x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_3x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -3973,7 +3973,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_3x
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_3x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_longformer_base_spv_3x64_f32__avx512(attn_longformer_base_sqk_3x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_3x64_f32__avx512(attn_longformer_base_sqk_3x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -3985,7 +3985,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_3x
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_3x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_longformer_base_spv_3x64_f32__avx512(attn_longformer_base_sqk_3x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_3x64_f32__avx512(attn_longformer_base_sqk_3x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -4033,7 +4033,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer
             hk = w->hk_lo;
             attn_longformer_base_sqk_4x2_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, jp + 0), attn_longformer_base_k_row(&kv, hk, jp + 1),
                         w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
-            attn_longformer_base_spvk_4x2_f32__avx512(wt, attn_longformer_base_v_row(&kv, hk, jp + 0), attn_longformer_base_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
+            attn_spvk_4x2_v64_f32__avx512(wt, attn_longformer_base_v_row(&kv, hk, jp + 0), attn_longformer_base_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
             j = jp;
             if (j + STREAM_PREFETCH + 0 < j_end) {
                 attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -4054,7 +4054,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer
                 if (jn + (STEP_KEYS - 1) < j_end)
                     attn_longformer_base_sqk_4x2_f32__avx512(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn + 0), attn_longformer_base_k_row(&kv, hn, jn + 1),
                         w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
-                attn_longformer_base_spvk_4x2_f32__avx512(wt, attn_longformer_base_v_row(&kv, hk, jp + 0), attn_longformer_base_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
+                attn_spvk_4x2_v64_f32__avx512(wt, attn_longformer_base_v_row(&kv, hk, jp + 0), attn_longformer_base_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                 j = jp;
                 if (j + STREAM_PREFETCH + 0 < j_end) {
                     attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -4075,7 +4075,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer
         for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             p = attn_longformer_base_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-            attn_longformer_base_spv_4x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+            attn_spv_4x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
         }
 }
 
@@ -4124,7 +4124,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_4x
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
                     p = attn_longformer_base_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_longformer_base_spv_4x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_4x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -4140,7 +4140,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_4x
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_longformer_base_sqk_4x1_f32__avx512(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
-                    attn_longformer_base_spv_4x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_4x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -4153,7 +4153,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_4x
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_longformer_base_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_longformer_base_spv_4x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_4x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -4172,7 +4172,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_4x
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_4x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_longformer_base_spv_4x64_f32__avx512(attn_longformer_base_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x64_f32__avx512(attn_longformer_base_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -4184,7 +4184,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_4x
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_4x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_longformer_base_spv_4x64_f32__avx512(attn_longformer_base_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x64_f32__avx512(attn_longformer_base_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -4401,19 +4401,19 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_longformer_b
                     while (!attn_longformer_base_sees(w->first + r, w->last + r, 8, u1 - 16, u1)) u1 -= 16;
                 }
                 if (u1 - u0 == PREFILL_NC)
-                    attn_longformer_base_qk_8x32_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                    attn_qk_8x32_d64_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
                 else
                     for (u = u0; u < u1; u += 16)
-                        attn_longformer_base_qk_8x16_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
+                        attn_qk_8x16_d64_f32_p32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
             }
         if (r + 4 <= tq) { /* half a block of the last rows, then one at a time */
             if (cls == TILE_FULL || attn_longformer_base_sees(w->first + r, w->last + r, 4, c, c + PREFILL_NC))
-                attn_longformer_base_qk_4x32_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_4x32_d64_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
             r += 4;
         }
         for (; r < tq; r++)
             if (cls == TILE_FULL || attn_longformer_base_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
-                attn_longformer_base_qk_1x32_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_1x32_d64_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
     }
 }
 
@@ -4477,22 +4477,22 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_longformer_b
         }
         switch (rows) {
         case 6:
-            attn_longformer_base_pv_6x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_6x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 5:
-            attn_longformer_base_pv_5x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_5x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 4:
-            attn_longformer_base_pv_4x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_4x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 3:
-            attn_longformer_base_pv_3x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_3x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 2:
-            attn_longformer_base_pv_2x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_2x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         default:
-            attn_longformer_base_pv_1x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_1x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         }
         if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
@@ -4790,7 +4790,7 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m128 attn_exp2_q4__avx2
 
 /* C[4][16] = A[4][64] B[64][16]: a: 4 rows of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  8192 FLOPs, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_qk_4x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_4x16_d64_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -4913,7 +4913,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longform
 
 /* C[2][16] = A[2][64] B[64][16]: a: 2 rows of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  4096 FLOPs, 7 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_qk_2x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_2x16_d64_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -4996,7 +4996,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longform
 
 /* C[1][16] = A[1][64] B[64][16]: a: 1 row of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  2048 FLOPs, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_qk_1x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_1x16_d64_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -5059,7 +5059,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longform
 
 /* C[4][8] = A[4][64] B[64][8]: a: 4 rows of A (as elements apart), b: a packed
  * panel (16 floats per d, the 8 from b), c: rows cs floats apart.  4096 FLOPs, 6 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_qk_4x8_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_4x8_d64_f32_p16__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps();
@@ -5171,7 +5171,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longform
 /* O[6][64] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 768 FLOPs per key, 15 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_pv_6x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_6x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5385,7 +5385,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longform
 /* O[5][64] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 640 FLOPs per key, 13 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_pv_5x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_5x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5570,7 +5570,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longform
 /* O[4][64] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 512 FLOPs per key, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_pv_4x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_4x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5726,7 +5726,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longform
 /* O[3][64] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 384 FLOPs per key, 9 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_pv_3x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_3x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5853,7 +5853,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longform
 /* O[2][64] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 256 FLOPs per key, 7 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_pv_2x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_2x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5951,7 +5951,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longform
 /* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 128 FLOPs per key, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_pv_1x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_1x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -6155,7 +6155,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_kvpack
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (64 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_dot_4x2_f32__avx2(const float *restrict q, int64_t R, const float *restrict k0,
+__attribute__((target("avx2,fma,f16c"))) static void attn_dot_4x2_d64_f32__avx2(const float *restrict q, int64_t R, const float *restrict k0,
         const float *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -6307,7 +6307,7 @@ typedef struct {
 typedef char attn_longformer_base_dscratch_fits__avx2[sizeof(attn_longformer_base_dscratch__avx2) <= DECODE_SCRATCH ? 1 : -1];
 
 /* O[1 row] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_srescale_1x64__avx2(float *restrict o, __m128 alpha)
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_srescale_1x64_f32__avx2(float *restrict o, __m128 alpha)
 {
     const __m256 s = _mm256_insertf128_ps(_mm256_castps128_ps256(alpha), alpha, 1);
     int64_t c;
@@ -6334,7 +6334,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_longform
         lv = _mm_mul_ps(lv, alpha);
         mv = mn;
         _mm_storeu_ps(m, mv);
-        attn_longformer_base_srescale_1x64__avx2(o, alpha);
+        attn_srescale_1x64_f32__avx2(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = _mm_mul_ps(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -6413,7 +6413,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_longform
 }
 
 /* O[1 row] += p_r V: one V row. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_longformer_base_spv_1x64_f32__avx2(__m128 p, const float *restrict v0, float *restrict o)
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_spv_1x64_f32__avx2(__m128 p, const float *restrict v0, float *restrict o)
 {
     const __m256 s0 = _mm256_insertf128_ps(_mm256_castps128_ps256(p), p, 1);
     const __m256 p0_0 = _mm256_permute_ps(s0, 0x00);
@@ -6462,7 +6462,7 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m128 attn_longformer_ba
 }
 
 /* O[2 rows] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_srescale_2x64__avx2(float *restrict o, __m128 alpha)
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_srescale_2x64_f32__avx2(float *restrict o, __m128 alpha)
 {
     const __m256 s = _mm256_insertf128_ps(_mm256_castps128_ps256(alpha), alpha, 1);
     int64_t c;
@@ -6491,7 +6491,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_longform
         lv = _mm_mul_ps(lv, alpha);
         mv = mn;
         _mm_storeu_ps(m, mv);
-        attn_longformer_base_srescale_2x64__avx2(o, alpha);
+        attn_srescale_2x64_f32__avx2(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = _mm_mul_ps(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -6603,7 +6603,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_longform
 }
 
 /* O[2 rows] += p_r V: one V row. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_longformer_base_spv_2x64_f32__avx2(__m128 p, const float *restrict v0, float *restrict o)
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_spv_2x64_f32__avx2(__m128 p, const float *restrict v0, float *restrict o)
 {
     const __m256 s0 = _mm256_insertf128_ps(_mm256_castps128_ps256(p), p, 1);
     const __m256 p0_0 = _mm256_permute_ps(s0, 0x00);
@@ -6662,7 +6662,7 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m128 attn_longformer_ba
 }
 
 /* O[3 rows] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_srescale_3x64__avx2(float *restrict o, __m128 alpha)
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_srescale_3x64_f32__avx2(float *restrict o, __m128 alpha)
 {
     const __m256 s = _mm256_insertf128_ps(_mm256_castps128_ps256(alpha), alpha, 1);
     int64_t c;
@@ -6693,7 +6693,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_longform
         lv = _mm_mul_ps(lv, alpha);
         mv = mn;
         _mm_storeu_ps(m, mv);
-        attn_longformer_base_srescale_3x64__avx2(o, alpha);
+        attn_srescale_3x64_f32__avx2(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = _mm_mul_ps(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -7036,7 +7036,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_longformer
 }
 
 /* O[3 rows] += p_r V: one V row. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_longformer_base_spv_3x64_f32__avx2(__m128 p, const float *restrict v0, float *restrict o)
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_spv_3x64_f32__avx2(__m128 p, const float *restrict v0, float *restrict o)
 {
     const __m256 s0 = _mm256_insertf128_ps(_mm256_castps128_ps256(p), p, 1);
     const __m256 p0_0 = _mm256_permute_ps(s0, 0x00);
@@ -7093,7 +7093,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_longformer
 }
 
 /* O[3 rows] += w[0] V0 + ... + w[1] V1: 2 V rows in one pass over O. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_longformer_base_spvk_3x2_f32__avx2(const __m128 *w, const float *restrict v0, const float *restrict v1, float *restrict o)
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_spvk_3x2_v64_f32__avx2(const __m128 *w, const float *restrict v0, const float *restrict v1, float *restrict o)
 {
     const __m256 s0 = _mm256_insertf128_ps(_mm256_castps128_ps256(w[0]), w[0], 1);
     const __m256 s1 = _mm256_insertf128_ps(_mm256_castps128_ps256(w[1]), w[1], 1);
@@ -7174,7 +7174,7 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m128 attn_longformer_ba
 }
 
 /* O[4 rows] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_srescale_4x64__avx2(float *restrict o, __m128 alpha)
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_srescale_4x64_f32__avx2(float *restrict o, __m128 alpha)
 {
     const __m256 s = _mm256_insertf128_ps(_mm256_castps128_ps256(alpha), alpha, 1);
     int64_t c;
@@ -7207,7 +7207,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_longform
         lv = _mm_mul_ps(lv, alpha);
         mv = mn;
         _mm_storeu_ps(m, mv);
-        attn_longformer_base_srescale_4x64__avx2(o, alpha);
+        attn_srescale_4x64_f32__avx2(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = _mm_mul_ps(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -7633,7 +7633,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_longformer
 }
 
 /* O[4 rows] += p_r V: one V row. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_longformer_base_spv_4x64_f32__avx2(__m128 p, const float *restrict v0, float *restrict o)
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_spv_4x64_f32__avx2(__m128 p, const float *restrict v0, float *restrict o)
 {
     const __m256 s0 = _mm256_insertf128_ps(_mm256_castps128_ps256(p), p, 1);
     const __m256 p0_0 = _mm256_permute_ps(s0, 0x00);
@@ -7699,7 +7699,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_longformer
 }
 
 /* O[4 rows] += w[0] V0 + ... + w[1] V1: 2 V rows in one pass over O. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_longformer_base_spvk_4x2_f32__avx2(const __m128 *w, const float *restrict v0, const float *restrict v1, float *restrict o)
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_spvk_4x2_v64_f32__avx2(const __m128 *w, const float *restrict v0, const float *restrict v1, float *restrict o)
 {
     const __m256 s0 = _mm256_insertf128_ps(_mm256_castps128_ps256(w[0]), w[0], 1);
     const __m256 s1 = _mm256_insertf128_ps(_mm256_castps128_ps256(w[1]), w[1], 1);
@@ -7795,7 +7795,7 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m128 attn_longformer_ba
  * rows 16 floats apart.  Out of line, so that its 8 row pointers have registers
  * of their own: inside the decode unit gcc kept them on the stack, a reload for
  * every few FMAs. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_lanes_8x1_f32__avx2(const float *restrict k0, int64_t ks,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_lanes_8x1_d64_f32_p16__avx2(const float *restrict k0, int64_t ks,
         const float *restrict qt, float *restrict s, int64_t rp)
 {
     const float *restrict k1 = k0 + 1 * ks;
@@ -7807,7 +7807,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longform
     const float *restrict k7 = k0 + 7 * ks;
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps(), a4 = _mm256_setzero_ps(), a5 = _mm256_setzero_ps(), a6 = _mm256_setzero_ps(), a7 = _mm256_setzero_ps();
     int64_t d;
-    for (d = 0; d < D; d++) {
+    for (d = 0; d < 64; d++) {
         const __m256 q = _mm256_loadu_ps(qt + d * 16);
         a0 = _mm256_fmadd_ps(_mm256_set1_ps(k0[d]), q, a0);
         a1 = _mm256_fmadd_ps(_mm256_set1_ps(k1[d]), q, a1);
@@ -7833,7 +7833,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longform
  * row r, K rows ks elements apart from k0, Q packed as qp[(d / 2) * 8 + 2r + d % 2].
  * Each FMA takes a pair of K values broadcast to every pair of lanes, so no
  * lane is padding and only the end sums lane pairs.  Out of line, as above. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_dpairs_8x1__avx2(const float *restrict k0, int64_t ks,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_dpairs_8x1_d64_f32__avx2(const float *restrict k0, int64_t ks,
         const float *restrict qp, float *restrict s, int64_t rp)
 {
     const float *restrict k1 = k0 + 1 * ks;
@@ -7845,7 +7845,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longform
     const float *restrict k7 = k0 + 7 * ks;
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps(), a4 = _mm256_setzero_ps(), a5 = _mm256_setzero_ps(), a6 = _mm256_setzero_ps(), a7 = _mm256_setzero_ps();
     int64_t d;
-    for (d = 0; d < D; d += 2) {
+    for (d = 0; d < 64; d += 2) {
         const __m256 q = _mm256_loadu_ps(qp + d * 4);
         a0 = _mm256_fmadd_ps(attn_set2__avx2(k0 + d), q, a0);
         a1 = _mm256_fmadd_ps(attn_set2__avx2(k1 + d), q, a1);
@@ -7919,7 +7919,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_lon
                 const float *k0 = attn_longformer_base_k_row(&kv, hk, j0 + c);
                 int64_t d;
                 if (c + SCORE_KEYS <= kb) { /* 8 keys */
-                    attn_longformer_base_lanes_8x1_f32__avx2(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
+                    attn_lanes_8x1_d64_f32_p16__avx2(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
                     c += SCORE_KEYS;
                 } else { /* one key */
                     __m256 a0 = _mm256_setzero_ps();
@@ -7945,7 +7945,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_lon
                 const float *k0 = attn_longformer_base_k_row(&kv, hk, j0 + c);
                 int64_t d;
                 if (c + SCORE_KEYS <= kb) { /* 8 keys */
-                    attn_longformer_base_dpairs_8x1__avx2(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
+                    attn_dpairs_8x1_d64_f32__avx2(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
                     c += SCORE_KEYS;
                 } else { /* one key */
                     __m256 a0 = _mm256_setzero_ps();
@@ -7968,7 +7968,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_lon
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_longformer_base_dot_4x2_f32__avx2(w->q + hk * glp * Q_STRIDE, glp, attn_longformer_base_k_row(&kv, hk, j0 + c),
+                attn_dot_4x2_d64_f32__avx2(w->q + hk * glp * Q_STRIDE, glp, attn_longformer_base_k_row(&kv, hk, j0 + c),
                         attn_longformer_base_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                     const float *row = attn_longformer_base_next_row(&kv, jn, pl);
@@ -7987,7 +7987,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_lon
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
                 for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_longformer_base_qk_4x16_f32__avx2(attn_longformer_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_4x16_d64_f32__avx2(attn_longformer_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                         const float *row = attn_longformer_base_next_row(&kv, jn, pl);
                         const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -7998,7 +7998,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_lon
                     }
                 }
                 for (; c < kb; c++)
-                    attn_longformer_base_qk_1x16_f32__avx2(attn_longformer_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_1x16_d64_f32__avx2(attn_longformer_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                 for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                     const float *row = attn_longformer_base_next_row(&kv, jn, pl);
                     const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -8047,27 +8047,27 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_lon
             const int64_t left = hk * glp + gl - r;
             const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
             if (take >= 6) {
-                attn_longformer_base_pv_6x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_6x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 6;
             } else
             if (take >= 5) {
-                attn_longformer_base_pv_5x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_5x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 5;
             } else
             if (take >= 4) {
-                attn_longformer_base_pv_4x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_4x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 4;
             } else
             if (take >= 3) {
-                attn_longformer_base_pv_3x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_3x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 3;
             } else
             if (take >= 2) {
-                attn_longformer_base_pv_2x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_2x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 2;
             } else
             {
-                attn_longformer_base_pv_1x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_1x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 1;
             }
             for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -8241,7 +8241,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
                     p = attn_longformer_base_sqk_1x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_longformer_base_spv_1x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_1x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -8257,7 +8257,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_longformer_base_sqk_1x1_f32__avx2(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
-                    attn_longformer_base_spv_1x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_1x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -8270,7 +8270,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_longformer_base_sqk_1x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_longformer_base_spv_1x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_1x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -8289,7 +8289,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_1x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_longformer_base_spv_1x64_f32__avx2(attn_longformer_base_sqk_1x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_1x64_f32__avx2(attn_longformer_base_sqk_1x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -8301,7 +8301,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_1x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_longformer_base_spv_1x64_f32__avx2(attn_longformer_base_sqk_1x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_1x64_f32__avx2(attn_longformer_base_sqk_1x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -8362,7 +8362,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
                     p = attn_longformer_base_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_longformer_base_spv_2x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_2x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -8378,7 +8378,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_longformer_base_sqk_2x1_f32__avx2(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
-                    attn_longformer_base_spv_2x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_2x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -8391,7 +8391,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_longformer_base_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_longformer_base_spv_2x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_2x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -8410,7 +8410,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_2x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_longformer_base_spv_2x64_f32__avx2(attn_longformer_base_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x64_f32__avx2(attn_longformer_base_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -8422,7 +8422,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_2x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_longformer_base_spv_2x64_f32__avx2(attn_longformer_base_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x64_f32__avx2(attn_longformer_base_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -8470,7 +8470,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longform
             hk = w->hk_lo;
             attn_longformer_base_sqk_3x2_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, jp + 0), attn_longformer_base_k_row(&kv, hk, jp + 1),
                         w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
-            attn_longformer_base_spvk_3x2_f32__avx2(wt, attn_longformer_base_v_row(&kv, hk, jp + 0), attn_longformer_base_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
+            attn_spvk_3x2_v64_f32__avx2(wt, attn_longformer_base_v_row(&kv, hk, jp + 0), attn_longformer_base_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
             j = jp;
             if (j + STREAM_PREFETCH + 0 < j_end) {
                 attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -8491,7 +8491,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longform
                 if (jn + (STEP_KEYS - 1) < j_end)
                     attn_longformer_base_sqk_3x2_f32__avx2(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn + 0), attn_longformer_base_k_row(&kv, hn, jn + 1),
                         w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
-                attn_longformer_base_spvk_3x2_f32__avx2(wt, attn_longformer_base_v_row(&kv, hk, jp + 0), attn_longformer_base_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
+                attn_spvk_3x2_v64_f32__avx2(wt, attn_longformer_base_v_row(&kv, hk, jp + 0), attn_longformer_base_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                 j = jp;
                 if (j + STREAM_PREFETCH + 0 < j_end) {
                     attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -8512,7 +8512,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longform
         for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             p = attn_longformer_base_sqk_3x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-            attn_longformer_base_spv_3x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+            attn_spv_3x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
         }
 }
 
@@ -8561,7 +8561,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
                     p = attn_longformer_base_sqk_3x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_longformer_base_spv_3x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_3x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -8577,7 +8577,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_longformer_base_sqk_3x1_f32__avx2(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
-                    attn_longformer_base_spv_3x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_3x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -8590,7 +8590,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_longformer_base_sqk_3x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_longformer_base_spv_3x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_3x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -8609,7 +8609,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_3x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_longformer_base_spv_3x64_f32__avx2(attn_longformer_base_sqk_3x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_3x64_f32__avx2(attn_longformer_base_sqk_3x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -8621,7 +8621,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_3x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_longformer_base_spv_3x64_f32__avx2(attn_longformer_base_sqk_3x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_3x64_f32__avx2(attn_longformer_base_sqk_3x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -8669,7 +8669,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longform
             hk = w->hk_lo;
             attn_longformer_base_sqk_4x2_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, jp + 0), attn_longformer_base_k_row(&kv, hk, jp + 1),
                         w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
-            attn_longformer_base_spvk_4x2_f32__avx2(wt, attn_longformer_base_v_row(&kv, hk, jp + 0), attn_longformer_base_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
+            attn_spvk_4x2_v64_f32__avx2(wt, attn_longformer_base_v_row(&kv, hk, jp + 0), attn_longformer_base_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
             j = jp;
             if (j + STREAM_PREFETCH + 0 < j_end) {
                 attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -8690,7 +8690,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longform
                 if (jn + (STEP_KEYS - 1) < j_end)
                     attn_longformer_base_sqk_4x2_f32__avx2(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn + 0), attn_longformer_base_k_row(&kv, hn, jn + 1),
                         w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
-                attn_longformer_base_spvk_4x2_f32__avx2(wt, attn_longformer_base_v_row(&kv, hk, jp + 0), attn_longformer_base_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
+                attn_spvk_4x2_v64_f32__avx2(wt, attn_longformer_base_v_row(&kv, hk, jp + 0), attn_longformer_base_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                 j = jp;
                 if (j + STREAM_PREFETCH + 0 < j_end) {
                     attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -8711,7 +8711,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longform
         for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             p = attn_longformer_base_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-            attn_longformer_base_spv_4x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+            attn_spv_4x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
         }
 }
 
@@ -8760,7 +8760,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
                     p = attn_longformer_base_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_longformer_base_spv_4x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_4x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -8776,7 +8776,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_longformer_base_sqk_4x1_f32__avx2(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
-                    attn_longformer_base_spv_4x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_4x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -8789,7 +8789,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_longformer_base_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_longformer_base_spv_4x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_4x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -8808,7 +8808,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_4x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_longformer_base_spv_4x64_f32__avx2(attn_longformer_base_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x64_f32__avx2(attn_longformer_base_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -8820,7 +8820,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_4x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_longformer_base_spv_4x64_f32__avx2(attn_longformer_base_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x64_f32__avx2(attn_longformer_base_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -9037,19 +9037,19 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_longformer
                     while (!attn_longformer_base_sees(w->first + r, w->last + r, 4, u1 - 8, u1)) u1 -= 8;
                 }
                 if (u1 - u0 == PREFILL_NC)
-                    attn_longformer_base_qk_4x16_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                    attn_qk_4x16_d64_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
                 else
                     for (u = u0; u < u1; u += 8)
-                        attn_longformer_base_qk_4x8_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
+                        attn_qk_4x8_d64_f32_p16__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
             }
         if (r + 2 <= tq) { /* half a block of the last rows, then one at a time */
             if (cls == TILE_FULL || attn_longformer_base_sees(w->first + r, w->last + r, 2, c, c + PREFILL_NC))
-                attn_longformer_base_qk_2x16_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_2x16_d64_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
             r += 2;
         }
         for (; r < tq; r++)
             if (cls == TILE_FULL || attn_longformer_base_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
-                attn_longformer_base_qk_1x16_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_1x16_d64_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
     }
 }
 
@@ -9113,22 +9113,22 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_longformer
         }
         switch (rows) {
         case 6:
-            attn_longformer_base_pv_6x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_6x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 5:
-            attn_longformer_base_pv_5x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_5x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 4:
-            attn_longformer_base_pv_4x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_4x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 3:
-            attn_longformer_base_pv_3x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_3x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 2:
-            attn_longformer_base_pv_2x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_2x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         default:
-            attn_longformer_base_pv_1x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_1x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         }
         if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
@@ -9399,7 +9399,7 @@ static inline float32x4_t attn_exp2_q4__neon(float32x4_t x)
 
 /* C[8][8] = A[8][64] B[64][8]: a: 8 rows of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  8192 FLOPs, 19 vector registers. */
-ATTN_NOINLINE static void attn_longformer_base_qk_8x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_8x8_d64_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -9602,7 +9602,7 @@ ATTN_NOINLINE static void attn_longformer_base_qk_8x8_f32__neon(const float *res
 
 /* C[4][8] = A[4][64] B[64][8]: a: 4 rows of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  4096 FLOPs, 11 vector registers. */
-ATTN_NOINLINE static void attn_longformer_base_qk_4x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_4x8_d64_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -9725,7 +9725,7 @@ ATTN_NOINLINE static void attn_longformer_base_qk_4x8_f32__neon(const float *res
 
 /* C[1][8] = A[1][64] B[64][8]: a: 1 row of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  1024 FLOPs, 5 vector registers. */
-ATTN_NOINLINE static void attn_longformer_base_qk_1x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_1x8_d64_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -9788,7 +9788,7 @@ ATTN_NOINLINE static void attn_longformer_base_qk_1x8_f32__neon(const float *res
 
 /* C[8][4] = A[8][64] B[64][4]: a: 8 rows of A (as elements apart), b: a packed
  * panel (8 floats per d, the 4 from b), c: rows cs floats apart.  4096 FLOPs, 10 vector registers. */
-ATTN_NOINLINE static void attn_longformer_base_qk_8x4_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_8x4_d64_f32_p8__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f);
@@ -9976,7 +9976,7 @@ ATTN_NOINLINE static void attn_longformer_base_qk_8x4_f32__neon(const float *res
 /* O[6][64] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 768 FLOPs per key, 31 vector registers. */
-ATTN_NOINLINE static void attn_longformer_base_pv_6x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_6x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -10222,7 +10222,7 @@ ATTN_NOINLINE static void attn_longformer_base_pv_6x64_f32__neon(const float *re
 /* O[5][64] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 640 FLOPs per key, 26 vector registers. */
-ATTN_NOINLINE static void attn_longformer_base_pv_5x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_5x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -10443,7 +10443,7 @@ ATTN_NOINLINE static void attn_longformer_base_pv_5x64_f32__neon(const float *re
 /* O[4][64] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 512 FLOPs per key, 21 vector registers. */
-ATTN_NOINLINE static void attn_longformer_base_pv_4x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_4x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -10639,7 +10639,7 @@ ATTN_NOINLINE static void attn_longformer_base_pv_4x64_f32__neon(const float *re
 /* O[3][64] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 384 FLOPs per key, 16 vector registers. */
-ATTN_NOINLINE static void attn_longformer_base_pv_3x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_3x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -10810,7 +10810,7 @@ ATTN_NOINLINE static void attn_longformer_base_pv_3x64_f32__neon(const float *re
 /* O[2][64] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 256 FLOPs per key, 11 vector registers. */
-ATTN_NOINLINE static void attn_longformer_base_pv_2x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_2x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -10956,7 +10956,7 @@ ATTN_NOINLINE static void attn_longformer_base_pv_2x64_f32__neon(const float *re
 /* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 128 FLOPs per key, 6 vector registers. */
-ATTN_NOINLINE static void attn_longformer_base_pv_1x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_1x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -11212,7 +11212,7 @@ static void attn_longformer_base_kvpack_f32__neon(const attn_longformer_base_kv 
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (64 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-static void attn_longformer_base_dot_4x2_f32__neon(const float *restrict q, int64_t R, const float *restrict k0,
+static void attn_dot_4x2_d64_f32__neon(const float *restrict q, int64_t R, const float *restrict k0,
         const float *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -11260,7 +11260,7 @@ typedef struct {
 typedef char attn_longformer_base_dscratch_fits__neon[sizeof(attn_longformer_base_dscratch__neon) <= DECODE_SCRATCH ? 1 : -1];
 
 /* O[1 row] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE static void attn_longformer_base_srescale_1x64__neon(float *restrict o, float32x4_t alpha)
+ATTN_NOINLINE static void attn_srescale_1x64_f32__neon(float *restrict o, float32x4_t alpha)
 {
     const float32x4_t s = alpha;
     int64_t c;
@@ -11287,7 +11287,7 @@ static ATTN_INLINE float32x4_t attn_longformer_base_supd_1x1__neon(float32x4_t s
         lv = vmulq_f32(lv, alpha);
         mv = mn;
         vst1q_f32(m, mv);
-        attn_longformer_base_srescale_1x64__neon(o, alpha);
+        attn_srescale_1x64_f32__neon(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = vmulq_f32(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -11318,7 +11318,7 @@ static ATTN_INLINE float32x4_t attn_longformer_base_sqk_1x1_f32__neon(const floa
 }
 
 /* O[1 row] += p_r V: one V row. */
-static ATTN_INLINE void attn_longformer_base_spv_1x64_f32__neon(float32x4_t p, const float *restrict v0, float *restrict o)
+static ATTN_INLINE void attn_spv_1x64_f32__neon(float32x4_t p, const float *restrict v0, float *restrict o)
 {
     const float32x4_t s0 = p;
     const float32x4_t p0_0 = vdupq_laneq_f32(s0, 0);
@@ -11340,7 +11340,7 @@ static inline float32x4_t attn_longformer_base_sterms_1x1__neon(const attn_args 
 }
 
 /* O[2 rows] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE static void attn_longformer_base_srescale_2x64__neon(float *restrict o, float32x4_t alpha)
+ATTN_NOINLINE static void attn_srescale_2x64_f32__neon(float *restrict o, float32x4_t alpha)
 {
     const float32x4_t s = alpha;
     int64_t c;
@@ -11369,7 +11369,7 @@ static ATTN_INLINE float32x4_t attn_longformer_base_supd_2x1__neon(float32x4_t s
         lv = vmulq_f32(lv, alpha);
         mv = mn;
         vst1q_f32(m, mv);
-        attn_longformer_base_srescale_2x64__neon(o, alpha);
+        attn_srescale_2x64_f32__neon(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = vmulq_f32(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -11405,7 +11405,7 @@ static ATTN_INLINE float32x4_t attn_longformer_base_sqk_2x1_f32__neon(const floa
 }
 
 /* O[2 rows] += p_r V: one V row. */
-static ATTN_INLINE void attn_longformer_base_spv_2x64_f32__neon(float32x4_t p, const float *restrict v0, float *restrict o)
+static ATTN_INLINE void attn_spv_2x64_f32__neon(float32x4_t p, const float *restrict v0, float *restrict o)
 {
     const float32x4_t s0 = p;
     const float32x4_t p0_0 = vdupq_laneq_f32(s0, 0);
@@ -11430,7 +11430,7 @@ static inline float32x4_t attn_longformer_base_sterms_2x1__neon(const attn_args 
 }
 
 /* O[3 rows] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE static void attn_longformer_base_srescale_3x64__neon(float *restrict o, float32x4_t alpha)
+ATTN_NOINLINE static void attn_srescale_3x64_f32__neon(float *restrict o, float32x4_t alpha)
 {
     const float32x4_t s = alpha;
     int64_t c;
@@ -11461,7 +11461,7 @@ static ATTN_INLINE float32x4_t attn_longformer_base_supd_3x1__neon(float32x4_t s
         lv = vmulq_f32(lv, alpha);
         mv = mn;
         vst1q_f32(m, mv);
-        attn_longformer_base_srescale_3x64__neon(o, alpha);
+        attn_srescale_3x64_f32__neon(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = vmulq_f32(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -11502,7 +11502,7 @@ static ATTN_INLINE float32x4_t attn_longformer_base_sqk_3x1_f32__neon(const floa
 }
 
 /* O[3 rows] += p_r V: one V row. */
-static ATTN_INLINE void attn_longformer_base_spv_3x64_f32__neon(float32x4_t p, const float *restrict v0, float *restrict o)
+static ATTN_INLINE void attn_spv_3x64_f32__neon(float32x4_t p, const float *restrict v0, float *restrict o)
 {
     const float32x4_t s0 = p;
     const float32x4_t p0_0 = vdupq_laneq_f32(s0, 0);
@@ -11530,7 +11530,7 @@ static inline float32x4_t attn_longformer_base_sterms_3x1__neon(const attn_args 
 }
 
 /* O[4 rows] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE static void attn_longformer_base_srescale_4x64__neon(float *restrict o, float32x4_t alpha)
+ATTN_NOINLINE static void attn_srescale_4x64_f32__neon(float *restrict o, float32x4_t alpha)
 {
     const float32x4_t s = alpha;
     int64_t c;
@@ -11563,7 +11563,7 @@ static ATTN_INLINE float32x4_t attn_longformer_base_supd_4x1__neon(float32x4_t s
         lv = vmulq_f32(lv, alpha);
         mv = mn;
         vst1q_f32(m, mv);
-        attn_longformer_base_srescale_4x64__neon(o, alpha);
+        attn_srescale_4x64_f32__neon(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = vmulq_f32(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -11609,7 +11609,7 @@ static ATTN_INLINE float32x4_t attn_longformer_base_sqk_4x1_f32__neon(const floa
 }
 
 /* O[4 rows] += p_r V: one V row. */
-static ATTN_INLINE void attn_longformer_base_spv_4x64_f32__neon(float32x4_t p, const float *restrict v0, float *restrict o)
+static ATTN_INLINE void attn_spv_4x64_f32__neon(float32x4_t p, const float *restrict v0, float *restrict o)
 {
     const float32x4_t s0 = p;
     const float32x4_t p0_0 = vdupq_laneq_f32(s0, 0);
@@ -11644,7 +11644,7 @@ static inline float32x4_t attn_longformer_base_sterms_4x1__neon(const attn_args 
  * rows 8 floats apart.  Out of line, so that its 8 row pointers have registers
  * of their own: inside the decode unit gcc kept them on the stack, a reload for
  * every few FMAs. */
-ATTN_NOINLINE static void attn_longformer_base_lanes_8x1_f32__neon(const float *restrict k0, int64_t ks,
+ATTN_NOINLINE static void attn_lanes_8x1_d64_f32_p8__neon(const float *restrict k0, int64_t ks,
         const float *restrict qt, float *restrict s, int64_t rp)
 {
     const float *restrict k1 = k0 + 1 * ks;
@@ -11656,7 +11656,7 @@ ATTN_NOINLINE static void attn_longformer_base_lanes_8x1_f32__neon(const float *
     const float *restrict k7 = k0 + 7 * ks;
     float32x4_t a0 = vdupq_n_f32(0.0f), a1 = vdupq_n_f32(0.0f), a2 = vdupq_n_f32(0.0f), a3 = vdupq_n_f32(0.0f), a4 = vdupq_n_f32(0.0f), a5 = vdupq_n_f32(0.0f), a6 = vdupq_n_f32(0.0f), a7 = vdupq_n_f32(0.0f);
     int64_t d;
-    for (d = 0; d < D; d++) {
+    for (d = 0; d < 64; d++) {
         const float32x4_t q = vld1q_f32(qt + d * 8);
         a0 = vfmaq_f32(a0, vdupq_n_f32(k0[d]), q);
         a1 = vfmaq_f32(a1, vdupq_n_f32(k1[d]), q);
@@ -11682,7 +11682,7 @@ ATTN_NOINLINE static void attn_longformer_base_lanes_8x1_f32__neon(const float *
  * row r, K rows ks elements apart from k0, Q packed as qp[(d / 2) * 4 + 2r + d % 2].
  * Each FMA takes a pair of K values broadcast to every pair of lanes, so no
  * lane is padding and only the end sums lane pairs.  Out of line, as above. */
-ATTN_NOINLINE static void attn_longformer_base_dpairs_8x1__neon(const float *restrict k0, int64_t ks,
+ATTN_NOINLINE static void attn_dpairs_8x1_d64_f32__neon(const float *restrict k0, int64_t ks,
         const float *restrict qp, float *restrict s, int64_t rp)
 {
     const float *restrict k1 = k0 + 1 * ks;
@@ -11694,7 +11694,7 @@ ATTN_NOINLINE static void attn_longformer_base_dpairs_8x1__neon(const float *res
     const float *restrict k7 = k0 + 7 * ks;
     float32x4_t a0 = vdupq_n_f32(0.0f), a1 = vdupq_n_f32(0.0f), a2 = vdupq_n_f32(0.0f), a3 = vdupq_n_f32(0.0f), a4 = vdupq_n_f32(0.0f), a5 = vdupq_n_f32(0.0f), a6 = vdupq_n_f32(0.0f), a7 = vdupq_n_f32(0.0f);
     int64_t d;
-    for (d = 0; d < D; d += 2) {
+    for (d = 0; d < 64; d += 2) {
         const float32x4_t q = vld1q_f32(qp + d * 2);
         a0 = vfmaq_f32(a0, vcombine_f32(vld1_f32(k0 + d), vld1_f32(k0 + d)), q);
         a1 = vfmaq_f32(a1, vcombine_f32(vld1_f32(k1 + d), vld1_f32(k1 + d)), q);
@@ -11768,7 +11768,7 @@ static ATTN_ALWAYS_INLINE void attn_longformer_base_dscores__neon(const attn_lon
                 const float *k0 = attn_longformer_base_k_row(&kv, hk, j0 + c);
                 int64_t d;
                 if (c + SCORE_KEYS <= kb) { /* 8 keys */
-                    attn_longformer_base_lanes_8x1_f32__neon(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
+                    attn_lanes_8x1_d64_f32_p8__neon(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
                     c += SCORE_KEYS;
                 } else { /* one key */
                     float32x4_t a0 = vdupq_n_f32(0.0f);
@@ -11794,7 +11794,7 @@ static ATTN_ALWAYS_INLINE void attn_longformer_base_dscores__neon(const attn_lon
                 const float *k0 = attn_longformer_base_k_row(&kv, hk, j0 + c);
                 int64_t d;
                 if (c + SCORE_KEYS <= kb) { /* 8 keys */
-                    attn_longformer_base_dpairs_8x1__neon(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
+                    attn_dpairs_8x1_d64_f32__neon(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
                     c += SCORE_KEYS;
                 } else { /* one key */
                     float32x4_t a0 = vdupq_n_f32(0.0f);
@@ -11817,7 +11817,7 @@ static ATTN_ALWAYS_INLINE void attn_longformer_base_dscores__neon(const attn_lon
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_longformer_base_dot_4x2_f32__neon(w->q + hk * glp * Q_STRIDE, glp, attn_longformer_base_k_row(&kv, hk, j0 + c),
+                attn_dot_4x2_d64_f32__neon(w->q + hk * glp * Q_STRIDE, glp, attn_longformer_base_k_row(&kv, hk, j0 + c),
                         attn_longformer_base_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                     const float *row = attn_longformer_base_next_row(&kv, jn, pl);
@@ -11836,7 +11836,7 @@ static ATTN_ALWAYS_INLINE void attn_longformer_base_dscores__neon(const attn_lon
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
                 for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_longformer_base_qk_8x8_f32__neon(attn_longformer_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_8x8_d64_f32__neon(attn_longformer_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                         const float *row = attn_longformer_base_next_row(&kv, jn, pl);
                         const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -11847,7 +11847,7 @@ static ATTN_ALWAYS_INLINE void attn_longformer_base_dscores__neon(const attn_lon
                     }
                 }
                 for (; c < kb; c++)
-                    attn_longformer_base_qk_1x8_f32__neon(attn_longformer_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_1x8_d64_f32__neon(attn_longformer_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                 for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                     const float *row = attn_longformer_base_next_row(&kv, jn, pl);
                     const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -11896,27 +11896,27 @@ static ATTN_ALWAYS_INLINE void attn_longformer_base_dpv__neon(const attn_longfor
             const int64_t left = hk * glp + gl - r;
             const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
             if (take >= 6) {
-                attn_longformer_base_pv_6x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_6x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 6;
             } else
             if (take >= 5) {
-                attn_longformer_base_pv_5x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_5x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 5;
             } else
             if (take >= 4) {
-                attn_longformer_base_pv_4x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_4x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 4;
             } else
             if (take >= 3) {
-                attn_longformer_base_pv_3x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_3x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 3;
             } else
             if (take >= 2) {
-                attn_longformer_base_pv_2x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_2x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 2;
             } else
             {
-                attn_longformer_base_pv_1x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_1x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 1;
             }
             for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -12090,7 +12090,7 @@ static void attn_longformer_base_sunit_1x1__neon(const attn_args *args, int64_t 
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
                     p = attn_longformer_base_sqk_1x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_longformer_base_spv_1x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_1x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -12106,7 +12106,7 @@ static void attn_longformer_base_sunit_1x1__neon(const attn_args *args, int64_t 
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_longformer_base_sqk_1x1_f32__neon(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
-                    attn_longformer_base_spv_1x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_1x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -12119,7 +12119,7 @@ static void attn_longformer_base_sunit_1x1__neon(const attn_args *args, int64_t 
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_longformer_base_sqk_1x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_longformer_base_spv_1x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_1x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -12138,7 +12138,7 @@ static void attn_longformer_base_sunit_1x1__neon(const attn_args *args, int64_t 
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_longformer_base_sterms_1x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_longformer_base_spv_1x64_f32__neon(attn_longformer_base_sqk_1x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_1x64_f32__neon(attn_longformer_base_sqk_1x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -12150,7 +12150,7 @@ static void attn_longformer_base_sunit_1x1__neon(const attn_args *args, int64_t 
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_longformer_base_sterms_1x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_longformer_base_spv_1x64_f32__neon(attn_longformer_base_sqk_1x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_1x64_f32__neon(attn_longformer_base_sqk_1x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -12211,7 +12211,7 @@ static void attn_longformer_base_sunit_2x1__neon(const attn_args *args, int64_t 
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
                     p = attn_longformer_base_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_longformer_base_spv_2x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_2x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -12227,7 +12227,7 @@ static void attn_longformer_base_sunit_2x1__neon(const attn_args *args, int64_t 
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_longformer_base_sqk_2x1_f32__neon(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
-                    attn_longformer_base_spv_2x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_2x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -12240,7 +12240,7 @@ static void attn_longformer_base_sunit_2x1__neon(const attn_args *args, int64_t 
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_longformer_base_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_longformer_base_spv_2x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_2x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -12259,7 +12259,7 @@ static void attn_longformer_base_sunit_2x1__neon(const attn_args *args, int64_t 
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_longformer_base_sterms_2x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_longformer_base_spv_2x64_f32__neon(attn_longformer_base_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x64_f32__neon(attn_longformer_base_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -12271,7 +12271,7 @@ static void attn_longformer_base_sunit_2x1__neon(const attn_args *args, int64_t 
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_longformer_base_sterms_2x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_longformer_base_spv_2x64_f32__neon(attn_longformer_base_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x64_f32__neon(attn_longformer_base_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -12332,7 +12332,7 @@ static void attn_longformer_base_sunit_3x1__neon(const attn_args *args, int64_t 
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
                     p = attn_longformer_base_sqk_3x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_longformer_base_spv_3x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_3x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -12348,7 +12348,7 @@ static void attn_longformer_base_sunit_3x1__neon(const attn_args *args, int64_t 
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_longformer_base_sqk_3x1_f32__neon(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
-                    attn_longformer_base_spv_3x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_3x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -12361,7 +12361,7 @@ static void attn_longformer_base_sunit_3x1__neon(const attn_args *args, int64_t 
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_longformer_base_sqk_3x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_longformer_base_spv_3x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_3x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -12380,7 +12380,7 @@ static void attn_longformer_base_sunit_3x1__neon(const attn_args *args, int64_t 
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_longformer_base_sterms_3x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_longformer_base_spv_3x64_f32__neon(attn_longformer_base_sqk_3x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_3x64_f32__neon(attn_longformer_base_sqk_3x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -12392,7 +12392,7 @@ static void attn_longformer_base_sunit_3x1__neon(const attn_args *args, int64_t 
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_longformer_base_sterms_3x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_longformer_base_spv_3x64_f32__neon(attn_longformer_base_sqk_3x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_3x64_f32__neon(attn_longformer_base_sqk_3x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -12453,7 +12453,7 @@ static void attn_longformer_base_sunit_4x1__neon(const attn_args *args, int64_t 
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
                     p = attn_longformer_base_sqk_4x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_longformer_base_spv_4x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_4x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -12469,7 +12469,7 @@ static void attn_longformer_base_sunit_4x1__neon(const attn_args *args, int64_t 
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_longformer_base_sqk_4x1_f32__neon(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
-                    attn_longformer_base_spv_4x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_4x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -12482,7 +12482,7 @@ static void attn_longformer_base_sunit_4x1__neon(const attn_args *args, int64_t 
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_longformer_base_sqk_4x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_longformer_base_spv_4x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_4x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -12501,7 +12501,7 @@ static void attn_longformer_base_sunit_4x1__neon(const attn_args *args, int64_t 
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_longformer_base_sterms_4x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_longformer_base_spv_4x64_f32__neon(attn_longformer_base_sqk_4x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x64_f32__neon(attn_longformer_base_sqk_4x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -12513,7 +12513,7 @@ static void attn_longformer_base_sunit_4x1__neon(const attn_args *args, int64_t 
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_longformer_base_sterms_4x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_longformer_base_spv_4x64_f32__neon(attn_longformer_base_sqk_4x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x64_f32__neon(attn_longformer_base_sqk_4x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -12730,19 +12730,19 @@ static ATTN_INLINE void attn_longformer_base_uscores__neon(const float *kt, int6
                     while (!attn_longformer_base_sees(w->first + r, w->last + r, 8, u1 - 4, u1)) u1 -= 4;
                 }
                 if (u1 - u0 == PREFILL_NC)
-                    attn_longformer_base_qk_8x8_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                    attn_qk_8x8_d64_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
                 else
                     for (u = u0; u < u1; u += 4)
-                        attn_longformer_base_qk_8x4_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
+                        attn_qk_8x4_d64_f32_p8__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
             }
         if (r + 4 <= tq) { /* half a block of the last rows, then one at a time */
             if (cls == TILE_FULL || attn_longformer_base_sees(w->first + r, w->last + r, 4, c, c + PREFILL_NC))
-                attn_longformer_base_qk_4x8_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_4x8_d64_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
             r += 4;
         }
         for (; r < tq; r++)
             if (cls == TILE_FULL || attn_longformer_base_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
-                attn_longformer_base_qk_1x8_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_1x8_d64_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
     }
 }
 
@@ -12806,22 +12806,22 @@ static ATTN_INLINE void attn_longformer_base_upv__neon(const attn_args *args, co
         }
         switch (rows) {
         case 6:
-            attn_longformer_base_pv_6x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_6x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 5:
-            attn_longformer_base_pv_5x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_5x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 4:
-            attn_longformer_base_pv_4x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_4x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 3:
-            attn_longformer_base_pv_3x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_3x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 2:
-            attn_longformer_base_pv_2x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_2x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         default:
-            attn_longformer_base_pv_1x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_1x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         }
         if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
@@ -13017,7 +13017,7 @@ attn_status attn_longformer_base_fwd__neon(const attn_args *args)
 
 /* C[4][2] = A[4][64] B[64][2]: a: 4 rows of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  1024 FLOPs, 11 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_longformer_base_qk_4x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qk_4x2_d64_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -13140,7 +13140,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_longformer_base_qk_4x2_f32__scala
 
 /* C[1][2] = A[1][64] B[64][2]: a: 1 row of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  256 FLOPs, 5 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_longformer_base_qk_1x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qk_1x2_d64_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -13203,7 +13203,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_longformer_base_qk_1x2_f32__scala
 
 /* C[4][1] = A[4][64] B[64][1]: a: 4 rows of A (as elements apart), b: a packed
  * panel (2 floats per d, the 1 from b), c: rows cs floats apart.  512 FLOPs, 6 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_longformer_base_qk_4x1_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qk_4x1_d64_f32_p2__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f;
@@ -13315,7 +13315,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_longformer_base_qk_4x1_f32__scala
 /* O[4][64] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 32 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 512 FLOPs per key, 13 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_longformer_base_pv_4x64_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_pv_4x64_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -13387,7 +13387,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_longformer_base_pv_4x64_f32__scal
 /* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 32 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 128 FLOPs per key, 4 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_longformer_base_pv_1x64_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_pv_1x64_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -13615,7 +13615,7 @@ ATTN_NO_AUTOVEC static void attn_longformer_base_kvpack_f32__scalar(const attn_l
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (64 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-ATTN_NO_AUTOVEC static void attn_longformer_base_dot_4x2_f32__scalar(const float *restrict q, int64_t R, const float *restrict k0,
+ATTN_NO_AUTOVEC static void attn_dot_4x2_d64_f32__scalar(const float *restrict q, int64_t R, const float *restrict k0,
         const float *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -13708,7 +13708,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_longformer_base_dscores__sca
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_longformer_base_dot_4x2_f32__scalar(w->q + hk * glp * Q_STRIDE, glp, attn_longformer_base_k_row(&kv, hk, j0 + c),
+                attn_dot_4x2_d64_f32__scalar(w->q + hk * glp * Q_STRIDE, glp, attn_longformer_base_k_row(&kv, hk, j0 + c),
                         attn_longformer_base_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                     const float *row = attn_longformer_base_next_row(&kv, jn, pl);
@@ -13727,7 +13727,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_longformer_base_dscores__sca
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
                 for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_longformer_base_qk_4x2_f32__scalar(attn_longformer_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_4x2_d64_f32__scalar(attn_longformer_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                         const float *row = attn_longformer_base_next_row(&kv, jn, pl);
                         const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -13738,7 +13738,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_longformer_base_dscores__sca
                     }
                 }
                 for (; c < kb; c++)
-                    attn_longformer_base_qk_1x2_f32__scalar(attn_longformer_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_1x2_d64_f32__scalar(attn_longformer_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                 for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                     const float *row = attn_longformer_base_next_row(&kv, jn, pl);
                     const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -13781,11 +13781,11 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_longformer_base_dpv__scalar(
         for (r = hk * glp; r < hk * glp + gl;) {
             const int64_t take = hk * glp + gl - r; /* the widest kernel that fits the rows left */
             if (take >= 4) {
-                attn_longformer_base_pv_4x64_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_4x64_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 4;
             } else
             {
-                attn_longformer_base_pv_1x64_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_1x64_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 1;
             }
             for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -14082,14 +14082,14 @@ ATTN_NO_AUTOVEC static ATTN_INLINE void attn_longformer_base_uscores__scalar(con
                     while (!attn_longformer_base_sees(w->first + r, w->last + r, 4, u1 - 1, u1)) u1 -= 1;
                 }
                 if (u1 - u0 == PREFILL_NC)
-                    attn_longformer_base_qk_4x2_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                    attn_qk_4x2_d64_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
                 else
                     for (u = u0; u < u1; u += 1)
-                        attn_longformer_base_qk_4x1_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
+                        attn_qk_4x1_d64_f32_p2__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
             }
         for (; r < tq; r++)
             if (cls == TILE_FULL || attn_longformer_base_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
-                attn_longformer_base_qk_1x2_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_1x2_d64_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
     }
 }
 
@@ -14153,10 +14153,10 @@ ATTN_NO_AUTOVEC static ATTN_INLINE void attn_longformer_base_upv__scalar(const a
         }
         switch (rows) {
         case 4:
-            attn_longformer_base_pv_4x64_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_4x64_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         default:
-            attn_longformer_base_pv_1x64_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_1x64_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         }
         if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */

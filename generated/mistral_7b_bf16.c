@@ -740,7 +740,7 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_exp2_q4__avx512
 
 /* C[8][32] = A[8][128] B[128][32]: a: 8 rows of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  65536 FLOPs, 19 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_qk_8x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_8x32_d128_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -943,7 +943,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
 
 /* C[4][32] = A[4][128] B[128][32]: a: 4 rows of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  32768 FLOPs, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_qk_4x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_4x32_d128_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -1066,7 +1066,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
 
 /* C[1][32] = A[1][128] B[128][32]: a: 1 row of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  8192 FLOPs, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_qk_1x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_1x32_d128_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -1129,7 +1129,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
 
 /* C[8][16] = A[8][128] B[128][16]: a: 8 rows of A (as elements apart), b: a packed
  * panel (32 floats per d, the 16 from b), c: rows cs floats apart.  32768 FLOPs, 10 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_qk_8x16_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_8x16_d128_f32_p32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps();
@@ -1317,7 +1317,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1536 FLOPs per key, 31 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_6x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_6x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1447,7 +1447,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
 /* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 768 FLOPs per key, 16 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_3x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_3x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1538,7 +1538,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 6 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_1x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_1x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1602,7 +1602,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
 
 /* C[8][32] = A[8][128] B[128][32]: a: 8 rows of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  65536 FLOPs, 19 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_qk_8x32_bf16__avx512(const uint16_t *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_8x32_d128_bf16__avx512(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -1805,7 +1805,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
 
 /* C[1][32] = A[1][128] B[128][32]: a: 1 row of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  8192 FLOPs, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_qk_1x32_bf16__avx512(const uint16_t *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_1x32_d128_bf16__avx512(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -1869,7 +1869,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1536 FLOPs per key, 31 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_6x128_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_6x128_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1999,7 +1999,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
 /* O[5][128] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1280 FLOPs per key, 26 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_5x128_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_5x128_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -2116,7 +2116,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 21 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_4x128_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_4x128_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -2220,7 +2220,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
 /* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 768 FLOPs per key, 16 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_3x128_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_3x128_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -2311,7 +2311,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
 /* O[2][128] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 512 FLOPs per key, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_2x128_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_2x128_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -2389,7 +2389,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 6 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_1x128_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_1x128_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -2590,7 +2590,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_kvpack_b
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (128 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-__attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_dot_4x2_bf16__avx512(const float *restrict q, int64_t R, const uint16_t *restrict k0,
+__attribute__((target("avx512f,fma"))) static void attn_dot_4x2_d128_bf16__avx512(const float *restrict q, int64_t R, const uint16_t *restrict k0,
         const uint16_t *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -2742,7 +2742,7 @@ typedef struct {
 typedef char attn_mistral_7b_bf16_dscratch_fits__avx512[sizeof(attn_mistral_7b_bf16_dscratch__avx512) <= DECODE_SCRATCH ? 1 : -1];
 
 /* O[4 rows] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_srescale_4x128__avx512(float *restrict o, __m128 alpha)
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_srescale_4x128_f32__avx512(float *restrict o, __m128 alpha)
 {
     const __m512 s = _mm512_broadcast_f32x4(alpha);
     int64_t c;
@@ -2775,7 +2775,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_mistral_7b
         lv = _mm_mul_ps(lv, alpha);
         mv = mn;
         _mm_storeu_ps(m, mv);
-        attn_mistral_7b_bf16_srescale_4x128__avx512(o, alpha);
+        attn_srescale_4x128_f32__avx512(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = _mm_mul_ps(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -3205,7 +3205,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_mistral_7b_b
 }
 
 /* O[4 rows] += p_r V: one V row. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_mistral_7b_bf16_spv_4x128_bf16__avx512(__m128 p, const uint16_t *restrict v0, float *restrict o)
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_spv_4x128_bf16__avx512(__m128 p, const uint16_t *restrict v0, float *restrict o)
 {
     const __m512 s0 = _mm512_broadcast_f32x4(p);
     const __m512 p0_0 = _mm512_permute_ps(s0, 0x00);
@@ -3271,7 +3271,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_mistral_7b_b
 }
 
 /* O[4 rows] += w[0] V0 + ... + w[1] V1: 2 V rows in one pass over O. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_mistral_7b_bf16_spvk_4x2_bf16__avx512(const __m128 *w, const uint16_t *restrict v0, const uint16_t *restrict v1, float *restrict o)
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_spvk_4x2_v128_bf16__avx512(const __m128 *w, const uint16_t *restrict v0, const uint16_t *restrict v1, float *restrict o)
 {
     const __m512 s0 = _mm512_broadcast_f32x4(w[0]);
     const __m512 s1 = _mm512_broadcast_f32x4(w[1]);
@@ -3367,7 +3367,7 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_mistral_7b_bf16
  * rows 32 floats apart.  Out of line, so that its 8 row pointers have registers
  * of their own: inside the decode unit gcc kept them on the stack, a reload for
  * every few FMAs. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_lanes_8x1_bf16__avx512(const uint16_t *restrict k0, int64_t ks,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_lanes_8x1_d128_bf16_p32__avx512(const uint16_t *restrict k0, int64_t ks,
         const float *restrict qt, float *restrict s, int64_t rp)
 {
     const uint16_t *restrict k1 = k0 + 1 * ks;
@@ -3381,7 +3381,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
     int64_t d;
     float kw[128]; /* 16 values of D of each key from d0, widened once */
     int64_t d0;
-    for (d0 = 0; d0 < D; d0 += 16) {
+    for (d0 = 0; d0 < 128; d0 += 16) {
         _mm512_storeu_ps(kw + 0, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k0 + d0))), 16)));
         _mm512_storeu_ps(kw + 16, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k1 + d0))), 16)));
         _mm512_storeu_ps(kw + 32, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k2 + d0))), 16)));
@@ -3465,7 +3465,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_mistr
                 const uint16_t *k0 = attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c);
                 int64_t d;
                 if (c + SCORE_KEYS <= kb) { /* 8 keys */
-                    attn_mistral_7b_bf16_lanes_8x1_bf16__avx512(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
+                    attn_lanes_8x1_d128_bf16_p32__avx512(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
                     c += SCORE_KEYS;
                 } else { /* one key */
                     __m512 a0 = _mm512_setzero_ps();
@@ -3488,7 +3488,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_mistr
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_mistral_7b_bf16_dot_4x2_bf16__avx512(w->q + hk * glp * Q_STRIDE, glp, attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c),
+                attn_dot_4x2_d128_bf16__avx512(w->q + hk * glp * Q_STRIDE, glp, attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c),
                         attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                     const uint16_t *row = attn_mistral_7b_bf16_next_row(&kv, jn, pl);
@@ -3507,7 +3507,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_mistr
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
                 for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_mistral_7b_bf16_qk_8x32_bf16__avx512(attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_8x32_d128_bf16__avx512(attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                         const uint16_t *row = attn_mistral_7b_bf16_next_row(&kv, jn, pl);
                         const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -3518,7 +3518,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_mistr
                     }
                 }
                 for (; c < kb; c++)
-                    attn_mistral_7b_bf16_qk_1x32_bf16__avx512(attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_1x32_d128_bf16__avx512(attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                 for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                     const uint16_t *row = attn_mistral_7b_bf16_next_row(&kv, jn, pl);
                     const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -3567,27 +3567,27 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_mistr
             const int64_t left = hk * glp + gl - r;
             const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
             if (take >= 6) {
-                attn_mistral_7b_bf16_pv_6x128_bf16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_6x128_bf16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 6;
             } else
             if (take >= 5) {
-                attn_mistral_7b_bf16_pv_5x128_bf16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_5x128_bf16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 5;
             } else
             if (take >= 4) {
-                attn_mistral_7b_bf16_pv_4x128_bf16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_4x128_bf16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 4;
             } else
             if (take >= 3) {
-                attn_mistral_7b_bf16_pv_3x128_bf16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_3x128_bf16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 3;
             } else
             if (take >= 2) {
-                attn_mistral_7b_bf16_pv_2x128_bf16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_2x128_bf16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 2;
             } else
             {
-                attn_mistral_7b_bf16_pv_1x128_bf16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_1x128_bf16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 1;
             }
             for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -3771,7 +3771,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_sunit_4x
                     hk = w->hk_lo;
                     attn_mistral_7b_bf16_sqk_4x2_bf16__avx512(w->sq + (hk) * HEAD_Q, attn_mistral_7b_bf16_k_row(&kv, hk, jp + 0), attn_mistral_7b_bf16_k_row(&kv, hk, jp + 1),
                         w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
-                    attn_mistral_7b_bf16_spvk_4x2_bf16__avx512(wt, attn_mistral_7b_bf16_v_row(&kv, hk, jp + 0), attn_mistral_7b_bf16_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
+                    attn_spvk_4x2_v128_bf16__avx512(wt, attn_mistral_7b_bf16_v_row(&kv, hk, jp + 0), attn_mistral_7b_bf16_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                     j = jp;
                     if (j + STREAM_PREFETCH + 0 < j_end) {
                         attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -3792,7 +3792,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_sunit_4x
                         if (jn + (STEP_KEYS - 1) < j_end)
                             attn_mistral_7b_bf16_sqk_4x2_bf16__avx512(w->sq + (hn) * HEAD_Q, attn_mistral_7b_bf16_k_row(&kv, hn, jn + 0), attn_mistral_7b_bf16_k_row(&kv, hn, jn + 1),
                         w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
-                        attn_mistral_7b_bf16_spvk_4x2_bf16__avx512(wt, attn_mistral_7b_bf16_v_row(&kv, hk, jp + 0), attn_mistral_7b_bf16_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
+                        attn_spvk_4x2_v128_bf16__avx512(wt, attn_mistral_7b_bf16_v_row(&kv, hk, jp + 0), attn_mistral_7b_bf16_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                         j = jp;
                         if (j + STREAM_PREFETCH + 0 < j_end) {
                             attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -3809,14 +3809,14 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_sunit_4x
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     p = attn_mistral_7b_bf16_sqk_4x1_bf16__avx512(w->sq + (hk) * HEAD_Q, attn_mistral_7b_bf16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_mistral_7b_bf16_spv_4x128_bf16__avx512(p, attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_4x128_bf16__avx512(p, attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                 }
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_mistral_7b_bf16_sqk_4x1_bf16__avx512(w->sq + (hk) * HEAD_Q, attn_mistral_7b_bf16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_mistral_7b_bf16_spv_4x128_bf16__avx512(p, attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_4x128_bf16__avx512(p, attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -3835,7 +3835,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_sunit_4x
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_mistral_7b_bf16_sterms_4x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_mistral_7b_bf16_spv_4x128_bf16__avx512(attn_mistral_7b_bf16_sqk_4x1_bf16__avx512(w->sq + (hk) * HEAD_Q, attn_mistral_7b_bf16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x128_bf16__avx512(attn_mistral_7b_bf16_sqk_4x1_bf16__avx512(w->sq + (hk) * HEAD_Q, attn_mistral_7b_bf16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -3847,7 +3847,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_sunit_4x
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_mistral_7b_bf16_sterms_4x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_mistral_7b_bf16_spv_4x128_bf16__avx512(attn_mistral_7b_bf16_sqk_4x1_bf16__avx512(w->sq + (hk) * HEAD_Q, attn_mistral_7b_bf16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x128_bf16__avx512(attn_mistral_7b_bf16_sqk_4x1_bf16__avx512(w->sq + (hk) * HEAD_Q, attn_mistral_7b_bf16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -4057,19 +4057,19 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_mistral_7b_b
                     while (!attn_mistral_7b_bf16_sees(w->first + r, w->last + r, 8, u1 - 16, u1)) u1 -= 16;
                 }
                 if (u1 - u0 == PREFILL_NC)
-                    attn_mistral_7b_bf16_qk_8x32_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                    attn_qk_8x32_d128_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
                 else
                     for (u = u0; u < u1; u += 16)
-                        attn_mistral_7b_bf16_qk_8x16_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
+                        attn_qk_8x16_d128_f32_p32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
             }
         if (r + 4 <= tq) { /* half a block of the last rows, then one at a time */
             if (cls == TILE_FULL || attn_mistral_7b_bf16_sees(w->first + r, w->last + r, 4, c, c + PREFILL_NC))
-                attn_mistral_7b_bf16_qk_4x32_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_4x32_d128_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
             r += 4;
         }
         for (; r < tq; r++)
             if (cls == TILE_FULL || attn_mistral_7b_bf16_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
-                attn_mistral_7b_bf16_qk_1x32_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_1x32_d128_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
     }
 }
 
@@ -4133,13 +4133,13 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_mistral_7b_b
         }
         switch (rows) {
         case 6:
-            attn_mistral_7b_bf16_pv_6x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_6x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 3:
-            attn_mistral_7b_bf16_pv_3x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_3x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         default:
-            attn_mistral_7b_bf16_pv_1x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_1x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         }
         if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
@@ -4438,7 +4438,7 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m128 attn_exp2_q4__avx2
 
 /* C[4][16] = A[4][128] B[128][16]: a: 4 rows of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  16384 FLOPs, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_qk_4x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_4x16_d128_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -4561,7 +4561,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_
 
 /* C[2][16] = A[2][128] B[128][16]: a: 2 rows of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  8192 FLOPs, 7 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_qk_2x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_2x16_d128_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -4644,7 +4644,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_
 
 /* C[1][16] = A[1][128] B[128][16]: a: 1 row of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  4096 FLOPs, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_qk_1x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_1x16_d128_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -4707,7 +4707,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_
 
 /* C[4][8] = A[4][128] B[128][8]: a: 4 rows of A (as elements apart), b: a packed
  * panel (16 floats per d, the 8 from b), c: rows cs floats apart.  8192 FLOPs, 6 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_qk_4x8_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_4x8_d128_f32_p16__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps();
@@ -4819,7 +4819,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1536 FLOPs per key, 15 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_pv_6x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_6x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -4933,7 +4933,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_
 /* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 768 FLOPs per key, 9 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_pv_3x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_3x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5002,7 +5002,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_pv_1x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_1x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5040,7 +5040,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_
 
 /* C[4][16] = A[4][128] B[128][16]: a: 4 rows of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  16384 FLOPs, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_qk_4x16_bf16__avx2(const uint16_t *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_4x16_d128_bf16__avx2(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -5163,7 +5163,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_
 
 /* C[1][16] = A[1][128] B[128][16]: a: 1 row of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  4096 FLOPs, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_qk_1x16_bf16__avx2(const uint16_t *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_1x16_d128_bf16__avx2(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -5227,7 +5227,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1536 FLOPs per key, 15 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_pv_6x128_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_6x128_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5341,7 +5341,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_
 /* O[5][128] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1280 FLOPs per key, 13 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_pv_5x128_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_5x128_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5440,7 +5440,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_pv_4x128_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_4x128_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5524,7 +5524,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_
 /* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 768 FLOPs per key, 9 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_pv_3x128_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_3x128_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5593,7 +5593,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_
 /* O[2][128] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 512 FLOPs per key, 7 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_pv_2x128_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_2x128_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5647,7 +5647,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_pv_1x128_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_1x128_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5830,7 +5830,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_kvpack
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (128 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_dot_4x2_bf16__avx2(const float *restrict q, int64_t R, const uint16_t *restrict k0,
+__attribute__((target("avx2,fma,f16c"))) static void attn_dot_4x2_d128_bf16__avx2(const float *restrict q, int64_t R, const uint16_t *restrict k0,
         const uint16_t *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -5878,7 +5878,7 @@ typedef struct {
 typedef char attn_mistral_7b_bf16_dscratch_fits__avx2[sizeof(attn_mistral_7b_bf16_dscratch__avx2) <= DECODE_SCRATCH ? 1 : -1];
 
 /* O[4 rows] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_srescale_4x128__avx2(float *restrict o, __m128 alpha)
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_srescale_4x128_f32__avx2(float *restrict o, __m128 alpha)
 {
     const __m256 s = _mm256_insertf128_ps(_mm256_castps128_ps256(alpha), alpha, 1);
     int64_t c;
@@ -5911,7 +5911,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_mistral_
         lv = _mm_mul_ps(lv, alpha);
         mv = mn;
         _mm_storeu_ps(m, mv);
-        attn_mistral_7b_bf16_srescale_4x128__avx2(o, alpha);
+        attn_srescale_4x128_f32__avx2(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = _mm_mul_ps(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -6010,7 +6010,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_mistral_7b
 }
 
 /* O[4 rows] += p_r V: one V row. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_mistral_7b_bf16_spv_4x128_bf16__avx2(__m128 p, const uint16_t *restrict v0, float *restrict o)
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_spv_4x128_bf16__avx2(__m128 p, const uint16_t *restrict v0, float *restrict o)
 {
     const __m256 s0 = _mm256_insertf128_ps(_mm256_castps128_ps256(p), p, 1);
     const __m256 p0_0 = _mm256_permute_ps(s0, 0x00);
@@ -6028,7 +6028,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_mistral_7b
 }
 
 /* O[4 rows] += w[0] V0 + ... + w[1] V1: 2 V rows in one pass over O. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_mistral_7b_bf16_spvk_4x2_bf16__avx2(const __m128 *w, const uint16_t *restrict v0, const uint16_t *restrict v1, float *restrict o)
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_spvk_4x2_v128_bf16__avx2(const __m128 *w, const uint16_t *restrict v0, const uint16_t *restrict v1, float *restrict o)
 {
     const __m256 s0 = _mm256_insertf128_ps(_mm256_castps128_ps256(w[0]), w[0], 1);
     const __m256 s1 = _mm256_insertf128_ps(_mm256_castps128_ps256(w[1]), w[1], 1);
@@ -6069,7 +6069,7 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m128 attn_mistral_7b_bf
  * rows 16 floats apart.  Out of line, so that its 8 row pointers have registers
  * of their own: inside the decode unit gcc kept them on the stack, a reload for
  * every few FMAs. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_lanes_8x1_bf16__avx2(const uint16_t *restrict k0, int64_t ks,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_lanes_8x1_d128_bf16_p16__avx2(const uint16_t *restrict k0, int64_t ks,
         const float *restrict qt, float *restrict s, int64_t rp)
 {
     const uint16_t *restrict k1 = k0 + 1 * ks;
@@ -6083,7 +6083,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_
     int64_t d;
     float kw[64]; /* 8 values of D of each key from d0, widened once */
     int64_t d0;
-    for (d0 = 0; d0 < D; d0 += 8) {
+    for (d0 = 0; d0 < 128; d0 += 8) {
         _mm256_storeu_ps(kw + 0, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(k0 + d0))), 16)));
         _mm256_storeu_ps(kw + 8, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(k1 + d0))), 16)));
         _mm256_storeu_ps(kw + 16, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(k2 + d0))), 16)));
@@ -6167,7 +6167,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_mis
                 const uint16_t *k0 = attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c);
                 int64_t d;
                 if (c + SCORE_KEYS <= kb) { /* 8 keys */
-                    attn_mistral_7b_bf16_lanes_8x1_bf16__avx2(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
+                    attn_lanes_8x1_d128_bf16_p16__avx2(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
                     c += SCORE_KEYS;
                 } else { /* one key */
                     __m256 a0 = _mm256_setzero_ps();
@@ -6190,7 +6190,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_mis
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_mistral_7b_bf16_dot_4x2_bf16__avx2(w->q + hk * glp * Q_STRIDE, glp, attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c),
+                attn_dot_4x2_d128_bf16__avx2(w->q + hk * glp * Q_STRIDE, glp, attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c),
                         attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                     const uint16_t *row = attn_mistral_7b_bf16_next_row(&kv, jn, pl);
@@ -6209,7 +6209,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_mis
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
                 for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_mistral_7b_bf16_qk_4x16_bf16__avx2(attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_4x16_d128_bf16__avx2(attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                         const uint16_t *row = attn_mistral_7b_bf16_next_row(&kv, jn, pl);
                         const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -6220,7 +6220,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_mis
                     }
                 }
                 for (; c < kb; c++)
-                    attn_mistral_7b_bf16_qk_1x16_bf16__avx2(attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_1x16_d128_bf16__avx2(attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                 for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                     const uint16_t *row = attn_mistral_7b_bf16_next_row(&kv, jn, pl);
                     const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -6269,27 +6269,27 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_mis
             const int64_t left = hk * glp + gl - r;
             const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
             if (take >= 6) {
-                attn_mistral_7b_bf16_pv_6x128_bf16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_6x128_bf16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 6;
             } else
             if (take >= 5) {
-                attn_mistral_7b_bf16_pv_5x128_bf16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_5x128_bf16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 5;
             } else
             if (take >= 4) {
-                attn_mistral_7b_bf16_pv_4x128_bf16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_4x128_bf16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 4;
             } else
             if (take >= 3) {
-                attn_mistral_7b_bf16_pv_3x128_bf16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_3x128_bf16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 3;
             } else
             if (take >= 2) {
-                attn_mistral_7b_bf16_pv_2x128_bf16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_2x128_bf16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 2;
             } else
             {
-                attn_mistral_7b_bf16_pv_1x128_bf16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_1x128_bf16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 1;
             }
             for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -6473,7 +6473,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_sunit_
                     hk = w->hk_lo;
                     attn_mistral_7b_bf16_sqk_4x2_bf16__avx2(w->sq + (hk) * HEAD_Q, attn_mistral_7b_bf16_k_row(&kv, hk, jp + 0), attn_mistral_7b_bf16_k_row(&kv, hk, jp + 1),
                         w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
-                    attn_mistral_7b_bf16_spvk_4x2_bf16__avx2(wt, attn_mistral_7b_bf16_v_row(&kv, hk, jp + 0), attn_mistral_7b_bf16_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
+                    attn_spvk_4x2_v128_bf16__avx2(wt, attn_mistral_7b_bf16_v_row(&kv, hk, jp + 0), attn_mistral_7b_bf16_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                     j = jp;
                     if (j + STREAM_PREFETCH + 0 < j_end) {
                         attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -6494,7 +6494,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_sunit_
                         if (jn + (STEP_KEYS - 1) < j_end)
                             attn_mistral_7b_bf16_sqk_4x2_bf16__avx2(w->sq + (hn) * HEAD_Q, attn_mistral_7b_bf16_k_row(&kv, hn, jn + 0), attn_mistral_7b_bf16_k_row(&kv, hn, jn + 1),
                         w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
-                        attn_mistral_7b_bf16_spvk_4x2_bf16__avx2(wt, attn_mistral_7b_bf16_v_row(&kv, hk, jp + 0), attn_mistral_7b_bf16_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
+                        attn_spvk_4x2_v128_bf16__avx2(wt, attn_mistral_7b_bf16_v_row(&kv, hk, jp + 0), attn_mistral_7b_bf16_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                         j = jp;
                         if (j + STREAM_PREFETCH + 0 < j_end) {
                             attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -6511,14 +6511,14 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_sunit_
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     p = attn_mistral_7b_bf16_sqk_4x1_bf16__avx2(w->sq + (hk) * HEAD_Q, attn_mistral_7b_bf16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_mistral_7b_bf16_spv_4x128_bf16__avx2(p, attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_4x128_bf16__avx2(p, attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                 }
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_mistral_7b_bf16_sqk_4x1_bf16__avx2(w->sq + (hk) * HEAD_Q, attn_mistral_7b_bf16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_mistral_7b_bf16_spv_4x128_bf16__avx2(p, attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_4x128_bf16__avx2(p, attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -6537,7 +6537,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_sunit_
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_mistral_7b_bf16_sterms_4x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_mistral_7b_bf16_spv_4x128_bf16__avx2(attn_mistral_7b_bf16_sqk_4x1_bf16__avx2(w->sq + (hk) * HEAD_Q, attn_mistral_7b_bf16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x128_bf16__avx2(attn_mistral_7b_bf16_sqk_4x1_bf16__avx2(w->sq + (hk) * HEAD_Q, attn_mistral_7b_bf16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -6549,7 +6549,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_sunit_
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_mistral_7b_bf16_sterms_4x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_mistral_7b_bf16_spv_4x128_bf16__avx2(attn_mistral_7b_bf16_sqk_4x1_bf16__avx2(w->sq + (hk) * HEAD_Q, attn_mistral_7b_bf16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x128_bf16__avx2(attn_mistral_7b_bf16_sqk_4x1_bf16__avx2(w->sq + (hk) * HEAD_Q, attn_mistral_7b_bf16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -6759,19 +6759,19 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_mistral_7b
                     while (!attn_mistral_7b_bf16_sees(w->first + r, w->last + r, 4, u1 - 8, u1)) u1 -= 8;
                 }
                 if (u1 - u0 == PREFILL_NC)
-                    attn_mistral_7b_bf16_qk_4x16_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                    attn_qk_4x16_d128_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
                 else
                     for (u = u0; u < u1; u += 8)
-                        attn_mistral_7b_bf16_qk_4x8_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
+                        attn_qk_4x8_d128_f32_p16__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
             }
         if (r + 2 <= tq) { /* half a block of the last rows, then one at a time */
             if (cls == TILE_FULL || attn_mistral_7b_bf16_sees(w->first + r, w->last + r, 2, c, c + PREFILL_NC))
-                attn_mistral_7b_bf16_qk_2x16_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_2x16_d128_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
             r += 2;
         }
         for (; r < tq; r++)
             if (cls == TILE_FULL || attn_mistral_7b_bf16_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
-                attn_mistral_7b_bf16_qk_1x16_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_1x16_d128_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
     }
 }
 
@@ -6835,13 +6835,13 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_mistral_7b
         }
         switch (rows) {
         case 6:
-            attn_mistral_7b_bf16_pv_6x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_6x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 3:
-            attn_mistral_7b_bf16_pv_3x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_3x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         default:
-            attn_mistral_7b_bf16_pv_1x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_1x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         }
         if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
@@ -7124,7 +7124,7 @@ static inline float32x4_t attn_exp2_q4__neon(float32x4_t x)
 
 /* C[8][8] = A[8][128] B[128][8]: a: 8 rows of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  16384 FLOPs, 19 vector registers. */
-ATTN_NOINLINE static void attn_mistral_7b_bf16_qk_8x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_8x8_d128_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -7327,7 +7327,7 @@ ATTN_NOINLINE static void attn_mistral_7b_bf16_qk_8x8_f32__neon(const float *res
 
 /* C[4][8] = A[4][128] B[128][8]: a: 4 rows of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  8192 FLOPs, 11 vector registers. */
-ATTN_NOINLINE static void attn_mistral_7b_bf16_qk_4x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_4x8_d128_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -7450,7 +7450,7 @@ ATTN_NOINLINE static void attn_mistral_7b_bf16_qk_4x8_f32__neon(const float *res
 
 /* C[1][8] = A[1][128] B[128][8]: a: 1 row of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  2048 FLOPs, 5 vector registers. */
-ATTN_NOINLINE static void attn_mistral_7b_bf16_qk_1x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_1x8_d128_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -7513,7 +7513,7 @@ ATTN_NOINLINE static void attn_mistral_7b_bf16_qk_1x8_f32__neon(const float *res
 
 /* C[8][4] = A[8][128] B[128][4]: a: 8 rows of A (as elements apart), b: a packed
  * panel (8 floats per d, the 4 from b), c: rows cs floats apart.  8192 FLOPs, 10 vector registers. */
-ATTN_NOINLINE static void attn_mistral_7b_bf16_qk_8x4_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_8x4_d128_f32_p8__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f);
@@ -7701,7 +7701,7 @@ ATTN_NOINLINE static void attn_mistral_7b_bf16_qk_8x4_f32__neon(const float *res
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1536 FLOPs per key, 31 vector registers. */
-ATTN_NOINLINE static void attn_mistral_7b_bf16_pv_6x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_6x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -7831,7 +7831,7 @@ ATTN_NOINLINE static void attn_mistral_7b_bf16_pv_6x128_f32__neon(const float *r
 /* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 768 FLOPs per key, 16 vector registers. */
-ATTN_NOINLINE static void attn_mistral_7b_bf16_pv_3x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_3x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -7922,7 +7922,7 @@ ATTN_NOINLINE static void attn_mistral_7b_bf16_pv_3x128_f32__neon(const float *r
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 6 vector registers. */
-ATTN_NOINLINE static void attn_mistral_7b_bf16_pv_1x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_1x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -7986,7 +7986,7 @@ ATTN_NOINLINE static void attn_mistral_7b_bf16_pv_1x128_f32__neon(const float *r
 
 /* C[8][8] = A[8][128] B[128][8]: a: 8 rows of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  16384 FLOPs, 19 vector registers. */
-ATTN_NOINLINE static void attn_mistral_7b_bf16_qk_8x8_bf16__neon(const uint16_t *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_8x8_d128_bf16__neon(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -8189,7 +8189,7 @@ ATTN_NOINLINE static void attn_mistral_7b_bf16_qk_8x8_bf16__neon(const uint16_t 
 
 /* C[1][8] = A[1][128] B[128][8]: a: 1 row of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  2048 FLOPs, 5 vector registers. */
-ATTN_NOINLINE static void attn_mistral_7b_bf16_qk_1x8_bf16__neon(const uint16_t *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_1x8_d128_bf16__neon(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -8253,7 +8253,7 @@ ATTN_NOINLINE static void attn_mistral_7b_bf16_qk_1x8_bf16__neon(const uint16_t 
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1536 FLOPs per key, 31 vector registers. */
-ATTN_NOINLINE static void attn_mistral_7b_bf16_pv_6x128_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE static void attn_pv_6x128_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -8383,7 +8383,7 @@ ATTN_NOINLINE static void attn_mistral_7b_bf16_pv_6x128_bf16__neon(const float *
 /* O[5][128] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1280 FLOPs per key, 26 vector registers. */
-ATTN_NOINLINE static void attn_mistral_7b_bf16_pv_5x128_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE static void attn_pv_5x128_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -8500,7 +8500,7 @@ ATTN_NOINLINE static void attn_mistral_7b_bf16_pv_5x128_bf16__neon(const float *
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 21 vector registers. */
-ATTN_NOINLINE static void attn_mistral_7b_bf16_pv_4x128_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE static void attn_pv_4x128_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -8604,7 +8604,7 @@ ATTN_NOINLINE static void attn_mistral_7b_bf16_pv_4x128_bf16__neon(const float *
 /* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 768 FLOPs per key, 16 vector registers. */
-ATTN_NOINLINE static void attn_mistral_7b_bf16_pv_3x128_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE static void attn_pv_3x128_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -8695,7 +8695,7 @@ ATTN_NOINLINE static void attn_mistral_7b_bf16_pv_3x128_bf16__neon(const float *
 /* O[2][128] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 512 FLOPs per key, 11 vector registers. */
-ATTN_NOINLINE static void attn_mistral_7b_bf16_pv_2x128_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE static void attn_pv_2x128_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -8773,7 +8773,7 @@ ATTN_NOINLINE static void attn_mistral_7b_bf16_pv_2x128_bf16__neon(const float *
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 6 vector registers. */
-ATTN_NOINLINE static void attn_mistral_7b_bf16_pv_1x128_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE static void attn_pv_1x128_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -8984,7 +8984,7 @@ static void attn_mistral_7b_bf16_kvpack_bf16__neon(const attn_mistral_7b_bf16_kv
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (128 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-static void attn_mistral_7b_bf16_dot_4x2_bf16__neon(const float *restrict q, int64_t R, const uint16_t *restrict k0,
+static void attn_dot_4x2_d128_bf16__neon(const float *restrict q, int64_t R, const uint16_t *restrict k0,
         const uint16_t *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -9032,7 +9032,7 @@ typedef struct {
 typedef char attn_mistral_7b_bf16_dscratch_fits__neon[sizeof(attn_mistral_7b_bf16_dscratch__neon) <= DECODE_SCRATCH ? 1 : -1];
 
 /* O[4 rows] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE static void attn_mistral_7b_bf16_srescale_4x128__neon(float *restrict o, float32x4_t alpha)
+ATTN_NOINLINE static void attn_srescale_4x128_f32__neon(float *restrict o, float32x4_t alpha)
 {
     const float32x4_t s = alpha;
     int64_t c;
@@ -9065,7 +9065,7 @@ static ATTN_INLINE float32x4_t attn_mistral_7b_bf16_supd_4x1__neon(float32x4_t s
         lv = vmulq_f32(lv, alpha);
         mv = mn;
         vst1q_f32(m, mv);
-        attn_mistral_7b_bf16_srescale_4x128__neon(o, alpha);
+        attn_srescale_4x128_f32__neon(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = vmulq_f32(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -9164,7 +9164,7 @@ static ATTN_INLINE void attn_mistral_7b_bf16_sqk_4x2_bf16__neon(const float *res
 }
 
 /* O[4 rows] += p_r V: one V row. */
-static ATTN_INLINE void attn_mistral_7b_bf16_spv_4x128_bf16__neon(float32x4_t p, const uint16_t *restrict v0, float *restrict o)
+static ATTN_INLINE void attn_spv_4x128_bf16__neon(float32x4_t p, const uint16_t *restrict v0, float *restrict o)
 {
     const float32x4_t s0 = p;
     const float32x4_t p0_0 = vdupq_laneq_f32(s0, 0);
@@ -9182,7 +9182,7 @@ static ATTN_INLINE void attn_mistral_7b_bf16_spv_4x128_bf16__neon(float32x4_t p,
 }
 
 /* O[4 rows] += w[0] V0 + ... + w[1] V1: 2 V rows in one pass over O. */
-static ATTN_INLINE void attn_mistral_7b_bf16_spvk_4x2_bf16__neon(const float32x4_t *w, const uint16_t *restrict v0, const uint16_t *restrict v1, float *restrict o)
+static ATTN_INLINE void attn_spvk_4x2_v128_bf16__neon(const float32x4_t *w, const uint16_t *restrict v0, const uint16_t *restrict v1, float *restrict o)
 {
     const float32x4_t s0 = w[0];
     const float32x4_t s1 = w[1];
@@ -9223,7 +9223,7 @@ static inline float32x4_t attn_mistral_7b_bf16_sterms_4x1__neon(const attn_args 
  * rows 8 floats apart.  Out of line, so that its 8 row pointers have registers
  * of their own: inside the decode unit gcc kept them on the stack, a reload for
  * every few FMAs. */
-ATTN_NOINLINE static void attn_mistral_7b_bf16_lanes_8x1_bf16__neon(const uint16_t *restrict k0, int64_t ks,
+ATTN_NOINLINE static void attn_lanes_8x1_d128_bf16_p8__neon(const uint16_t *restrict k0, int64_t ks,
         const float *restrict qt, float *restrict s, int64_t rp)
 {
     const uint16_t *restrict k1 = k0 + 1 * ks;
@@ -9237,7 +9237,7 @@ ATTN_NOINLINE static void attn_mistral_7b_bf16_lanes_8x1_bf16__neon(const uint16
     int64_t d;
     float kw[32]; /* 4 values of D of each key from d0, widened once */
     int64_t d0;
-    for (d0 = 0; d0 < D; d0 += 4) {
+    for (d0 = 0; d0 < 128; d0 += 4) {
         vst1q_f32(kw + 0, vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(k0 + d0), 16)));
         vst1q_f32(kw + 4, vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(k1 + d0), 16)));
         vst1q_f32(kw + 8, vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(k2 + d0), 16)));
@@ -9321,7 +9321,7 @@ static ATTN_ALWAYS_INLINE void attn_mistral_7b_bf16_dscores__neon(const attn_mis
                 const uint16_t *k0 = attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c);
                 int64_t d;
                 if (c + SCORE_KEYS <= kb) { /* 8 keys */
-                    attn_mistral_7b_bf16_lanes_8x1_bf16__neon(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
+                    attn_lanes_8x1_d128_bf16_p8__neon(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
                     c += SCORE_KEYS;
                 } else { /* one key */
                     float32x4_t a0 = vdupq_n_f32(0.0f);
@@ -9344,7 +9344,7 @@ static ATTN_ALWAYS_INLINE void attn_mistral_7b_bf16_dscores__neon(const attn_mis
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_mistral_7b_bf16_dot_4x2_bf16__neon(w->q + hk * glp * Q_STRIDE, glp, attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c),
+                attn_dot_4x2_d128_bf16__neon(w->q + hk * glp * Q_STRIDE, glp, attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c),
                         attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                     const uint16_t *row = attn_mistral_7b_bf16_next_row(&kv, jn, pl);
@@ -9363,7 +9363,7 @@ static ATTN_ALWAYS_INLINE void attn_mistral_7b_bf16_dscores__neon(const attn_mis
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
                 for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_mistral_7b_bf16_qk_8x8_bf16__neon(attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_8x8_d128_bf16__neon(attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                         const uint16_t *row = attn_mistral_7b_bf16_next_row(&kv, jn, pl);
                         const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -9374,7 +9374,7 @@ static ATTN_ALWAYS_INLINE void attn_mistral_7b_bf16_dscores__neon(const attn_mis
                     }
                 }
                 for (; c < kb; c++)
-                    attn_mistral_7b_bf16_qk_1x8_bf16__neon(attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_1x8_d128_bf16__neon(attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                 for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                     const uint16_t *row = attn_mistral_7b_bf16_next_row(&kv, jn, pl);
                     const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -9423,27 +9423,27 @@ static ATTN_ALWAYS_INLINE void attn_mistral_7b_bf16_dpv__neon(const attn_mistral
             const int64_t left = hk * glp + gl - r;
             const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
             if (take >= 6) {
-                attn_mistral_7b_bf16_pv_6x128_bf16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_6x128_bf16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 6;
             } else
             if (take >= 5) {
-                attn_mistral_7b_bf16_pv_5x128_bf16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_5x128_bf16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 5;
             } else
             if (take >= 4) {
-                attn_mistral_7b_bf16_pv_4x128_bf16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_4x128_bf16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 4;
             } else
             if (take >= 3) {
-                attn_mistral_7b_bf16_pv_3x128_bf16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_3x128_bf16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 3;
             } else
             if (take >= 2) {
-                attn_mistral_7b_bf16_pv_2x128_bf16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_2x128_bf16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 2;
             } else
             {
-                attn_mistral_7b_bf16_pv_1x128_bf16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_1x128_bf16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 1;
             }
             for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -9627,7 +9627,7 @@ static void attn_mistral_7b_bf16_sunit_4x1__neon(const attn_args *args, int64_t 
                     hk = w->hk_lo;
                     attn_mistral_7b_bf16_sqk_4x2_bf16__neon(w->sq + (hk) * HEAD_Q, attn_mistral_7b_bf16_k_row(&kv, hk, jp + 0), attn_mistral_7b_bf16_k_row(&kv, hk, jp + 1),
                         w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
-                    attn_mistral_7b_bf16_spvk_4x2_bf16__neon(wt, attn_mistral_7b_bf16_v_row(&kv, hk, jp + 0), attn_mistral_7b_bf16_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
+                    attn_spvk_4x2_v128_bf16__neon(wt, attn_mistral_7b_bf16_v_row(&kv, hk, jp + 0), attn_mistral_7b_bf16_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                     j = jp;
                     if (j + STREAM_PREFETCH + 0 < j_end) {
                         attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -9648,7 +9648,7 @@ static void attn_mistral_7b_bf16_sunit_4x1__neon(const attn_args *args, int64_t 
                         if (jn + (STEP_KEYS - 1) < j_end)
                             attn_mistral_7b_bf16_sqk_4x2_bf16__neon(w->sq + (hn) * HEAD_Q, attn_mistral_7b_bf16_k_row(&kv, hn, jn + 0), attn_mistral_7b_bf16_k_row(&kv, hn, jn + 1),
                         w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
-                        attn_mistral_7b_bf16_spvk_4x2_bf16__neon(wt, attn_mistral_7b_bf16_v_row(&kv, hk, jp + 0), attn_mistral_7b_bf16_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
+                        attn_spvk_4x2_v128_bf16__neon(wt, attn_mistral_7b_bf16_v_row(&kv, hk, jp + 0), attn_mistral_7b_bf16_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                         j = jp;
                         if (j + STREAM_PREFETCH + 0 < j_end) {
                             attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -9665,14 +9665,14 @@ static void attn_mistral_7b_bf16_sunit_4x1__neon(const attn_args *args, int64_t 
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     p = attn_mistral_7b_bf16_sqk_4x1_bf16__neon(w->sq + (hk) * HEAD_Q, attn_mistral_7b_bf16_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_mistral_7b_bf16_spv_4x128_bf16__neon(p, attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_4x128_bf16__neon(p, attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                 }
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_mistral_7b_bf16_sqk_4x1_bf16__neon(w->sq + (hk) * HEAD_Q, attn_mistral_7b_bf16_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_mistral_7b_bf16_spv_4x128_bf16__neon(p, attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_4x128_bf16__neon(p, attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -9691,7 +9691,7 @@ static void attn_mistral_7b_bf16_sunit_4x1__neon(const attn_args *args, int64_t 
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_mistral_7b_bf16_sterms_4x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_mistral_7b_bf16_spv_4x128_bf16__neon(attn_mistral_7b_bf16_sqk_4x1_bf16__neon(w->sq + (hk) * HEAD_Q, attn_mistral_7b_bf16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x128_bf16__neon(attn_mistral_7b_bf16_sqk_4x1_bf16__neon(w->sq + (hk) * HEAD_Q, attn_mistral_7b_bf16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -9703,7 +9703,7 @@ static void attn_mistral_7b_bf16_sunit_4x1__neon(const attn_args *args, int64_t 
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_mistral_7b_bf16_sterms_4x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_mistral_7b_bf16_spv_4x128_bf16__neon(attn_mistral_7b_bf16_sqk_4x1_bf16__neon(w->sq + (hk) * HEAD_Q, attn_mistral_7b_bf16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x128_bf16__neon(attn_mistral_7b_bf16_sqk_4x1_bf16__neon(w->sq + (hk) * HEAD_Q, attn_mistral_7b_bf16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -9913,19 +9913,19 @@ static ATTN_INLINE void attn_mistral_7b_bf16_uscores__neon(const float *kt, int6
                     while (!attn_mistral_7b_bf16_sees(w->first + r, w->last + r, 8, u1 - 4, u1)) u1 -= 4;
                 }
                 if (u1 - u0 == PREFILL_NC)
-                    attn_mistral_7b_bf16_qk_8x8_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                    attn_qk_8x8_d128_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
                 else
                     for (u = u0; u < u1; u += 4)
-                        attn_mistral_7b_bf16_qk_8x4_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
+                        attn_qk_8x4_d128_f32_p8__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
             }
         if (r + 4 <= tq) { /* half a block of the last rows, then one at a time */
             if (cls == TILE_FULL || attn_mistral_7b_bf16_sees(w->first + r, w->last + r, 4, c, c + PREFILL_NC))
-                attn_mistral_7b_bf16_qk_4x8_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_4x8_d128_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
             r += 4;
         }
         for (; r < tq; r++)
             if (cls == TILE_FULL || attn_mistral_7b_bf16_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
-                attn_mistral_7b_bf16_qk_1x8_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_1x8_d128_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
     }
 }
 
@@ -9989,13 +9989,13 @@ static ATTN_INLINE void attn_mistral_7b_bf16_upv__neon(const attn_args *args, co
         }
         switch (rows) {
         case 6:
-            attn_mistral_7b_bf16_pv_6x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_6x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 3:
-            attn_mistral_7b_bf16_pv_3x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_3x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         default:
-            attn_mistral_7b_bf16_pv_1x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_1x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         }
         if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
@@ -10207,7 +10207,7 @@ attn_status attn_mistral_7b_bf16_fwd__neon(const attn_args *args)
 
 /* C[4][2] = A[4][128] B[128][2]: a: 4 rows of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  2048 FLOPs, 11 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_qk_4x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qk_4x2_d128_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -10330,7 +10330,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_qk_4x2_f32__scala
 
 /* C[1][2] = A[1][128] B[128][2]: a: 1 row of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  512 FLOPs, 5 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_qk_1x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qk_1x2_d128_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -10393,7 +10393,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_qk_1x2_f32__scala
 
 /* C[4][1] = A[4][128] B[128][1]: a: 4 rows of A (as elements apart), b: a packed
  * panel (2 floats per d, the 1 from b), c: rows cs floats apart.  1024 FLOPs, 6 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_qk_4x1_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qk_4x1_d128_f32_p2__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f;
@@ -10505,7 +10505,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_qk_4x1_f32__scala
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 64 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 13 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_pv_4x128_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_pv_4x128_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -10577,7 +10577,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_pv_4x128_f32__sca
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 64 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 4 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_pv_1x128_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_pv_1x128_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -10621,7 +10621,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_pv_1x128_f32__sca
 
 /* C[4][2] = A[4][128] B[128][2]: a: 4 rows of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  2048 FLOPs, 11 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_qk_4x2_bf16__scalar(const uint16_t *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qk_4x2_d128_bf16__scalar(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -10744,7 +10744,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_qk_4x2_bf16__scal
 
 /* C[1][2] = A[1][128] B[128][2]: a: 1 row of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  512 FLOPs, 5 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_qk_1x2_bf16__scalar(const uint16_t *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qk_1x2_d128_bf16__scalar(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -10808,7 +10808,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_qk_1x2_bf16__scal
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 64 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 13 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_pv_4x128_bf16__scalar(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_pv_4x128_bf16__scalar(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -10880,7 +10880,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_pv_4x128_bf16__sc
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 64 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 4 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_pv_1x128_bf16__scalar(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_pv_1x128_bf16__scalar(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -11167,7 +11167,7 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_kvpack_bf16__scalar(const attn_
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (128 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_dot_4x2_bf16__scalar(const float *restrict q, int64_t R, const uint16_t *restrict k0,
+ATTN_NO_AUTOVEC static void attn_dot_4x2_d128_bf16__scalar(const float *restrict q, int64_t R, const uint16_t *restrict k0,
         const uint16_t *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -11260,7 +11260,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_mistral_7b_bf16_dscores__sca
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_mistral_7b_bf16_dot_4x2_bf16__scalar(w->q + hk * glp * Q_STRIDE, glp, attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c),
+                attn_dot_4x2_d128_bf16__scalar(w->q + hk * glp * Q_STRIDE, glp, attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c),
                         attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                     const uint16_t *row = attn_mistral_7b_bf16_next_row(&kv, jn, pl);
@@ -11279,7 +11279,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_mistral_7b_bf16_dscores__sca
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
                 for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_mistral_7b_bf16_qk_4x2_bf16__scalar(attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_4x2_d128_bf16__scalar(attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                         const uint16_t *row = attn_mistral_7b_bf16_next_row(&kv, jn, pl);
                         const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -11290,7 +11290,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_mistral_7b_bf16_dscores__sca
                     }
                 }
                 for (; c < kb; c++)
-                    attn_mistral_7b_bf16_qk_1x2_bf16__scalar(attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_1x2_d128_bf16__scalar(attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                 for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                     const uint16_t *row = attn_mistral_7b_bf16_next_row(&kv, jn, pl);
                     const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -11333,11 +11333,11 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_mistral_7b_bf16_dpv__scalar(
         for (r = hk * glp; r < hk * glp + gl;) {
             const int64_t take = hk * glp + gl - r; /* the widest kernel that fits the rows left */
             if (take >= 4) {
-                attn_mistral_7b_bf16_pv_4x128_bf16__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_4x128_bf16__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 4;
             } else
             {
-                attn_mistral_7b_bf16_pv_1x128_bf16__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_1x128_bf16__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 1;
             }
             for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -11636,14 +11636,14 @@ ATTN_NO_AUTOVEC static ATTN_INLINE void attn_mistral_7b_bf16_uscores__scalar(con
                     while (!attn_mistral_7b_bf16_sees(w->first + r, w->last + r, 4, u1 - 1, u1)) u1 -= 1;
                 }
                 if (u1 - u0 == PREFILL_NC)
-                    attn_mistral_7b_bf16_qk_4x2_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                    attn_qk_4x2_d128_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
                 else
                     for (u = u0; u < u1; u += 1)
-                        attn_mistral_7b_bf16_qk_4x1_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
+                        attn_qk_4x1_d128_f32_p2__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
             }
         for (; r < tq; r++)
             if (cls == TILE_FULL || attn_mistral_7b_bf16_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
-                attn_mistral_7b_bf16_qk_1x2_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_1x2_d128_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
     }
 }
 
@@ -11707,10 +11707,10 @@ ATTN_NO_AUTOVEC static ATTN_INLINE void attn_mistral_7b_bf16_upv__scalar(const a
         }
         switch (rows) {
         case 4:
-            attn_mistral_7b_bf16_pv_4x128_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_4x128_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         default:
-            attn_mistral_7b_bf16_pv_1x128_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_1x128_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         }
         if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */

@@ -358,7 +358,7 @@ static inline void attn_qwen3_8b_prefetch_row_l2(const float *p, int n)
 /* Asks for the cache line at p in L2 (prefetcht1 on x86): the blocked decode
  * kernel's prefetch inside its score kernels, a line an iteration.  Always
  * inlined: ATTN_ALWAYS_INLINE says why. */
-static ATTN_ALWAYS_INLINE void attn_qwen3_8b_prefetch_line_l2(const float *p)
+static ATTN_ALWAYS_INLINE void attn_prefetch_line_l2(const float *p)
 {
 #if defined(__GNUC__)
     __builtin_prefetch(p, 0, 2);
@@ -881,7 +881,7 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_exp2_q4__avx512
 
 /* C[8][32] = A[8][128] B[128][32]: a: 8 rows of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  65536 FLOPs, 19 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_qk_8x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_8x32_d128_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -1084,7 +1084,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_q
 
 /* C[4][32] = A[4][128] B[128][32]: a: 4 rows of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  32768 FLOPs, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_qk_4x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_4x32_d128_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -1207,7 +1207,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_q
 
 /* C[1][32] = A[1][128] B[128][32]: a: 1 row of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  8192 FLOPs, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_qk_1x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_1x32_d128_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -1270,7 +1270,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_q
 
 /* C[8][16] = A[8][128] B[128][16]: a: 8 rows of A (as elements apart), b: a packed
  * panel (32 floats per d, the 16 from b), c: rows cs floats apart.  32768 FLOPs, 10 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_qk_8x16_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_8x16_d128_f32_p32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps();
@@ -1459,7 +1459,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_q
  * panel (32 floats per d), c: rows cs floats apart.  65536 FLOPs, 19 vector registers.
  * pr: 8 rows of the next block to prefetch into L2, a line every other d (line d / 2 of
  * them), 8 lines a row. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_qkpf_8x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qkpf_8x32_d128_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs, const float *const *pr)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -1481,7 +1481,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_q
     int64_t d;
     for (d = 0; d < 128; d += 8) {
         { /* d = d */
-            attn_qwen3_8b_prefetch_line_l2(pr[(d) / 16] + (d) / 2 % 8 * 16);
+            attn_prefetch_line_l2(pr[(d) / 16] + (d) / 2 % 8 * 16);
             const __m512 vb0 = _mm512_loadu_ps(b + (d) * 32 + 0);
             const __m512 vb1 = _mm512_loadu_ps(b + (d) * 32 + 16);
             const __m512 va0 = _mm512_set1_ps(a0[d]);
@@ -1522,7 +1522,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_q
             vacc7x0 = _mm512_fmadd_ps(va7, vb0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(va7, vb1, vacc7x1);
         }
         { /* d = d + 2 */
-            attn_qwen3_8b_prefetch_line_l2(pr[(d + 2) / 16] + (d + 2) / 2 % 8 * 16);
+            attn_prefetch_line_l2(pr[(d + 2) / 16] + (d + 2) / 2 % 8 * 16);
             const __m512 vb0 = _mm512_loadu_ps(b + (d + 2) * 32 + 0);
             const __m512 vb1 = _mm512_loadu_ps(b + (d + 2) * 32 + 16);
             const __m512 va0 = _mm512_set1_ps(a0[d + 2]);
@@ -1563,7 +1563,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_q
             vacc7x0 = _mm512_fmadd_ps(va7, vb0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(va7, vb1, vacc7x1);
         }
         { /* d = d + 4 */
-            attn_qwen3_8b_prefetch_line_l2(pr[(d + 4) / 16] + (d + 4) / 2 % 8 * 16);
+            attn_prefetch_line_l2(pr[(d + 4) / 16] + (d + 4) / 2 % 8 * 16);
             const __m512 vb0 = _mm512_loadu_ps(b + (d + 4) * 32 + 0);
             const __m512 vb1 = _mm512_loadu_ps(b + (d + 4) * 32 + 16);
             const __m512 va0 = _mm512_set1_ps(a0[d + 4]);
@@ -1604,7 +1604,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_q
             vacc7x0 = _mm512_fmadd_ps(va7, vb0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(va7, vb1, vacc7x1);
         }
         { /* d = d + 6 */
-            attn_qwen3_8b_prefetch_line_l2(pr[(d + 6) / 16] + (d + 6) / 2 % 8 * 16);
+            attn_prefetch_line_l2(pr[(d + 6) / 16] + (d + 6) / 2 % 8 * 16);
             const __m512 vb0 = _mm512_loadu_ps(b + (d + 6) * 32 + 0);
             const __m512 vb1 = _mm512_loadu_ps(b + (d + 6) * 32 + 16);
             const __m512 va0 = _mm512_set1_ps(a0[d + 6]);
@@ -1670,7 +1670,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_q
  * pr: NULL, or rows of the next block to prefetch into L2, one line an iteration (a key of
  * a chunk): 3 chunks of jhi - jlo keys ask for line t = chunk * (jhi - jlo) + j - jlo of
  * them, 8 lines a row. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_pv_8x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_8x128_f32_pf__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha, const float *const *pr)
 {
     { /* columns 0..47 */
@@ -1686,7 +1686,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_p
         __m512 vacc7x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 7 * 128 + 0), _mm512_set1_ps(alpha[7])), vacc7x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 7 * 128 + 16), _mm512_set1_ps(alpha[7])), vacc7x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 7 * 128 + 32), _mm512_set1_ps(alpha[7]));
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_qwen3_8b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vv0 = _mm512_loadu_ps(vr + 0);
             const __m512 vv1 = _mm512_loadu_ps(vr + 16);
             const __m512 vv2 = _mm512_loadu_ps(vr + 32);
@@ -1761,7 +1761,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_p
         __m512 vacc7x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 7 * 128 + 48), _mm512_set1_ps(alpha[7])), vacc7x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 7 * 128 + 64), _mm512_set1_ps(alpha[7])), vacc7x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 7 * 128 + 80), _mm512_set1_ps(alpha[7]));
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_qwen3_8b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vv0 = _mm512_loadu_ps(vr + 48);
             const __m512 vv1 = _mm512_loadu_ps(vr + 64);
             const __m512 vv2 = _mm512_loadu_ps(vr + 80);
@@ -1836,7 +1836,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_p
         __m512 vacc7x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 7 * 128 + 96), _mm512_set1_ps(alpha[7])), vacc7x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 7 * 128 + 112), _mm512_set1_ps(alpha[7]));
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_qwen3_8b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vv0 = _mm512_loadu_ps(vr + 96);
             const __m512 vv1 = _mm512_loadu_ps(vr + 112);
             {
@@ -1897,7 +1897,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_p
  * pr: NULL, or rows of the next block to prefetch into L2, one line an iteration (a key of
  * a chunk): 3 chunks of jhi - jlo keys ask for line t = chunk * (jhi - jlo) + j - jlo of
  * them, 8 lines a row. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_pv_7x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_7x128_f32_pf__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha, const float *const *pr)
 {
     { /* columns 0..47 */
@@ -1912,7 +1912,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_p
         __m512 vacc6x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 128 + 0), _mm512_set1_ps(alpha[6])), vacc6x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 128 + 16), _mm512_set1_ps(alpha[6])), vacc6x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 128 + 32), _mm512_set1_ps(alpha[6]));
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_qwen3_8b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vv0 = _mm512_loadu_ps(vr + 0);
             const __m512 vv1 = _mm512_loadu_ps(vr + 16);
             const __m512 vv2 = _mm512_loadu_ps(vr + 32);
@@ -1979,7 +1979,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_p
         __m512 vacc6x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 128 + 48), _mm512_set1_ps(alpha[6])), vacc6x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 128 + 64), _mm512_set1_ps(alpha[6])), vacc6x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 128 + 80), _mm512_set1_ps(alpha[6]));
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_qwen3_8b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vv0 = _mm512_loadu_ps(vr + 48);
             const __m512 vv1 = _mm512_loadu_ps(vr + 64);
             const __m512 vv2 = _mm512_loadu_ps(vr + 80);
@@ -2046,7 +2046,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_p
         __m512 vacc6x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 128 + 96), _mm512_set1_ps(alpha[6])), vacc6x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 128 + 112), _mm512_set1_ps(alpha[6]));
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_qwen3_8b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vv0 = _mm512_loadu_ps(vr + 96);
             const __m512 vv1 = _mm512_loadu_ps(vr + 112);
             {
@@ -2101,7 +2101,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_p
  * pr: NULL, or rows of the next block to prefetch into L2, one line an iteration (a key of
  * a chunk): 2 chunks of jhi - jlo keys ask for line t = chunk * (jhi - jlo) + j - jlo of
  * them, 8 lines a row. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_pv_6x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_6x128_f32_pf__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha, const float *const *pr)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -2121,7 +2121,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_p
         __m512 vacc5x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 0), va5), vacc5x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 16), va5), vacc5x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 32), va5), vacc5x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 48), va5);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_qwen3_8b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -2181,7 +2181,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_p
         __m512 vacc5x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 64), va5), vacc5x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 80), va5), vacc5x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 96), va5), vacc5x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 112), va5);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_qwen3_8b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -2238,7 +2238,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_p
  * pr: NULL, or rows of the next block to prefetch into L2, one line an iteration (a key of
  * a chunk): 2 chunks of jhi - jlo keys ask for line t = chunk * (jhi - jlo) + j - jlo of
  * them, 8 lines a row. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_pv_5x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_5x128_f32_pf__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha, const float *const *pr)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -2256,7 +2256,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_p
         __m512 vacc4x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 0), va4), vacc4x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 16), va4), vacc4x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 32), va4), vacc4x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 48), va4);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_qwen3_8b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -2310,7 +2310,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_p
         __m512 vacc4x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 64), va4), vacc4x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 80), va4), vacc4x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 96), va4), vacc4x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 112), va4);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_qwen3_8b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -2362,7 +2362,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_p
  * pr: NULL, or rows of the next block to prefetch into L2, one line an iteration (a key of
  * a chunk): 2 chunks of jhi - jlo keys ask for line t = chunk * (jhi - jlo) + j - jlo of
  * them, 8 lines a row. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_pv_4x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_4x128_f32_pf__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha, const float *const *pr)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -2378,7 +2378,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_p
         __m512 vacc3x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 0), va3), vacc3x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 16), va3), vacc3x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 32), va3), vacc3x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 48), va3);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_qwen3_8b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -2426,7 +2426,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_p
         __m512 vacc3x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 64), va3), vacc3x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 80), va3), vacc3x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 96), va3), vacc3x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 112), va3);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_qwen3_8b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -2473,7 +2473,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_p
  * pr: NULL, or rows of the next block to prefetch into L2, one line an iteration (a key of
  * a chunk): 2 chunks of jhi - jlo keys ask for line t = chunk * (jhi - jlo) + j - jlo of
  * them, 8 lines a row. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_pv_3x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_3x128_f32_pf__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha, const float *const *pr)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -2487,7 +2487,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_p
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 0), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 16), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 32), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 48), va2);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_qwen3_8b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -2529,7 +2529,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_p
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 64), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 80), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 96), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 112), va2);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_qwen3_8b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -2571,7 +2571,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_p
  * pr: NULL, or rows of the next block to prefetch into L2, one line an iteration (a key of
  * a chunk): 2 chunks of jhi - jlo keys ask for line t = chunk * (jhi - jlo) + j - jlo of
  * them, 8 lines a row. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_pv_2x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_2x128_f32_pf__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha, const float *const *pr)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -2583,7 +2583,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_p
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 0), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 16), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 32), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 48), va1);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_qwen3_8b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             {
@@ -2619,7 +2619,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_p
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 64), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 80), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 96), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 112), va1);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_qwen3_8b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             {
@@ -2656,7 +2656,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_p
  * pr: NULL, or rows of the next block to prefetch into L2, one line an iteration (a key of
  * a chunk): 2 chunks of jhi - jlo keys ask for line t = chunk * (jhi - jlo) + j - jlo of
  * them, 8 lines a row. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_pv_1x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_1x128_f32_pf__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha, const float *const *pr)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -2666,7 +2666,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_p
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 0), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 16), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 32), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 48), va0);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_qwen3_8b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             {
                 const __m512 vv = _mm512_loadu_ps(vr + 0);
@@ -2696,7 +2696,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_p
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 64), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 80), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 96), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 112), va0);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            if (pr) attn_qwen3_8b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
+            if (pr) attn_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             {
                 const __m512 vv = _mm512_loadu_ps(vr + 64);
@@ -2876,7 +2876,7 @@ __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_kvpack_f32__avx
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (128 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-__attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_dot_4x2_f32__avx512(const float *restrict q, int64_t R, const float *restrict k0,
+__attribute__((target("avx512f,fma"))) static void attn_dot_4x2_d128_f32__avx512(const float *restrict q, int64_t R, const float *restrict k0,
         const float *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -3028,7 +3028,7 @@ typedef struct {
 typedef char attn_qwen3_8b_dscratch_fits__avx512[sizeof(attn_qwen3_8b_dscratch__avx512) <= DECODE_SCRATCH ? 1 : -1];
 
 /* O[4 rows] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_srescale_4x128__avx512(float *restrict o, __m128 alpha)
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_srescale_4x128_f32__avx512(float *restrict o, __m128 alpha)
 {
     const __m512 s = _mm512_broadcast_f32x4(alpha);
     int64_t c;
@@ -3061,7 +3061,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_qwen3_8b_s
         lv = _mm_mul_ps(lv, alpha);
         mv = mn;
         _mm_storeu_ps(m, mv);
-        attn_qwen3_8b_srescale_4x128__avx512(o, alpha);
+        attn_srescale_4x128_f32__avx512(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = _mm_mul_ps(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -3487,7 +3487,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_qwen3_8b_sqk
 }
 
 /* O[4 rows] += p_r V: one V row. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_qwen3_8b_spv_4x128_f32__avx512(__m128 p, const float *restrict v0, float *restrict o)
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_spv_4x128_f32__avx512(__m128 p, const float *restrict v0, float *restrict o)
 {
     const __m512 s0 = _mm512_broadcast_f32x4(p);
     const __m512 p0_0 = _mm512_permute_ps(s0, 0x00);
@@ -3553,7 +3553,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_qwen3_8b_spv
 }
 
 /* O[4 rows] += w[0] V0 + ... + w[1] V1: 2 V rows in one pass over O. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_qwen3_8b_spvk_4x2_f32__avx512(const __m128 *w, const float *restrict v0, const float *restrict v1, float *restrict o)
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_spvk_4x2_v128_f32__avx512(const __m128 *w, const float *restrict v0, const float *restrict v1, float *restrict o)
 {
     const __m512 s0 = _mm512_broadcast_f32x4(w[0]);
     const __m512 s1 = _mm512_broadcast_f32x4(w[1]);
@@ -3650,7 +3650,7 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_qwen3_8b_sterms
  * Each FMA takes a pair of K values broadcast to every pair of lanes, so no
  * lane is padding and only the end sums lane pairs.  Out of line, as above.
  * pr: NULL, or 8 rows of the next block to prefetch into L2, 8 lines a row. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_dpairs_8x1__avx512(const float *restrict k0, int64_t ks,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_dpairs_8x1_d128_f32_pf__avx512(const float *restrict k0, int64_t ks,
         const float *restrict qp, float *restrict s, int64_t rp, const float *const *pr)
 {
     const float *restrict k1 = k0 + 1 * ks;
@@ -3663,9 +3663,9 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_d
     __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps(), a4 = _mm512_setzero_ps(), a5 = _mm512_setzero_ps(), a6 = _mm512_setzero_ps(), a7 = _mm512_setzero_ps();
     int64_t d;
     if (pr) /* one line of them an iteration, 8 lines a row */
-        for (d = 0; d < D; d += 2) {
+        for (d = 0; d < 128; d += 2) {
             const __m512 q = _mm512_loadu_ps(qp + d * 8);
-            attn_qwen3_8b_prefetch_line_l2(pr[d / 16] + d / 2 % 8 * 16);
+            attn_prefetch_line_l2(pr[d / 16] + d / 2 % 8 * 16);
             a0 = _mm512_fmadd_ps(attn_set2__avx512(k0 + d), q, a0);
             a1 = _mm512_fmadd_ps(attn_set2__avx512(k1 + d), q, a1);
             a2 = _mm512_fmadd_ps(attn_set2__avx512(k2 + d), q, a2);
@@ -3676,7 +3676,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_d
             a7 = _mm512_fmadd_ps(attn_set2__avx512(k7 + d), q, a7);
         }
     else
-        for (d = 0; d < D; d += 2) {
+        for (d = 0; d < 128; d += 2) {
             const __m512 q = _mm512_loadu_ps(qp + d * 8);
             a0 = _mm512_fmadd_ps(attn_set2__avx512(k0 + d), q, a0);
             a1 = _mm512_fmadd_ps(attn_set2__avx512(k1 + d), q, a1);
@@ -3701,7 +3701,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_d
  * bound by the loads (docs/decode.md).  Out of line, as above.
  * pr: NULL, or 8 rows of the next block to prefetch into L2, 8 lines a row (the scores'
  * half of it; these rows' P*V calls ask for the other half). */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_dpairs_8x2__avx512(const float *restrict k0, int64_t ks,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_dpairs_8x2_d128_f32_pf__avx512(const float *restrict k0, int64_t ks,
         const float *restrict qp, float *restrict s, int64_t rp, const float *const *pr)
 {
     const float *restrict k1 = k0 + 1 * ks;
@@ -3714,9 +3714,9 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_d
     __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps(), a4 = _mm512_setzero_ps(), a5 = _mm512_setzero_ps(), a6 = _mm512_setzero_ps(), a7 = _mm512_setzero_ps(), a8 = _mm512_setzero_ps(), a9 = _mm512_setzero_ps(), a10 = _mm512_setzero_ps(), a11 = _mm512_setzero_ps(), a12 = _mm512_setzero_ps(), a13 = _mm512_setzero_ps(), a14 = _mm512_setzero_ps(), a15 = _mm512_setzero_ps();
     int64_t d;
     if (pr) /* one line of them an iteration, 8 lines a row */
-        for (d = 0; d < D; d += 2) {
+        for (d = 0; d < 128; d += 2) {
             const __m512 q0 = _mm512_loadu_ps(qp + d * 16 + 0), q1 = _mm512_loadu_ps(qp + d * 16 + 16);
-            attn_qwen3_8b_prefetch_line_l2(pr[d / 16] + d / 2 % 8 * 16);
+            attn_prefetch_line_l2(pr[d / 16] + d / 2 % 8 * 16);
             {
                 const __m512 kb = attn_set2__avx512(k0 + d);
                 a0 = _mm512_fmadd_ps(kb, q0, a0); a1 = _mm512_fmadd_ps(kb, q1, a1);
@@ -3751,7 +3751,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_d
             }
         }
     else
-        for (d = 0; d < D; d += 2) {
+        for (d = 0; d < 128; d += 2) {
             const __m512 q0 = _mm512_loadu_ps(qp + d * 16 + 0), q1 = _mm512_loadu_ps(qp + d * 16 + 16);
             {
                 const __m512 kb = attn_set2__avx512(k0 + d);
@@ -3803,7 +3803,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_d
  * Llama-3-8B at Lq 1 read its cache faster so than by dot products, on Zen 4
  * and on Zen 5 (docs/decode.md).
  * pr: NULL, or 8 rows of the next block to prefetch into L2, 8 lines a row. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_hpairs_8x1__avx512(const float *restrict k0, int64_t ks,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_hpairs_8x1_d128_f32_pf__avx512(const float *restrict k0, int64_t ks,
         const float *restrict qp, float *restrict s, int64_t rp, const float *const *pr)
 {
     const float *restrict k1 = k0 + 1 * ks;
@@ -3816,9 +3816,9 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_h
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps(), a4 = _mm256_setzero_ps(), a5 = _mm256_setzero_ps(), a6 = _mm256_setzero_ps(), a7 = _mm256_setzero_ps();
     int64_t d;
     if (pr) /* one line of them an iteration, 8 lines a row */
-        for (d = 0; d < D; d += 2) {
+        for (d = 0; d < 128; d += 2) {
             const __m256 q = _mm256_loadu_ps(qp + d * 4);
-            attn_qwen3_8b_prefetch_line_l2(pr[d / 16] + d / 2 % 8 * 16);
+            attn_prefetch_line_l2(pr[d / 16] + d / 2 % 8 * 16);
             a0 = _mm256_fmadd_ps(attn_set2_half__avx512(k0 + d), q, a0);
             a1 = _mm256_fmadd_ps(attn_set2_half__avx512(k1 + d), q, a1);
             a2 = _mm256_fmadd_ps(attn_set2_half__avx512(k2 + d), q, a2);
@@ -3829,7 +3829,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_h
             a7 = _mm256_fmadd_ps(attn_set2_half__avx512(k7 + d), q, a7);
         }
     else
-        for (d = 0; d < D; d += 2) {
+        for (d = 0; d < 128; d += 2) {
             const __m256 q = _mm256_loadu_ps(qp + d * 4);
             a0 = _mm256_fmadd_ps(attn_set2_half__avx512(k0 + d), q, a0);
             a1 = _mm256_fmadd_ps(attn_set2_half__avx512(k1 + d), q, a1);
@@ -3912,7 +3912,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_qwen3
                     const float *pr[LINE_FLOATS / 2]; /* the next block's rows this call prefetches */
                     const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
                     if (inside) pl = attn_qwen3_8b_next_rows(&kv, jn, pn, pl, pr, LINE_FLOATS / 2, w->s);
-                    attn_qwen3_8b_dpairs_8x2__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
+                    attn_dpairs_8x2_d128_f32_pf__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
                     attn_qwen3_8b_key_starts(&kv, &ks, ks_end, kper);
                     c += SCORE_KEYS;
                 } else { /* one key */
@@ -3942,7 +3942,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_qwen3
                     const float *pr[LINE_FLOATS / 2]; /* the next block's rows this call prefetches */
                     const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
                     if (inside) pl = attn_qwen3_8b_next_rows(&kv, jn, pn, pl, pr, LINE_FLOATS / 2, w->s);
-                    attn_qwen3_8b_hpairs_8x1__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
+                    attn_hpairs_8x1_d128_f32_pf__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
                     attn_qwen3_8b_key_starts(&kv, &ks, ks_end, kper);
                     c += SCORE_KEYS;
                 } else { /* one key */
@@ -3972,7 +3972,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_qwen3
                     const float *pr[LINE_FLOATS / 2]; /* the next block's rows this call prefetches */
                     const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
                     if (inside) pl = attn_qwen3_8b_next_rows(&kv, jn, pn, pl, pr, LINE_FLOATS / 2, w->s);
-                    attn_qwen3_8b_dpairs_8x1__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
+                    attn_dpairs_8x1_d128_f32_pf__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
                     attn_qwen3_8b_key_starts(&kv, &ks, ks_end, kper);
                     c += SCORE_KEYS;
                 } else { /* one key */
@@ -3996,7 +3996,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_qwen3
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_qwen3_8b_dot_4x2_f32__avx512(w->q + hk * glp * Q_STRIDE, glp, attn_qwen3_8b_k_row(&kv, hk, j0 + c),
+                attn_dot_4x2_d128_f32__avx512(w->q + hk * glp * Q_STRIDE, glp, attn_qwen3_8b_k_row(&kv, hk, j0 + c),
                         attn_qwen3_8b_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                     const float *row = attn_qwen3_8b_next_row(&kv, jn, pl);
@@ -4020,9 +4020,9 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_qwen3
                     const float *pr[QKPF_ROWS]; /* the next block's rows this call prefetches */
                     if (pf == ATTN_PREFETCH_L2 && pl < pn / 2) {
                         pl = attn_qwen3_8b_next_rows(&kv, jn, pn / 2, pl, pr, QKPF_ROWS, w->s);
-                        attn_qwen3_8b_qkpf_8x32_f32__avx512(attn_qwen3_8b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp, pr);
+                        attn_qkpf_8x32_d128_f32__avx512(attn_qwen3_8b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp, pr);
                     } else
-                        attn_qwen3_8b_qk_8x32_f32__avx512(attn_qwen3_8b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                        attn_qk_8x32_d128_f32__avx512(attn_qwen3_8b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                         const float *row = attn_qwen3_8b_next_row(&kv, jn, pl);
                         const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -4033,7 +4033,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_qwen3
                     }
                 }
                 for (; c < kb; c++)
-                    attn_qwen3_8b_qk_1x32_f32__avx512(attn_qwen3_8b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_1x32_d128_f32__avx512(attn_qwen3_8b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                 for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                     const float *row = attn_qwen3_8b_next_row(&kv, jn, pl);
                     const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -4096,35 +4096,35 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_qwen3
             const int inside = !pairs && !dots && pf == ATTN_PREFETCH_L2 && pl < pn;
             if (inside) pl = attn_qwen3_8b_next_rows(&kv, jn, pn, pl, pr, (int)(((take >= PV_WIDE_ROWS ? PV_WIDE_CHUNKS : PV_NARROW_CHUNKS) * kb + (ROW_LINES - 1)) / ROW_LINES), w->s);
             if (take >= 8) {
-                attn_qwen3_8b_pv_8x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
+                attn_pv_8x128_f32_pf__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
                 r += 8;
             } else
             if (take >= 7) {
-                attn_qwen3_8b_pv_7x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
+                attn_pv_7x128_f32_pf__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
                 r += 7;
             } else
             if (take >= 6) {
-                attn_qwen3_8b_pv_6x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
+                attn_pv_6x128_f32_pf__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
                 r += 6;
             } else
             if (take >= 5) {
-                attn_qwen3_8b_pv_5x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
+                attn_pv_5x128_f32_pf__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
                 r += 5;
             } else
             if (take >= 4) {
-                attn_qwen3_8b_pv_4x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
+                attn_pv_4x128_f32_pf__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
                 r += 4;
             } else
             if (take >= 3) {
-                attn_qwen3_8b_pv_3x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
+                attn_pv_3x128_f32_pf__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
                 r += 3;
             } else
             if (take >= 2) {
-                attn_qwen3_8b_pv_2x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
+                attn_pv_2x128_f32_pf__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
                 r += 2;
             } else
             {
-                attn_qwen3_8b_pv_1x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
+                attn_pv_1x128_f32_pf__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
                 r += 1;
             }
             for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -4298,7 +4298,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_s
             hk = w->hk_lo;
             attn_qwen3_8b_sqk_4x2_f32__avx512(w->sq + (hk) * HEAD_Q, attn_qwen3_8b_k_row(&kv, hk, jp + 0), attn_qwen3_8b_k_row(&kv, hk, jp + 1),
                         w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
-            attn_qwen3_8b_spvk_4x2_f32__avx512(wt, attn_qwen3_8b_v_row(&kv, hk, jp + 0), attn_qwen3_8b_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
+            attn_spvk_4x2_v128_f32__avx512(wt, attn_qwen3_8b_v_row(&kv, hk, jp + 0), attn_qwen3_8b_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
             j = jp;
             if (j + STREAM_PREFETCH + 0 < j_end) {
                 attn_qwen3_8b_prefetch_row_l2(attn_qwen3_8b_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -4319,7 +4319,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_s
                 if (jn + (STEP_KEYS - 1) < j_end)
                     attn_qwen3_8b_sqk_4x2_f32__avx512(w->sq + (hn) * HEAD_Q, attn_qwen3_8b_k_row(&kv, hn, jn + 0), attn_qwen3_8b_k_row(&kv, hn, jn + 1),
                         w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
-                attn_qwen3_8b_spvk_4x2_f32__avx512(wt, attn_qwen3_8b_v_row(&kv, hk, jp + 0), attn_qwen3_8b_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
+                attn_spvk_4x2_v128_f32__avx512(wt, attn_qwen3_8b_v_row(&kv, hk, jp + 0), attn_qwen3_8b_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                 j = jp;
                 if (j + STREAM_PREFETCH + 0 < j_end) {
                     attn_qwen3_8b_prefetch_row_l2(attn_qwen3_8b_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -4340,7 +4340,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_s
         for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             p = attn_qwen3_8b_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_qwen3_8b_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-            attn_qwen3_8b_spv_4x128_f32__avx512(p, attn_qwen3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+            attn_spv_4x128_f32__avx512(p, attn_qwen3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
         }
 }
 
@@ -4392,7 +4392,7 @@ __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_sunit_4x1__avx5
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
                     p = attn_qwen3_8b_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_qwen3_8b_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_qwen3_8b_spv_4x128_f32__avx512(p, attn_qwen3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_4x128_f32__avx512(p, attn_qwen3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_qwen3_8b_prefetch_row_l2(attn_qwen3_8b_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_qwen3_8b_prefetch_row_l2(attn_qwen3_8b_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -4408,7 +4408,7 @@ __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_sunit_4x1__avx5
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_qwen3_8b_sqk_4x1_f32__avx512(w->sq + (hn) * HEAD_Q, attn_qwen3_8b_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
-                    attn_qwen3_8b_spv_4x128_f32__avx512(p, attn_qwen3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_4x128_f32__avx512(p, attn_qwen3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_qwen3_8b_prefetch_row_l2(attn_qwen3_8b_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_qwen3_8b_prefetch_row_l2(attn_qwen3_8b_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -4421,7 +4421,7 @@ __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_sunit_4x1__avx5
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_qwen3_8b_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_qwen3_8b_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_qwen3_8b_spv_4x128_f32__avx512(p, attn_qwen3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_4x128_f32__avx512(p, attn_qwen3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_qwen3_8b_prefetch_row_l2(attn_qwen3_8b_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_qwen3_8b_prefetch_row_l2(attn_qwen3_8b_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -4440,7 +4440,7 @@ __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_sunit_4x1__avx5
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_qwen3_8b_sterms_4x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_qwen3_8b_spv_4x128_f32__avx512(attn_qwen3_8b_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_qwen3_8b_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x128_f32__avx512(attn_qwen3_8b_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_qwen3_8b_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_qwen3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_qwen3_8b_prefetch_row_l2(attn_qwen3_8b_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -4452,7 +4452,7 @@ __attribute__((target("avx512f,fma"))) static void attn_qwen3_8b_sunit_4x1__avx5
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_qwen3_8b_sterms_4x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_qwen3_8b_spv_4x128_f32__avx512(attn_qwen3_8b_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_qwen3_8b_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x128_f32__avx512(attn_qwen3_8b_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_qwen3_8b_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_qwen3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_qwen3_8b_prefetch_row_l2(attn_qwen3_8b_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -4661,19 +4661,19 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_qwen3_8b_usc
                     while (!attn_qwen3_8b_sees(w->first + r, w->last + r, 8, u1 - 16, u1)) u1 -= 16;
                 }
                 if (u1 - u0 == PREFILL_NC)
-                    attn_qwen3_8b_qk_8x32_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                    attn_qk_8x32_d128_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
                 else
                     for (u = u0; u < u1; u += 16)
-                        attn_qwen3_8b_qk_8x16_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
+                        attn_qk_8x16_d128_f32_p32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
             }
         if (r + 4 <= tq) { /* half a block of the last rows, then one at a time */
             if (cls == TILE_FULL || attn_qwen3_8b_sees(w->first + r, w->last + r, 4, c, c + PREFILL_NC))
-                attn_qwen3_8b_qk_4x32_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_4x32_d128_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
             r += 4;
         }
         for (; r < tq; r++)
             if (cls == TILE_FULL || attn_qwen3_8b_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
-                attn_qwen3_8b_qk_1x32_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_1x32_d128_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
     }
 }
 
@@ -4737,22 +4737,22 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_qwen3_8b_upv
         }
         switch (rows) {
         case 6:
-            attn_qwen3_8b_pv_6x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r, NULL);
+            attn_pv_6x128_f32_pf__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r, NULL);
             break;
         case 5:
-            attn_qwen3_8b_pv_5x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r, NULL);
+            attn_pv_5x128_f32_pf__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r, NULL);
             break;
         case 4:
-            attn_qwen3_8b_pv_4x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r, NULL);
+            attn_pv_4x128_f32_pf__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r, NULL);
             break;
         case 3:
-            attn_qwen3_8b_pv_3x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r, NULL);
+            attn_pv_3x128_f32_pf__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r, NULL);
             break;
         case 2:
-            attn_qwen3_8b_pv_2x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r, NULL);
+            attn_pv_2x128_f32_pf__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r, NULL);
             break;
         default:
-            attn_qwen3_8b_pv_1x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r, NULL);
+            attn_pv_1x128_f32_pf__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r, NULL);
             break;
         }
         if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
@@ -5058,7 +5058,7 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m128 attn_exp2_q4__avx2
 
 /* C[4][16] = A[4][128] B[128][16]: a: 4 rows of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  16384 FLOPs, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qwen3_8b_qk_4x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_4x16_d128_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -5181,7 +5181,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qwen3_8b
 
 /* C[2][16] = A[2][128] B[128][16]: a: 2 rows of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  8192 FLOPs, 7 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qwen3_8b_qk_2x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_2x16_d128_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -5264,7 +5264,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qwen3_8b
 
 /* C[1][16] = A[1][128] B[128][16]: a: 1 row of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  4096 FLOPs, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qwen3_8b_qk_1x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_1x16_d128_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -5327,7 +5327,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qwen3_8b
 
 /* C[4][8] = A[4][128] B[128][8]: a: 4 rows of A (as elements apart), b: a packed
  * panel (16 floats per d, the 8 from b), c: rows cs floats apart.  8192 FLOPs, 6 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qwen3_8b_qk_4x8_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_4x8_d128_f32_p16__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps();
@@ -5439,7 +5439,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qwen3_8b
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1536 FLOPs per key, 15 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qwen3_8b_pv_6x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_6x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5553,7 +5553,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qwen3_8b
 /* O[5][128] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1280 FLOPs per key, 13 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qwen3_8b_pv_5x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_5x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5652,7 +5652,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qwen3_8b
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qwen3_8b_pv_4x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_4x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5736,7 +5736,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qwen3_8b
 /* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 768 FLOPs per key, 9 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qwen3_8b_pv_3x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_3x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5805,7 +5805,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qwen3_8b
 /* O[2][128] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 512 FLOPs per key, 7 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qwen3_8b_pv_2x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_2x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5859,7 +5859,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qwen3_8b
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qwen3_8b_pv_1x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_1x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -6065,7 +6065,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_qwen3_8b_kvpack_f32__a
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (128 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_qwen3_8b_dot_4x2_f32__avx2(const float *restrict q, int64_t R, const float *restrict k0,
+__attribute__((target("avx2,fma,f16c"))) static void attn_dot_4x2_d128_f32__avx2(const float *restrict q, int64_t R, const float *restrict k0,
         const float *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -6113,7 +6113,7 @@ typedef struct {
 typedef char attn_qwen3_8b_dscratch_fits__avx2[sizeof(attn_qwen3_8b_dscratch__avx2) <= DECODE_SCRATCH ? 1 : -1];
 
 /* O[4 rows] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qwen3_8b_srescale_4x128__avx2(float *restrict o, __m128 alpha)
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_srescale_4x128_f32__avx2(float *restrict o, __m128 alpha)
 {
     const __m256 s = _mm256_insertf128_ps(_mm256_castps128_ps256(alpha), alpha, 1);
     int64_t c;
@@ -6146,7 +6146,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_qwen3_8b
         lv = _mm_mul_ps(lv, alpha);
         mv = mn;
         _mm_storeu_ps(m, mv);
-        attn_qwen3_8b_srescale_4x128__avx2(o, alpha);
+        attn_srescale_4x128_f32__avx2(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = _mm_mul_ps(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -6245,7 +6245,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_qwen3_8b_s
 }
 
 /* O[4 rows] += p_r V: one V row. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_qwen3_8b_spv_4x128_f32__avx2(__m128 p, const float *restrict v0, float *restrict o)
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_spv_4x128_f32__avx2(__m128 p, const float *restrict v0, float *restrict o)
 {
     const __m256 s0 = _mm256_insertf128_ps(_mm256_castps128_ps256(p), p, 1);
     const __m256 p0_0 = _mm256_permute_ps(s0, 0x00);
@@ -6263,7 +6263,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_qwen3_8b_s
 }
 
 /* O[4 rows] += w[0] V0 + ... + w[1] V1: 2 V rows in one pass over O. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_qwen3_8b_spvk_4x2_f32__avx2(const __m128 *w, const float *restrict v0, const float *restrict v1, float *restrict o)
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_spvk_4x2_v128_f32__avx2(const __m128 *w, const float *restrict v0, const float *restrict v1, float *restrict o)
 {
     const __m256 s0 = _mm256_insertf128_ps(_mm256_castps128_ps256(w[0]), w[0], 1);
     const __m256 s1 = _mm256_insertf128_ps(_mm256_castps128_ps256(w[1]), w[1], 1);
@@ -6305,7 +6305,7 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m128 attn_qwen3_8b_ster
  * of their own: inside the decode unit gcc kept them on the stack, a reload for
  * every few FMAs.
  * pr: NULL, or 16 rows of the next block to prefetch into L2, 8 lines a row. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qwen3_8b_lanes_8x1_f32__avx2(const float *restrict k0, int64_t ks,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_lanes_8x1_d128_f32_p16_pf__avx2(const float *restrict k0, int64_t ks,
         const float *restrict qt, float *restrict s, int64_t rp, const float *const *pr)
 {
     const float *restrict k1 = k0 + 1 * ks;
@@ -6318,9 +6318,9 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qwen3_8b
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps(), a4 = _mm256_setzero_ps(), a5 = _mm256_setzero_ps(), a6 = _mm256_setzero_ps(), a7 = _mm256_setzero_ps();
     int64_t d;
     if (pr) /* one line of them an iteration, 8 lines a row */
-        for (d = 0; d < D; d++) {
+        for (d = 0; d < 128; d++) {
             const __m256 q = _mm256_loadu_ps(qt + d * 16);
-            attn_qwen3_8b_prefetch_line_l2(pr[d / 8] + d % 8 * 16);
+            attn_prefetch_line_l2(pr[d / 8] + d % 8 * 16);
             a0 = _mm256_fmadd_ps(_mm256_set1_ps(k0[d]), q, a0);
             a1 = _mm256_fmadd_ps(_mm256_set1_ps(k1[d]), q, a1);
             a2 = _mm256_fmadd_ps(_mm256_set1_ps(k2[d]), q, a2);
@@ -6331,7 +6331,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qwen3_8b
             a7 = _mm256_fmadd_ps(_mm256_set1_ps(k7[d]), q, a7);
         }
     else
-        for (d = 0; d < D; d++) {
+        for (d = 0; d < 128; d++) {
             const __m256 q = _mm256_loadu_ps(qt + d * 16);
             a0 = _mm256_fmadd_ps(_mm256_set1_ps(k0[d]), q, a0);
             a1 = _mm256_fmadd_ps(_mm256_set1_ps(k1[d]), q, a1);
@@ -6358,7 +6358,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qwen3_8b
  * Each FMA takes a pair of K values broadcast to every pair of lanes, so no
  * lane is padding and only the end sums lane pairs.  Out of line, as above.
  * pr: NULL, or 8 rows of the next block to prefetch into L2, 8 lines a row. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qwen3_8b_dpairs_8x1__avx2(const float *restrict k0, int64_t ks,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_dpairs_8x1_d128_f32_pf__avx2(const float *restrict k0, int64_t ks,
         const float *restrict qp, float *restrict s, int64_t rp, const float *const *pr)
 {
     const float *restrict k1 = k0 + 1 * ks;
@@ -6371,9 +6371,9 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qwen3_8b
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps(), a4 = _mm256_setzero_ps(), a5 = _mm256_setzero_ps(), a6 = _mm256_setzero_ps(), a7 = _mm256_setzero_ps();
     int64_t d;
     if (pr) /* one line of them an iteration, 8 lines a row */
-        for (d = 0; d < D; d += 2) {
+        for (d = 0; d < 128; d += 2) {
             const __m256 q = _mm256_loadu_ps(qp + d * 4);
-            attn_qwen3_8b_prefetch_line_l2(pr[d / 16] + d / 2 % 8 * 16);
+            attn_prefetch_line_l2(pr[d / 16] + d / 2 % 8 * 16);
             a0 = _mm256_fmadd_ps(attn_set2__avx2(k0 + d), q, a0);
             a1 = _mm256_fmadd_ps(attn_set2__avx2(k1 + d), q, a1);
             a2 = _mm256_fmadd_ps(attn_set2__avx2(k2 + d), q, a2);
@@ -6384,7 +6384,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qwen3_8b
             a7 = _mm256_fmadd_ps(attn_set2__avx2(k7 + d), q, a7);
         }
     else
-        for (d = 0; d < D; d += 2) {
+        for (d = 0; d < 128; d += 2) {
             const __m256 q = _mm256_loadu_ps(qp + d * 4);
             a0 = _mm256_fmadd_ps(attn_set2__avx2(k0 + d), q, a0);
             a1 = _mm256_fmadd_ps(attn_set2__avx2(k1 + d), q, a1);
@@ -6466,7 +6466,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_qwe
                     const float *pr[LINE_FLOATS]; /* the next block's rows this call prefetches */
                     const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
                     if (inside) pl = attn_qwen3_8b_next_rows(&kv, jn, pn, pl, pr, LINE_FLOATS, w->s);
-                    attn_qwen3_8b_lanes_8x1_f32__avx2(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
+                    attn_lanes_8x1_d128_f32_p16_pf__avx2(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
                     attn_qwen3_8b_key_starts(&kv, &ks, ks_end, kper);
                     c += SCORE_KEYS;
                 } else { /* one key */
@@ -6496,7 +6496,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_qwe
                     const float *pr[LINE_FLOATS / 2]; /* the next block's rows this call prefetches */
                     const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
                     if (inside) pl = attn_qwen3_8b_next_rows(&kv, jn, pn, pl, pr, LINE_FLOATS / 2, w->s);
-                    attn_qwen3_8b_dpairs_8x1__avx2(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
+                    attn_dpairs_8x1_d128_f32_pf__avx2(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
                     attn_qwen3_8b_key_starts(&kv, &ks, ks_end, kper);
                     c += SCORE_KEYS;
                 } else { /* one key */
@@ -6520,7 +6520,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_qwe
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_qwen3_8b_dot_4x2_f32__avx2(w->q + hk * glp * Q_STRIDE, glp, attn_qwen3_8b_k_row(&kv, hk, j0 + c),
+                attn_dot_4x2_d128_f32__avx2(w->q + hk * glp * Q_STRIDE, glp, attn_qwen3_8b_k_row(&kv, hk, j0 + c),
                         attn_qwen3_8b_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                     const float *row = attn_qwen3_8b_next_row(&kv, jn, pl);
@@ -6539,7 +6539,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_qwe
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
                 for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_qwen3_8b_qk_4x16_f32__avx2(attn_qwen3_8b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_4x16_d128_f32__avx2(attn_qwen3_8b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                         const float *row = attn_qwen3_8b_next_row(&kv, jn, pl);
                         const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -6550,7 +6550,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_qwe
                     }
                 }
                 for (; c < kb; c++)
-                    attn_qwen3_8b_qk_1x16_f32__avx2(attn_qwen3_8b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_1x16_d128_f32__avx2(attn_qwen3_8b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                 for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                     const float *row = attn_qwen3_8b_next_row(&kv, jn, pl);
                     const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -6602,27 +6602,27 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_qwe
             const int64_t left = hk * glp + gl - r;
             const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
             if (take >= 6) {
-                attn_qwen3_8b_pv_6x128_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_6x128_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 6;
             } else
             if (take >= 5) {
-                attn_qwen3_8b_pv_5x128_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_5x128_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 5;
             } else
             if (take >= 4) {
-                attn_qwen3_8b_pv_4x128_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_4x128_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 4;
             } else
             if (take >= 3) {
-                attn_qwen3_8b_pv_3x128_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_3x128_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 3;
             } else
             if (take >= 2) {
-                attn_qwen3_8b_pv_2x128_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_2x128_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 2;
             } else
             {
-                attn_qwen3_8b_pv_1x128_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_1x128_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 1;
             }
             for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -6789,7 +6789,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qwen3_8b
             hk = w->hk_lo;
             attn_qwen3_8b_sqk_4x2_f32__avx2(w->sq + (hk) * HEAD_Q, attn_qwen3_8b_k_row(&kv, hk, jp + 0), attn_qwen3_8b_k_row(&kv, hk, jp + 1),
                         w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
-            attn_qwen3_8b_spvk_4x2_f32__avx2(wt, attn_qwen3_8b_v_row(&kv, hk, jp + 0), attn_qwen3_8b_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
+            attn_spvk_4x2_v128_f32__avx2(wt, attn_qwen3_8b_v_row(&kv, hk, jp + 0), attn_qwen3_8b_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
             j = jp;
             if (j + STREAM_PREFETCH + 0 < j_end) {
                 attn_qwen3_8b_prefetch_row_l2(attn_qwen3_8b_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -6810,7 +6810,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qwen3_8b
                 if (jn + (STEP_KEYS - 1) < j_end)
                     attn_qwen3_8b_sqk_4x2_f32__avx2(w->sq + (hn) * HEAD_Q, attn_qwen3_8b_k_row(&kv, hn, jn + 0), attn_qwen3_8b_k_row(&kv, hn, jn + 1),
                         w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
-                attn_qwen3_8b_spvk_4x2_f32__avx2(wt, attn_qwen3_8b_v_row(&kv, hk, jp + 0), attn_qwen3_8b_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
+                attn_spvk_4x2_v128_f32__avx2(wt, attn_qwen3_8b_v_row(&kv, hk, jp + 0), attn_qwen3_8b_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                 j = jp;
                 if (j + STREAM_PREFETCH + 0 < j_end) {
                     attn_qwen3_8b_prefetch_row_l2(attn_qwen3_8b_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -6831,7 +6831,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qwen3_8b
         for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             p = attn_qwen3_8b_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_qwen3_8b_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-            attn_qwen3_8b_spv_4x128_f32__avx2(p, attn_qwen3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+            attn_spv_4x128_f32__avx2(p, attn_qwen3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
         }
 }
 
@@ -6883,7 +6883,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_qwen3_8b_sunit_4x1__av
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
                     p = attn_qwen3_8b_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_qwen3_8b_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_qwen3_8b_spv_4x128_f32__avx2(p, attn_qwen3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_4x128_f32__avx2(p, attn_qwen3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_qwen3_8b_prefetch_row_l2(attn_qwen3_8b_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_qwen3_8b_prefetch_row_l2(attn_qwen3_8b_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -6899,7 +6899,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_qwen3_8b_sunit_4x1__av
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_qwen3_8b_sqk_4x1_f32__avx2(w->sq + (hn) * HEAD_Q, attn_qwen3_8b_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
-                    attn_qwen3_8b_spv_4x128_f32__avx2(p, attn_qwen3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_4x128_f32__avx2(p, attn_qwen3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_qwen3_8b_prefetch_row_l2(attn_qwen3_8b_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_qwen3_8b_prefetch_row_l2(attn_qwen3_8b_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -6912,7 +6912,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_qwen3_8b_sunit_4x1__av
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_qwen3_8b_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_qwen3_8b_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_qwen3_8b_spv_4x128_f32__avx2(p, attn_qwen3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_4x128_f32__avx2(p, attn_qwen3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_qwen3_8b_prefetch_row_l2(attn_qwen3_8b_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_qwen3_8b_prefetch_row_l2(attn_qwen3_8b_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -6931,7 +6931,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_qwen3_8b_sunit_4x1__av
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_qwen3_8b_sterms_4x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_qwen3_8b_spv_4x128_f32__avx2(attn_qwen3_8b_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_qwen3_8b_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x128_f32__avx2(attn_qwen3_8b_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_qwen3_8b_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_qwen3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_qwen3_8b_prefetch_row_l2(attn_qwen3_8b_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -6943,7 +6943,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_qwen3_8b_sunit_4x1__av
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_qwen3_8b_sterms_4x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_qwen3_8b_spv_4x128_f32__avx2(attn_qwen3_8b_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_qwen3_8b_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x128_f32__avx2(attn_qwen3_8b_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_qwen3_8b_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_qwen3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_qwen3_8b_prefetch_row_l2(attn_qwen3_8b_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -7152,19 +7152,19 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_qwen3_8b_u
                     while (!attn_qwen3_8b_sees(w->first + r, w->last + r, 4, u1 - 8, u1)) u1 -= 8;
                 }
                 if (u1 - u0 == PREFILL_NC)
-                    attn_qwen3_8b_qk_4x16_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                    attn_qk_4x16_d128_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
                 else
                     for (u = u0; u < u1; u += 8)
-                        attn_qwen3_8b_qk_4x8_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
+                        attn_qk_4x8_d128_f32_p16__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
             }
         if (r + 2 <= tq) { /* half a block of the last rows, then one at a time */
             if (cls == TILE_FULL || attn_qwen3_8b_sees(w->first + r, w->last + r, 2, c, c + PREFILL_NC))
-                attn_qwen3_8b_qk_2x16_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_2x16_d128_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
             r += 2;
         }
         for (; r < tq; r++)
             if (cls == TILE_FULL || attn_qwen3_8b_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
-                attn_qwen3_8b_qk_1x16_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_1x16_d128_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
     }
 }
 
@@ -7228,22 +7228,22 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_qwen3_8b_u
         }
         switch (rows) {
         case 6:
-            attn_qwen3_8b_pv_6x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_6x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 5:
-            attn_qwen3_8b_pv_5x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_5x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 4:
-            attn_qwen3_8b_pv_4x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_4x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 3:
-            attn_qwen3_8b_pv_3x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_3x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 2:
-            attn_qwen3_8b_pv_2x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_2x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         default:
-            attn_qwen3_8b_pv_1x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_1x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         }
         if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
@@ -7530,7 +7530,7 @@ static inline float32x4_t attn_exp2_q4__neon(float32x4_t x)
 
 /* C[8][8] = A[8][128] B[128][8]: a: 8 rows of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  16384 FLOPs, 19 vector registers. */
-ATTN_NOINLINE static void attn_qwen3_8b_qk_8x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_8x8_d128_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -7733,7 +7733,7 @@ ATTN_NOINLINE static void attn_qwen3_8b_qk_8x8_f32__neon(const float *restrict a
 
 /* C[4][8] = A[4][128] B[128][8]: a: 4 rows of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  8192 FLOPs, 11 vector registers. */
-ATTN_NOINLINE static void attn_qwen3_8b_qk_4x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_4x8_d128_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -7856,7 +7856,7 @@ ATTN_NOINLINE static void attn_qwen3_8b_qk_4x8_f32__neon(const float *restrict a
 
 /* C[1][8] = A[1][128] B[128][8]: a: 1 row of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  2048 FLOPs, 5 vector registers. */
-ATTN_NOINLINE static void attn_qwen3_8b_qk_1x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_1x8_d128_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -7919,7 +7919,7 @@ ATTN_NOINLINE static void attn_qwen3_8b_qk_1x8_f32__neon(const float *restrict a
 
 /* C[8][4] = A[8][128] B[128][4]: a: 8 rows of A (as elements apart), b: a packed
  * panel (8 floats per d, the 4 from b), c: rows cs floats apart.  8192 FLOPs, 10 vector registers. */
-ATTN_NOINLINE static void attn_qwen3_8b_qk_8x4_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_8x4_d128_f32_p8__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f);
@@ -8107,7 +8107,7 @@ ATTN_NOINLINE static void attn_qwen3_8b_qk_8x4_f32__neon(const float *restrict a
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1536 FLOPs per key, 31 vector registers. */
-ATTN_NOINLINE static void attn_qwen3_8b_pv_6x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_6x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -8237,7 +8237,7 @@ ATTN_NOINLINE static void attn_qwen3_8b_pv_6x128_f32__neon(const float *restrict
 /* O[5][128] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1280 FLOPs per key, 26 vector registers. */
-ATTN_NOINLINE static void attn_qwen3_8b_pv_5x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_5x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -8354,7 +8354,7 @@ ATTN_NOINLINE static void attn_qwen3_8b_pv_5x128_f32__neon(const float *restrict
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 21 vector registers. */
-ATTN_NOINLINE static void attn_qwen3_8b_pv_4x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_4x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -8458,7 +8458,7 @@ ATTN_NOINLINE static void attn_qwen3_8b_pv_4x128_f32__neon(const float *restrict
 /* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 768 FLOPs per key, 16 vector registers. */
-ATTN_NOINLINE static void attn_qwen3_8b_pv_3x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_3x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -8549,7 +8549,7 @@ ATTN_NOINLINE static void attn_qwen3_8b_pv_3x128_f32__neon(const float *restrict
 /* O[2][128] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 512 FLOPs per key, 11 vector registers. */
-ATTN_NOINLINE static void attn_qwen3_8b_pv_2x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_2x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -8627,7 +8627,7 @@ ATTN_NOINLINE static void attn_qwen3_8b_pv_2x128_f32__neon(const float *restrict
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 6 vector registers. */
-ATTN_NOINLINE static void attn_qwen3_8b_pv_1x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_1x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -8883,7 +8883,7 @@ static void attn_qwen3_8b_kvpack_f32__neon(const attn_qwen3_8b_kv *kvs, int64_t 
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (128 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-static void attn_qwen3_8b_dot_4x2_f32__neon(const float *restrict q, int64_t R, const float *restrict k0,
+static void attn_dot_4x2_d128_f32__neon(const float *restrict q, int64_t R, const float *restrict k0,
         const float *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -8931,7 +8931,7 @@ typedef struct {
 typedef char attn_qwen3_8b_dscratch_fits__neon[sizeof(attn_qwen3_8b_dscratch__neon) <= DECODE_SCRATCH ? 1 : -1];
 
 /* O[4 rows] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE static void attn_qwen3_8b_srescale_4x128__neon(float *restrict o, float32x4_t alpha)
+ATTN_NOINLINE static void attn_srescale_4x128_f32__neon(float *restrict o, float32x4_t alpha)
 {
     const float32x4_t s = alpha;
     int64_t c;
@@ -8964,7 +8964,7 @@ static ATTN_INLINE float32x4_t attn_qwen3_8b_supd_4x1__neon(float32x4_t s, float
         lv = vmulq_f32(lv, alpha);
         mv = mn;
         vst1q_f32(m, mv);
-        attn_qwen3_8b_srescale_4x128__neon(o, alpha);
+        attn_srescale_4x128_f32__neon(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = vmulq_f32(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -9010,7 +9010,7 @@ static ATTN_INLINE float32x4_t attn_qwen3_8b_sqk_4x1_f32__neon(const float *rest
 }
 
 /* O[4 rows] += p_r V: one V row. */
-static ATTN_INLINE void attn_qwen3_8b_spv_4x128_f32__neon(float32x4_t p, const float *restrict v0, float *restrict o)
+static ATTN_INLINE void attn_spv_4x128_f32__neon(float32x4_t p, const float *restrict v0, float *restrict o)
 {
     const float32x4_t s0 = p;
     const float32x4_t p0_0 = vdupq_laneq_f32(s0, 0);
@@ -9046,7 +9046,7 @@ static inline float32x4_t attn_qwen3_8b_sterms_4x1__neon(const attn_args *args, 
  * of their own: inside the decode unit gcc kept them on the stack, a reload for
  * every few FMAs.
  * pr: NULL, or 16 rows of the next block to prefetch into L2, 8 lines a row. */
-ATTN_NOINLINE static void attn_qwen3_8b_lanes_8x1_f32__neon(const float *restrict k0, int64_t ks,
+ATTN_NOINLINE static void attn_lanes_8x1_d128_f32_p8_pf__neon(const float *restrict k0, int64_t ks,
         const float *restrict qt, float *restrict s, int64_t rp, const float *const *pr)
 {
     const float *restrict k1 = k0 + 1 * ks;
@@ -9059,9 +9059,9 @@ ATTN_NOINLINE static void attn_qwen3_8b_lanes_8x1_f32__neon(const float *restric
     float32x4_t a0 = vdupq_n_f32(0.0f), a1 = vdupq_n_f32(0.0f), a2 = vdupq_n_f32(0.0f), a3 = vdupq_n_f32(0.0f), a4 = vdupq_n_f32(0.0f), a5 = vdupq_n_f32(0.0f), a6 = vdupq_n_f32(0.0f), a7 = vdupq_n_f32(0.0f);
     int64_t d;
     if (pr) /* one line of them an iteration, 8 lines a row */
-        for (d = 0; d < D; d++) {
+        for (d = 0; d < 128; d++) {
             const float32x4_t q = vld1q_f32(qt + d * 8);
-            attn_qwen3_8b_prefetch_line_l2(pr[d / 8] + d % 8 * 16);
+            attn_prefetch_line_l2(pr[d / 8] + d % 8 * 16);
             a0 = vfmaq_f32(a0, vdupq_n_f32(k0[d]), q);
             a1 = vfmaq_f32(a1, vdupq_n_f32(k1[d]), q);
             a2 = vfmaq_f32(a2, vdupq_n_f32(k2[d]), q);
@@ -9072,7 +9072,7 @@ ATTN_NOINLINE static void attn_qwen3_8b_lanes_8x1_f32__neon(const float *restric
             a7 = vfmaq_f32(a7, vdupq_n_f32(k7[d]), q);
         }
     else
-        for (d = 0; d < D; d++) {
+        for (d = 0; d < 128; d++) {
             const float32x4_t q = vld1q_f32(qt + d * 8);
             a0 = vfmaq_f32(a0, vdupq_n_f32(k0[d]), q);
             a1 = vfmaq_f32(a1, vdupq_n_f32(k1[d]), q);
@@ -9099,7 +9099,7 @@ ATTN_NOINLINE static void attn_qwen3_8b_lanes_8x1_f32__neon(const float *restric
  * Each FMA takes a pair of K values broadcast to every pair of lanes, so no
  * lane is padding and only the end sums lane pairs.  Out of line, as above.
  * pr: NULL, or 8 rows of the next block to prefetch into L2, 8 lines a row. */
-ATTN_NOINLINE static void attn_qwen3_8b_dpairs_8x1__neon(const float *restrict k0, int64_t ks,
+ATTN_NOINLINE static void attn_dpairs_8x1_d128_f32_pf__neon(const float *restrict k0, int64_t ks,
         const float *restrict qp, float *restrict s, int64_t rp, const float *const *pr)
 {
     const float *restrict k1 = k0 + 1 * ks;
@@ -9112,9 +9112,9 @@ ATTN_NOINLINE static void attn_qwen3_8b_dpairs_8x1__neon(const float *restrict k
     float32x4_t a0 = vdupq_n_f32(0.0f), a1 = vdupq_n_f32(0.0f), a2 = vdupq_n_f32(0.0f), a3 = vdupq_n_f32(0.0f), a4 = vdupq_n_f32(0.0f), a5 = vdupq_n_f32(0.0f), a6 = vdupq_n_f32(0.0f), a7 = vdupq_n_f32(0.0f);
     int64_t d;
     if (pr) /* one line of them an iteration, 8 lines a row */
-        for (d = 0; d < D; d += 2) {
+        for (d = 0; d < 128; d += 2) {
             const float32x4_t q = vld1q_f32(qp + d * 2);
-            attn_qwen3_8b_prefetch_line_l2(pr[d / 16] + d / 2 % 8 * 16);
+            attn_prefetch_line_l2(pr[d / 16] + d / 2 % 8 * 16);
             a0 = vfmaq_f32(a0, vcombine_f32(vld1_f32(k0 + d), vld1_f32(k0 + d)), q);
             a1 = vfmaq_f32(a1, vcombine_f32(vld1_f32(k1 + d), vld1_f32(k1 + d)), q);
             a2 = vfmaq_f32(a2, vcombine_f32(vld1_f32(k2 + d), vld1_f32(k2 + d)), q);
@@ -9125,7 +9125,7 @@ ATTN_NOINLINE static void attn_qwen3_8b_dpairs_8x1__neon(const float *restrict k
             a7 = vfmaq_f32(a7, vcombine_f32(vld1_f32(k7 + d), vld1_f32(k7 + d)), q);
         }
     else
-        for (d = 0; d < D; d += 2) {
+        for (d = 0; d < 128; d += 2) {
             const float32x4_t q = vld1q_f32(qp + d * 2);
             a0 = vfmaq_f32(a0, vcombine_f32(vld1_f32(k0 + d), vld1_f32(k0 + d)), q);
             a1 = vfmaq_f32(a1, vcombine_f32(vld1_f32(k1 + d), vld1_f32(k1 + d)), q);
@@ -9207,7 +9207,7 @@ static ATTN_ALWAYS_INLINE void attn_qwen3_8b_dscores__neon(const attn_qwen3_8b_k
                     const float *pr[LINE_FLOATS]; /* the next block's rows this call prefetches */
                     const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
                     if (inside) pl = attn_qwen3_8b_next_rows(&kv, jn, pn, pl, pr, LINE_FLOATS, w->s);
-                    attn_qwen3_8b_lanes_8x1_f32__neon(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
+                    attn_lanes_8x1_d128_f32_p8_pf__neon(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
                     attn_qwen3_8b_key_starts(&kv, &ks, ks_end, kper);
                     c += SCORE_KEYS;
                 } else { /* one key */
@@ -9237,7 +9237,7 @@ static ATTN_ALWAYS_INLINE void attn_qwen3_8b_dscores__neon(const attn_qwen3_8b_k
                     const float *pr[LINE_FLOATS / 2]; /* the next block's rows this call prefetches */
                     const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
                     if (inside) pl = attn_qwen3_8b_next_rows(&kv, jn, pn, pl, pr, LINE_FLOATS / 2, w->s);
-                    attn_qwen3_8b_dpairs_8x1__neon(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
+                    attn_dpairs_8x1_d128_f32_pf__neon(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
                     attn_qwen3_8b_key_starts(&kv, &ks, ks_end, kper);
                     c += SCORE_KEYS;
                 } else { /* one key */
@@ -9261,7 +9261,7 @@ static ATTN_ALWAYS_INLINE void attn_qwen3_8b_dscores__neon(const attn_qwen3_8b_k
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_qwen3_8b_dot_4x2_f32__neon(w->q + hk * glp * Q_STRIDE, glp, attn_qwen3_8b_k_row(&kv, hk, j0 + c),
+                attn_dot_4x2_d128_f32__neon(w->q + hk * glp * Q_STRIDE, glp, attn_qwen3_8b_k_row(&kv, hk, j0 + c),
                         attn_qwen3_8b_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                     const float *row = attn_qwen3_8b_next_row(&kv, jn, pl);
@@ -9280,7 +9280,7 @@ static ATTN_ALWAYS_INLINE void attn_qwen3_8b_dscores__neon(const attn_qwen3_8b_k
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
                 for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_qwen3_8b_qk_8x8_f32__neon(attn_qwen3_8b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_8x8_d128_f32__neon(attn_qwen3_8b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                         const float *row = attn_qwen3_8b_next_row(&kv, jn, pl);
                         const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -9291,7 +9291,7 @@ static ATTN_ALWAYS_INLINE void attn_qwen3_8b_dscores__neon(const attn_qwen3_8b_k
                     }
                 }
                 for (; c < kb; c++)
-                    attn_qwen3_8b_qk_1x8_f32__neon(attn_qwen3_8b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_1x8_d128_f32__neon(attn_qwen3_8b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                 for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                     const float *row = attn_qwen3_8b_next_row(&kv, jn, pl);
                     const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -9343,27 +9343,27 @@ static ATTN_ALWAYS_INLINE void attn_qwen3_8b_dpv__neon(const attn_qwen3_8b_kv kv
             const int64_t left = hk * glp + gl - r;
             const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
             if (take >= 6) {
-                attn_qwen3_8b_pv_6x128_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_6x128_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 6;
             } else
             if (take >= 5) {
-                attn_qwen3_8b_pv_5x128_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_5x128_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 5;
             } else
             if (take >= 4) {
-                attn_qwen3_8b_pv_4x128_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_4x128_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 4;
             } else
             if (take >= 3) {
-                attn_qwen3_8b_pv_3x128_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_3x128_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 3;
             } else
             if (take >= 2) {
-                attn_qwen3_8b_pv_2x128_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_2x128_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 2;
             } else
             {
-                attn_qwen3_8b_pv_1x128_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_1x128_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 1;
             }
             for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -9546,7 +9546,7 @@ static void attn_qwen3_8b_sunit_4x1__neon(const attn_args *args, int64_t b, int6
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
                     p = attn_qwen3_8b_sqk_4x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_qwen3_8b_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_qwen3_8b_spv_4x128_f32__neon(p, attn_qwen3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_4x128_f32__neon(p, attn_qwen3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_qwen3_8b_prefetch_row_l2(attn_qwen3_8b_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_qwen3_8b_prefetch_row_l2(attn_qwen3_8b_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -9562,7 +9562,7 @@ static void attn_qwen3_8b_sunit_4x1__neon(const attn_args *args, int64_t b, int6
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_qwen3_8b_sqk_4x1_f32__neon(w->sq + (hn) * HEAD_Q, attn_qwen3_8b_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
-                    attn_qwen3_8b_spv_4x128_f32__neon(p, attn_qwen3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_4x128_f32__neon(p, attn_qwen3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_qwen3_8b_prefetch_row_l2(attn_qwen3_8b_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_qwen3_8b_prefetch_row_l2(attn_qwen3_8b_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -9575,7 +9575,7 @@ static void attn_qwen3_8b_sunit_4x1__neon(const attn_args *args, int64_t b, int6
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_qwen3_8b_sqk_4x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_qwen3_8b_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_qwen3_8b_spv_4x128_f32__neon(p, attn_qwen3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_4x128_f32__neon(p, attn_qwen3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_qwen3_8b_prefetch_row_l2(attn_qwen3_8b_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_qwen3_8b_prefetch_row_l2(attn_qwen3_8b_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -9594,7 +9594,7 @@ static void attn_qwen3_8b_sunit_4x1__neon(const attn_args *args, int64_t b, int6
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_qwen3_8b_sterms_4x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_qwen3_8b_spv_4x128_f32__neon(attn_qwen3_8b_sqk_4x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_qwen3_8b_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x128_f32__neon(attn_qwen3_8b_sqk_4x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_qwen3_8b_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_qwen3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_qwen3_8b_prefetch_row_l2(attn_qwen3_8b_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -9606,7 +9606,7 @@ static void attn_qwen3_8b_sunit_4x1__neon(const attn_args *args, int64_t b, int6
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_qwen3_8b_sterms_4x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_qwen3_8b_spv_4x128_f32__neon(attn_qwen3_8b_sqk_4x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_qwen3_8b_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x128_f32__neon(attn_qwen3_8b_sqk_4x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_qwen3_8b_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_qwen3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_qwen3_8b_prefetch_row_l2(attn_qwen3_8b_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -9815,19 +9815,19 @@ static ATTN_INLINE void attn_qwen3_8b_uscores__neon(const float *kt, int64_t k0,
                     while (!attn_qwen3_8b_sees(w->first + r, w->last + r, 8, u1 - 4, u1)) u1 -= 4;
                 }
                 if (u1 - u0 == PREFILL_NC)
-                    attn_qwen3_8b_qk_8x8_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                    attn_qk_8x8_d128_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
                 else
                     for (u = u0; u < u1; u += 4)
-                        attn_qwen3_8b_qk_8x4_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
+                        attn_qk_8x4_d128_f32_p8__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
             }
         if (r + 4 <= tq) { /* half a block of the last rows, then one at a time */
             if (cls == TILE_FULL || attn_qwen3_8b_sees(w->first + r, w->last + r, 4, c, c + PREFILL_NC))
-                attn_qwen3_8b_qk_4x8_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_4x8_d128_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
             r += 4;
         }
         for (; r < tq; r++)
             if (cls == TILE_FULL || attn_qwen3_8b_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
-                attn_qwen3_8b_qk_1x8_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_1x8_d128_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
     }
 }
 
@@ -9891,22 +9891,22 @@ static ATTN_INLINE void attn_qwen3_8b_upv__neon(const attn_args *args, const flo
         }
         switch (rows) {
         case 6:
-            attn_qwen3_8b_pv_6x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_6x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 5:
-            attn_qwen3_8b_pv_5x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_5x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 4:
-            attn_qwen3_8b_pv_4x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_4x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 3:
-            attn_qwen3_8b_pv_3x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_3x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 2:
-            attn_qwen3_8b_pv_2x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_2x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         default:
-            attn_qwen3_8b_pv_1x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_1x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         }
         if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
@@ -10118,7 +10118,7 @@ attn_status attn_qwen3_8b_fwd__neon(const attn_args *args)
 
 /* C[4][2] = A[4][128] B[128][2]: a: 4 rows of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  2048 FLOPs, 11 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qwen3_8b_qk_4x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qk_4x2_d128_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -10241,7 +10241,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qwen3_8b_qk_4x2_f32__scalar(const
 
 /* C[1][2] = A[1][128] B[128][2]: a: 1 row of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  512 FLOPs, 5 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qwen3_8b_qk_1x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qk_1x2_d128_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -10304,7 +10304,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qwen3_8b_qk_1x2_f32__scalar(const
 
 /* C[4][1] = A[4][128] B[128][1]: a: 4 rows of A (as elements apart), b: a packed
  * panel (2 floats per d, the 1 from b), c: rows cs floats apart.  1024 FLOPs, 6 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qwen3_8b_qk_4x1_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qk_4x1_d128_f32_p2__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f;
@@ -10416,7 +10416,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qwen3_8b_qk_4x1_f32__scalar(const
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 64 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 13 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qwen3_8b_pv_4x128_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_pv_4x128_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -10488,7 +10488,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qwen3_8b_pv_4x128_f32__scalar(con
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 64 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 4 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qwen3_8b_pv_1x128_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_pv_1x128_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -10916,7 +10916,7 @@ ATTN_NO_AUTOVEC static void attn_qwen3_8b_kvpack_f32__scalar(const attn_qwen3_8b
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (128 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-ATTN_NO_AUTOVEC static void attn_qwen3_8b_dot_4x2_f32__scalar(const float *restrict q, int64_t R, const float *restrict k0,
+ATTN_NO_AUTOVEC static void attn_dot_4x2_d128_f32__scalar(const float *restrict q, int64_t R, const float *restrict k0,
         const float *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -11013,7 +11013,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_qwen3_8b_dscores__scalar(con
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_qwen3_8b_dot_4x2_f32__scalar(w->q + hk * glp * Q_STRIDE, glp, attn_qwen3_8b_k_row(&kv, hk, j0 + c),
+                attn_dot_4x2_d128_f32__scalar(w->q + hk * glp * Q_STRIDE, glp, attn_qwen3_8b_k_row(&kv, hk, j0 + c),
                         attn_qwen3_8b_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                     const float *row = attn_qwen3_8b_next_row(&kv, jn, pl);
@@ -11032,7 +11032,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_qwen3_8b_dscores__scalar(con
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
                 for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_qwen3_8b_qk_4x2_f32__scalar(attn_qwen3_8b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_4x2_d128_f32__scalar(attn_qwen3_8b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                         const float *row = attn_qwen3_8b_next_row(&kv, jn, pl);
                         const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -11043,7 +11043,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_qwen3_8b_dscores__scalar(con
                     }
                 }
                 for (; c < kb; c++)
-                    attn_qwen3_8b_qk_1x2_f32__scalar(attn_qwen3_8b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_1x2_d128_f32__scalar(attn_qwen3_8b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                 for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                     const float *row = attn_qwen3_8b_next_row(&kv, jn, pl);
                     const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -11087,11 +11087,11 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_qwen3_8b_dpv__scalar(const a
         for (r = hk * glp; r < hk * glp + gl;) {
             const int64_t take = hk * glp + gl - r; /* the widest kernel that fits the rows left */
             if (take >= 4) {
-                attn_qwen3_8b_pv_4x128_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_4x128_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 4;
             } else
             {
-                attn_qwen3_8b_pv_1x128_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_1x128_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 1;
             }
             for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -11391,14 +11391,14 @@ ATTN_NO_AUTOVEC static ATTN_INLINE void attn_qwen3_8b_uscores__scalar(const floa
                     while (!attn_qwen3_8b_sees(w->first + r, w->last + r, 4, u1 - 1, u1)) u1 -= 1;
                 }
                 if (u1 - u0 == PREFILL_NC)
-                    attn_qwen3_8b_qk_4x2_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                    attn_qk_4x2_d128_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
                 else
                     for (u = u0; u < u1; u += 1)
-                        attn_qwen3_8b_qk_4x1_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
+                        attn_qk_4x1_d128_f32_p2__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
             }
         for (; r < tq; r++)
             if (cls == TILE_FULL || attn_qwen3_8b_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
-                attn_qwen3_8b_qk_1x2_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_1x2_d128_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
     }
 }
 
@@ -11462,10 +11462,10 @@ ATTN_NO_AUTOVEC static ATTN_INLINE void attn_qwen3_8b_upv__scalar(const attn_arg
         }
         switch (rows) {
         case 4:
-            attn_qwen3_8b_pv_4x128_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_4x128_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         default:
-            attn_qwen3_8b_pv_1x128_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_1x128_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         }
         if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */

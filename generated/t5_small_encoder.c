@@ -787,7 +787,7 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_exp2_q4__avx512
 
 /* C[8][32] = A[8][64] B[64][32]: a: 8 rows of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  32768 FLOPs, 19 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_qk_8x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_8x32_d64_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -990,7 +990,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_t5_small_e
 
 /* C[4][32] = A[4][64] B[64][32]: a: 4 rows of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  16384 FLOPs, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_qk_4x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_4x32_d64_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -1113,7 +1113,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_t5_small_e
 
 /* C[1][32] = A[1][64] B[64][32]: a: 1 row of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  4096 FLOPs, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_qk_1x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_1x32_d64_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -1176,7 +1176,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_t5_small_e
 
 /* C[8][16] = A[8][64] B[64][16]: a: 8 rows of A (as elements apart), b: a packed
  * panel (32 floats per d, the 16 from b), c: rows cs floats apart.  16384 FLOPs, 10 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_qk_8x16_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_8x16_d64_f32_p32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps();
@@ -1364,7 +1364,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_t5_small_e
 /* O[8][64] = alpha * O + P[8][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 2 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 1024 FLOPs per key, 19 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_pv_8x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_8x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     { /* columns 0..31 */
@@ -1500,7 +1500,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_t5_small_e
 /* O[7][64] = alpha * O + P[7][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 2 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 896 FLOPs per key, 17 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_pv_7x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_7x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     { /* columns 0..31 */
@@ -1622,7 +1622,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_t5_small_e
 /* O[6][64] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 768 FLOPs per key, 31 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_pv_6x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_6x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1694,7 +1694,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_t5_small_e
 /* O[5][64] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 640 FLOPs per key, 26 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_pv_5x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_5x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1759,7 +1759,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_t5_small_e
 /* O[4][64] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 512 FLOPs per key, 21 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_pv_4x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_4x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1817,7 +1817,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_t5_small_e
 /* O[3][64] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 384 FLOPs per key, 16 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_pv_3x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_3x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1868,7 +1868,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_t5_small_e
 /* O[2][64] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 256 FLOPs per key, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_pv_2x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_2x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1912,7 +1912,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_t5_small_e
 /* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 128 FLOPs per key, 6 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_pv_1x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_1x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -2080,7 +2080,7 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_kvpack_
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (64 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-__attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_dot_4x2_f32__avx512(const float *restrict q, int64_t R, const float *restrict k0,
+__attribute__((target("avx512f,fma"))) static void attn_dot_4x2_d64_f32__avx512(const float *restrict q, int64_t R, const float *restrict k0,
         const float *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -2172,7 +2172,7 @@ typedef struct {
 typedef char attn_t5_small_encoder_dscratch_fits__avx512[sizeof(attn_t5_small_encoder_dscratch__avx512) <= DECODE_SCRATCH ? 1 : -1];
 
 /* O[1 row] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_srescale_1x64__avx512(float *restrict o, __m128 alpha)
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_srescale_1x64_f32__avx512(float *restrict o, __m128 alpha)
 {
     const __m512 s = _mm512_broadcast_f32x4(alpha);
     int64_t c;
@@ -2199,7 +2199,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_t5_small_e
         lv = _mm_mul_ps(lv, alpha);
         mv = mn;
         _mm_storeu_ps(m, mv);
-        attn_t5_small_encoder_srescale_1x64__avx512(o, alpha);
+        attn_srescale_1x64_f32__avx512(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = _mm_mul_ps(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -2250,7 +2250,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_t5_small_e
 }
 
 /* O[1 row] += p_r V: one V row. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_t5_small_encoder_spv_1x64_f32__avx512(__m128 p, const float *restrict v0, float *restrict o)
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_spv_1x64_f32__avx512(__m128 p, const float *restrict v0, float *restrict o)
 {
     const __m512 s0 = _mm512_broadcast_f32x4(p);
     const __m512 p0_0 = _mm512_permute_ps(s0, 0x00);
@@ -2284,7 +2284,7 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_t5_small_encode
 }
 
 /* O[2 rows] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_srescale_2x64__avx512(float *restrict o, __m128 alpha)
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_srescale_2x64_f32__avx512(float *restrict o, __m128 alpha)
 {
     const __m512 s = _mm512_broadcast_f32x4(alpha);
     int64_t c;
@@ -2313,7 +2313,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_t5_small_e
         lv = _mm_mul_ps(lv, alpha);
         mv = mn;
         _mm_storeu_ps(m, mv);
-        attn_t5_small_encoder_srescale_2x64__avx512(o, alpha);
+        attn_srescale_2x64_f32__avx512(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = _mm_mul_ps(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -2381,7 +2381,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_t5_small_e
 }
 
 /* O[2 rows] += p_r V: one V row. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_t5_small_encoder_spv_2x64_f32__avx512(__m128 p, const float *restrict v0, float *restrict o)
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_spv_2x64_f32__avx512(__m128 p, const float *restrict v0, float *restrict o)
 {
     const __m512 s0 = _mm512_broadcast_f32x4(p);
     const __m512 p0_0 = _mm512_permute_ps(s0, 0x00);
@@ -2422,7 +2422,7 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_t5_small_encode
 }
 
 /* O[3 rows] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_srescale_3x64__avx512(float *restrict o, __m128 alpha)
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_srescale_3x64_f32__avx512(float *restrict o, __m128 alpha)
 {
     const __m512 s = _mm512_broadcast_f32x4(alpha);
     int64_t c;
@@ -2453,7 +2453,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_t5_small_e
         lv = _mm_mul_ps(lv, alpha);
         mv = mn;
         _mm_storeu_ps(m, mv);
-        attn_t5_small_encoder_srescale_3x64__avx512(o, alpha);
+        attn_srescale_3x64_f32__avx512(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = _mm_mul_ps(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -2538,7 +2538,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_t5_small_e
 }
 
 /* O[3 rows] += p_r V: one V row. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_t5_small_encoder_spv_3x64_f32__avx512(__m128 p, const float *restrict v0, float *restrict o)
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_spv_3x64_f32__avx512(__m128 p, const float *restrict v0, float *restrict o)
 {
     const __m512 s0 = _mm512_broadcast_f32x4(p);
     const __m512 p0_0 = _mm512_permute_ps(s0, 0x00);
@@ -2586,7 +2586,7 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_t5_small_encode
 }
 
 /* O[4 rows] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_srescale_4x64__avx512(float *restrict o, __m128 alpha)
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_srescale_4x64_f32__avx512(float *restrict o, __m128 alpha)
 {
     const __m512 s = _mm512_broadcast_f32x4(alpha);
     int64_t c;
@@ -2619,7 +2619,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_t5_small_e
         lv = _mm_mul_ps(lv, alpha);
         mv = mn;
         _mm_storeu_ps(m, mv);
-        attn_t5_small_encoder_srescale_4x64__avx512(o, alpha);
+        attn_srescale_4x64_f32__avx512(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = _mm_mul_ps(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -2721,7 +2721,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_t5_small_e
 }
 
 /* O[4 rows] += p_r V: one V row. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_t5_small_encoder_spv_4x64_f32__avx512(__m128 p, const float *restrict v0, float *restrict o)
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_spv_4x64_f32__avx512(__m128 p, const float *restrict v0, float *restrict o)
 {
     const __m512 s0 = _mm512_broadcast_f32x4(p);
     const __m512 p0_0 = _mm512_permute_ps(s0, 0x00);
@@ -2780,7 +2780,7 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_t5_small_encode
  * row r, K rows ks elements apart from k0, Q packed as qp[(d / 2) * 16 + 2r + d % 2].
  * Each FMA takes a pair of K values broadcast to every pair of lanes, so no
  * lane is padding and only the end sums lane pairs.  Out of line, as above. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_dpairs_8x1__avx512(const float *restrict k0, int64_t ks,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_dpairs_8x1_d64_f32__avx512(const float *restrict k0, int64_t ks,
         const float *restrict qp, float *restrict s, int64_t rp)
 {
     const float *restrict k1 = k0 + 1 * ks;
@@ -2792,7 +2792,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_t5_small_e
     const float *restrict k7 = k0 + 7 * ks;
     __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps(), a4 = _mm512_setzero_ps(), a5 = _mm512_setzero_ps(), a6 = _mm512_setzero_ps(), a7 = _mm512_setzero_ps();
     int64_t d;
-    for (d = 0; d < D; d += 2) {
+    for (d = 0; d < 64; d += 2) {
         const __m512 q = _mm512_loadu_ps(qp + d * 8);
         a0 = _mm512_fmadd_ps(attn_set2__avx512(k0 + d), q, a0);
         a1 = _mm512_fmadd_ps(attn_set2__avx512(k1 + d), q, a1);
@@ -2815,7 +2815,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_t5_small_e
  * = K row i . Q row r.  Each pair of K values, broadcast once, feeds two FMAs,
  * where the rows along the lanes (one K value broadcast for each FMA) were
  * bound by the loads (docs/decode.md).  Out of line, as above. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_dpairs_8x2__avx512(const float *restrict k0, int64_t ks,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_dpairs_8x2_d64_f32__avx512(const float *restrict k0, int64_t ks,
         const float *restrict qp, float *restrict s, int64_t rp)
 {
     const float *restrict k1 = k0 + 1 * ks;
@@ -2827,7 +2827,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_t5_small_e
     const float *restrict k7 = k0 + 7 * ks;
     __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps(), a4 = _mm512_setzero_ps(), a5 = _mm512_setzero_ps(), a6 = _mm512_setzero_ps(), a7 = _mm512_setzero_ps(), a8 = _mm512_setzero_ps(), a9 = _mm512_setzero_ps(), a10 = _mm512_setzero_ps(), a11 = _mm512_setzero_ps(), a12 = _mm512_setzero_ps(), a13 = _mm512_setzero_ps(), a14 = _mm512_setzero_ps(), a15 = _mm512_setzero_ps();
     int64_t d;
-    for (d = 0; d < D; d += 2) {
+    for (d = 0; d < 64; d += 2) {
         const __m512 q0 = _mm512_loadu_ps(qp + d * 16 + 0), q1 = _mm512_loadu_ps(qp + d * 16 + 16);
         {
             const __m512 kb = attn_set2__avx512(k0 + d);
@@ -2878,7 +2878,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_t5_small_e
  * (AMD Zen 4), the narrower vectors cost these rows no FMA throughput, and
  * Llama-3-8B at Lq 1 read its cache faster so than by dot products, on Zen 4
  * and on Zen 5 (docs/decode.md). */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_hpairs_8x1__avx512(const float *restrict k0, int64_t ks,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_hpairs_8x1_d64_f32__avx512(const float *restrict k0, int64_t ks,
         const float *restrict qp, float *restrict s, int64_t rp)
 {
     const float *restrict k1 = k0 + 1 * ks;
@@ -2890,7 +2890,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_t5_small_e
     const float *restrict k7 = k0 + 7 * ks;
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps(), a4 = _mm256_setzero_ps(), a5 = _mm256_setzero_ps(), a6 = _mm256_setzero_ps(), a7 = _mm256_setzero_ps();
     int64_t d;
-    for (d = 0; d < D; d += 2) {
+    for (d = 0; d < 64; d += 2) {
         const __m256 q = _mm256_loadu_ps(qp + d * 4);
         a0 = _mm256_fmadd_ps(attn_set2_half__avx512(k0 + d), q, a0);
         a1 = _mm256_fmadd_ps(attn_set2_half__avx512(k1 + d), q, a1);
@@ -2964,7 +2964,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_t5_sm
                 const float *k0 = attn_t5_small_encoder_k_row(&kv, hk, j0 + c);
                 int64_t d;
                 if (c + SCORE_KEYS <= kb) { /* 8 keys */
-                    attn_t5_small_encoder_dpairs_8x2__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
+                    attn_dpairs_8x2_d64_f32__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
                     c += SCORE_KEYS;
                 } else { /* one key */
                     __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
@@ -2990,7 +2990,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_t5_sm
                 const float *k0 = attn_t5_small_encoder_k_row(&kv, hk, j0 + c);
                 int64_t d;
                 if (c + SCORE_KEYS <= kb) { /* 8 keys */
-                    attn_t5_small_encoder_hpairs_8x1__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
+                    attn_hpairs_8x1_d64_f32__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
                     c += SCORE_KEYS;
                 } else { /* one key */
                     __m256 a0 = _mm256_setzero_ps();
@@ -3016,7 +3016,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_t5_sm
                 const float *k0 = attn_t5_small_encoder_k_row(&kv, hk, j0 + c);
                 int64_t d;
                 if (c + SCORE_KEYS <= kb) { /* 8 keys */
-                    attn_t5_small_encoder_dpairs_8x1__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
+                    attn_dpairs_8x1_d64_f32__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
                     c += SCORE_KEYS;
                 } else { /* one key */
                     __m512 a0 = _mm512_setzero_ps();
@@ -3039,7 +3039,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_t5_sm
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_t5_small_encoder_dot_4x2_f32__avx512(w->q + hk * glp * Q_STRIDE, glp, attn_t5_small_encoder_k_row(&kv, hk, j0 + c),
+                attn_dot_4x2_d64_f32__avx512(w->q + hk * glp * Q_STRIDE, glp, attn_t5_small_encoder_k_row(&kv, hk, j0 + c),
                         attn_t5_small_encoder_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                     const float *row = attn_t5_small_encoder_next_row(&kv, jn, pl);
@@ -3058,7 +3058,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_t5_sm
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
                 for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_t5_small_encoder_qk_8x32_f32__avx512(attn_t5_small_encoder_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_8x32_d64_f32__avx512(attn_t5_small_encoder_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                         const float *row = attn_t5_small_encoder_next_row(&kv, jn, pl);
                         const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -3069,7 +3069,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_t5_sm
                     }
                 }
                 for (; c < kb; c++)
-                    attn_t5_small_encoder_qk_1x32_f32__avx512(attn_t5_small_encoder_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_1x32_d64_f32__avx512(attn_t5_small_encoder_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                 for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                     const float *row = attn_t5_small_encoder_next_row(&kv, jn, pl);
                     const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -3126,35 +3126,35 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_t5_sm
             const int64_t left = hk * glp + gl - r;
             const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
             if (take >= 8) {
-                attn_t5_small_encoder_pv_8x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_8x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 8;
             } else
             if (take >= 7) {
-                attn_t5_small_encoder_pv_7x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_7x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 7;
             } else
             if (take >= 6) {
-                attn_t5_small_encoder_pv_6x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_6x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 6;
             } else
             if (take >= 5) {
-                attn_t5_small_encoder_pv_5x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_5x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 5;
             } else
             if (take >= 4) {
-                attn_t5_small_encoder_pv_4x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_4x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 4;
             } else
             if (take >= 3) {
-                attn_t5_small_encoder_pv_3x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_3x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 3;
             } else
             if (take >= 2) {
-                attn_t5_small_encoder_pv_2x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_2x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 2;
             } else
             {
-                attn_t5_small_encoder_pv_1x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_1x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 1;
             }
             for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -3336,7 +3336,7 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_1
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_1x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_t5_small_encoder_spv_1x64_f32__avx512(attn_t5_small_encoder_sqk_1x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_1x64_f32__avx512(attn_t5_small_encoder_sqk_1x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -3348,7 +3348,7 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_1
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_1x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_t5_small_encoder_spv_1x64_f32__avx512(attn_t5_small_encoder_sqk_1x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_1x64_f32__avx512(attn_t5_small_encoder_sqk_1x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -3414,7 +3414,7 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_2
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_2x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_t5_small_encoder_spv_2x64_f32__avx512(attn_t5_small_encoder_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x64_f32__avx512(attn_t5_small_encoder_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -3426,7 +3426,7 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_2
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_2x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_t5_small_encoder_spv_2x64_f32__avx512(attn_t5_small_encoder_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x64_f32__avx512(attn_t5_small_encoder_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -3492,7 +3492,7 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_3
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_3x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_t5_small_encoder_spv_3x64_f32__avx512(attn_t5_small_encoder_sqk_3x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_3x64_f32__avx512(attn_t5_small_encoder_sqk_3x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -3504,7 +3504,7 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_3
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_3x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_t5_small_encoder_spv_3x64_f32__avx512(attn_t5_small_encoder_sqk_3x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_3x64_f32__avx512(attn_t5_small_encoder_sqk_3x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -3570,7 +3570,7 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_4
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_4x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_t5_small_encoder_spv_4x64_f32__avx512(attn_t5_small_encoder_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x64_f32__avx512(attn_t5_small_encoder_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -3582,7 +3582,7 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_4
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_4x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_t5_small_encoder_spv_4x64_f32__avx512(attn_t5_small_encoder_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x64_f32__avx512(attn_t5_small_encoder_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -3800,19 +3800,19 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_t5_small_enc
                     while (!attn_t5_small_encoder_sees(w->first + r, w->last + r, 8, u1 - 16, u1)) u1 -= 16;
                 }
                 if (u1 - u0 == PREFILL_NC)
-                    attn_t5_small_encoder_qk_8x32_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                    attn_qk_8x32_d64_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
                 else
                     for (u = u0; u < u1; u += 16)
-                        attn_t5_small_encoder_qk_8x16_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
+                        attn_qk_8x16_d64_f32_p32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
             }
         if (r + 4 <= tq) { /* half a block of the last rows, then one at a time */
             if (cls == TILE_FULL || attn_t5_small_encoder_sees(w->first + r, w->last + r, 4, c, c + PREFILL_NC))
-                attn_t5_small_encoder_qk_4x32_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_4x32_d64_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
             r += 4;
         }
         for (; r < tq; r++)
             if (cls == TILE_FULL || attn_t5_small_encoder_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
-                attn_t5_small_encoder_qk_1x32_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_1x32_d64_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
     }
 }
 
@@ -3883,22 +3883,22 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_t5_small_enc
         }
         switch (rows) {
         case 6:
-            attn_t5_small_encoder_pv_6x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_6x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 5:
-            attn_t5_small_encoder_pv_5x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_5x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 4:
-            attn_t5_small_encoder_pv_4x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_4x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 3:
-            attn_t5_small_encoder_pv_3x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_3x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 2:
-            attn_t5_small_encoder_pv_2x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_2x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         default:
-            attn_t5_small_encoder_pv_1x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_1x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         }
         if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
@@ -4196,7 +4196,7 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m128 attn_exp2_q4__avx2
 
 /* C[4][16] = A[4][64] B[64][16]: a: 4 rows of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  8192 FLOPs, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_qk_4x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_4x16_d64_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -4319,7 +4319,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small
 
 /* C[2][16] = A[2][64] B[64][16]: a: 2 rows of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  4096 FLOPs, 7 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_qk_2x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_2x16_d64_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -4402,7 +4402,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small
 
 /* C[1][16] = A[1][64] B[64][16]: a: 1 row of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  2048 FLOPs, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_qk_1x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_1x16_d64_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -4465,7 +4465,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small
 
 /* C[4][8] = A[4][64] B[64][8]: a: 4 rows of A (as elements apart), b: a packed
  * panel (16 floats per d, the 8 from b), c: rows cs floats apart.  4096 FLOPs, 6 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_qk_4x8_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_4x8_d64_f32_p16__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps();
@@ -4577,7 +4577,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small
 /* O[6][64] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 768 FLOPs per key, 15 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_pv_6x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_6x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -4791,7 +4791,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small
 /* O[5][64] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 640 FLOPs per key, 13 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_pv_5x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_5x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -4976,7 +4976,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small
 /* O[4][64] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 512 FLOPs per key, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_pv_4x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_4x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5132,7 +5132,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small
 /* O[3][64] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 384 FLOPs per key, 9 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_pv_3x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_3x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5259,7 +5259,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small
 /* O[2][64] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 256 FLOPs per key, 7 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_pv_2x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_2x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5357,7 +5357,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small
 /* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 128 FLOPs per key, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_pv_1x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_1x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5561,7 +5561,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_kvpac
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (64 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_dot_4x2_f32__avx2(const float *restrict q, int64_t R, const float *restrict k0,
+__attribute__((target("avx2,fma,f16c"))) static void attn_dot_4x2_d64_f32__avx2(const float *restrict q, int64_t R, const float *restrict k0,
         const float *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -5713,7 +5713,7 @@ typedef struct {
 typedef char attn_t5_small_encoder_dscratch_fits__avx2[sizeof(attn_t5_small_encoder_dscratch__avx2) <= DECODE_SCRATCH ? 1 : -1];
 
 /* O[1 row] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_srescale_1x64__avx2(float *restrict o, __m128 alpha)
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_srescale_1x64_f32__avx2(float *restrict o, __m128 alpha)
 {
     const __m256 s = _mm256_insertf128_ps(_mm256_castps128_ps256(alpha), alpha, 1);
     int64_t c;
@@ -5740,7 +5740,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_t5_small
         lv = _mm_mul_ps(lv, alpha);
         mv = mn;
         _mm_storeu_ps(m, mv);
-        attn_t5_small_encoder_srescale_1x64__avx2(o, alpha);
+        attn_srescale_1x64_f32__avx2(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = _mm_mul_ps(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -5819,7 +5819,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_t5_small
 }
 
 /* O[1 row] += p_r V: one V row. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_t5_small_encoder_spv_1x64_f32__avx2(__m128 p, const float *restrict v0, float *restrict o)
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_spv_1x64_f32__avx2(__m128 p, const float *restrict v0, float *restrict o)
 {
     const __m256 s0 = _mm256_insertf128_ps(_mm256_castps128_ps256(p), p, 1);
     const __m256 p0_0 = _mm256_permute_ps(s0, 0x00);
@@ -5869,7 +5869,7 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m128 attn_t5_small_enco
 }
 
 /* O[2 rows] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_srescale_2x64__avx2(float *restrict o, __m128 alpha)
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_srescale_2x64_f32__avx2(float *restrict o, __m128 alpha)
 {
     const __m256 s = _mm256_insertf128_ps(_mm256_castps128_ps256(alpha), alpha, 1);
     int64_t c;
@@ -5898,7 +5898,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_t5_small
         lv = _mm_mul_ps(lv, alpha);
         mv = mn;
         _mm_storeu_ps(m, mv);
-        attn_t5_small_encoder_srescale_2x64__avx2(o, alpha);
+        attn_srescale_2x64_f32__avx2(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = _mm_mul_ps(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -6010,7 +6010,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_t5_small
 }
 
 /* O[2 rows] += p_r V: one V row. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_t5_small_encoder_spv_2x64_f32__avx2(__m128 p, const float *restrict v0, float *restrict o)
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_spv_2x64_f32__avx2(__m128 p, const float *restrict v0, float *restrict o)
 {
     const __m256 s0 = _mm256_insertf128_ps(_mm256_castps128_ps256(p), p, 1);
     const __m256 p0_0 = _mm256_permute_ps(s0, 0x00);
@@ -6071,7 +6071,7 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m128 attn_t5_small_enco
 }
 
 /* O[3 rows] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_srescale_3x64__avx2(float *restrict o, __m128 alpha)
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_srescale_3x64_f32__avx2(float *restrict o, __m128 alpha)
 {
     const __m256 s = _mm256_insertf128_ps(_mm256_castps128_ps256(alpha), alpha, 1);
     int64_t c;
@@ -6102,7 +6102,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_t5_small
         lv = _mm_mul_ps(lv, alpha);
         mv = mn;
         _mm_storeu_ps(m, mv);
-        attn_t5_small_encoder_srescale_3x64__avx2(o, alpha);
+        attn_srescale_3x64_f32__avx2(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = _mm_mul_ps(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -6247,7 +6247,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_t5_small
 }
 
 /* O[3 rows] += p_r V: one V row. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_t5_small_encoder_spv_3x64_f32__avx2(__m128 p, const float *restrict v0, float *restrict o)
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_spv_3x64_f32__avx2(__m128 p, const float *restrict v0, float *restrict o)
 {
     const __m256 s0 = _mm256_insertf128_ps(_mm256_castps128_ps256(p), p, 1);
     const __m256 p0_0 = _mm256_permute_ps(s0, 0x00);
@@ -6319,7 +6319,7 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m128 attn_t5_small_enco
 }
 
 /* O[4 rows] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_srescale_4x64__avx2(float *restrict o, __m128 alpha)
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_srescale_4x64_f32__avx2(float *restrict o, __m128 alpha)
 {
     const __m256 s = _mm256_insertf128_ps(_mm256_castps128_ps256(alpha), alpha, 1);
     int64_t c;
@@ -6352,7 +6352,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_t5_small
         lv = _mm_mul_ps(lv, alpha);
         mv = mn;
         _mm_storeu_ps(m, mv);
-        attn_t5_small_encoder_srescale_4x64__avx2(o, alpha);
+        attn_srescale_4x64_f32__avx2(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = _mm_mul_ps(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -6530,7 +6530,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_t5_small
 }
 
 /* O[4 rows] += p_r V: one V row. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_t5_small_encoder_spv_4x64_f32__avx2(__m128 p, const float *restrict v0, float *restrict o)
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_spv_4x64_f32__avx2(__m128 p, const float *restrict v0, float *restrict o)
 {
     const __m256 s0 = _mm256_insertf128_ps(_mm256_castps128_ps256(p), p, 1);
     const __m256 p0_0 = _mm256_permute_ps(s0, 0x00);
@@ -6617,7 +6617,7 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m128 attn_t5_small_enco
  * rows 16 floats apart.  Out of line, so that its 8 row pointers have registers
  * of their own: inside the decode unit gcc kept them on the stack, a reload for
  * every few FMAs. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_lanes_8x1_f32__avx2(const float *restrict k0, int64_t ks,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_lanes_8x1_d64_f32_p16__avx2(const float *restrict k0, int64_t ks,
         const float *restrict qt, float *restrict s, int64_t rp)
 {
     const float *restrict k1 = k0 + 1 * ks;
@@ -6629,7 +6629,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small
     const float *restrict k7 = k0 + 7 * ks;
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps(), a4 = _mm256_setzero_ps(), a5 = _mm256_setzero_ps(), a6 = _mm256_setzero_ps(), a7 = _mm256_setzero_ps();
     int64_t d;
-    for (d = 0; d < D; d++) {
+    for (d = 0; d < 64; d++) {
         const __m256 q = _mm256_loadu_ps(qt + d * 16);
         a0 = _mm256_fmadd_ps(_mm256_set1_ps(k0[d]), q, a0);
         a1 = _mm256_fmadd_ps(_mm256_set1_ps(k1[d]), q, a1);
@@ -6655,7 +6655,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small
  * row r, K rows ks elements apart from k0, Q packed as qp[(d / 2) * 8 + 2r + d % 2].
  * Each FMA takes a pair of K values broadcast to every pair of lanes, so no
  * lane is padding and only the end sums lane pairs.  Out of line, as above. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_dpairs_8x1__avx2(const float *restrict k0, int64_t ks,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_dpairs_8x1_d64_f32__avx2(const float *restrict k0, int64_t ks,
         const float *restrict qp, float *restrict s, int64_t rp)
 {
     const float *restrict k1 = k0 + 1 * ks;
@@ -6667,7 +6667,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small
     const float *restrict k7 = k0 + 7 * ks;
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps(), a4 = _mm256_setzero_ps(), a5 = _mm256_setzero_ps(), a6 = _mm256_setzero_ps(), a7 = _mm256_setzero_ps();
     int64_t d;
-    for (d = 0; d < D; d += 2) {
+    for (d = 0; d < 64; d += 2) {
         const __m256 q = _mm256_loadu_ps(qp + d * 4);
         a0 = _mm256_fmadd_ps(attn_set2__avx2(k0 + d), q, a0);
         a1 = _mm256_fmadd_ps(attn_set2__avx2(k1 + d), q, a1);
@@ -6741,7 +6741,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_t5_
                 const float *k0 = attn_t5_small_encoder_k_row(&kv, hk, j0 + c);
                 int64_t d;
                 if (c + SCORE_KEYS <= kb) { /* 8 keys */
-                    attn_t5_small_encoder_lanes_8x1_f32__avx2(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
+                    attn_lanes_8x1_d64_f32_p16__avx2(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
                     c += SCORE_KEYS;
                 } else { /* one key */
                     __m256 a0 = _mm256_setzero_ps();
@@ -6767,7 +6767,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_t5_
                 const float *k0 = attn_t5_small_encoder_k_row(&kv, hk, j0 + c);
                 int64_t d;
                 if (c + SCORE_KEYS <= kb) { /* 8 keys */
-                    attn_t5_small_encoder_dpairs_8x1__avx2(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
+                    attn_dpairs_8x1_d64_f32__avx2(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
                     c += SCORE_KEYS;
                 } else { /* one key */
                     __m256 a0 = _mm256_setzero_ps();
@@ -6790,7 +6790,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_t5_
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_t5_small_encoder_dot_4x2_f32__avx2(w->q + hk * glp * Q_STRIDE, glp, attn_t5_small_encoder_k_row(&kv, hk, j0 + c),
+                attn_dot_4x2_d64_f32__avx2(w->q + hk * glp * Q_STRIDE, glp, attn_t5_small_encoder_k_row(&kv, hk, j0 + c),
                         attn_t5_small_encoder_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                     const float *row = attn_t5_small_encoder_next_row(&kv, jn, pl);
@@ -6809,7 +6809,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_t5_
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
                 for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_t5_small_encoder_qk_4x16_f32__avx2(attn_t5_small_encoder_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_4x16_d64_f32__avx2(attn_t5_small_encoder_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                         const float *row = attn_t5_small_encoder_next_row(&kv, jn, pl);
                         const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -6820,7 +6820,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_t5_
                     }
                 }
                 for (; c < kb; c++)
-                    attn_t5_small_encoder_qk_1x16_f32__avx2(attn_t5_small_encoder_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_1x16_d64_f32__avx2(attn_t5_small_encoder_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                 for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                     const float *row = attn_t5_small_encoder_next_row(&kv, jn, pl);
                     const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -6877,27 +6877,27 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_t5_
             const int64_t left = hk * glp + gl - r;
             const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
             if (take >= 6) {
-                attn_t5_small_encoder_pv_6x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_6x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 6;
             } else
             if (take >= 5) {
-                attn_t5_small_encoder_pv_5x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_5x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 5;
             } else
             if (take >= 4) {
-                attn_t5_small_encoder_pv_4x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_4x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 4;
             } else
             if (take >= 3) {
-                attn_t5_small_encoder_pv_3x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_3x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 3;
             } else
             if (take >= 2) {
-                attn_t5_small_encoder_pv_2x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_2x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 2;
             } else
             {
-                attn_t5_small_encoder_pv_1x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_1x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 1;
             }
             for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -7076,7 +7076,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_1x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_t5_small_encoder_spv_1x64_f32__avx2(attn_t5_small_encoder_sqk_1x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_1x64_f32__avx2(attn_t5_small_encoder_sqk_1x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -7088,7 +7088,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_1x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_t5_small_encoder_spv_1x64_f32__avx2(attn_t5_small_encoder_sqk_1x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_1x64_f32__avx2(attn_t5_small_encoder_sqk_1x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -7154,7 +7154,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_2x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_t5_small_encoder_spv_2x64_f32__avx2(attn_t5_small_encoder_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x64_f32__avx2(attn_t5_small_encoder_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -7166,7 +7166,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_2x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_t5_small_encoder_spv_2x64_f32__avx2(attn_t5_small_encoder_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x64_f32__avx2(attn_t5_small_encoder_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -7232,7 +7232,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_3x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_t5_small_encoder_spv_3x64_f32__avx2(attn_t5_small_encoder_sqk_3x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_3x64_f32__avx2(attn_t5_small_encoder_sqk_3x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -7244,7 +7244,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_3x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_t5_small_encoder_spv_3x64_f32__avx2(attn_t5_small_encoder_sqk_3x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_3x64_f32__avx2(attn_t5_small_encoder_sqk_3x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -7310,7 +7310,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_4x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_t5_small_encoder_spv_4x64_f32__avx2(attn_t5_small_encoder_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x64_f32__avx2(attn_t5_small_encoder_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -7322,7 +7322,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_4x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_t5_small_encoder_spv_4x64_f32__avx2(attn_t5_small_encoder_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x64_f32__avx2(attn_t5_small_encoder_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -7540,19 +7540,19 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_t5_small_e
                     while (!attn_t5_small_encoder_sees(w->first + r, w->last + r, 4, u1 - 8, u1)) u1 -= 8;
                 }
                 if (u1 - u0 == PREFILL_NC)
-                    attn_t5_small_encoder_qk_4x16_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                    attn_qk_4x16_d64_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
                 else
                     for (u = u0; u < u1; u += 8)
-                        attn_t5_small_encoder_qk_4x8_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
+                        attn_qk_4x8_d64_f32_p16__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
             }
         if (r + 2 <= tq) { /* half a block of the last rows, then one at a time */
             if (cls == TILE_FULL || attn_t5_small_encoder_sees(w->first + r, w->last + r, 2, c, c + PREFILL_NC))
-                attn_t5_small_encoder_qk_2x16_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_2x16_d64_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
             r += 2;
         }
         for (; r < tq; r++)
             if (cls == TILE_FULL || attn_t5_small_encoder_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
-                attn_t5_small_encoder_qk_1x16_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_1x16_d64_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
     }
 }
 
@@ -7623,22 +7623,22 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_t5_small_e
         }
         switch (rows) {
         case 6:
-            attn_t5_small_encoder_pv_6x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_6x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 5:
-            attn_t5_small_encoder_pv_5x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_5x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 4:
-            attn_t5_small_encoder_pv_4x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_4x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 3:
-            attn_t5_small_encoder_pv_3x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_3x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 2:
-            attn_t5_small_encoder_pv_2x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_2x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         default:
-            attn_t5_small_encoder_pv_1x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_1x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         }
         if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
@@ -7909,7 +7909,7 @@ static inline float32x4_t attn_exp2_q4__neon(float32x4_t x)
 
 /* C[8][8] = A[8][64] B[64][8]: a: 8 rows of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  8192 FLOPs, 19 vector registers. */
-ATTN_NOINLINE static void attn_t5_small_encoder_qk_8x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_8x8_d64_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -8112,7 +8112,7 @@ ATTN_NOINLINE static void attn_t5_small_encoder_qk_8x8_f32__neon(const float *re
 
 /* C[4][8] = A[4][64] B[64][8]: a: 4 rows of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  4096 FLOPs, 11 vector registers. */
-ATTN_NOINLINE static void attn_t5_small_encoder_qk_4x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_4x8_d64_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -8235,7 +8235,7 @@ ATTN_NOINLINE static void attn_t5_small_encoder_qk_4x8_f32__neon(const float *re
 
 /* C[1][8] = A[1][64] B[64][8]: a: 1 row of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  1024 FLOPs, 5 vector registers. */
-ATTN_NOINLINE static void attn_t5_small_encoder_qk_1x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_1x8_d64_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -8298,7 +8298,7 @@ ATTN_NOINLINE static void attn_t5_small_encoder_qk_1x8_f32__neon(const float *re
 
 /* C[8][4] = A[8][64] B[64][4]: a: 8 rows of A (as elements apart), b: a packed
  * panel (8 floats per d, the 4 from b), c: rows cs floats apart.  4096 FLOPs, 10 vector registers. */
-ATTN_NOINLINE static void attn_t5_small_encoder_qk_8x4_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_8x4_d64_f32_p8__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f);
@@ -8486,7 +8486,7 @@ ATTN_NOINLINE static void attn_t5_small_encoder_qk_8x4_f32__neon(const float *re
 /* O[6][64] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 768 FLOPs per key, 31 vector registers. */
-ATTN_NOINLINE static void attn_t5_small_encoder_pv_6x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_6x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -8732,7 +8732,7 @@ ATTN_NOINLINE static void attn_t5_small_encoder_pv_6x64_f32__neon(const float *r
 /* O[5][64] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 640 FLOPs per key, 26 vector registers. */
-ATTN_NOINLINE static void attn_t5_small_encoder_pv_5x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_5x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -8953,7 +8953,7 @@ ATTN_NOINLINE static void attn_t5_small_encoder_pv_5x64_f32__neon(const float *r
 /* O[4][64] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 512 FLOPs per key, 21 vector registers. */
-ATTN_NOINLINE static void attn_t5_small_encoder_pv_4x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_4x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -9149,7 +9149,7 @@ ATTN_NOINLINE static void attn_t5_small_encoder_pv_4x64_f32__neon(const float *r
 /* O[3][64] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 384 FLOPs per key, 16 vector registers. */
-ATTN_NOINLINE static void attn_t5_small_encoder_pv_3x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_3x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -9320,7 +9320,7 @@ ATTN_NOINLINE static void attn_t5_small_encoder_pv_3x64_f32__neon(const float *r
 /* O[2][64] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 256 FLOPs per key, 11 vector registers. */
-ATTN_NOINLINE static void attn_t5_small_encoder_pv_2x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_2x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -9466,7 +9466,7 @@ ATTN_NOINLINE static void attn_t5_small_encoder_pv_2x64_f32__neon(const float *r
 /* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 128 FLOPs per key, 6 vector registers. */
-ATTN_NOINLINE static void attn_t5_small_encoder_pv_1x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_1x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -9722,7 +9722,7 @@ static void attn_t5_small_encoder_kvpack_f32__neon(const attn_t5_small_encoder_k
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (64 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-static void attn_t5_small_encoder_dot_4x2_f32__neon(const float *restrict q, int64_t R, const float *restrict k0,
+static void attn_dot_4x2_d64_f32__neon(const float *restrict q, int64_t R, const float *restrict k0,
         const float *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -9770,7 +9770,7 @@ typedef struct {
 typedef char attn_t5_small_encoder_dscratch_fits__neon[sizeof(attn_t5_small_encoder_dscratch__neon) <= DECODE_SCRATCH ? 1 : -1];
 
 /* O[1 row] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE static void attn_t5_small_encoder_srescale_1x64__neon(float *restrict o, float32x4_t alpha)
+ATTN_NOINLINE static void attn_srescale_1x64_f32__neon(float *restrict o, float32x4_t alpha)
 {
     const float32x4_t s = alpha;
     int64_t c;
@@ -9797,7 +9797,7 @@ static ATTN_INLINE float32x4_t attn_t5_small_encoder_supd_1x1__neon(float32x4_t 
         lv = vmulq_f32(lv, alpha);
         mv = mn;
         vst1q_f32(m, mv);
-        attn_t5_small_encoder_srescale_1x64__neon(o, alpha);
+        attn_srescale_1x64_f32__neon(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = vmulq_f32(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -9828,7 +9828,7 @@ static ATTN_INLINE float32x4_t attn_t5_small_encoder_sqk_1x1_f32__neon(const flo
 }
 
 /* O[1 row] += p_r V: one V row. */
-static ATTN_INLINE void attn_t5_small_encoder_spv_1x64_f32__neon(float32x4_t p, const float *restrict v0, float *restrict o)
+static ATTN_INLINE void attn_spv_1x64_f32__neon(float32x4_t p, const float *restrict v0, float *restrict o)
 {
     const float32x4_t s0 = p;
     const float32x4_t p0_0 = vdupq_laneq_f32(s0, 0);
@@ -9851,7 +9851,7 @@ static inline float32x4_t attn_t5_small_encoder_sterms_1x1__neon(const attn_args
 }
 
 /* O[2 rows] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE static void attn_t5_small_encoder_srescale_2x64__neon(float *restrict o, float32x4_t alpha)
+ATTN_NOINLINE static void attn_srescale_2x64_f32__neon(float *restrict o, float32x4_t alpha)
 {
     const float32x4_t s = alpha;
     int64_t c;
@@ -9880,7 +9880,7 @@ static ATTN_INLINE float32x4_t attn_t5_small_encoder_supd_2x1__neon(float32x4_t 
         lv = vmulq_f32(lv, alpha);
         mv = mn;
         vst1q_f32(m, mv);
-        attn_t5_small_encoder_srescale_2x64__neon(o, alpha);
+        attn_srescale_2x64_f32__neon(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = vmulq_f32(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -9916,7 +9916,7 @@ static ATTN_INLINE float32x4_t attn_t5_small_encoder_sqk_2x1_f32__neon(const flo
 }
 
 /* O[2 rows] += p_r V: one V row. */
-static ATTN_INLINE void attn_t5_small_encoder_spv_2x64_f32__neon(float32x4_t p, const float *restrict v0, float *restrict o)
+static ATTN_INLINE void attn_spv_2x64_f32__neon(float32x4_t p, const float *restrict v0, float *restrict o)
 {
     const float32x4_t s0 = p;
     const float32x4_t p0_0 = vdupq_laneq_f32(s0, 0);
@@ -9943,7 +9943,7 @@ static inline float32x4_t attn_t5_small_encoder_sterms_2x1__neon(const attn_args
 }
 
 /* O[3 rows] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE static void attn_t5_small_encoder_srescale_3x64__neon(float *restrict o, float32x4_t alpha)
+ATTN_NOINLINE static void attn_srescale_3x64_f32__neon(float *restrict o, float32x4_t alpha)
 {
     const float32x4_t s = alpha;
     int64_t c;
@@ -9974,7 +9974,7 @@ static ATTN_INLINE float32x4_t attn_t5_small_encoder_supd_3x1__neon(float32x4_t 
         lv = vmulq_f32(lv, alpha);
         mv = mn;
         vst1q_f32(m, mv);
-        attn_t5_small_encoder_srescale_3x64__neon(o, alpha);
+        attn_srescale_3x64_f32__neon(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = vmulq_f32(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -10015,7 +10015,7 @@ static ATTN_INLINE float32x4_t attn_t5_small_encoder_sqk_3x1_f32__neon(const flo
 }
 
 /* O[3 rows] += p_r V: one V row. */
-static ATTN_INLINE void attn_t5_small_encoder_spv_3x64_f32__neon(float32x4_t p, const float *restrict v0, float *restrict o)
+static ATTN_INLINE void attn_spv_3x64_f32__neon(float32x4_t p, const float *restrict v0, float *restrict o)
 {
     const float32x4_t s0 = p;
     const float32x4_t p0_0 = vdupq_laneq_f32(s0, 0);
@@ -10046,7 +10046,7 @@ static inline float32x4_t attn_t5_small_encoder_sterms_3x1__neon(const attn_args
 }
 
 /* O[4 rows] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE static void attn_t5_small_encoder_srescale_4x64__neon(float *restrict o, float32x4_t alpha)
+ATTN_NOINLINE static void attn_srescale_4x64_f32__neon(float *restrict o, float32x4_t alpha)
 {
     const float32x4_t s = alpha;
     int64_t c;
@@ -10079,7 +10079,7 @@ static ATTN_INLINE float32x4_t attn_t5_small_encoder_supd_4x1__neon(float32x4_t 
         lv = vmulq_f32(lv, alpha);
         mv = mn;
         vst1q_f32(m, mv);
-        attn_t5_small_encoder_srescale_4x64__neon(o, alpha);
+        attn_srescale_4x64_f32__neon(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = vmulq_f32(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -10125,7 +10125,7 @@ static ATTN_INLINE float32x4_t attn_t5_small_encoder_sqk_4x1_f32__neon(const flo
 }
 
 /* O[4 rows] += p_r V: one V row. */
-static ATTN_INLINE void attn_t5_small_encoder_spv_4x64_f32__neon(float32x4_t p, const float *restrict v0, float *restrict o)
+static ATTN_INLINE void attn_spv_4x64_f32__neon(float32x4_t p, const float *restrict v0, float *restrict o)
 {
     const float32x4_t s0 = p;
     const float32x4_t p0_0 = vdupq_laneq_f32(s0, 0);
@@ -10164,7 +10164,7 @@ static inline float32x4_t attn_t5_small_encoder_sterms_4x1__neon(const attn_args
  * rows 8 floats apart.  Out of line, so that its 8 row pointers have registers
  * of their own: inside the decode unit gcc kept them on the stack, a reload for
  * every few FMAs. */
-ATTN_NOINLINE static void attn_t5_small_encoder_lanes_8x1_f32__neon(const float *restrict k0, int64_t ks,
+ATTN_NOINLINE static void attn_lanes_8x1_d64_f32_p8__neon(const float *restrict k0, int64_t ks,
         const float *restrict qt, float *restrict s, int64_t rp)
 {
     const float *restrict k1 = k0 + 1 * ks;
@@ -10176,7 +10176,7 @@ ATTN_NOINLINE static void attn_t5_small_encoder_lanes_8x1_f32__neon(const float 
     const float *restrict k7 = k0 + 7 * ks;
     float32x4_t a0 = vdupq_n_f32(0.0f), a1 = vdupq_n_f32(0.0f), a2 = vdupq_n_f32(0.0f), a3 = vdupq_n_f32(0.0f), a4 = vdupq_n_f32(0.0f), a5 = vdupq_n_f32(0.0f), a6 = vdupq_n_f32(0.0f), a7 = vdupq_n_f32(0.0f);
     int64_t d;
-    for (d = 0; d < D; d++) {
+    for (d = 0; d < 64; d++) {
         const float32x4_t q = vld1q_f32(qt + d * 8);
         a0 = vfmaq_f32(a0, vdupq_n_f32(k0[d]), q);
         a1 = vfmaq_f32(a1, vdupq_n_f32(k1[d]), q);
@@ -10202,7 +10202,7 @@ ATTN_NOINLINE static void attn_t5_small_encoder_lanes_8x1_f32__neon(const float 
  * row r, K rows ks elements apart from k0, Q packed as qp[(d / 2) * 4 + 2r + d % 2].
  * Each FMA takes a pair of K values broadcast to every pair of lanes, so no
  * lane is padding and only the end sums lane pairs.  Out of line, as above. */
-ATTN_NOINLINE static void attn_t5_small_encoder_dpairs_8x1__neon(const float *restrict k0, int64_t ks,
+ATTN_NOINLINE static void attn_dpairs_8x1_d64_f32__neon(const float *restrict k0, int64_t ks,
         const float *restrict qp, float *restrict s, int64_t rp)
 {
     const float *restrict k1 = k0 + 1 * ks;
@@ -10214,7 +10214,7 @@ ATTN_NOINLINE static void attn_t5_small_encoder_dpairs_8x1__neon(const float *re
     const float *restrict k7 = k0 + 7 * ks;
     float32x4_t a0 = vdupq_n_f32(0.0f), a1 = vdupq_n_f32(0.0f), a2 = vdupq_n_f32(0.0f), a3 = vdupq_n_f32(0.0f), a4 = vdupq_n_f32(0.0f), a5 = vdupq_n_f32(0.0f), a6 = vdupq_n_f32(0.0f), a7 = vdupq_n_f32(0.0f);
     int64_t d;
-    for (d = 0; d < D; d += 2) {
+    for (d = 0; d < 64; d += 2) {
         const float32x4_t q = vld1q_f32(qp + d * 2);
         a0 = vfmaq_f32(a0, vcombine_f32(vld1_f32(k0 + d), vld1_f32(k0 + d)), q);
         a1 = vfmaq_f32(a1, vcombine_f32(vld1_f32(k1 + d), vld1_f32(k1 + d)), q);
@@ -10288,7 +10288,7 @@ static ATTN_ALWAYS_INLINE void attn_t5_small_encoder_dscores__neon(const attn_t5
                 const float *k0 = attn_t5_small_encoder_k_row(&kv, hk, j0 + c);
                 int64_t d;
                 if (c + SCORE_KEYS <= kb) { /* 8 keys */
-                    attn_t5_small_encoder_lanes_8x1_f32__neon(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
+                    attn_lanes_8x1_d64_f32_p8__neon(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
                     c += SCORE_KEYS;
                 } else { /* one key */
                     float32x4_t a0 = vdupq_n_f32(0.0f);
@@ -10314,7 +10314,7 @@ static ATTN_ALWAYS_INLINE void attn_t5_small_encoder_dscores__neon(const attn_t5
                 const float *k0 = attn_t5_small_encoder_k_row(&kv, hk, j0 + c);
                 int64_t d;
                 if (c + SCORE_KEYS <= kb) { /* 8 keys */
-                    attn_t5_small_encoder_dpairs_8x1__neon(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
+                    attn_dpairs_8x1_d64_f32__neon(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
                     c += SCORE_KEYS;
                 } else { /* one key */
                     float32x4_t a0 = vdupq_n_f32(0.0f);
@@ -10337,7 +10337,7 @@ static ATTN_ALWAYS_INLINE void attn_t5_small_encoder_dscores__neon(const attn_t5
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_t5_small_encoder_dot_4x2_f32__neon(w->q + hk * glp * Q_STRIDE, glp, attn_t5_small_encoder_k_row(&kv, hk, j0 + c),
+                attn_dot_4x2_d64_f32__neon(w->q + hk * glp * Q_STRIDE, glp, attn_t5_small_encoder_k_row(&kv, hk, j0 + c),
                         attn_t5_small_encoder_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                     const float *row = attn_t5_small_encoder_next_row(&kv, jn, pl);
@@ -10356,7 +10356,7 @@ static ATTN_ALWAYS_INLINE void attn_t5_small_encoder_dscores__neon(const attn_t5
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
                 for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_t5_small_encoder_qk_8x8_f32__neon(attn_t5_small_encoder_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_8x8_d64_f32__neon(attn_t5_small_encoder_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                         const float *row = attn_t5_small_encoder_next_row(&kv, jn, pl);
                         const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -10367,7 +10367,7 @@ static ATTN_ALWAYS_INLINE void attn_t5_small_encoder_dscores__neon(const attn_t5
                     }
                 }
                 for (; c < kb; c++)
-                    attn_t5_small_encoder_qk_1x8_f32__neon(attn_t5_small_encoder_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_1x8_d64_f32__neon(attn_t5_small_encoder_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                 for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                     const float *row = attn_t5_small_encoder_next_row(&kv, jn, pl);
                     const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -10424,27 +10424,27 @@ static ATTN_ALWAYS_INLINE void attn_t5_small_encoder_dpv__neon(const attn_t5_sma
             const int64_t left = hk * glp + gl - r;
             const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
             if (take >= 6) {
-                attn_t5_small_encoder_pv_6x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_6x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 6;
             } else
             if (take >= 5) {
-                attn_t5_small_encoder_pv_5x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_5x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 5;
             } else
             if (take >= 4) {
-                attn_t5_small_encoder_pv_4x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_4x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 4;
             } else
             if (take >= 3) {
-                attn_t5_small_encoder_pv_3x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_3x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 3;
             } else
             if (take >= 2) {
-                attn_t5_small_encoder_pv_2x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_2x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 2;
             } else
             {
-                attn_t5_small_encoder_pv_1x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_1x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 1;
             }
             for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -10623,7 +10623,7 @@ static void attn_t5_small_encoder_sunit_1x1__neon(const attn_args *args, int64_t
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_t5_small_encoder_sterms_1x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_t5_small_encoder_spv_1x64_f32__neon(attn_t5_small_encoder_sqk_1x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_1x64_f32__neon(attn_t5_small_encoder_sqk_1x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -10635,7 +10635,7 @@ static void attn_t5_small_encoder_sunit_1x1__neon(const attn_args *args, int64_t
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_t5_small_encoder_sterms_1x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_t5_small_encoder_spv_1x64_f32__neon(attn_t5_small_encoder_sqk_1x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_1x64_f32__neon(attn_t5_small_encoder_sqk_1x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -10701,7 +10701,7 @@ static void attn_t5_small_encoder_sunit_2x1__neon(const attn_args *args, int64_t
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_t5_small_encoder_sterms_2x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_t5_small_encoder_spv_2x64_f32__neon(attn_t5_small_encoder_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x64_f32__neon(attn_t5_small_encoder_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -10713,7 +10713,7 @@ static void attn_t5_small_encoder_sunit_2x1__neon(const attn_args *args, int64_t
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_t5_small_encoder_sterms_2x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_t5_small_encoder_spv_2x64_f32__neon(attn_t5_small_encoder_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x64_f32__neon(attn_t5_small_encoder_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -10779,7 +10779,7 @@ static void attn_t5_small_encoder_sunit_3x1__neon(const attn_args *args, int64_t
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_t5_small_encoder_sterms_3x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_t5_small_encoder_spv_3x64_f32__neon(attn_t5_small_encoder_sqk_3x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_3x64_f32__neon(attn_t5_small_encoder_sqk_3x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -10791,7 +10791,7 @@ static void attn_t5_small_encoder_sunit_3x1__neon(const attn_args *args, int64_t
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_t5_small_encoder_sterms_3x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_t5_small_encoder_spv_3x64_f32__neon(attn_t5_small_encoder_sqk_3x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_3x64_f32__neon(attn_t5_small_encoder_sqk_3x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -10857,7 +10857,7 @@ static void attn_t5_small_encoder_sunit_4x1__neon(const attn_args *args, int64_t
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_t5_small_encoder_sterms_4x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_t5_small_encoder_spv_4x64_f32__neon(attn_t5_small_encoder_sqk_4x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x64_f32__neon(attn_t5_small_encoder_sqk_4x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -10869,7 +10869,7 @@ static void attn_t5_small_encoder_sunit_4x1__neon(const attn_args *args, int64_t
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_t5_small_encoder_sterms_4x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_t5_small_encoder_spv_4x64_f32__neon(attn_t5_small_encoder_sqk_4x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x64_f32__neon(attn_t5_small_encoder_sqk_4x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -11087,19 +11087,19 @@ static ATTN_INLINE void attn_t5_small_encoder_uscores__neon(const float *kt, int
                     while (!attn_t5_small_encoder_sees(w->first + r, w->last + r, 8, u1 - 4, u1)) u1 -= 4;
                 }
                 if (u1 - u0 == PREFILL_NC)
-                    attn_t5_small_encoder_qk_8x8_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                    attn_qk_8x8_d64_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
                 else
                     for (u = u0; u < u1; u += 4)
-                        attn_t5_small_encoder_qk_8x4_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
+                        attn_qk_8x4_d64_f32_p8__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
             }
         if (r + 4 <= tq) { /* half a block of the last rows, then one at a time */
             if (cls == TILE_FULL || attn_t5_small_encoder_sees(w->first + r, w->last + r, 4, c, c + PREFILL_NC))
-                attn_t5_small_encoder_qk_4x8_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_4x8_d64_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
             r += 4;
         }
         for (; r < tq; r++)
             if (cls == TILE_FULL || attn_t5_small_encoder_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
-                attn_t5_small_encoder_qk_1x8_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_1x8_d64_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
     }
 }
 
@@ -11170,22 +11170,22 @@ static ATTN_INLINE void attn_t5_small_encoder_upv__neon(const attn_args *args, c
         }
         switch (rows) {
         case 6:
-            attn_t5_small_encoder_pv_6x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_6x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 5:
-            attn_t5_small_encoder_pv_5x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_5x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 4:
-            attn_t5_small_encoder_pv_4x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_4x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 3:
-            attn_t5_small_encoder_pv_3x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_3x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 2:
-            attn_t5_small_encoder_pv_2x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_2x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         default:
-            attn_t5_small_encoder_pv_1x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_1x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         }
         if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
@@ -11381,7 +11381,7 @@ attn_status attn_t5_small_encoder_fwd__neon(const attn_args *args)
 
 /* C[4][2] = A[4][64] B[64][2]: a: 4 rows of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  1024 FLOPs, 11 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_t5_small_encoder_qk_4x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qk_4x2_d64_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -11504,7 +11504,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_t5_small_encoder_qk_4x2_f32__scal
 
 /* C[1][2] = A[1][64] B[64][2]: a: 1 row of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  256 FLOPs, 5 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_t5_small_encoder_qk_1x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qk_1x2_d64_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -11567,7 +11567,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_t5_small_encoder_qk_1x2_f32__scal
 
 /* C[4][1] = A[4][64] B[64][1]: a: 4 rows of A (as elements apart), b: a packed
  * panel (2 floats per d, the 1 from b), c: rows cs floats apart.  512 FLOPs, 6 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_t5_small_encoder_qk_4x1_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qk_4x1_d64_f32_p2__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f;
@@ -11679,7 +11679,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_t5_small_encoder_qk_4x1_f32__scal
 /* O[4][64] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 32 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 512 FLOPs per key, 13 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_t5_small_encoder_pv_4x64_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_pv_4x64_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -11751,7 +11751,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_t5_small_encoder_pv_4x64_f32__sca
 /* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 32 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 128 FLOPs per key, 4 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_t5_small_encoder_pv_1x64_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_pv_1x64_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -11979,7 +11979,7 @@ ATTN_NO_AUTOVEC static void attn_t5_small_encoder_kvpack_f32__scalar(const attn_
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (64 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-ATTN_NO_AUTOVEC static void attn_t5_small_encoder_dot_4x2_f32__scalar(const float *restrict q, int64_t R, const float *restrict k0,
+ATTN_NO_AUTOVEC static void attn_dot_4x2_d64_f32__scalar(const float *restrict q, int64_t R, const float *restrict k0,
         const float *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -12072,7 +12072,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_t5_small_encoder_dscores__sc
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_t5_small_encoder_dot_4x2_f32__scalar(w->q + hk * glp * Q_STRIDE, glp, attn_t5_small_encoder_k_row(&kv, hk, j0 + c),
+                attn_dot_4x2_d64_f32__scalar(w->q + hk * glp * Q_STRIDE, glp, attn_t5_small_encoder_k_row(&kv, hk, j0 + c),
                         attn_t5_small_encoder_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                     const float *row = attn_t5_small_encoder_next_row(&kv, jn, pl);
@@ -12091,7 +12091,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_t5_small_encoder_dscores__sc
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
                 for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_t5_small_encoder_qk_4x2_f32__scalar(attn_t5_small_encoder_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_4x2_d64_f32__scalar(attn_t5_small_encoder_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                         const float *row = attn_t5_small_encoder_next_row(&kv, jn, pl);
                         const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -12102,7 +12102,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_t5_small_encoder_dscores__sc
                     }
                 }
                 for (; c < kb; c++)
-                    attn_t5_small_encoder_qk_1x2_f32__scalar(attn_t5_small_encoder_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_1x2_d64_f32__scalar(attn_t5_small_encoder_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                 for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                     const float *row = attn_t5_small_encoder_next_row(&kv, jn, pl);
                     const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -12153,11 +12153,11 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_t5_small_encoder_dpv__scalar
         for (r = hk * glp; r < hk * glp + gl;) {
             const int64_t take = hk * glp + gl - r; /* the widest kernel that fits the rows left */
             if (take >= 4) {
-                attn_t5_small_encoder_pv_4x64_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_4x64_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 4;
             } else
             {
-                attn_t5_small_encoder_pv_1x64_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_1x64_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 1;
             }
             for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -12455,14 +12455,14 @@ ATTN_NO_AUTOVEC static ATTN_INLINE void attn_t5_small_encoder_uscores__scalar(co
                     while (!attn_t5_small_encoder_sees(w->first + r, w->last + r, 4, u1 - 1, u1)) u1 -= 1;
                 }
                 if (u1 - u0 == PREFILL_NC)
-                    attn_t5_small_encoder_qk_4x2_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                    attn_qk_4x2_d64_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
                 else
                     for (u = u0; u < u1; u += 1)
-                        attn_t5_small_encoder_qk_4x1_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
+                        attn_qk_4x1_d64_f32_p2__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
             }
         for (; r < tq; r++)
             if (cls == TILE_FULL || attn_t5_small_encoder_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
-                attn_t5_small_encoder_qk_1x2_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_1x2_d64_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
     }
 }
 
@@ -12533,10 +12533,10 @@ ATTN_NO_AUTOVEC static ATTN_INLINE void attn_t5_small_encoder_upv__scalar(const 
         }
         switch (rows) {
         case 4:
-            attn_t5_small_encoder_pv_4x64_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_4x64_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         default:
-            attn_t5_small_encoder_pv_1x64_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_1x64_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         }
         if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */

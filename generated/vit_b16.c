@@ -739,7 +739,7 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_exp2_q4__avx512
 
 /* C[8][32] = A[8][64] B[64][32]: a: 8 rows of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  32768 FLOPs, 19 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_vit_b16_qk_8x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_8x32_d64_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -942,7 +942,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_vit_b16_qk
 
 /* C[4][32] = A[4][64] B[64][32]: a: 4 rows of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  16384 FLOPs, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_vit_b16_qk_4x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_4x32_d64_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -1065,7 +1065,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_vit_b16_qk
 
 /* C[1][32] = A[1][64] B[64][32]: a: 1 row of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  4096 FLOPs, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_vit_b16_qk_1x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_1x32_d64_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -1128,7 +1128,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_vit_b16_qk
 
 /* C[8][16] = A[8][64] B[64][16]: a: 8 rows of A (as elements apart), b: a packed
  * panel (32 floats per d, the 16 from b), c: rows cs floats apart.  16384 FLOPs, 10 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_vit_b16_qk_8x16_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_qk_8x16_d64_f32_p32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps();
@@ -1316,7 +1316,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_vit_b16_qk
 /* O[8][64] = alpha * O + P[8][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 2 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 1024 FLOPs per key, 19 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_vit_b16_pv_8x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_8x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     { /* columns 0..31 */
@@ -1452,7 +1452,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_vit_b16_pv
 /* O[7][64] = alpha * O + P[7][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 2 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 896 FLOPs per key, 17 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_vit_b16_pv_7x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_7x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     { /* columns 0..31 */
@@ -1574,7 +1574,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_vit_b16_pv
 /* O[6][64] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 768 FLOPs per key, 31 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_vit_b16_pv_6x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_6x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1646,7 +1646,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_vit_b16_pv
 /* O[5][64] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 640 FLOPs per key, 26 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_vit_b16_pv_5x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_5x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1711,7 +1711,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_vit_b16_pv
 /* O[4][64] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 512 FLOPs per key, 21 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_vit_b16_pv_4x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_4x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1769,7 +1769,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_vit_b16_pv
 /* O[3][64] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 384 FLOPs per key, 16 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_vit_b16_pv_3x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_3x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1820,7 +1820,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_vit_b16_pv
 /* O[2][64] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 256 FLOPs per key, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_vit_b16_pv_2x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_2x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1864,7 +1864,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_vit_b16_pv
 /* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 128 FLOPs per key, 6 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_vit_b16_pv_1x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_pv_1x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -2032,7 +2032,7 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_kvpack_f32__avx5
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (64 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-__attribute__((target("avx512f,fma"))) static void attn_vit_b16_dot_4x2_f32__avx512(const float *restrict q, int64_t R, const float *restrict k0,
+__attribute__((target("avx512f,fma"))) static void attn_dot_4x2_d64_f32__avx512(const float *restrict q, int64_t R, const float *restrict k0,
         const float *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -2124,7 +2124,7 @@ typedef struct {
 typedef char attn_vit_b16_dscratch_fits__avx512[sizeof(attn_vit_b16_dscratch__avx512) <= DECODE_SCRATCH ? 1 : -1];
 
 /* O[1 row] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_vit_b16_srescale_1x64__avx512(float *restrict o, __m128 alpha)
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_srescale_1x64_f32__avx512(float *restrict o, __m128 alpha)
 {
     const __m512 s = _mm512_broadcast_f32x4(alpha);
     int64_t c;
@@ -2151,7 +2151,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_vit_b16_su
         lv = _mm_mul_ps(lv, alpha);
         mv = mn;
         _mm_storeu_ps(m, mv);
-        attn_vit_b16_srescale_1x64__avx512(o, alpha);
+        attn_srescale_1x64_f32__avx512(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = _mm_mul_ps(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -2202,7 +2202,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_vit_b16_sq
 }
 
 /* O[1 row] += p_r V: one V row. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_vit_b16_spv_1x64_f32__avx512(__m128 p, const float *restrict v0, float *restrict o)
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_spv_1x64_f32__avx512(__m128 p, const float *restrict v0, float *restrict o)
 {
     const __m512 s0 = _mm512_broadcast_f32x4(p);
     const __m512 p0_0 = _mm512_permute_ps(s0, 0x00);
@@ -2235,7 +2235,7 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_vit_b16_sterms_
 }
 
 /* O[2 rows] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_vit_b16_srescale_2x64__avx512(float *restrict o, __m128 alpha)
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_srescale_2x64_f32__avx512(float *restrict o, __m128 alpha)
 {
     const __m512 s = _mm512_broadcast_f32x4(alpha);
     int64_t c;
@@ -2264,7 +2264,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_vit_b16_su
         lv = _mm_mul_ps(lv, alpha);
         mv = mn;
         _mm_storeu_ps(m, mv);
-        attn_vit_b16_srescale_2x64__avx512(o, alpha);
+        attn_srescale_2x64_f32__avx512(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = _mm_mul_ps(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -2332,7 +2332,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_vit_b16_sq
 }
 
 /* O[2 rows] += p_r V: one V row. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_vit_b16_spv_2x64_f32__avx512(__m128 p, const float *restrict v0, float *restrict o)
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_spv_2x64_f32__avx512(__m128 p, const float *restrict v0, float *restrict o)
 {
     const __m512 s0 = _mm512_broadcast_f32x4(p);
     const __m512 p0_0 = _mm512_permute_ps(s0, 0x00);
@@ -2371,7 +2371,7 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_vit_b16_sterms_
 }
 
 /* O[3 rows] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_vit_b16_srescale_3x64__avx512(float *restrict o, __m128 alpha)
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_srescale_3x64_f32__avx512(float *restrict o, __m128 alpha)
 {
     const __m512 s = _mm512_broadcast_f32x4(alpha);
     int64_t c;
@@ -2402,7 +2402,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_vit_b16_su
         lv = _mm_mul_ps(lv, alpha);
         mv = mn;
         _mm_storeu_ps(m, mv);
-        attn_vit_b16_srescale_3x64__avx512(o, alpha);
+        attn_srescale_3x64_f32__avx512(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = _mm_mul_ps(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -2597,7 +2597,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_vit_b16_sqk_
 }
 
 /* O[3 rows] += p_r V: one V row. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_vit_b16_spv_3x64_f32__avx512(__m128 p, const float *restrict v0, float *restrict o)
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_spv_3x64_f32__avx512(__m128 p, const float *restrict v0, float *restrict o)
 {
     const __m512 s0 = _mm512_broadcast_f32x4(p);
     const __m512 p0_0 = _mm512_permute_ps(s0, 0x00);
@@ -2630,7 +2630,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_vit_b16_spv_
 }
 
 /* O[3 rows] += w[0] V0 + ... + w[1] V1: 2 V rows in one pass over O. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_vit_b16_spvk_3x2_f32__avx512(const __m128 *w, const float *restrict v0, const float *restrict v1, float *restrict o)
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_spvk_3x2_v64_f32__avx512(const __m128 *w, const float *restrict v0, const float *restrict v1, float *restrict o)
 {
     const __m512 s0 = _mm512_broadcast_f32x4(w[0]);
     const __m512 s1 = _mm512_broadcast_f32x4(w[1]);
@@ -2683,7 +2683,7 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_vit_b16_sterms_
 }
 
 /* O[4 rows] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_vit_b16_srescale_4x64__avx512(float *restrict o, __m128 alpha)
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_srescale_4x64_f32__avx512(float *restrict o, __m128 alpha)
 {
     const __m512 s = _mm512_broadcast_f32x4(alpha);
     int64_t c;
@@ -2716,7 +2716,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_vit_b16_su
         lv = _mm_mul_ps(lv, alpha);
         mv = mn;
         _mm_storeu_ps(m, mv);
-        attn_vit_b16_srescale_4x64__avx512(o, alpha);
+        attn_srescale_4x64_f32__avx512(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = _mm_mul_ps(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -2954,7 +2954,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_vit_b16_sqk_
 }
 
 /* O[4 rows] += p_r V: one V row. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_vit_b16_spv_4x64_f32__avx512(__m128 p, const float *restrict v0, float *restrict o)
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_spv_4x64_f32__avx512(__m128 p, const float *restrict v0, float *restrict o)
 {
     const __m512 s0 = _mm512_broadcast_f32x4(p);
     const __m512 p0_0 = _mm512_permute_ps(s0, 0x00);
@@ -2992,7 +2992,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_vit_b16_spv_
 }
 
 /* O[4 rows] += w[0] V0 + ... + w[1] V1: 2 V rows in one pass over O. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_vit_b16_spvk_4x2_f32__avx512(const __m128 *w, const float *restrict v0, const float *restrict v1, float *restrict o)
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_spvk_4x2_v64_f32__avx512(const __m128 *w, const float *restrict v0, const float *restrict v1, float *restrict o)
 {
     const __m512 s0 = _mm512_broadcast_f32x4(w[0]);
     const __m512 s1 = _mm512_broadcast_f32x4(w[1]);
@@ -3056,7 +3056,7 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_vit_b16_sterms_
  * row r, K rows ks elements apart from k0, Q packed as qp[(d / 2) * 16 + 2r + d % 2].
  * Each FMA takes a pair of K values broadcast to every pair of lanes, so no
  * lane is padding and only the end sums lane pairs.  Out of line, as above. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_vit_b16_dpairs_8x1__avx512(const float *restrict k0, int64_t ks,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_dpairs_8x1_d64_f32__avx512(const float *restrict k0, int64_t ks,
         const float *restrict qp, float *restrict s, int64_t rp)
 {
     const float *restrict k1 = k0 + 1 * ks;
@@ -3068,7 +3068,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_vit_b16_dp
     const float *restrict k7 = k0 + 7 * ks;
     __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps(), a4 = _mm512_setzero_ps(), a5 = _mm512_setzero_ps(), a6 = _mm512_setzero_ps(), a7 = _mm512_setzero_ps();
     int64_t d;
-    for (d = 0; d < D; d += 2) {
+    for (d = 0; d < 64; d += 2) {
         const __m512 q = _mm512_loadu_ps(qp + d * 8);
         a0 = _mm512_fmadd_ps(attn_set2__avx512(k0 + d), q, a0);
         a1 = _mm512_fmadd_ps(attn_set2__avx512(k1 + d), q, a1);
@@ -3091,7 +3091,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_vit_b16_dp
  * = K row i . Q row r.  Each pair of K values, broadcast once, feeds two FMAs,
  * where the rows along the lanes (one K value broadcast for each FMA) were
  * bound by the loads (docs/decode.md).  Out of line, as above. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_vit_b16_dpairs_8x2__avx512(const float *restrict k0, int64_t ks,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_dpairs_8x2_d64_f32__avx512(const float *restrict k0, int64_t ks,
         const float *restrict qp, float *restrict s, int64_t rp)
 {
     const float *restrict k1 = k0 + 1 * ks;
@@ -3103,7 +3103,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_vit_b16_dp
     const float *restrict k7 = k0 + 7 * ks;
     __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps(), a4 = _mm512_setzero_ps(), a5 = _mm512_setzero_ps(), a6 = _mm512_setzero_ps(), a7 = _mm512_setzero_ps(), a8 = _mm512_setzero_ps(), a9 = _mm512_setzero_ps(), a10 = _mm512_setzero_ps(), a11 = _mm512_setzero_ps(), a12 = _mm512_setzero_ps(), a13 = _mm512_setzero_ps(), a14 = _mm512_setzero_ps(), a15 = _mm512_setzero_ps();
     int64_t d;
-    for (d = 0; d < D; d += 2) {
+    for (d = 0; d < 64; d += 2) {
         const __m512 q0 = _mm512_loadu_ps(qp + d * 16 + 0), q1 = _mm512_loadu_ps(qp + d * 16 + 16);
         {
             const __m512 kb = attn_set2__avx512(k0 + d);
@@ -3154,7 +3154,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_vit_b16_dp
  * (AMD Zen 4), the narrower vectors cost these rows no FMA throughput, and
  * Llama-3-8B at Lq 1 read its cache faster so than by dot products, on Zen 4
  * and on Zen 5 (docs/decode.md). */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_vit_b16_hpairs_8x1__avx512(const float *restrict k0, int64_t ks,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_hpairs_8x1_d64_f32__avx512(const float *restrict k0, int64_t ks,
         const float *restrict qp, float *restrict s, int64_t rp)
 {
     const float *restrict k1 = k0 + 1 * ks;
@@ -3166,7 +3166,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_vit_b16_hp
     const float *restrict k7 = k0 + 7 * ks;
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps(), a4 = _mm256_setzero_ps(), a5 = _mm256_setzero_ps(), a6 = _mm256_setzero_ps(), a7 = _mm256_setzero_ps();
     int64_t d;
-    for (d = 0; d < D; d += 2) {
+    for (d = 0; d < 64; d += 2) {
         const __m256 q = _mm256_loadu_ps(qp + d * 4);
         a0 = _mm256_fmadd_ps(attn_set2_half__avx512(k0 + d), q, a0);
         a1 = _mm256_fmadd_ps(attn_set2_half__avx512(k1 + d), q, a1);
@@ -3240,7 +3240,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_vit_b
                 const float *k0 = attn_vit_b16_k_row(&kv, hk, j0 + c);
                 int64_t d;
                 if (c + SCORE_KEYS <= kb) { /* 8 keys */
-                    attn_vit_b16_dpairs_8x2__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
+                    attn_dpairs_8x2_d64_f32__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
                     c += SCORE_KEYS;
                 } else { /* one key */
                     __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
@@ -3266,7 +3266,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_vit_b
                 const float *k0 = attn_vit_b16_k_row(&kv, hk, j0 + c);
                 int64_t d;
                 if (c + SCORE_KEYS <= kb) { /* 8 keys */
-                    attn_vit_b16_hpairs_8x1__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
+                    attn_hpairs_8x1_d64_f32__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
                     c += SCORE_KEYS;
                 } else { /* one key */
                     __m256 a0 = _mm256_setzero_ps();
@@ -3292,7 +3292,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_vit_b
                 const float *k0 = attn_vit_b16_k_row(&kv, hk, j0 + c);
                 int64_t d;
                 if (c + SCORE_KEYS <= kb) { /* 8 keys */
-                    attn_vit_b16_dpairs_8x1__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
+                    attn_dpairs_8x1_d64_f32__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
                     c += SCORE_KEYS;
                 } else { /* one key */
                     __m512 a0 = _mm512_setzero_ps();
@@ -3315,7 +3315,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_vit_b
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_vit_b16_dot_4x2_f32__avx512(w->q + hk * glp * Q_STRIDE, glp, attn_vit_b16_k_row(&kv, hk, j0 + c),
+                attn_dot_4x2_d64_f32__avx512(w->q + hk * glp * Q_STRIDE, glp, attn_vit_b16_k_row(&kv, hk, j0 + c),
                         attn_vit_b16_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                     const float *row = attn_vit_b16_next_row(&kv, jn, pl);
@@ -3334,7 +3334,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_vit_b
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
                 for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_vit_b16_qk_8x32_f32__avx512(attn_vit_b16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_8x32_d64_f32__avx512(attn_vit_b16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                         const float *row = attn_vit_b16_next_row(&kv, jn, pl);
                         const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -3345,7 +3345,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_vit_b
                     }
                 }
                 for (; c < kb; c++)
-                    attn_vit_b16_qk_1x32_f32__avx512(attn_vit_b16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_1x32_d64_f32__avx512(attn_vit_b16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                 for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                     const float *row = attn_vit_b16_next_row(&kv, jn, pl);
                     const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -3394,35 +3394,35 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_vit_b
             const int64_t left = hk * glp + gl - r;
             const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
             if (take >= 8) {
-                attn_vit_b16_pv_8x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_8x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 8;
             } else
             if (take >= 7) {
-                attn_vit_b16_pv_7x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_7x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 7;
             } else
             if (take >= 6) {
-                attn_vit_b16_pv_6x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_6x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 6;
             } else
             if (take >= 5) {
-                attn_vit_b16_pv_5x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_5x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 5;
             } else
             if (take >= 4) {
-                attn_vit_b16_pv_4x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_4x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 4;
             } else
             if (take >= 3) {
-                attn_vit_b16_pv_3x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_3x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 3;
             } else
             if (take >= 2) {
-                attn_vit_b16_pv_2x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_2x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 2;
             } else
             {
-                attn_vit_b16_pv_1x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_1x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 1;
             }
             for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -3599,7 +3599,7 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sunit_1x1__avx51
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
                     p = attn_vit_b16_sqk_1x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_vit_b16_spv_1x64_f32__avx512(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_1x64_f32__avx512(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -3615,7 +3615,7 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sunit_1x1__avx51
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_vit_b16_sqk_1x1_f32__avx512(w->sq + (hn) * HEAD_Q, attn_vit_b16_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
-                    attn_vit_b16_spv_1x64_f32__avx512(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_1x64_f32__avx512(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -3628,7 +3628,7 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sunit_1x1__avx51
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_vit_b16_sqk_1x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_vit_b16_spv_1x64_f32__avx512(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_1x64_f32__avx512(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -3647,7 +3647,7 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sunit_1x1__avx51
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_vit_b16_sterms_1x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_vit_b16_spv_1x64_f32__avx512(attn_vit_b16_sqk_1x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_1x64_f32__avx512(attn_vit_b16_sqk_1x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -3659,7 +3659,7 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sunit_1x1__avx51
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_vit_b16_sterms_1x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_vit_b16_spv_1x64_f32__avx512(attn_vit_b16_sqk_1x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_1x64_f32__avx512(attn_vit_b16_sqk_1x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -3720,7 +3720,7 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sunit_2x1__avx51
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
                     p = attn_vit_b16_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_vit_b16_spv_2x64_f32__avx512(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_2x64_f32__avx512(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -3736,7 +3736,7 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sunit_2x1__avx51
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_vit_b16_sqk_2x1_f32__avx512(w->sq + (hn) * HEAD_Q, attn_vit_b16_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
-                    attn_vit_b16_spv_2x64_f32__avx512(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_2x64_f32__avx512(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -3749,7 +3749,7 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sunit_2x1__avx51
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_vit_b16_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_vit_b16_spv_2x64_f32__avx512(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_2x64_f32__avx512(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -3768,7 +3768,7 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sunit_2x1__avx51
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_vit_b16_sterms_2x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_vit_b16_spv_2x64_f32__avx512(attn_vit_b16_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x64_f32__avx512(attn_vit_b16_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -3780,7 +3780,7 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sunit_2x1__avx51
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_vit_b16_sterms_2x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_vit_b16_spv_2x64_f32__avx512(attn_vit_b16_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x64_f32__avx512(attn_vit_b16_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -3828,7 +3828,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sp
             hk = w->hk_lo;
             attn_vit_b16_sqk_3x2_f32__avx512(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, jp + 0), attn_vit_b16_k_row(&kv, hk, jp + 1),
                         w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
-            attn_vit_b16_spvk_3x2_f32__avx512(wt, attn_vit_b16_v_row(&kv, hk, jp + 0), attn_vit_b16_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
+            attn_spvk_3x2_v64_f32__avx512(wt, attn_vit_b16_v_row(&kv, hk, jp + 0), attn_vit_b16_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
             j = jp;
             if (j + STREAM_PREFETCH + 0 < j_end) {
                 attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -3849,7 +3849,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sp
                 if (jn + (STEP_KEYS - 1) < j_end)
                     attn_vit_b16_sqk_3x2_f32__avx512(w->sq + (hn) * HEAD_Q, attn_vit_b16_k_row(&kv, hn, jn + 0), attn_vit_b16_k_row(&kv, hn, jn + 1),
                         w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
-                attn_vit_b16_spvk_3x2_f32__avx512(wt, attn_vit_b16_v_row(&kv, hk, jp + 0), attn_vit_b16_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
+                attn_spvk_3x2_v64_f32__avx512(wt, attn_vit_b16_v_row(&kv, hk, jp + 0), attn_vit_b16_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                 j = jp;
                 if (j + STREAM_PREFETCH + 0 < j_end) {
                     attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -3870,7 +3870,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sp
         for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             p = attn_vit_b16_sqk_3x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-            attn_vit_b16_spv_3x64_f32__avx512(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+            attn_spv_3x64_f32__avx512(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
         }
 }
 
@@ -3919,7 +3919,7 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sunit_3x1__avx51
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
                     p = attn_vit_b16_sqk_3x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_vit_b16_spv_3x64_f32__avx512(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_3x64_f32__avx512(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -3935,7 +3935,7 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sunit_3x1__avx51
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_vit_b16_sqk_3x1_f32__avx512(w->sq + (hn) * HEAD_Q, attn_vit_b16_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
-                    attn_vit_b16_spv_3x64_f32__avx512(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_3x64_f32__avx512(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -3948,7 +3948,7 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sunit_3x1__avx51
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_vit_b16_sqk_3x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_vit_b16_spv_3x64_f32__avx512(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_3x64_f32__avx512(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -3967,7 +3967,7 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sunit_3x1__avx51
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_vit_b16_sterms_3x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_vit_b16_spv_3x64_f32__avx512(attn_vit_b16_sqk_3x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_3x64_f32__avx512(attn_vit_b16_sqk_3x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -3979,7 +3979,7 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sunit_3x1__avx51
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_vit_b16_sterms_3x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_vit_b16_spv_3x64_f32__avx512(attn_vit_b16_sqk_3x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_3x64_f32__avx512(attn_vit_b16_sqk_3x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -4027,7 +4027,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sp
             hk = w->hk_lo;
             attn_vit_b16_sqk_4x2_f32__avx512(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, jp + 0), attn_vit_b16_k_row(&kv, hk, jp + 1),
                         w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
-            attn_vit_b16_spvk_4x2_f32__avx512(wt, attn_vit_b16_v_row(&kv, hk, jp + 0), attn_vit_b16_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
+            attn_spvk_4x2_v64_f32__avx512(wt, attn_vit_b16_v_row(&kv, hk, jp + 0), attn_vit_b16_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
             j = jp;
             if (j + STREAM_PREFETCH + 0 < j_end) {
                 attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -4048,7 +4048,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sp
                 if (jn + (STEP_KEYS - 1) < j_end)
                     attn_vit_b16_sqk_4x2_f32__avx512(w->sq + (hn) * HEAD_Q, attn_vit_b16_k_row(&kv, hn, jn + 0), attn_vit_b16_k_row(&kv, hn, jn + 1),
                         w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
-                attn_vit_b16_spvk_4x2_f32__avx512(wt, attn_vit_b16_v_row(&kv, hk, jp + 0), attn_vit_b16_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
+                attn_spvk_4x2_v64_f32__avx512(wt, attn_vit_b16_v_row(&kv, hk, jp + 0), attn_vit_b16_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                 j = jp;
                 if (j + STREAM_PREFETCH + 0 < j_end) {
                     attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -4069,7 +4069,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sp
         for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             p = attn_vit_b16_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-            attn_vit_b16_spv_4x64_f32__avx512(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+            attn_spv_4x64_f32__avx512(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
         }
 }
 
@@ -4118,7 +4118,7 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sunit_4x1__avx51
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
                     p = attn_vit_b16_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_vit_b16_spv_4x64_f32__avx512(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_4x64_f32__avx512(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -4134,7 +4134,7 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sunit_4x1__avx51
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_vit_b16_sqk_4x1_f32__avx512(w->sq + (hn) * HEAD_Q, attn_vit_b16_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
-                    attn_vit_b16_spv_4x64_f32__avx512(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_4x64_f32__avx512(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -4147,7 +4147,7 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sunit_4x1__avx51
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_vit_b16_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_vit_b16_spv_4x64_f32__avx512(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_4x64_f32__avx512(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -4166,7 +4166,7 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sunit_4x1__avx51
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_vit_b16_sterms_4x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_vit_b16_spv_4x64_f32__avx512(attn_vit_b16_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x64_f32__avx512(attn_vit_b16_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -4178,7 +4178,7 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sunit_4x1__avx51
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_vit_b16_sterms_4x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_vit_b16_spv_4x64_f32__avx512(attn_vit_b16_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x64_f32__avx512(attn_vit_b16_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -4395,19 +4395,19 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_vit_b16_usco
                     while (!attn_vit_b16_sees(w->first + r, w->last + r, 8, u1 - 16, u1)) u1 -= 16;
                 }
                 if (u1 - u0 == PREFILL_NC)
-                    attn_vit_b16_qk_8x32_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                    attn_qk_8x32_d64_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
                 else
                     for (u = u0; u < u1; u += 16)
-                        attn_vit_b16_qk_8x16_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
+                        attn_qk_8x16_d64_f32_p32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
             }
         if (r + 4 <= tq) { /* half a block of the last rows, then one at a time */
             if (cls == TILE_FULL || attn_vit_b16_sees(w->first + r, w->last + r, 4, c, c + PREFILL_NC))
-                attn_vit_b16_qk_4x32_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_4x32_d64_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
             r += 4;
         }
         for (; r < tq; r++)
             if (cls == TILE_FULL || attn_vit_b16_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
-                attn_vit_b16_qk_1x32_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_1x32_d64_f32__avx512(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
     }
 }
 
@@ -4471,22 +4471,22 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_vit_b16_upv_
         }
         switch (rows) {
         case 6:
-            attn_vit_b16_pv_6x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_6x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 5:
-            attn_vit_b16_pv_5x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_5x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 4:
-            attn_vit_b16_pv_4x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_4x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 3:
-            attn_vit_b16_pv_3x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_3x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 2:
-            attn_vit_b16_pv_2x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_2x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         default:
-            attn_vit_b16_pv_1x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_1x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         }
         if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
@@ -4784,7 +4784,7 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m128 attn_exp2_q4__avx2
 
 /* C[4][16] = A[4][64] B[64][16]: a: 4 rows of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  8192 FLOPs, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_qk_4x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_4x16_d64_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -4907,7 +4907,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_
 
 /* C[2][16] = A[2][64] B[64][16]: a: 2 rows of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  4096 FLOPs, 7 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_qk_2x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_2x16_d64_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -4990,7 +4990,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_
 
 /* C[1][16] = A[1][64] B[64][16]: a: 1 row of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  2048 FLOPs, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_qk_1x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_1x16_d64_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -5053,7 +5053,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_
 
 /* C[4][8] = A[4][64] B[64][8]: a: 4 rows of A (as elements apart), b: a packed
  * panel (16 floats per d, the 8 from b), c: rows cs floats apart.  4096 FLOPs, 6 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_qk_4x8_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_qk_4x8_d64_f32_p16__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps();
@@ -5165,7 +5165,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_
 /* O[6][64] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 768 FLOPs per key, 15 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_pv_6x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_6x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5379,7 +5379,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_
 /* O[5][64] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 640 FLOPs per key, 13 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_pv_5x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_5x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5564,7 +5564,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_
 /* O[4][64] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 512 FLOPs per key, 11 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_pv_4x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_4x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5720,7 +5720,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_
 /* O[3][64] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 384 FLOPs per key, 9 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_pv_3x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_3x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5847,7 +5847,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_
 /* O[2][64] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 256 FLOPs per key, 7 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_pv_2x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_2x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5945,7 +5945,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_
 /* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 128 FLOPs per key, 5 vector registers. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_pv_1x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_pv_1x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -6149,7 +6149,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_kvpack_f32__av
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (64 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_dot_4x2_f32__avx2(const float *restrict q, int64_t R, const float *restrict k0,
+__attribute__((target("avx2,fma,f16c"))) static void attn_dot_4x2_d64_f32__avx2(const float *restrict q, int64_t R, const float *restrict k0,
         const float *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -6301,7 +6301,7 @@ typedef struct {
 typedef char attn_vit_b16_dscratch_fits__avx2[sizeof(attn_vit_b16_dscratch__avx2) <= DECODE_SCRATCH ? 1 : -1];
 
 /* O[1 row] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_srescale_1x64__avx2(float *restrict o, __m128 alpha)
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_srescale_1x64_f32__avx2(float *restrict o, __m128 alpha)
 {
     const __m256 s = _mm256_insertf128_ps(_mm256_castps128_ps256(alpha), alpha, 1);
     int64_t c;
@@ -6328,7 +6328,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_vit_b16_
         lv = _mm_mul_ps(lv, alpha);
         mv = mn;
         _mm_storeu_ps(m, mv);
-        attn_vit_b16_srescale_1x64__avx2(o, alpha);
+        attn_srescale_1x64_f32__avx2(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = _mm_mul_ps(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -6407,7 +6407,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_vit_b16_
 }
 
 /* O[1 row] += p_r V: one V row. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_vit_b16_spv_1x64_f32__avx2(__m128 p, const float *restrict v0, float *restrict o)
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_spv_1x64_f32__avx2(__m128 p, const float *restrict v0, float *restrict o)
 {
     const __m256 s0 = _mm256_insertf128_ps(_mm256_castps128_ps256(p), p, 1);
     const __m256 p0_0 = _mm256_permute_ps(s0, 0x00);
@@ -6456,7 +6456,7 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m128 attn_vit_b16_sterm
 }
 
 /* O[2 rows] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_srescale_2x64__avx2(float *restrict o, __m128 alpha)
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_srescale_2x64_f32__avx2(float *restrict o, __m128 alpha)
 {
     const __m256 s = _mm256_insertf128_ps(_mm256_castps128_ps256(alpha), alpha, 1);
     int64_t c;
@@ -6485,7 +6485,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_vit_b16_
         lv = _mm_mul_ps(lv, alpha);
         mv = mn;
         _mm_storeu_ps(m, mv);
-        attn_vit_b16_srescale_2x64__avx2(o, alpha);
+        attn_srescale_2x64_f32__avx2(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = _mm_mul_ps(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -6597,7 +6597,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_vit_b16_
 }
 
 /* O[2 rows] += p_r V: one V row. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_vit_b16_spv_2x64_f32__avx2(__m128 p, const float *restrict v0, float *restrict o)
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_spv_2x64_f32__avx2(__m128 p, const float *restrict v0, float *restrict o)
 {
     const __m256 s0 = _mm256_insertf128_ps(_mm256_castps128_ps256(p), p, 1);
     const __m256 p0_0 = _mm256_permute_ps(s0, 0x00);
@@ -6656,7 +6656,7 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m128 attn_vit_b16_sterm
 }
 
 /* O[3 rows] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_srescale_3x64__avx2(float *restrict o, __m128 alpha)
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_srescale_3x64_f32__avx2(float *restrict o, __m128 alpha)
 {
     const __m256 s = _mm256_insertf128_ps(_mm256_castps128_ps256(alpha), alpha, 1);
     int64_t c;
@@ -6687,7 +6687,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_vit_b16_
         lv = _mm_mul_ps(lv, alpha);
         mv = mn;
         _mm_storeu_ps(m, mv);
-        attn_vit_b16_srescale_3x64__avx2(o, alpha);
+        attn_srescale_3x64_f32__avx2(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = _mm_mul_ps(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -7030,7 +7030,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_vit_b16_sq
 }
 
 /* O[3 rows] += p_r V: one V row. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_vit_b16_spv_3x64_f32__avx2(__m128 p, const float *restrict v0, float *restrict o)
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_spv_3x64_f32__avx2(__m128 p, const float *restrict v0, float *restrict o)
 {
     const __m256 s0 = _mm256_insertf128_ps(_mm256_castps128_ps256(p), p, 1);
     const __m256 p0_0 = _mm256_permute_ps(s0, 0x00);
@@ -7087,7 +7087,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_vit_b16_sp
 }
 
 /* O[3 rows] += w[0] V0 + ... + w[1] V1: 2 V rows in one pass over O. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_vit_b16_spvk_3x2_f32__avx2(const __m128 *w, const float *restrict v0, const float *restrict v1, float *restrict o)
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_spvk_3x2_v64_f32__avx2(const __m128 *w, const float *restrict v0, const float *restrict v1, float *restrict o)
 {
     const __m256 s0 = _mm256_insertf128_ps(_mm256_castps128_ps256(w[0]), w[0], 1);
     const __m256 s1 = _mm256_insertf128_ps(_mm256_castps128_ps256(w[1]), w[1], 1);
@@ -7168,7 +7168,7 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m128 attn_vit_b16_sterm
 }
 
 /* O[4 rows] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_srescale_4x64__avx2(float *restrict o, __m128 alpha)
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_srescale_4x64_f32__avx2(float *restrict o, __m128 alpha)
 {
     const __m256 s = _mm256_insertf128_ps(_mm256_castps128_ps256(alpha), alpha, 1);
     int64_t c;
@@ -7201,7 +7201,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_vit_b16_
         lv = _mm_mul_ps(lv, alpha);
         mv = mn;
         _mm_storeu_ps(m, mv);
-        attn_vit_b16_srescale_4x64__avx2(o, alpha);
+        attn_srescale_4x64_f32__avx2(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = _mm_mul_ps(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -7627,7 +7627,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_vit_b16_sq
 }
 
 /* O[4 rows] += p_r V: one V row. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_vit_b16_spv_4x64_f32__avx2(__m128 p, const float *restrict v0, float *restrict o)
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_spv_4x64_f32__avx2(__m128 p, const float *restrict v0, float *restrict o)
 {
     const __m256 s0 = _mm256_insertf128_ps(_mm256_castps128_ps256(p), p, 1);
     const __m256 p0_0 = _mm256_permute_ps(s0, 0x00);
@@ -7693,7 +7693,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_vit_b16_sp
 }
 
 /* O[4 rows] += w[0] V0 + ... + w[1] V1: 2 V rows in one pass over O. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_vit_b16_spvk_4x2_f32__avx2(const __m128 *w, const float *restrict v0, const float *restrict v1, float *restrict o)
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_spvk_4x2_v64_f32__avx2(const __m128 *w, const float *restrict v0, const float *restrict v1, float *restrict o)
 {
     const __m256 s0 = _mm256_insertf128_ps(_mm256_castps128_ps256(w[0]), w[0], 1);
     const __m256 s1 = _mm256_insertf128_ps(_mm256_castps128_ps256(w[1]), w[1], 1);
@@ -7789,7 +7789,7 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m128 attn_vit_b16_sterm
  * rows 16 floats apart.  Out of line, so that its 8 row pointers have registers
  * of their own: inside the decode unit gcc kept them on the stack, a reload for
  * every few FMAs. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_lanes_8x1_f32__avx2(const float *restrict k0, int64_t ks,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_lanes_8x1_d64_f32_p16__avx2(const float *restrict k0, int64_t ks,
         const float *restrict qt, float *restrict s, int64_t rp)
 {
     const float *restrict k1 = k0 + 1 * ks;
@@ -7801,7 +7801,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_
     const float *restrict k7 = k0 + 7 * ks;
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps(), a4 = _mm256_setzero_ps(), a5 = _mm256_setzero_ps(), a6 = _mm256_setzero_ps(), a7 = _mm256_setzero_ps();
     int64_t d;
-    for (d = 0; d < D; d++) {
+    for (d = 0; d < 64; d++) {
         const __m256 q = _mm256_loadu_ps(qt + d * 16);
         a0 = _mm256_fmadd_ps(_mm256_set1_ps(k0[d]), q, a0);
         a1 = _mm256_fmadd_ps(_mm256_set1_ps(k1[d]), q, a1);
@@ -7827,7 +7827,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_
  * row r, K rows ks elements apart from k0, Q packed as qp[(d / 2) * 8 + 2r + d % 2].
  * Each FMA takes a pair of K values broadcast to every pair of lanes, so no
  * lane is padding and only the end sums lane pairs.  Out of line, as above. */
-ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_dpairs_8x1__avx2(const float *restrict k0, int64_t ks,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_dpairs_8x1_d64_f32__avx2(const float *restrict k0, int64_t ks,
         const float *restrict qp, float *restrict s, int64_t rp)
 {
     const float *restrict k1 = k0 + 1 * ks;
@@ -7839,7 +7839,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_
     const float *restrict k7 = k0 + 7 * ks;
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps(), a4 = _mm256_setzero_ps(), a5 = _mm256_setzero_ps(), a6 = _mm256_setzero_ps(), a7 = _mm256_setzero_ps();
     int64_t d;
-    for (d = 0; d < D; d += 2) {
+    for (d = 0; d < 64; d += 2) {
         const __m256 q = _mm256_loadu_ps(qp + d * 4);
         a0 = _mm256_fmadd_ps(attn_set2__avx2(k0 + d), q, a0);
         a1 = _mm256_fmadd_ps(attn_set2__avx2(k1 + d), q, a1);
@@ -7913,7 +7913,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_vit
                 const float *k0 = attn_vit_b16_k_row(&kv, hk, j0 + c);
                 int64_t d;
                 if (c + SCORE_KEYS <= kb) { /* 8 keys */
-                    attn_vit_b16_lanes_8x1_f32__avx2(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
+                    attn_lanes_8x1_d64_f32_p16__avx2(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
                     c += SCORE_KEYS;
                 } else { /* one key */
                     __m256 a0 = _mm256_setzero_ps();
@@ -7939,7 +7939,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_vit
                 const float *k0 = attn_vit_b16_k_row(&kv, hk, j0 + c);
                 int64_t d;
                 if (c + SCORE_KEYS <= kb) { /* 8 keys */
-                    attn_vit_b16_dpairs_8x1__avx2(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
+                    attn_dpairs_8x1_d64_f32__avx2(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
                     c += SCORE_KEYS;
                 } else { /* one key */
                     __m256 a0 = _mm256_setzero_ps();
@@ -7962,7 +7962,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_vit
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_vit_b16_dot_4x2_f32__avx2(w->q + hk * glp * Q_STRIDE, glp, attn_vit_b16_k_row(&kv, hk, j0 + c),
+                attn_dot_4x2_d64_f32__avx2(w->q + hk * glp * Q_STRIDE, glp, attn_vit_b16_k_row(&kv, hk, j0 + c),
                         attn_vit_b16_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                     const float *row = attn_vit_b16_next_row(&kv, jn, pl);
@@ -7981,7 +7981,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_vit
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
                 for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_vit_b16_qk_4x16_f32__avx2(attn_vit_b16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_4x16_d64_f32__avx2(attn_vit_b16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                         const float *row = attn_vit_b16_next_row(&kv, jn, pl);
                         const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -7992,7 +7992,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_vit
                     }
                 }
                 for (; c < kb; c++)
-                    attn_vit_b16_qk_1x16_f32__avx2(attn_vit_b16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_1x16_d64_f32__avx2(attn_vit_b16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                 for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                     const float *row = attn_vit_b16_next_row(&kv, jn, pl);
                     const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -8041,27 +8041,27 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_vit
             const int64_t left = hk * glp + gl - r;
             const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
             if (take >= 6) {
-                attn_vit_b16_pv_6x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_6x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 6;
             } else
             if (take >= 5) {
-                attn_vit_b16_pv_5x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_5x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 5;
             } else
             if (take >= 4) {
-                attn_vit_b16_pv_4x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_4x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 4;
             } else
             if (take >= 3) {
-                attn_vit_b16_pv_3x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_3x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 3;
             } else
             if (take >= 2) {
-                attn_vit_b16_pv_2x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_2x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 2;
             } else
             {
-                attn_vit_b16_pv_1x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_1x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 1;
             }
             for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -8235,7 +8235,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_sunit_1x1__avx
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
                     p = attn_vit_b16_sqk_1x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_vit_b16_spv_1x64_f32__avx2(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_1x64_f32__avx2(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -8251,7 +8251,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_sunit_1x1__avx
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_vit_b16_sqk_1x1_f32__avx2(w->sq + (hn) * HEAD_Q, attn_vit_b16_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
-                    attn_vit_b16_spv_1x64_f32__avx2(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_1x64_f32__avx2(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -8264,7 +8264,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_sunit_1x1__avx
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_vit_b16_sqk_1x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_vit_b16_spv_1x64_f32__avx2(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_1x64_f32__avx2(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -8283,7 +8283,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_sunit_1x1__avx
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_vit_b16_sterms_1x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_vit_b16_spv_1x64_f32__avx2(attn_vit_b16_sqk_1x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_1x64_f32__avx2(attn_vit_b16_sqk_1x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -8295,7 +8295,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_sunit_1x1__avx
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_vit_b16_sterms_1x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_vit_b16_spv_1x64_f32__avx2(attn_vit_b16_sqk_1x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_1x64_f32__avx2(attn_vit_b16_sqk_1x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -8356,7 +8356,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_sunit_2x1__avx
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
                     p = attn_vit_b16_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_vit_b16_spv_2x64_f32__avx2(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_2x64_f32__avx2(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -8372,7 +8372,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_sunit_2x1__avx
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_vit_b16_sqk_2x1_f32__avx2(w->sq + (hn) * HEAD_Q, attn_vit_b16_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
-                    attn_vit_b16_spv_2x64_f32__avx2(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_2x64_f32__avx2(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -8385,7 +8385,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_sunit_2x1__avx
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_vit_b16_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_vit_b16_spv_2x64_f32__avx2(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_2x64_f32__avx2(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -8404,7 +8404,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_sunit_2x1__avx
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_vit_b16_sterms_2x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_vit_b16_spv_2x64_f32__avx2(attn_vit_b16_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x64_f32__avx2(attn_vit_b16_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -8416,7 +8416,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_sunit_2x1__avx
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_vit_b16_sterms_2x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_vit_b16_spv_2x64_f32__avx2(attn_vit_b16_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x64_f32__avx2(attn_vit_b16_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -8464,7 +8464,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_
             hk = w->hk_lo;
             attn_vit_b16_sqk_3x2_f32__avx2(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, jp + 0), attn_vit_b16_k_row(&kv, hk, jp + 1),
                         w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
-            attn_vit_b16_spvk_3x2_f32__avx2(wt, attn_vit_b16_v_row(&kv, hk, jp + 0), attn_vit_b16_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
+            attn_spvk_3x2_v64_f32__avx2(wt, attn_vit_b16_v_row(&kv, hk, jp + 0), attn_vit_b16_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
             j = jp;
             if (j + STREAM_PREFETCH + 0 < j_end) {
                 attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -8485,7 +8485,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_
                 if (jn + (STEP_KEYS - 1) < j_end)
                     attn_vit_b16_sqk_3x2_f32__avx2(w->sq + (hn) * HEAD_Q, attn_vit_b16_k_row(&kv, hn, jn + 0), attn_vit_b16_k_row(&kv, hn, jn + 1),
                         w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
-                attn_vit_b16_spvk_3x2_f32__avx2(wt, attn_vit_b16_v_row(&kv, hk, jp + 0), attn_vit_b16_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
+                attn_spvk_3x2_v64_f32__avx2(wt, attn_vit_b16_v_row(&kv, hk, jp + 0), attn_vit_b16_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                 j = jp;
                 if (j + STREAM_PREFETCH + 0 < j_end) {
                     attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -8506,7 +8506,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_
         for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             p = attn_vit_b16_sqk_3x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-            attn_vit_b16_spv_3x64_f32__avx2(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+            attn_spv_3x64_f32__avx2(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
         }
 }
 
@@ -8555,7 +8555,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_sunit_3x1__avx
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
                     p = attn_vit_b16_sqk_3x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_vit_b16_spv_3x64_f32__avx2(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_3x64_f32__avx2(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -8571,7 +8571,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_sunit_3x1__avx
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_vit_b16_sqk_3x1_f32__avx2(w->sq + (hn) * HEAD_Q, attn_vit_b16_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
-                    attn_vit_b16_spv_3x64_f32__avx2(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_3x64_f32__avx2(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -8584,7 +8584,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_sunit_3x1__avx
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_vit_b16_sqk_3x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_vit_b16_spv_3x64_f32__avx2(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_3x64_f32__avx2(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -8603,7 +8603,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_sunit_3x1__avx
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_vit_b16_sterms_3x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_vit_b16_spv_3x64_f32__avx2(attn_vit_b16_sqk_3x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_3x64_f32__avx2(attn_vit_b16_sqk_3x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -8615,7 +8615,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_sunit_3x1__avx
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_vit_b16_sterms_3x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_vit_b16_spv_3x64_f32__avx2(attn_vit_b16_sqk_3x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_3x64_f32__avx2(attn_vit_b16_sqk_3x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -8663,7 +8663,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_
             hk = w->hk_lo;
             attn_vit_b16_sqk_4x2_f32__avx2(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, jp + 0), attn_vit_b16_k_row(&kv, hk, jp + 1),
                         w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
-            attn_vit_b16_spvk_4x2_f32__avx2(wt, attn_vit_b16_v_row(&kv, hk, jp + 0), attn_vit_b16_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
+            attn_spvk_4x2_v64_f32__avx2(wt, attn_vit_b16_v_row(&kv, hk, jp + 0), attn_vit_b16_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
             j = jp;
             if (j + STREAM_PREFETCH + 0 < j_end) {
                 attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -8684,7 +8684,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_
                 if (jn + (STEP_KEYS - 1) < j_end)
                     attn_vit_b16_sqk_4x2_f32__avx2(w->sq + (hn) * HEAD_Q, attn_vit_b16_k_row(&kv, hn, jn + 0), attn_vit_b16_k_row(&kv, hn, jn + 1),
                         w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
-                attn_vit_b16_spvk_4x2_f32__avx2(wt, attn_vit_b16_v_row(&kv, hk, jp + 0), attn_vit_b16_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
+                attn_spvk_4x2_v64_f32__avx2(wt, attn_vit_b16_v_row(&kv, hk, jp + 0), attn_vit_b16_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                 j = jp;
                 if (j + STREAM_PREFETCH + 0 < j_end) {
                     attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
@@ -8705,7 +8705,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_
         for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
             p = attn_vit_b16_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-            attn_vit_b16_spv_4x64_f32__avx2(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+            attn_spv_4x64_f32__avx2(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
         }
 }
 
@@ -8754,7 +8754,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_sunit_4x1__avx
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
                     p = attn_vit_b16_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_vit_b16_spv_4x64_f32__avx2(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_4x64_f32__avx2(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -8770,7 +8770,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_sunit_4x1__avx
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_vit_b16_sqk_4x1_f32__avx2(w->sq + (hn) * HEAD_Q, attn_vit_b16_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
-                    attn_vit_b16_spv_4x64_f32__avx2(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_4x64_f32__avx2(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -8783,7 +8783,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_sunit_4x1__avx
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_vit_b16_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_vit_b16_spv_4x64_f32__avx2(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_4x64_f32__avx2(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -8802,7 +8802,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_sunit_4x1__avx
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_vit_b16_sterms_4x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_vit_b16_spv_4x64_f32__avx2(attn_vit_b16_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x64_f32__avx2(attn_vit_b16_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -8814,7 +8814,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_sunit_4x1__avx
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_vit_b16_sterms_4x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_vit_b16_spv_4x64_f32__avx2(attn_vit_b16_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x64_f32__avx2(attn_vit_b16_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -9031,19 +9031,19 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_vit_b16_us
                     while (!attn_vit_b16_sees(w->first + r, w->last + r, 4, u1 - 8, u1)) u1 -= 8;
                 }
                 if (u1 - u0 == PREFILL_NC)
-                    attn_vit_b16_qk_4x16_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                    attn_qk_4x16_d64_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
                 else
                     for (u = u0; u < u1; u += 8)
-                        attn_vit_b16_qk_4x8_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
+                        attn_qk_4x8_d64_f32_p16__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
             }
         if (r + 2 <= tq) { /* half a block of the last rows, then one at a time */
             if (cls == TILE_FULL || attn_vit_b16_sees(w->first + r, w->last + r, 2, c, c + PREFILL_NC))
-                attn_vit_b16_qk_2x16_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_2x16_d64_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
             r += 2;
         }
         for (; r < tq; r++)
             if (cls == TILE_FULL || attn_vit_b16_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
-                attn_vit_b16_qk_1x16_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_1x16_d64_f32__avx2(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
     }
 }
 
@@ -9107,22 +9107,22 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_vit_b16_up
         }
         switch (rows) {
         case 6:
-            attn_vit_b16_pv_6x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_6x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 5:
-            attn_vit_b16_pv_5x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_5x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 4:
-            attn_vit_b16_pv_4x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_4x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 3:
-            attn_vit_b16_pv_3x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_3x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 2:
-            attn_vit_b16_pv_2x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_2x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         default:
-            attn_vit_b16_pv_1x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_1x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         }
         if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
@@ -9393,7 +9393,7 @@ static inline float32x4_t attn_exp2_q4__neon(float32x4_t x)
 
 /* C[8][8] = A[8][64] B[64][8]: a: 8 rows of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  8192 FLOPs, 19 vector registers. */
-ATTN_NOINLINE static void attn_vit_b16_qk_8x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_8x8_d64_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -9596,7 +9596,7 @@ ATTN_NOINLINE static void attn_vit_b16_qk_8x8_f32__neon(const float *restrict a,
 
 /* C[4][8] = A[4][64] B[64][8]: a: 4 rows of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  4096 FLOPs, 11 vector registers. */
-ATTN_NOINLINE static void attn_vit_b16_qk_4x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_4x8_d64_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -9719,7 +9719,7 @@ ATTN_NOINLINE static void attn_vit_b16_qk_4x8_f32__neon(const float *restrict a,
 
 /* C[1][8] = A[1][64] B[64][8]: a: 1 row of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  1024 FLOPs, 5 vector registers. */
-ATTN_NOINLINE static void attn_vit_b16_qk_1x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_1x8_d64_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -9782,7 +9782,7 @@ ATTN_NOINLINE static void attn_vit_b16_qk_1x8_f32__neon(const float *restrict a,
 
 /* C[8][4] = A[8][64] B[64][4]: a: 8 rows of A (as elements apart), b: a packed
  * panel (8 floats per d, the 4 from b), c: rows cs floats apart.  4096 FLOPs, 10 vector registers. */
-ATTN_NOINLINE static void attn_vit_b16_qk_8x4_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_qk_8x4_d64_f32_p8__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f);
@@ -9970,7 +9970,7 @@ ATTN_NOINLINE static void attn_vit_b16_qk_8x4_f32__neon(const float *restrict a,
 /* O[6][64] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 768 FLOPs per key, 31 vector registers. */
-ATTN_NOINLINE static void attn_vit_b16_pv_6x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_6x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -10216,7 +10216,7 @@ ATTN_NOINLINE static void attn_vit_b16_pv_6x64_f32__neon(const float *restrict p
 /* O[5][64] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 640 FLOPs per key, 26 vector registers. */
-ATTN_NOINLINE static void attn_vit_b16_pv_5x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_5x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -10437,7 +10437,7 @@ ATTN_NOINLINE static void attn_vit_b16_pv_5x64_f32__neon(const float *restrict p
 /* O[4][64] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 512 FLOPs per key, 21 vector registers. */
-ATTN_NOINLINE static void attn_vit_b16_pv_4x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_4x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -10633,7 +10633,7 @@ ATTN_NOINLINE static void attn_vit_b16_pv_4x64_f32__neon(const float *restrict p
 /* O[3][64] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 384 FLOPs per key, 16 vector registers. */
-ATTN_NOINLINE static void attn_vit_b16_pv_3x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_3x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -10804,7 +10804,7 @@ ATTN_NOINLINE static void attn_vit_b16_pv_3x64_f32__neon(const float *restrict p
 /* O[2][64] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 256 FLOPs per key, 11 vector registers. */
-ATTN_NOINLINE static void attn_vit_b16_pv_2x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_2x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -10950,7 +10950,7 @@ ATTN_NOINLINE static void attn_vit_b16_pv_2x64_f32__neon(const float *restrict p
 /* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 128 FLOPs per key, 6 vector registers. */
-ATTN_NOINLINE static void attn_vit_b16_pv_1x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_pv_1x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -11206,7 +11206,7 @@ static void attn_vit_b16_kvpack_f32__neon(const attn_vit_b16_kv *kvs, int64_t hk
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (64 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-static void attn_vit_b16_dot_4x2_f32__neon(const float *restrict q, int64_t R, const float *restrict k0,
+static void attn_dot_4x2_d64_f32__neon(const float *restrict q, int64_t R, const float *restrict k0,
         const float *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -11254,7 +11254,7 @@ typedef struct {
 typedef char attn_vit_b16_dscratch_fits__neon[sizeof(attn_vit_b16_dscratch__neon) <= DECODE_SCRATCH ? 1 : -1];
 
 /* O[1 row] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE static void attn_vit_b16_srescale_1x64__neon(float *restrict o, float32x4_t alpha)
+ATTN_NOINLINE static void attn_srescale_1x64_f32__neon(float *restrict o, float32x4_t alpha)
 {
     const float32x4_t s = alpha;
     int64_t c;
@@ -11281,7 +11281,7 @@ static ATTN_INLINE float32x4_t attn_vit_b16_supd_1x1__neon(float32x4_t s, float 
         lv = vmulq_f32(lv, alpha);
         mv = mn;
         vst1q_f32(m, mv);
-        attn_vit_b16_srescale_1x64__neon(o, alpha);
+        attn_srescale_1x64_f32__neon(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = vmulq_f32(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -11312,7 +11312,7 @@ static ATTN_INLINE float32x4_t attn_vit_b16_sqk_1x1_f32__neon(const float *restr
 }
 
 /* O[1 row] += p_r V: one V row. */
-static ATTN_INLINE void attn_vit_b16_spv_1x64_f32__neon(float32x4_t p, const float *restrict v0, float *restrict o)
+static ATTN_INLINE void attn_spv_1x64_f32__neon(float32x4_t p, const float *restrict v0, float *restrict o)
 {
     const float32x4_t s0 = p;
     const float32x4_t p0_0 = vdupq_laneq_f32(s0, 0);
@@ -11334,7 +11334,7 @@ static inline float32x4_t attn_vit_b16_sterms_1x1__neon(const attn_args *args, c
 }
 
 /* O[2 rows] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE static void attn_vit_b16_srescale_2x64__neon(float *restrict o, float32x4_t alpha)
+ATTN_NOINLINE static void attn_srescale_2x64_f32__neon(float *restrict o, float32x4_t alpha)
 {
     const float32x4_t s = alpha;
     int64_t c;
@@ -11363,7 +11363,7 @@ static ATTN_INLINE float32x4_t attn_vit_b16_supd_2x1__neon(float32x4_t s, float 
         lv = vmulq_f32(lv, alpha);
         mv = mn;
         vst1q_f32(m, mv);
-        attn_vit_b16_srescale_2x64__neon(o, alpha);
+        attn_srescale_2x64_f32__neon(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = vmulq_f32(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -11399,7 +11399,7 @@ static ATTN_INLINE float32x4_t attn_vit_b16_sqk_2x1_f32__neon(const float *restr
 }
 
 /* O[2 rows] += p_r V: one V row. */
-static ATTN_INLINE void attn_vit_b16_spv_2x64_f32__neon(float32x4_t p, const float *restrict v0, float *restrict o)
+static ATTN_INLINE void attn_spv_2x64_f32__neon(float32x4_t p, const float *restrict v0, float *restrict o)
 {
     const float32x4_t s0 = p;
     const float32x4_t p0_0 = vdupq_laneq_f32(s0, 0);
@@ -11424,7 +11424,7 @@ static inline float32x4_t attn_vit_b16_sterms_2x1__neon(const attn_args *args, c
 }
 
 /* O[3 rows] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE static void attn_vit_b16_srescale_3x64__neon(float *restrict o, float32x4_t alpha)
+ATTN_NOINLINE static void attn_srescale_3x64_f32__neon(float *restrict o, float32x4_t alpha)
 {
     const float32x4_t s = alpha;
     int64_t c;
@@ -11455,7 +11455,7 @@ static ATTN_INLINE float32x4_t attn_vit_b16_supd_3x1__neon(float32x4_t s, float 
         lv = vmulq_f32(lv, alpha);
         mv = mn;
         vst1q_f32(m, mv);
-        attn_vit_b16_srescale_3x64__neon(o, alpha);
+        attn_srescale_3x64_f32__neon(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = vmulq_f32(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -11496,7 +11496,7 @@ static ATTN_INLINE float32x4_t attn_vit_b16_sqk_3x1_f32__neon(const float *restr
 }
 
 /* O[3 rows] += p_r V: one V row. */
-static ATTN_INLINE void attn_vit_b16_spv_3x64_f32__neon(float32x4_t p, const float *restrict v0, float *restrict o)
+static ATTN_INLINE void attn_spv_3x64_f32__neon(float32x4_t p, const float *restrict v0, float *restrict o)
 {
     const float32x4_t s0 = p;
     const float32x4_t p0_0 = vdupq_laneq_f32(s0, 0);
@@ -11524,7 +11524,7 @@ static inline float32x4_t attn_vit_b16_sterms_3x1__neon(const attn_args *args, c
 }
 
 /* O[4 rows] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE static void attn_vit_b16_srescale_4x64__neon(float *restrict o, float32x4_t alpha)
+ATTN_NOINLINE static void attn_srescale_4x64_f32__neon(float *restrict o, float32x4_t alpha)
 {
     const float32x4_t s = alpha;
     int64_t c;
@@ -11557,7 +11557,7 @@ static ATTN_INLINE float32x4_t attn_vit_b16_supd_4x1__neon(float32x4_t s, float 
         lv = vmulq_f32(lv, alpha);
         mv = mn;
         vst1q_f32(m, mv);
-        attn_vit_b16_srescale_4x64__neon(o, alpha);
+        attn_srescale_4x64_f32__neon(o, alpha);
         for (; npend > 0; npend--, pend++) *pend = vmulq_f32(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
@@ -11603,7 +11603,7 @@ static ATTN_INLINE float32x4_t attn_vit_b16_sqk_4x1_f32__neon(const float *restr
 }
 
 /* O[4 rows] += p_r V: one V row. */
-static ATTN_INLINE void attn_vit_b16_spv_4x64_f32__neon(float32x4_t p, const float *restrict v0, float *restrict o)
+static ATTN_INLINE void attn_spv_4x64_f32__neon(float32x4_t p, const float *restrict v0, float *restrict o)
 {
     const float32x4_t s0 = p;
     const float32x4_t p0_0 = vdupq_laneq_f32(s0, 0);
@@ -11638,7 +11638,7 @@ static inline float32x4_t attn_vit_b16_sterms_4x1__neon(const attn_args *args, c
  * rows 8 floats apart.  Out of line, so that its 8 row pointers have registers
  * of their own: inside the decode unit gcc kept them on the stack, a reload for
  * every few FMAs. */
-ATTN_NOINLINE static void attn_vit_b16_lanes_8x1_f32__neon(const float *restrict k0, int64_t ks,
+ATTN_NOINLINE static void attn_lanes_8x1_d64_f32_p8__neon(const float *restrict k0, int64_t ks,
         const float *restrict qt, float *restrict s, int64_t rp)
 {
     const float *restrict k1 = k0 + 1 * ks;
@@ -11650,7 +11650,7 @@ ATTN_NOINLINE static void attn_vit_b16_lanes_8x1_f32__neon(const float *restrict
     const float *restrict k7 = k0 + 7 * ks;
     float32x4_t a0 = vdupq_n_f32(0.0f), a1 = vdupq_n_f32(0.0f), a2 = vdupq_n_f32(0.0f), a3 = vdupq_n_f32(0.0f), a4 = vdupq_n_f32(0.0f), a5 = vdupq_n_f32(0.0f), a6 = vdupq_n_f32(0.0f), a7 = vdupq_n_f32(0.0f);
     int64_t d;
-    for (d = 0; d < D; d++) {
+    for (d = 0; d < 64; d++) {
         const float32x4_t q = vld1q_f32(qt + d * 8);
         a0 = vfmaq_f32(a0, vdupq_n_f32(k0[d]), q);
         a1 = vfmaq_f32(a1, vdupq_n_f32(k1[d]), q);
@@ -11676,7 +11676,7 @@ ATTN_NOINLINE static void attn_vit_b16_lanes_8x1_f32__neon(const float *restrict
  * row r, K rows ks elements apart from k0, Q packed as qp[(d / 2) * 4 + 2r + d % 2].
  * Each FMA takes a pair of K values broadcast to every pair of lanes, so no
  * lane is padding and only the end sums lane pairs.  Out of line, as above. */
-ATTN_NOINLINE static void attn_vit_b16_dpairs_8x1__neon(const float *restrict k0, int64_t ks,
+ATTN_NOINLINE static void attn_dpairs_8x1_d64_f32__neon(const float *restrict k0, int64_t ks,
         const float *restrict qp, float *restrict s, int64_t rp)
 {
     const float *restrict k1 = k0 + 1 * ks;
@@ -11688,7 +11688,7 @@ ATTN_NOINLINE static void attn_vit_b16_dpairs_8x1__neon(const float *restrict k0
     const float *restrict k7 = k0 + 7 * ks;
     float32x4_t a0 = vdupq_n_f32(0.0f), a1 = vdupq_n_f32(0.0f), a2 = vdupq_n_f32(0.0f), a3 = vdupq_n_f32(0.0f), a4 = vdupq_n_f32(0.0f), a5 = vdupq_n_f32(0.0f), a6 = vdupq_n_f32(0.0f), a7 = vdupq_n_f32(0.0f);
     int64_t d;
-    for (d = 0; d < D; d += 2) {
+    for (d = 0; d < 64; d += 2) {
         const float32x4_t q = vld1q_f32(qp + d * 2);
         a0 = vfmaq_f32(a0, vcombine_f32(vld1_f32(k0 + d), vld1_f32(k0 + d)), q);
         a1 = vfmaq_f32(a1, vcombine_f32(vld1_f32(k1 + d), vld1_f32(k1 + d)), q);
@@ -11762,7 +11762,7 @@ static ATTN_ALWAYS_INLINE void attn_vit_b16_dscores__neon(const attn_vit_b16_kv 
                 const float *k0 = attn_vit_b16_k_row(&kv, hk, j0 + c);
                 int64_t d;
                 if (c + SCORE_KEYS <= kb) { /* 8 keys */
-                    attn_vit_b16_lanes_8x1_f32__neon(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
+                    attn_lanes_8x1_d64_f32_p8__neon(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
                     c += SCORE_KEYS;
                 } else { /* one key */
                     float32x4_t a0 = vdupq_n_f32(0.0f);
@@ -11788,7 +11788,7 @@ static ATTN_ALWAYS_INLINE void attn_vit_b16_dscores__neon(const attn_vit_b16_kv 
                 const float *k0 = attn_vit_b16_k_row(&kv, hk, j0 + c);
                 int64_t d;
                 if (c + SCORE_KEYS <= kb) { /* 8 keys */
-                    attn_vit_b16_dpairs_8x1__neon(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
+                    attn_dpairs_8x1_d64_f32__neon(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
                     c += SCORE_KEYS;
                 } else { /* one key */
                     float32x4_t a0 = vdupq_n_f32(0.0f);
@@ -11811,7 +11811,7 @@ static ATTN_ALWAYS_INLINE void attn_vit_b16_dscores__neon(const attn_vit_b16_kv 
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_vit_b16_dot_4x2_f32__neon(w->q + hk * glp * Q_STRIDE, glp, attn_vit_b16_k_row(&kv, hk, j0 + c),
+                attn_dot_4x2_d64_f32__neon(w->q + hk * glp * Q_STRIDE, glp, attn_vit_b16_k_row(&kv, hk, j0 + c),
                         attn_vit_b16_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                     const float *row = attn_vit_b16_next_row(&kv, jn, pl);
@@ -11830,7 +11830,7 @@ static ATTN_ALWAYS_INLINE void attn_vit_b16_dscores__neon(const attn_vit_b16_kv 
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
                 for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_vit_b16_qk_8x8_f32__neon(attn_vit_b16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_8x8_d64_f32__neon(attn_vit_b16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                         const float *row = attn_vit_b16_next_row(&kv, jn, pl);
                         const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -11841,7 +11841,7 @@ static ATTN_ALWAYS_INLINE void attn_vit_b16_dscores__neon(const attn_vit_b16_kv 
                     }
                 }
                 for (; c < kb; c++)
-                    attn_vit_b16_qk_1x8_f32__neon(attn_vit_b16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_1x8_d64_f32__neon(attn_vit_b16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                 for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                     const float *row = attn_vit_b16_next_row(&kv, jn, pl);
                     const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -11890,27 +11890,27 @@ static ATTN_ALWAYS_INLINE void attn_vit_b16_dpv__neon(const attn_vit_b16_kv kv, 
             const int64_t left = hk * glp + gl - r;
             const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
             if (take >= 6) {
-                attn_vit_b16_pv_6x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_6x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 6;
             } else
             if (take >= 5) {
-                attn_vit_b16_pv_5x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_5x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 5;
             } else
             if (take >= 4) {
-                attn_vit_b16_pv_4x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_4x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 4;
             } else
             if (take >= 3) {
-                attn_vit_b16_pv_3x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_3x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 3;
             } else
             if (take >= 2) {
-                attn_vit_b16_pv_2x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_2x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 2;
             } else
             {
-                attn_vit_b16_pv_1x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_1x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 1;
             }
             for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -12084,7 +12084,7 @@ static void attn_vit_b16_sunit_1x1__neon(const attn_args *args, int64_t b, int64
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
                     p = attn_vit_b16_sqk_1x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_vit_b16_spv_1x64_f32__neon(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_1x64_f32__neon(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -12100,7 +12100,7 @@ static void attn_vit_b16_sunit_1x1__neon(const attn_args *args, int64_t b, int64
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_vit_b16_sqk_1x1_f32__neon(w->sq + (hn) * HEAD_Q, attn_vit_b16_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
-                    attn_vit_b16_spv_1x64_f32__neon(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_1x64_f32__neon(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -12113,7 +12113,7 @@ static void attn_vit_b16_sunit_1x1__neon(const attn_args *args, int64_t b, int64
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_vit_b16_sqk_1x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_vit_b16_spv_1x64_f32__neon(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_1x64_f32__neon(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -12132,7 +12132,7 @@ static void attn_vit_b16_sunit_1x1__neon(const attn_args *args, int64_t b, int64
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_vit_b16_sterms_1x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_vit_b16_spv_1x64_f32__neon(attn_vit_b16_sqk_1x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_1x64_f32__neon(attn_vit_b16_sqk_1x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -12144,7 +12144,7 @@ static void attn_vit_b16_sunit_1x1__neon(const attn_args *args, int64_t b, int64
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_vit_b16_sterms_1x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_vit_b16_spv_1x64_f32__neon(attn_vit_b16_sqk_1x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_1x64_f32__neon(attn_vit_b16_sqk_1x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -12205,7 +12205,7 @@ static void attn_vit_b16_sunit_2x1__neon(const attn_args *args, int64_t b, int64
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
                     p = attn_vit_b16_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_vit_b16_spv_2x64_f32__neon(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_2x64_f32__neon(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -12221,7 +12221,7 @@ static void attn_vit_b16_sunit_2x1__neon(const attn_args *args, int64_t b, int64
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_vit_b16_sqk_2x1_f32__neon(w->sq + (hn) * HEAD_Q, attn_vit_b16_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
-                    attn_vit_b16_spv_2x64_f32__neon(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_2x64_f32__neon(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -12234,7 +12234,7 @@ static void attn_vit_b16_sunit_2x1__neon(const attn_args *args, int64_t b, int64
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_vit_b16_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_vit_b16_spv_2x64_f32__neon(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_2x64_f32__neon(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -12253,7 +12253,7 @@ static void attn_vit_b16_sunit_2x1__neon(const attn_args *args, int64_t b, int64
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_vit_b16_sterms_2x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_vit_b16_spv_2x64_f32__neon(attn_vit_b16_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x64_f32__neon(attn_vit_b16_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -12265,7 +12265,7 @@ static void attn_vit_b16_sunit_2x1__neon(const attn_args *args, int64_t b, int64
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_vit_b16_sterms_2x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_vit_b16_spv_2x64_f32__neon(attn_vit_b16_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x64_f32__neon(attn_vit_b16_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -12326,7 +12326,7 @@ static void attn_vit_b16_sunit_3x1__neon(const attn_args *args, int64_t b, int64
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
                     p = attn_vit_b16_sqk_3x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_vit_b16_spv_3x64_f32__neon(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_3x64_f32__neon(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -12342,7 +12342,7 @@ static void attn_vit_b16_sunit_3x1__neon(const attn_args *args, int64_t b, int64
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_vit_b16_sqk_3x1_f32__neon(w->sq + (hn) * HEAD_Q, attn_vit_b16_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
-                    attn_vit_b16_spv_3x64_f32__neon(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_3x64_f32__neon(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -12355,7 +12355,7 @@ static void attn_vit_b16_sunit_3x1__neon(const attn_args *args, int64_t b, int64
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_vit_b16_sqk_3x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_vit_b16_spv_3x64_f32__neon(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_3x64_f32__neon(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -12374,7 +12374,7 @@ static void attn_vit_b16_sunit_3x1__neon(const attn_args *args, int64_t b, int64
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_vit_b16_sterms_3x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_vit_b16_spv_3x64_f32__neon(attn_vit_b16_sqk_3x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_3x64_f32__neon(attn_vit_b16_sqk_3x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -12386,7 +12386,7 @@ static void attn_vit_b16_sunit_3x1__neon(const attn_args *args, int64_t b, int64
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_vit_b16_sterms_3x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_vit_b16_spv_3x64_f32__neon(attn_vit_b16_sqk_3x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_3x64_f32__neon(attn_vit_b16_sqk_3x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -12447,7 +12447,7 @@ static void attn_vit_b16_sunit_4x1__neon(const attn_args *args, int64_t b, int64
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
                     p = attn_vit_b16_sqk_4x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_vit_b16_spv_4x64_f32__neon(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_4x64_f32__neon(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -12463,7 +12463,7 @@ static void attn_vit_b16_sunit_4x1__neon(const attn_args *args, int64_t b, int64
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
                     pn = jn < j_end ? attn_vit_b16_sqk_4x1_f32__neon(w->sq + (hn) * HEAD_Q, attn_vit_b16_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
-                    attn_vit_b16_spv_4x64_f32__neon(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_4x64_f32__neon(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -12476,7 +12476,7 @@ static void attn_vit_b16_sunit_4x1__neon(const attn_args *args, int64_t b, int64
                 for (j = j_begin; j < j_end; j++) {
                     p = attn_vit_b16_sqk_4x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
-                    attn_vit_b16_spv_4x64_f32__neon(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                    attn_spv_4x64_f32__neon(p, attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                         attn_vit_b16_prefetch_row_l2(attn_vit_b16_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -12495,7 +12495,7 @@ static void attn_vit_b16_sunit_4x1__neon(const attn_args *args, int64_t b, int64
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_vit_b16_sterms_4x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_vit_b16_spv_4x64_f32__neon(attn_vit_b16_sqk_4x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x64_f32__neon(attn_vit_b16_sqk_4x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -12507,7 +12507,7 @@ static void attn_vit_b16_sunit_4x1__neon(const attn_args *args, int64_t b, int64
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_vit_b16_sterms_4x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_vit_b16_spv_4x64_f32__neon(attn_vit_b16_sqk_4x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x64_f32__neon(attn_vit_b16_sqk_4x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_vit_b16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_vit_b16_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_vit_b16_prefetch_row_l2(attn_vit_b16_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -12724,19 +12724,19 @@ static ATTN_INLINE void attn_vit_b16_uscores__neon(const float *kt, int64_t k0, 
                     while (!attn_vit_b16_sees(w->first + r, w->last + r, 8, u1 - 4, u1)) u1 -= 4;
                 }
                 if (u1 - u0 == PREFILL_NC)
-                    attn_vit_b16_qk_8x8_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                    attn_qk_8x8_d64_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
                 else
                     for (u = u0; u < u1; u += 4)
-                        attn_vit_b16_qk_8x4_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
+                        attn_qk_8x4_d64_f32_p8__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
             }
         if (r + 4 <= tq) { /* half a block of the last rows, then one at a time */
             if (cls == TILE_FULL || attn_vit_b16_sees(w->first + r, w->last + r, 4, c, c + PREFILL_NC))
-                attn_vit_b16_qk_4x8_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_4x8_d64_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
             r += 4;
         }
         for (; r < tq; r++)
             if (cls == TILE_FULL || attn_vit_b16_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
-                attn_vit_b16_qk_1x8_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_1x8_d64_f32__neon(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
     }
 }
 
@@ -12800,22 +12800,22 @@ static ATTN_INLINE void attn_vit_b16_upv__neon(const attn_args *args, const floa
         }
         switch (rows) {
         case 6:
-            attn_vit_b16_pv_6x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_6x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 5:
-            attn_vit_b16_pv_5x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_5x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 4:
-            attn_vit_b16_pv_4x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_4x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 3:
-            attn_vit_b16_pv_3x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_3x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         case 2:
-            attn_vit_b16_pv_2x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_2x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         default:
-            attn_vit_b16_pv_1x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_1x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         }
         if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
@@ -13011,7 +13011,7 @@ attn_status attn_vit_b16_fwd__neon(const attn_args *args)
 
 /* C[4][2] = A[4][64] B[64][2]: a: 4 rows of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  1024 FLOPs, 11 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_vit_b16_qk_4x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qk_4x2_d64_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -13134,7 +13134,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_vit_b16_qk_4x2_f32__scalar(const 
 
 /* C[1][2] = A[1][64] B[64][2]: a: 1 row of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  256 FLOPs, 5 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_vit_b16_qk_1x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qk_1x2_d64_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -13197,7 +13197,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_vit_b16_qk_1x2_f32__scalar(const 
 
 /* C[4][1] = A[4][64] B[64][1]: a: 4 rows of A (as elements apart), b: a packed
  * panel (2 floats per d, the 1 from b), c: rows cs floats apart.  512 FLOPs, 6 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_vit_b16_qk_4x1_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_qk_4x1_d64_f32_p2__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f;
@@ -13309,7 +13309,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_vit_b16_qk_4x1_f32__scalar(const 
 /* O[4][64] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 32 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 512 FLOPs per key, 13 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_vit_b16_pv_4x64_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_pv_4x64_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -13381,7 +13381,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_vit_b16_pv_4x64_f32__scalar(const
 /* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 32 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 128 FLOPs per key, 4 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_vit_b16_pv_1x64_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_pv_1x64_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -13609,7 +13609,7 @@ ATTN_NO_AUTOVEC static void attn_vit_b16_kvpack_f32__scalar(const attn_vit_b16_k
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (64 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-ATTN_NO_AUTOVEC static void attn_vit_b16_dot_4x2_f32__scalar(const float *restrict q, int64_t R, const float *restrict k0,
+ATTN_NO_AUTOVEC static void attn_dot_4x2_d64_f32__scalar(const float *restrict q, int64_t R, const float *restrict k0,
         const float *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -13702,7 +13702,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_vit_b16_dscores__scalar(cons
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_vit_b16_dot_4x2_f32__scalar(w->q + hk * glp * Q_STRIDE, glp, attn_vit_b16_k_row(&kv, hk, j0 + c),
+                attn_dot_4x2_d64_f32__scalar(w->q + hk * glp * Q_STRIDE, glp, attn_vit_b16_k_row(&kv, hk, j0 + c),
                         attn_vit_b16_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                 for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                     const float *row = attn_vit_b16_next_row(&kv, jn, pl);
@@ -13721,7 +13721,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_vit_b16_dscores__scalar(cons
                 const float *qt = w->qt + r * D;
                 const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
                 for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_vit_b16_qk_4x2_f32__scalar(attn_vit_b16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_4x2_d64_f32__scalar(attn_vit_b16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                         const float *row = attn_vit_b16_next_row(&kv, jn, pl);
                         const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -13732,7 +13732,7 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_vit_b16_dscores__scalar(cons
                     }
                 }
                 for (; c < kb; c++)
-                    attn_vit_b16_qk_1x2_f32__scalar(attn_vit_b16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    attn_qk_1x2_d64_f32__scalar(attn_vit_b16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                 for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                     const float *row = attn_vit_b16_next_row(&kv, jn, pl);
                     const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -13775,11 +13775,11 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_vit_b16_dpv__scalar(const at
         for (r = hk * glp; r < hk * glp + gl;) {
             const int64_t take = hk * glp + gl - r; /* the widest kernel that fits the rows left */
             if (take >= 4) {
-                attn_vit_b16_pv_4x64_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_4x64_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 4;
             } else
             {
-                attn_vit_b16_pv_1x64_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
+                attn_pv_1x64_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                 r += 1;
             }
             for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -14076,14 +14076,14 @@ ATTN_NO_AUTOVEC static ATTN_INLINE void attn_vit_b16_uscores__scalar(const float
                     while (!attn_vit_b16_sees(w->first + r, w->last + r, 4, u1 - 1, u1)) u1 -= 1;
                 }
                 if (u1 - u0 == PREFILL_NC)
-                    attn_vit_b16_qk_4x2_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                    attn_qk_4x2_d64_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
                 else
                     for (u = u0; u < u1; u += 1)
-                        attn_vit_b16_qk_4x1_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
+                        attn_qk_4x1_d64_f32_p2__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc + (u - c), w->s + r * TK + u, TK);
             }
         for (; r < tq; r++)
             if (cls == TILE_FULL || attn_vit_b16_sees(w->first + r, w->last + r, 1, c, c + PREFILL_NC))
-                attn_vit_b16_qk_1x2_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
+                attn_qk_1x2_d64_f32__scalar(w->q + r * PREFILL_QROW, PREFILL_QROW, ktc, w->s + r * TK + c, TK);
     }
 }
 
@@ -14147,10 +14147,10 @@ ATTN_NO_AUTOVEC static ATTN_INLINE void attn_vit_b16_upv__scalar(const attn_args
         }
         switch (rows) {
         case 4:
-            attn_vit_b16_pv_4x64_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_4x64_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         default:
-            attn_vit_b16_pv_1x64_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
+            attn_pv_1x64_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * PREFILL_DVP, PREFILL_DVP, jlo, jhi, w->o + r * PREFILL_DVP, w->alpha + r);
             break;
         }
         if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */

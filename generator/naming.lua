@@ -2,20 +2,32 @@
 -- style): what a symbol computes, its register block and storage type come
 -- before the double underscore, the ISA after it.
 --
---   attn_<config>_<op>[_<MR>x<N>][_<dtype>][__<isa>]   a symbol of one config
---   attn_<op>[_q4]__<isa>                             shared vector math and ISA helpers
+--   attn_<op>_<M>x<N>[_d<D>][v<Dv>]_<dtype>[_<field>...]__<isa>   a micro-kernel, named by its math
+--   attn_<config>_<op>[_<MR>x<N>][_<dtype>][__<isa>]              a symbol of one config
+--   attn_<op>[_q4]__<isa>                                         shared vector math and ISA helpers
+--   attn_<op>                                                     shared plain C helpers
+--
+-- A micro-kernel's name holds everything its body depends on: the
+-- operation, the register block, the head dims it loops over (d: D, the
+-- reduction of the scores; v: Dv, where N is not Dv already), the storage
+-- type it reads, the ISA, and the named fields FIELDS lists where the
+-- config's plan chose something the rest does not imply (a packed panel's
+-- stride, prefetching).  Two configs that need the same kernel therefore
+-- render the same text under the same name, and the micro-kernel tests
+-- test each name once (tests/gen_ukernel_tests.lua).
 --
 -- for example
 --   attn_llama3_8b_fwd                      entry point (validates, dispatches)
 --   attn_llama3_8b_fwd__avx512              one ISA variant
---   attn_llama3_8b_qk_8x32_f32__avx512      scores micro-kernel: 8 rows x 32 columns, f32 operands
---   attn_llama3_8b_pv_6x128_f32__avx512     P*V micro-kernel: 6 rows x Dv = 128 columns
+--   attn_qk_8x32_d128_f32__avx512           scores micro-kernel: 8 rows x 32 columns, D = 128, f32 operands
+--   attn_pv_6x128_f32__avx512               P*V micro-kernel: 6 rows x Dv = 128 columns
+--   attn_lanes_8x1_d128_f32_p32_pf__avx512  decode scores of 8 keys, Q^T rows 32 floats apart, prefetching
 --   attn_llama3_8b_kernel                   the attn_kernel descriptor
 --   attn_exp2_q4__avx512                    exp2 on four-float registers
 --
--- OPS is the one table of what exists; build() and parse() both read it, so
--- every name built parses back to the same fields, and tests, benchmarks
--- and the micro-kernel tests derive what they need from names.
+-- OPS is the one table of what exists; build(), micro() and parse() read
+-- it, so every name built parses back to the same fields, and tests,
+-- benchmarks and the micro-kernel tests derive what they need from names.
 local isa_registry = require("isa")
 
 local M = {}
@@ -29,6 +41,8 @@ M.DTYPES = { "f32", "bf16", "f16", "q8_0", "q4_0" }
 --          (true: given by the caller; "q" or "kv": that tensor's type)
 --   isa:   whether it is one ISA's (a "__<isa>" suffix)
 --   micro: a micro-kernel the micro-kernel tests check alone
+--   math:  named by its math, not by the config (micro()): the head dims
+--          its name spells ("d": D, "v": Dv, "": none, N being Dv)
 --   what:  a line for documents and tests
 M.OPS = {
   -- the interface of a config's kernel
@@ -36,33 +50,35 @@ M.OPS = {
   kernel = { what = "the attn_kernel descriptor" },
   variants = { what = "the table of ISA variants compiled in" },
   -- micro-kernels (templates/lib/)
-  qk = { shape = "MxN", dtype = true, isa = true, micro = true,
+  qk = { shape = "MxN", math = "d", dtype = true, isa = true, micro = true,
     what = "scores C[M][N] = A[M][D] B[D][N], A's rows broadcast against a packed panel B" },
-  pv = { shape = "MxN", dtype = true, isa = true, micro = true,
+  pv = { shape = "MxN", math = "", dtype = true, isa = true, micro = true,
     what = "O[M][N] = alpha O + P[M][keys] V[keys][N]" },
-  qkpf = { shape = "MxN", dtype = true, isa = true, micro = true,
+  qkpf = { shape = "MxN", math = "d", dtype = true, isa = true, micro = true,
     what = "decode: qk's scores, also asking for rows of the next block in L2, a line every other d" },
-  qkdp = { shape = "MxN", dtype = true, isa = true, micro = true,
+  qkdp = { shape = "MxN", math = "d", dtype = true, isa = true, micro = true,
     what = "scores C[M][N] = scale A[M][D] B[D][N] by pairwise dot products, A and B as pairs along D" },
-  pvdp = { shape = "MxN", dtype = true, isa = true, micro = true,
+  pvdp = { shape = "MxN", math = "", dtype = true, isa = true, micro = true,
     what = "O[M][N] = alpha O + P[M][keys] V[keys][N] by pairwise dot products, P and V packed as pairs of keys" },
-  dot = { shape = "MxN", dtype = "kv", isa = true, micro = true,
+  dot = { shape = "MxN", math = "d", dtype = "kv", isa = true, micro = true,
     what = "scores of M query rows against N keys by dot products along D" },
   sqk = { shape = "MxN", dtype = "kv", isa = true,
     what = "streaming decode: M rows' scores against N keys (1 or 2), through the softmax step" },
-  spv = { shape = "MxN", dtype = "kv", isa = true, what = "streaming decode: M rows += p V, one V row" },
-  lanes = { shape = "MxN", dtype = "kv", isa = true, micro = true,
+  spv = { shape = "MxN", math = "", dtype = "kv", isa = true, micro = true,
+    what = "streaming decode: M rows += p V, one V row" },
+  lanes = { shape = "MxN", math = "d", dtype = "kv", isa = true, micro = true,
     what = "decode: S^T of M keys against one vector of a kv head's rows, rows along the lanes" },
-  dpairs = { shape = "MxN", isa = true, micro = true,
+  dpairs = { shape = "MxN", math = "d", isa = true, micro = true,
     what = "decode: S^T of M keys (f32) against N half vectors of a kv head's rows (N = 1: half a vector; "
       .. "N = 2: one vector, in two), two values of D a row" },
-  hpairs = { shape = "MxN", isa = true, micro = true,
+  hpairs = { shape = "MxN", math = "d", isa = true, micro = true,
     what = "decode: S^T of M keys (f32) against a quarter vector of a kv head's rows, two values of D a row, "
       .. "on half-width vectors" },
   supd = { shape = "MxN", isa = true, what = "streaming decode: the lazy online-softmax step of M rows at one key" },
-  spvk = { shape = "MxN", dtype = "kv", isa = true,
+  spvk = { shape = "MxN", math = "v", dtype = "kv", isa = true, micro = true,
     what = "streaming decode: M rows += the weights of N keys times their V rows" },
-  srescale = { shape = "MxN", isa = true, what = "streaming decode: M rows of O times their rescale factors" },
+  srescale = { shape = "MxN", math = "", isa = true, micro = true,
+    what = "streaming decode: M rows of O times their rescale factors" },
   sqblk = { shape = "MxN", dtype = "kv", isa = true,
     what = "streaming decode, block caches: M rows against N keys (scores, one softmax update, P*V, O in registers)" },
   sqbdot = { shape = "MxN", dtype = "kv", isa = true,
@@ -201,7 +217,6 @@ M.OPS = {
   next_rows = { what = "decode: the rows of the next block a score kernel prefetches" },
   prefetch_row = { what = "prefetch the cache lines of a row" },
   prefetch_row_l2 = { what = "prefetch the cache lines of a row into the second-level cache" },
-  prefetch_line_l2 = { what = "prefetch one cache line into the second-level cache" },
   prefetch_key_start = { what = "the first lines of a key's K and V rows asked for into L2" },
   key_starts = { what = "decode: the first lines of a few keys a block further asked for into L2, after a score call" },
   shidden = { what = "streaming decode: whether a row does not see a key" },
@@ -304,6 +319,23 @@ for r = 1, 4 do
   end
 end
 
+--- The named fields a micro-kernel's name may end in (after its storage
+-- type, in this order): what its body depends on that the operation,
+-- block, head dims, storage type and ISA do not imply.
+--   p<n>  the packed panel it reads (B of qk, Q^T of lanes) has rows n
+--         floats (qkdp: pairs) apart, where that is not N
+--   pf    it takes pr, rows of the next block to ask for in L2 (D / 16
+--         lines a row of an f32 cache, templates/lib/qk, pv, decode_scores)
+--   i8    integer block dots of q8_0 query rows (matmul = "int8")
+M.FIELDS = { { pattern = "p%d+", what = "the packed panel's row stride, where it is not N" },
+  { pattern = "pf", what = "takes pr: rows of the next block asked for in L2" },
+  { pattern = "i8", what = "integer block dots of q8_0 query rows (matmul = \"int8\")" } }
+
+--- Plain C helpers no config or ISA shapes: attn_<op>.
+M.COMMON = {
+  prefetch_line_l2 = "prefetch one cache line into the second-level cache",
+}
+
 local function is_dtype(s)
   for _, d in ipairs(M.DTYPES) do
     if d == s then return true end
@@ -317,6 +349,7 @@ function M.build(cfg, op, t)
   t = t or {}
   local spec = M.OPS[op]
   if not spec then error(("naming: unknown op '%s'"):format(tostring(op)), 2) end
+  if spec.math then error(("naming: %s is named by its math (naming.micro)"):format(op), 2) end
   local parts = { "attn_", cfg, "_", op }
   if spec.shape then
     if not (t.m and t.n) then error(("naming: %s needs m and n"):format(op), 2) end
@@ -341,39 +374,103 @@ function M.shared(op, isa, q4)
   return ("attn_%s%s__%s"):format(op, q4 and "_q4" or "", isa)
 end
 
+--- The name of micro-kernel op, named by its math (OPS[op].math): t holds
+-- m, n (its block), d and v (the head dims its entry spells), dtype (f32
+-- where the op has none), isa, and fields (a list of FIELDS' spellings, in
+-- their order).  Raises on a field missing or not in FIELDS.
+function M.micro(op, t)
+  local spec = M.OPS[op]
+  if not (spec and spec.math) then error(("naming: %s is not named by its math"):format(tostring(op)), 2) end
+  if not (t.m and t.n and t.isa) then error(("naming: %s needs m, n and an ISA"):format(op), 2) end
+  local dims = ""
+  if spec.math:find("d", 1, true) then
+    if not t.d then error(("naming: %s needs d"):format(op), 2) end
+    dims = "_d" .. t.d
+  end
+  if spec.math:find("v", 1, true) then
+    if not t.v then error(("naming: %s needs v"):format(op), 2) end
+    dims = (dims == "" and "_v" or dims .. "v") .. t.v
+  end
+  local dtype = t.dtype or "f32"
+  if not is_dtype(dtype) then error(("naming: %s needs a dtype"):format(op), 2) end
+  local parts = { ("attn_%s_%dx%d%s_%s"):format(op, t.m, t.n, dims, dtype) }
+  local at = 1
+  for _, f in ipairs(t.fields or {}) do
+    while M.FIELDS[at] and not f:match("^" .. M.FIELDS[at].pattern .. "$") do at = at + 1 end
+    if not M.FIELDS[at] then error(("naming: %s: field '%s' unknown or out of order"):format(op, f), 2) end
+    parts[#parts + 1] = "_" .. f
+    at = at + 1
+  end
+  parts[#parts + 1] = "__" .. t.isa
+  return table.concat(parts)
+end
+
+--- The name of a plain C helper no config shapes: attn_<op>.
+function M.common(op)
+  if not M.COMMON[op] then error(("naming: unknown common helper '%s'"):format(tostring(op)), 2) end
+  return "attn_" .. op
+end
+
 -- the builders of the interface, by what they are
 function M.entry(name) return M.build(name, "fwd") end
 function M.kernel(name) return M.build(name, "kernel") end
 function M.variant(name, isa) return M.build(name, "fwd", { isa = isa }) end
-function M.qk(name, mr, nc, isa, dtype)
-  return M.build(name, "qk", { m = mr, n = nc, isa = isa, dtype = dtype or "f32" })
-end
-function M.pv(name, mr, dv, isa, dtype)
-  return M.build(name, "pv", { m = mr, n = dv, isa = isa, dtype = dtype or "f32" })
-end
-function M.qkpf(name, mr, nc, isa, dtype)
-  return M.build(name, "qkpf", { m = mr, n = nc, isa = isa, dtype = dtype or "f32" })
-end
-function M.qkdp(name, mr, nc, isa, dtype)
-  return M.build(name, "qkdp", { m = mr, n = nc, isa = isa, dtype = dtype })
-end
-function M.pvdp(name, mr, dv, isa, dtype)
-  return M.build(name, "pvdp", { m = mr, n = dv, isa = isa, dtype = dtype })
-end
-
 -- longest op first, so that an op that ends another's name cannot take it
 local OP_LIST = {}
 for op in pairs(M.OPS) do OP_LIST[#OP_LIST + 1] = op end
 table.sort(OP_LIST, function(a, b) return #a > #b or (#a == #b and a < b) end)
 
+--- A micro-kernel's name without its ISA, parsed: { op=, m=, n=, d=, v=,
+-- dtype=, fields= }, or nil.
+local function parse_micro(rest)
+  local op, m, n, s = rest:match("^attn_(%l+)_(%d+)x(%d+)(.*)$")
+  local spec = op and M.OPS[op]
+  if not (spec and spec.math) then return nil end
+  local t = { op = op, m = tonumber(m), n = tonumber(n) }
+  local dims
+  if spec.math == "d" then dims = { s:match("^_d(%d+)(.*)$") }
+  elseif spec.math == "v" then dims = { s:match("^_v(%d+)(.*)$") }
+  elseif spec.math == "dv" then dims = { s:match("^_d(%d+)v(%d+)(.*)$") }
+  else dims = { s } end
+  if not dims[1] then return nil end
+  s = table.remove(dims)
+  if spec.math == "dv" then t.d, t.v = tonumber(dims[1]), tonumber(dims[2])
+  elseif spec.math ~= "" then t[spec.math] = tonumber(dims[1]) end
+  for _, d in ipairs(M.DTYPES) do
+    if s:sub(1, #d + 1) == "_" .. d and (#s == #d + 1 or s:sub(#d + 2, #d + 2) == "_") then
+      t.dtype, s = d, s:sub(#d + 2)
+    end
+  end
+  if not t.dtype then return nil end
+  local at, fields = 1, {}
+  while s ~= "" do
+    local f, more = s:match("^_([%l%d]+)(.*)$")
+    if not f then return nil end
+    while M.FIELDS[at] and not f:match("^" .. M.FIELDS[at].pattern .. "$") do at = at + 1 end
+    if not M.FIELDS[at] then return nil end
+    fields[#fields + 1], s, at = f, more, at + 1
+  end
+  t.fields = #fields > 0 and fields or nil
+  return t
+end
+
 --- Parses an emitted name back into its parts: { config=, op=, m=, n=,
--- dtype=, isa= } (fields the op has), { op=, isa=, q4= } for a shared
--- helper, or nil for a name no builder makes.
+-- dtype=, isa= } (fields the op has), { op=, m=, n=, d=, v=, dtype=,
+-- fields=, isa= } for a micro-kernel named by its math, { op=, isa=, q4= }
+-- for a shared helper, { op= } for a common one, or nil for a name no
+-- builder makes.
 function M.parse(fname)
   if type(fname) ~= "string" then return nil end
   local rest, isa = fname:match("^(attn_.-)__(%w+)$")
   if rest and not isa_registry.known(isa) then rest, isa = nil, nil end
   rest = rest or fname
+  if not isa and M.COMMON[rest:match("^attn_([%l%d_]+)$") or ""] then return { op = rest:sub(6) } end
+  -- a micro-kernel
+  local t = isa and parse_micro(rest)
+  if t then
+    t.isa = isa
+    return t
+  end
   -- a shared helper
   if isa then
     local base = rest:match("^attn_([%l%d_]+)$")
@@ -383,12 +480,12 @@ function M.parse(fname)
   end
   for _, op in ipairs(OP_LIST) do
     local spec = M.OPS[op]
-    local ok = not ((isa and not spec.isa) or (not isa and spec.isa == true))
+    local ok = not spec.math and not ((isa and not spec.isa) or (not isa and spec.isa == true))
     local s, dtype, m, n = rest, nil, nil, nil
     if ok and spec.dtype then
       local head, d -- the storage type ending the name (q8_0 and q4_0 hold an underscore)
-      for _, t in ipairs(M.DTYPES) do
-        if s:sub(-#t - 1) == "_" .. t and #s > #t + 1 then head, d = s:sub(1, -#t - 2), t end
+      for _, dt in ipairs(M.DTYPES) do
+        if s:sub(-#dt - 1) == "_" .. dt and #s > #dt + 1 then head, d = s:sub(1, -#dt - 2), dt end
       end
       ok = head ~= nil and is_dtype(d)
       if ok then s, dtype = head, d end

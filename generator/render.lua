@@ -98,6 +98,7 @@ function environment(plan)
     intrinsic_includes = includes,
     N = function(op, t) return naming.build(plan.name, op, t) end,
     S = naming.shared,
+    C = naming.common,
     -- the streaming decode's four-float helpers of variant v (lib/dot's
     -- one-key step, lib/decode_qblock's block step): exp2 and tanh of a q4
     -- expression (the variant's vector math), and the running max a row

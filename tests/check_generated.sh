@@ -12,8 +12,10 @@ if ! diff -r -q generated "$tmp/generated" >/dev/null; then
   diff -r generated "$tmp/generated" | head -n 40
   exit 1
 fi
-# runtime/attn_cpu_profiles.h must be a fresh rendering of generator/cpu/
 lua=$(command -v luajit || command -v lua5.4 || command -v lua5.1)
+# a micro-kernel's name (named by its math) is the same text in every preset
+ATTNGEN_ROOT=. "$lua" tests/check_micro_kernels.lua generated/*.c >/dev/null
+# runtime/attn_cpu_profiles.h must be a fresh rendering of generator/cpu/
 ATTNGEN_ROOT=. "$lua" scripts/gen_cpu_profiles.lua "$tmp/attn_cpu_profiles.h"
 if ! cmp -s runtime/attn_cpu_profiles.h "$tmp/attn_cpu_profiles.h"; then
   echo "runtime/attn_cpu_profiles.h differs from a fresh 'make cpu-profiles':"

@@ -112,6 +112,16 @@ function M.variant_base(cfg, plan, isa)
     if spec and type(spec.dtype) == "string" then f.dtype = f.dtype or plan.dtype[spec.dtype] end
     return naming.build(cfg.name, op, f)
   end
+  --- The name of one of this variant's micro-kernels, named by its math
+  -- (naming.micro): t holds m, n and fields (a list, naming.FIELDS), and
+  -- dtype where the op's storage type is not the plan's (f32 for an op
+  -- without one); the ISA and the head dims come from here.
+  function v.U(op, t)
+    local spec = naming.OPS[op]
+    local f = { isa = isa.name, m = t.m, n = t.n, dtype = t.dtype, fields = t.fields, d = plan.D, v = plan.Dv }
+    if type(spec.dtype) == "string" then f.dtype = f.dtype or plan.dtype[spec.dtype] end
+    return naming.micro(op, f)
+  end
   -- vector exp2 and tanh expressions: the ISA's own, or lib/vmath's
   v.exp2 = function(x) return isa.exp2 and isa.exp2(x) or (naming.shared("exp2", isa.name) .. "(" .. x .. ")") end
   v.tanh = function(x) return isa.tanh and isa.tanh(x) or (naming.shared("tanh", isa.name) .. "(" .. x .. ")") end
@@ -177,10 +187,29 @@ function M.variant(cfg, plan, isa)
   -- the micro-kernels read their broadcast rows (qk's A) or V rows (pv) in
   -- the storage type their name carries: f32 for the prefill path's packed
   -- panels, the K/V type for the decode path, which reads the cache in place
-  v.qk_fn = function(mr, dt, ncw) return naming.qk(cfg.name, mr, ncw or v.qk.nc, isa.name, dt or "f32") end
-  v.pv_fn = function(mr, dt) return naming.pv(cfg.name, mr, plan.Dv, isa.name, dt or "f32") end
+  -- (names: a narrow instance, one vector of a wider panel, names the
+  -- panel's stride, p<nc>; pv kernels that prefetch, v.pv_prefetch of the
+  -- sdpa planner, pf)
+  local function panel(ncw) return ncw ~= v.qk.nc and { "p" .. v.qk.nc } or nil end
+  v.qk_fn = function(mr, dt, ncw)
+    ncw = ncw or v.qk.nc
+    return v.U("qk", { m = mr, n = ncw, dtype = dt or "f32", fields = panel(ncw) })
+  end
+  v.pv_fn = function(mr, dt)
+    return v.U("pv", { m = mr, n = plan.Dv, dtype = dt or "f32", fields = v.pv_prefetch and { "pf" } or nil })
+  end
   -- the decode path's panel scores that also prefetch (v.qk_prefetch, sdpa planner)
-  v.qkpf_fn = function(mr) return naming.qkpf(cfg.name, mr, v.qk.nc, isa.name, "f32") end
+  v.qkpf_fn = function(mr) return v.U("qkpf", { m = mr, n = v.qk.nc, dtype = "f32" }) end
+  -- the blocked decode path's dot products of 4 rows against 2 keys (lib/dot)
+  v.dot_fn = function() return v.U("dot", { m = 4, n = 2, fields = v.i8 and { "i8" } or nil }) end
+  -- its score kernels (lib/decode_scores): lanes reads Q^T rows nc floats
+  -- apart; each prefetches where the schedule's rows have whole lines
+  v.scores_fn = function(op, m, n)
+    local f = {}
+    if op == "lanes" then f[1] = "p" .. v.qk.nc end
+    if v.dsched and v.dsched.row_lines then f[#f + 1] = "pf" end
+    return v.U(op, { m = m, n = n, dtype = op ~= "lanes" and "f32" or nil, fields = #f > 0 and f or nil })
+  end
   -- which instances exist: qk with MR and 1 rows on both paths; pv with
   -- v.pv_rows on the decode path (its K/V type, a kv head's rows).  The
   -- prefill path (packed panels, f32) takes the widest kernel that fits a
@@ -197,8 +226,11 @@ function M.variant(cfg, plan, isa)
   v.dp = dp
   if dp then
     v.dp_pairs = math.ceil(plan.D / 2) -- pairs of head dims in a packed Q row and a K^T panel
-    v.qkdp_fn = function(mr, ncw) return naming.qkdp(cfg.name, mr, ncw or v.qk.nc, isa.name, "bf16") end
-    v.pvdp_fn = function(mr) return naming.pvdp(cfg.name, mr, plan.Dv, isa.name, "bf16") end
+    v.qkdp_fn = function(mr, ncw)
+      ncw = ncw or v.qk.nc
+      return v.U("qkdp", { m = mr, n = ncw, dtype = "bf16", fields = panel(ncw) })
+    end
+    v.pvdp_fn = function(mr) return v.U("pvdp", { m = mr, n = plan.Dv, dtype = "bf16" }) end
     v.prefill_pv_rows = pv_mr_and_1
     v.mkdp = { qk_rows = v.qk_rows, pv_rows = v.prefill_pv_rows }
     v.mk = decode and { { dt = dtype, qk_rows = v.qk_rows, pv_rows = v.pv_rows } } or {}

@@ -25,8 +25,15 @@ describe("naming", function()
     assert.equal("attn_gpt2_fwd", naming.entry("gpt2"))
     assert.equal("attn_gpt2_kernel", naming.kernel("gpt2"))
     assert.equal("attn_gpt2_fwd__avx2", naming.variant("gpt2", "avx2"))
-    assert.equal("attn_gpt2_qk_6x16_f32__avx2", naming.qk("gpt2", 6, 16, "avx2"))
-    assert.equal("attn_gpt2_pv_3x64_f32__neon", naming.pv("gpt2", 3, 64, "neon"))
+    assert.equal("attn_qk_6x16_d64_f32__avx2", naming.micro("qk", { m = 6, n = 16, d = 64, isa = "avx2" }))
+    assert.equal("attn_pv_3x64_bf16__neon", naming.micro("pv", { m = 3, n = 64, dtype = "bf16", isa = "neon" }))
+    assert.equal("attn_qk_8x16_d128_f32_p32_pf__avx512",
+      naming.micro("qk", { m = 8, n = 16, d = 128, isa = "avx512", fields = { "p32", "pf" } }))
+    assert.equal("attn_dot_4x2_d64_q8_0_i8__avx2",
+      naming.micro("dot", { m = 4, n = 2, d = 64, dtype = "q8_0", isa = "avx2", fields = { "i8" } }))
+    assert.equal("attn_spvk_4x2_v96_f16__avx512",
+      naming.micro("spvk", { m = 4, n = 2, v = 96, dtype = "f16", isa = "avx512" }))
+    assert.equal("attn_prefetch_line_l2", naming.common("prefetch_line_l2"))
     assert.equal("attn_gpt2_sunit_4x1__avx512", naming.build("gpt2", "sunit", { m = 4, n = 1, isa = "avx512" }))
     assert.equal("attn_gpt2_k_row", naming.build("gpt2", "k_row"))
     assert.equal("attn_exp2_q4__avx512", naming.shared("exp2", "avx512", true))
@@ -40,12 +47,21 @@ describe("naming", function()
     assert.has_error(function() naming.build("x", "qk", { m = 1, n = 2, dtype = "f32" }) end) -- no ISA
     assert.has_error(function() naming.build("x", "k_row", { isa = "avx2" }) end) -- takes none
     assert.has_error(function() naming.shared("nope", "avx2") end)
+    assert.has_error(function() naming.build("x", "qk", { m = 1, n = 2, isa = "avx2", dtype = "f32" }) end) -- math
+    assert.has_error(function() naming.micro("sunit", { m = 1, n = 2, isa = "avx2" }) end) -- a config's
+    assert.has_error(function() naming.micro("qk", { m = 1, n = 2, isa = "avx2" }) end) -- no d
+    assert.has_error(function() naming.micro("qk", { m = 1, n = 2, d = 8 }) end) -- no ISA
+    assert.has_error(function() naming.micro("qk", { m = 1, n = 2, d = 8, isa = "avx2", fields = { "zz" } }) end)
+    assert.has_error(function() naming.micro("qk", { m = 1, n = 2, d = 8, isa = "avx2", fields = { "pf", "p8" } }) end)
+    assert.has_error(function() naming.common("nope") end)
   end)
 
-  --- Every field combination an op takes, for one config name and ISA.
+  --- Every field combination an op takes, for one config name and ISA
+  -- (none for a micro-kernel named by its math).
   local function examples(op, isa)
     local spec = naming.OPS[op]
     local out = {}
+    if spec.math then return out end
     for _, with_isa in ipairs(spec.isa == "optional" and { false, true } or { spec.isa == true }) do
       for _, dtype in ipairs(spec.dtype and naming.DTYPES or { false }) do
         for _, shape in ipairs(spec.shape and { { 1, 1 }, { 6, 64 }, { 12, 4096 } } or { false }) do
@@ -71,6 +87,45 @@ describe("naming", function()
           end
         end
       end
+    end)
+
+    it("micro-kernels named by their math: every dims, storage type, field and ISA", function()
+      local seen, n = {}, 0
+      local FIELDS = { {}, { "p32" }, { "pf" }, { "i8" }, { "p8", "pf" }, { "p64", "pf", "i8" } }
+      for op, spec in pairs(naming.OPS) do
+        if spec.math then
+          for _, isa in ipairs(ISAS) do
+            for _, dtype in ipairs(naming.DTYPES) do
+              for _, shape in ipairs({ { 1, 1 }, { 6, 64 }, { 12, 4096 } }) do
+                for _, fields in ipairs(FIELDS) do
+                  local t = { m = shape[1], n = shape[2], dtype = dtype, isa = isa,
+                    fields = fields[1] and fields or nil }
+                  if spec.math:find("d") then t.d = 3 * shape[2] + 1 end
+                  if spec.math:find("v") then t.v = shape[2] + 7 end
+                  local f = naming.micro(op, t)
+                  t.op = op
+                  assert.same(t, naming.parse(f), f)
+                  assert.is_nil(seen[f], "two things are named " .. f)
+                  seen[f], n = true, n + 1
+                end
+              end
+            end
+          end
+        end
+      end
+      assert.is_true(n > 1000)
+      -- no config-scoped name parses as a micro-kernel's
+      for _, name in ipairs(NAMES) do
+        for op in pairs(naming.OPS) do
+          for _, t in ipairs(examples(op, "avx2")) do
+            assert.is_nil(seen[naming.build(name, op, t)])
+          end
+        end
+      end
+    end)
+
+    it("common helpers", function()
+      for op in pairs(naming.COMMON) do assert.same({ op = op }, naming.parse(naming.common(op))) end
     end)
 
     it("shared helpers", function()
@@ -125,6 +180,11 @@ describe("naming", function()
       local files = render.kernel_files(plan, "attngen generate " .. display)
       local c_text, h_text = files[2].text, files[1].text
       local found = parsed_names(c_text, cfg.name)
+      local micro = {} -- the micro-kernels, named by their math
+      for id in c_text:gmatch("[%a_][%w_]*") do
+        local p = id:sub(1, 5) == "attn_" and naming.parse(id)
+        if p and p.m and not p.config then micro[id] = p end
+      end
       local allowed_isa = {}
       for _, isa in ipairs(cfg.isa) do allowed_isa[isa] = true end
       local variants = {}
@@ -134,10 +194,17 @@ describe("naming", function()
       for id, p in pairs(found) do
         n = n + 1
         assert.equal(cfg.name, p.config, id)
+        assert.is_true(p.isa == nil or allowed_isa[p.isa] == true, id .. ": an ISA that is not in the config")
+      end
+      assert.is_true(n > 0)
+      n = 0
+      for id, p in pairs(micro) do
+        n = n + 1
         if p.isa then
           assert.is_true(allowed_isa[p.isa] == true, id .. ": an ISA that is not in the config")
           local v = variants[p.isa]
           if p.op == "qk" then
+            assert.equal(cfg.head_dim, p.d, id)
             -- a panel's columns, or (the prefill's narrow instance, MR rows) one vector of them
             assert.truthy(p.n == v.qk.nc or (v.qk_narrow and p.n == v.lanes and p.m == v.qk.mr), id)
             assert.truthy(p.m == v.qk.mr or p.m == v.qk_half or p.m == 1, id) -- a block, half a block (prefill), a row
@@ -167,7 +234,7 @@ describe("naming", function()
         if v.qk_narrow then want[#want + 1] = v.qk_fn(v.qk.mr, nil, v.lanes) end
         for _, mr in ipairs(v.pv_rows) do want[#want + 1] = v.pv_fn(mr) end
       end
-      for _, f in ipairs(want) do assert.is_not_nil(found[f], f .. " is not in the generated C") end
+      for _, f in ipairs(want) do assert.is_not_nil(found[f] or micro[f], f .. " is not in the generated C") end
       -- the header declares the entry, the kernel, the variants and the workspace's size,
       -- nothing else that parses
       local hfound = parsed_names(h_text, cfg.name)

@@ -340,7 +340,8 @@ describe("render", function()
       assert.truthy(c:find("if (!(lanes || pairs)) attn_r_pf_key_starts(&kv, &ks, ks_end, ks_end - ks);", 1,
         true))
       for _, kernel in ipairs({ "dpairs_8x2", "hpairs_8x1", "dpairs_8x1" }) do
-        local call = ("attn_r_pf_%s__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);\n"
+        local call = ("attn_%s_d128_f32_pf__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, "
+          .. "inside ? pr : NULL);\n"
           .. "                    attn_r_pf_key_starts(&kv, &ks, ks_end, kper);"):format(kernel)
         assert.truthy(c:find(call, 1, true), kernel)
       end
@@ -389,23 +390,24 @@ describe("render", function()
       -- the pairs kernel in two vectors (AVX-512), 8 (the scores' half: its P*V calls ask for the
       -- rest); half a vector: 8 rows (half); one line an iteration each
       local kernels = {
-        { "lanes_8x1_f32", "avx2", { "pr[d / 8] + d % 8 * 16" } },
-        { "dpairs_8x2", "avx512", { "pr[d / 16] + d / 2 % 8 * 16" } },
-        { "dpairs_8x1", "avx512", { "pr[d / 16] + d / 2 % 8 * 16" } },
-        { "dpairs_8x1", "avx2", { "pr[d / 16] + d / 2 % 8 * 16" } },
+        { "lanes_8x1_d128_f32_p16_pf", "avx2", { "pr[d / 8] + d % 8 * 16" } },
+        { "dpairs_8x2_d128_f32_pf", "avx512", { "pr[d / 16] + d / 2 % 8 * 16" } },
+        { "dpairs_8x1_d128_f32_pf", "avx512", { "pr[d / 16] + d / 2 % 8 * 16" } },
+        { "dpairs_8x1_d128_f32_pf", "avx2", { "pr[d / 16] + d / 2 % 8 * 16" } },
       }
       for _, k in ipairs(kernels) do
         local kernel, isa, lines = k[1], k[2], k[3]
-        local fn = fn_text(c, ("void attn_r_pk_%s__%s("):format(kernel, isa))
+        local fn = fn_text(c, ("void attn_%s__%s("):format(kernel, isa))
         assert.truthy(fn:find("int64_t rp, const float *const *pr)", 1, true), kernel)
         assert.truthy(fn:find("if (pr)", 1, true), kernel)
-        local _, n = fn:gsub("attn_r_pk_prefetch_line_l2%(", "")
+        local _, n = fn:gsub("attn_prefetch_line_l2%(", "")
         assert.equal(#lines, n, kernel) -- in the loop with pr only
         for _, line in ipairs(lines) do
-          assert.truthy(fn:find("attn_r_pk_prefetch_line_l2(" .. line .. ");", 1, true), kernel)
+          assert.truthy(fn:find("attn_prefetch_line_l2(" .. line .. ");", 1, true), kernel)
         end
       end
-      assert.is_nil(c:find("attn_r_pk_lanes_8x1_f32__avx512(", 1, true))
+      assert.is_nil(c:find("attn_lanes_8x1_d128_f32_p32_pf__avx512(", 1, true))
+      assert.is_nil(c:find("_lanes_8x1_[%w_]*__avx512%("))
       -- the calls: the rows after the last prefetched, where the prefetch goes to L2
       assert.truthy(c:find("if (inside) pl = attn_r_pk_next_rows(&kv, jn, pn, pl, pr, LINE_FLOATS, w->s);", 1, true))
       assert.truthy(c:find("if (inside) pl = attn_r_pk_next_rows(&kv, jn, pn, pl, pr, LINE_FLOATS / 2, w->s);", 1,
@@ -415,14 +417,14 @@ describe("render", function()
       -- the P*V kernels of the AVX-512 variant (every row count; 7 and 8 rows in 3 chunks, the rest
       -- in 2) take rows too, a line an iteration of a chunk; AVX2's do not
       for mr = 1, 8 do
-        local fn = fn_text(c, ("void attn_r_pk_pv_%dx128_f32__avx512("):format(mr))
+        local fn = fn_text(c, ("void attn_pv_%dx128_f32_pf__avx512("):format(mr))
         local nch = mr >= 7 and 3 or 2
         assert.truthy(fn:find("const float *restrict alpha, const float *const *pr)", 1, true), mr)
-        local line = "if %(pr%) attn_r_pk_prefetch_line_l2%(pr%[%(t0 %+ j%) / 8%] %+ %(t0 %+ j%) %% 8 %* 16%);"
+        local line = "if %(pr%) attn_prefetch_line_l2%(pr%[%(t0 %+ j%) / 8%] %+ %(t0 %+ j%) %% 8 %* 16%);"
         local _, n = fn:gsub(line, "")
         assert.equal(nch, n, mr)
       end
-      assert.is_nil(fn_text(c, "void attn_r_pk_pv_6x128_f32__avx2("):find("pr)", 1, true))
+      assert.is_nil(fn_text(c, "void attn_pv_6x128_f32__avx2("):find("pr)", 1, true))
       -- the decode unit hands the P*V calls of one vector of rows and of panels as many rows as
       -- their iterations have lines, the prefill path NULL
       assert.truthy(c:find("const int inside = !pairs && !dots && pf == ATTN_PREFETCH_L2 && pl < pn;", 1, true))
@@ -445,25 +447,25 @@ describe("render", function()
       -- the panel kernel's prefetching instance: a line every other d of the 8-fold unrolled loop,
       -- 64 lines a call, 8 rows (the scores' half of the next block: a quarter of a block's
       -- calls per kv head and panel)
-      local fn = fn_text(c, "void attn_r_pp_qkpf_8x32_f32__avx512(")
+      local fn = fn_text(c, "void attn_qkpf_8x32_d128_f32__avx512(")
       assert.truthy(fn:find("float *restrict c, int64_t cs, const float *const *pr)", 1, true))
       assert.truthy(c:find(" * pr: 8 rows of the next block to prefetch into L2, a line every other d", 1, true))
-      local _, n = fn:gsub("attn_r_pp_prefetch_line_l2%(", "")
+      local _, n = fn:gsub("attn_prefetch_line_l2%(", "")
       assert.equal(4, n)
       for _, d in ipairs({ "(d)", "(d + 2)", "(d + 4)", "(d + 6)" }) do
-        local line = ("attn_r_pp_prefetch_line_l2(pr[%s / 16] + %s / 2 %% 8 * 16);"):format(d, d)
+        local line = ("attn_prefetch_line_l2(pr[%s / 16] + %s / 2 %% 8 * 16);"):format(d, d)
         assert.truthy(fn:find(line, 1, true), d)
       end
       -- the prefill kernel is as it was, and AVX2 (whose P*V does not prefetch) has no such instance
-      assert.is_nil(fn_text(c, "void attn_r_pp_qk_8x32_f32__avx512("):find("prefetch", 1, true))
-      assert.is_nil(c:find("qkpf_8x16_f32__avx2", 1, true))
+      assert.is_nil(fn_text(c, "void attn_qk_8x32_d128_f32__avx512("):find("prefetch", 1, true))
+      assert.is_nil(c:find("qkpf_8x16_d128_f32__avx2", 1, true))
       -- the calls: the scores' half (to pn / 2), where the prefetch goes to L2; else the plain kernel
       assert.truthy(c:find("                    if (pf == ATTN_PREFETCH_L2 && pl < pn / 2) {\n"
         .. "                        pl = attn_r_pp_next_rows(&kv, jn, pn / 2, pl, pr, QKPF_ROWS, w->s);\n"
-        .. "                        attn_r_pp_qkpf_8x32_f32__avx512(attn_r_pp_k_row(&kv, hk, j0 + c), kv.k_key, "
+        .. "                        attn_qkpf_8x32_d128_f32__avx512(attn_r_pp_k_row(&kv, hk, j0 + c), kv.k_key, "
         .. "qt, w->s + c * rp + r, rp, pr);\n"
         .. "                    } else\n"
-        .. "                        attn_r_pp_qk_8x32_f32__avx512(", 1, true))
+        .. "                        attn_qk_8x32_d128_f32__avx512(", 1, true))
       assert.truthy(c:find("QKPF_ROWS = 8, /* rows of the next block a call of the prefetching panel kernel", 1, true))
       assert.truthy(c:find("const int inside = !pairs && !dots && pf == ATTN_PREFETCH_L2 && pl < pn;", 1, true))
       -- no key starts for panels; the AVX2 variant keeps them
@@ -483,14 +485,14 @@ describe("render", function()
         assert.is_nil(c:find("next_rows", 1, true), cfg.name)
         assert.is_nil(c:find("prefetch_line_l2", 1, true), cfg.name)
         -- the kernel is there, without the prefetch: lanes from a 16-bit cache, pairs from an f32 one
-        assert.truthy(c:find(cfg.dtype and "_lanes_8x1_" or "_dpairs_8x2_", 1, true), cfg.name)
+        assert.truthy(c:find(cfg.dtype and "attn_lanes_8x1_" or "attn_dpairs_8x2_", 1, true), cfg.name)
       end
     end)
 
     it("the scores from a 16-bit cache widen a vector of each key's values at a time", function()
       local _, c = files_for({ name = "r_w16", heads_q = 32, heads_kv = 8, head_dim = 72, isa = { "avx512" },
         dtype = { q = "f32", kv = "f16", o = "f32" } })
-      local fn = fn_text(c, "void attn_r_w16_lanes_8x1_f16__avx512(")
+      local fn = fn_text(c, "void attn_lanes_8x1_d72_f16_p32__avx512(")
       assert.is_nil(fn:find("attn_widen_f16__scalar", 1, true)) -- no value widened on its own
       local _, full = fn:gsub("_mm512_storeu_ps%(kw %+ %d+, _mm512_cvtph_ps%(", "")
       local _, part = fn:gsub("_mm512_storeu_ps%(kw %+ %d+, attn_loadn_f16__avx512%(k%d %+ d0, 8%)%)", "")
@@ -498,7 +500,7 @@ describe("render", function()
       assert.equal(8, part) -- and the last 8 of D = 72
       assert.truthy(fn:find("_mm512_set1_ps(kw[112 + d - d0])", 1, true))
       -- the panel kernel (K rows as its A) too, from f16; from bf16 (a shift) each value on its own
-      fn = fn_text(c, "void attn_r_w16_qk_8x32_f16__avx512(")
+      fn = fn_text(c, "void attn_qk_8x32_d72_f16__avx512(")
       assert.is_nil(fn:find("attn_widen_f16__scalar", 1, true))
       _, full = fn:gsub("_mm512_storeu_ps%(aw %+ %d+, _mm512_cvtph_ps%(", "")
       _, part = fn:gsub("_mm512_storeu_ps%(aw %+ %d+, attn_loadn_f16__avx512%(a%d %+ d0, 8%)%)", "")
@@ -507,7 +509,7 @@ describe("render", function()
       assert.truthy(fn:find("_mm512_set1_ps(aw[112 + d - d0])", 1, true))
       _, c = files_for({ name = "r_wb16", heads_q = 32, heads_kv = 8, head_dim = 72, isa = { "avx512" },
         dtype = { q = "f32", kv = "bf16", o = "f32" } })
-      fn = fn_text(c, "void attn_r_wb16_qk_8x32_bf16__avx512(")
+      fn = fn_text(c, "void attn_qk_8x32_d72_bf16__avx512(")
       assert.is_nil(fn:find("aw[", 1, true))
       assert.truthy(fn:find("attn_widen_bf16__scalar(a7[d])", 1, true))
     end)
@@ -550,10 +552,10 @@ describe("render", function()
         assert.truthy(unit:find("const int pairs = " .. range .. ";", 1, true), isa)
         assert.truthy(unit:find(("ROWS_HALF = %d,"):format(halves[isa][2]), 1, true), isa)
         assert.truthy(unit:find(("ROWS_QUARTER = %d,"):format(halves[isa][1]), 1, true), isa)
-        assert.truthy(c:find("static void attn_r_dp_dpairs_8x1__" .. isa .. "(", 1, true), isa)
+        assert.truthy(c:find("static void attn_dpairs_8x1_d128_f32_pf__" .. isa .. "(", 1, true), isa)
       end
       -- every FMA of the kernel takes one broadcast pair; the sums end it, two keys a call
-      local a = c:find("static void attn_r_dp_dpairs_8x1__avx512(", 1, true)
+      local a = c:find("static void attn_dpairs_8x1_d128_f32_pf__avx512(", 1, true)
       local fn = c:sub(a, c:find("\n}\n", a, true))
       local _, fmas = fn:gsub("_mm512_fmadd_ps%(attn_set2__avx512%(k%d %+ d%), q, a%d%)", "")
       local _, sums = fn:gsub("attn_sum_pairs__avx512%(", "")
@@ -564,7 +566,7 @@ describe("render", function()
     it("and of one vector in two vectors of pairs on AVX-512 only, each broadcast pair feeding two FMAs", function()
       local _, c = files_for({ name = "r_wp", heads_q = 32, heads_kv = 8, head_dim = 128,
         isa = { "avx512", "avx2", "neon" } })
-      local a = assert(c:find("static void attn_r_wp_dpairs_8x2__avx512(", 1, true))
+      local a = assert(c:find("static void attn_dpairs_8x2_d128_f32_pf__avx512(", 1, true))
       local fn = c:sub(a, (c:find("\n}\n", a, true)))
       local _, bcasts = fn:gsub("const __m512 kb = attn_set2__avx512%(k%d %+ d%);", "")
       local _, fmas = fn:gsub("_mm512_fmadd_ps%(kb, q[01], a%d+%)", "")
@@ -575,10 +577,10 @@ describe("render", function()
       assert.truthy(fn:find("q0 = _mm512_loadu_ps(qp + d * 16 + 0), q1 = _mm512_loadu_ps(qp + d * 16 + 16);", 1, true))
       -- its rows' Q packed in pairs; the lanes kernel where the other ISAs score one vector
       assert.truthy(c:find("if (pairs || lanes) { /* Q of a kv head's rows in pairs of D", 1, true))
-      assert.is_nil(c:find("attn_r_wp_lanes_8x1_f32__avx512(", 1, true))
-      assert.truthy(c:find("attn_r_wp_lanes_8x1_f32__avx2(", 1, true))
-      assert.truthy(c:find("attn_r_wp_lanes_8x1_f32__neon(", 1, true))
-      assert.is_nil(c:find("attn_r_wp_dpairs_8x2__avx2(", 1, true))
+      assert.is_nil(c:find("attn_lanes_8x1_[%w_]*__avx512%("))
+      assert.truthy(c:find("attn_lanes_8x1_d128_f32_p16_pf__avx2(", 1, true))
+      assert.truthy(c:find("attn_lanes_8x1_d128_f32_p8_pf__neon(", 1, true))
+      assert.is_nil(c:find("attn_dpairs_8x2_[%w_]*__avx2%("))
     end)
 
     it("of a quarter vector on AVX-512 run on half-width vectors where the runtime says so", function()
@@ -589,7 +591,7 @@ describe("render", function()
       -- Q packed in pairs of D, a kv head's padded rows wide
       assert.truthy(c:find("(d / 2) * 2 * glp + 2 * rr + d % 2] = qw[d];", 1, true))
       -- 256-bit FMAs on one broadcast pair each, Q 4 rows of pairs (8 floats) a step
-      local a = assert(c:find("static void attn_r_hp_hpairs_8x1__avx512(", 1, true))
+      local a = assert(c:find("static void attn_hpairs_8x1_d128_f32_pf__avx512(", 1, true))
       local fn = c:sub(a, (c:find("\n}\n", a, true)))
       local _, fmas = fn:gsub("_mm256_fmadd_ps%(attn_set2_half__avx512%(k%d %+ d%), q, a%d%)", "")
       assert.equal(2 * 8, fmas)
