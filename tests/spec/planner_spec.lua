@@ -176,8 +176,8 @@ describe("planner", function()
       assert.equal("scalar", plan.variants[2].name)
       for _, v in ipairs(plan.variants) do
         assert.equal(naming.variant("p", v.name), v.fn)
-        assert.equal(naming.qk("p", v.qk.mr, v.qk.nc, v.name), v.qk_fn(v.qk.mr))
-        assert.equal(naming.pv("p", 1, plan.Dv, v.name), v.pv_fn(1))
+        assert.equal(naming.micro("qk", { m = v.qk.mr, n = v.qk.nc, d = plan.D, isa = v.name }), v.qk_fn(v.qk.mr))
+        assert.equal(naming.micro("pv", { m = 1, n = plan.Dv, isa = v.name }), v.pv_fn(1))
       end
       assert.equal("attn_p_fwd", plan.entry)
       assert.equal("attn_p_kernel", plan.kernel)
