@@ -1,12 +1,18 @@
 --- Writes the micro-kernel tests of one generated kernel (XNNPACK style):
---   lua tests/gen_ukernel_tests.lua GENERATED.c OUT.c
--- Every function GENERATED.c defines whose name parses (generator/naming.lua)
--- to an op marked micro = true gets a test: OUT.c #includes GENERATED.c (so
+--   lua tests/gen_ukernel_tests.lua --list LIST GENERATED.c...
+--   lua tests/gen_ukernel_tests.lua GENERATED.c OUT.c [LIST]
+-- Micro-kernels are named by their math (generator/naming.lua), so two
+-- configs that need the same one define the same text under the same name
+-- (tests/check_micro_kernels.lua checks it).  The first form writes the one
+-- list that drives the tests: each distinct micro-kernel the files define
+-- whose op is marked micro = true, once, with the config of the first file
+-- (in the order given) that defines it ("<name> <config>" a line).  The
+-- second tests the micro-kernels GENERATED.c defines that the list gives its
+-- config (every one, without a list): OUT.c #includes GENERATED.c (so
 -- its static functions are callable) and hands each micro-kernel, with the
--- shape and the storage type (f32, bf16, f16) its name gives, to the tester
--- for its op (tests/ukernel.h, tests/ukernel.c); a qkdp kernel also
--- with the scale it bakes in, the float literal the comment above it prints
--- (checked to be the one its body uses).  The kernel is first
+-- shape, head dims and storage type (f32, bf16, f16, q8_0, q4_0) its name
+-- gives, to the tester for its op (tests/ukernel.h, tests/ukernel.c); a
+-- qkdp kernel also with a scale, its last argument.  The kernel is first
 -- assigned to a variable of the type its op and storage type say (so the
 -- compiler checks its signature), then handed over as a ukt_fn.  Each test
 -- sits under its ISA's arch guard (the #if the generated code uses) and runs
@@ -20,14 +26,13 @@ util.root = root
 local naming = require("naming")
 local isas = require("isa")
 
-local src_path, out_path = arg[1], arg[2]
-if not (src_path and out_path) then
-  io.stderr:write("usage: lua tests/gen_ukernel_tests.lua GENERATED.c OUT.c\n")
-  os.exit(2)
-end
-local text = util.read_file(src_path)
-if not text then
-  io.stderr:write(("gen_ukernel_tests: cannot read %s\n"):format(src_path))
+local USAGE = "usage: lua tests/gen_ukernel_tests.lua --list LIST GENERATED.c...\n"
+  .. "       lua tests/gen_ukernel_tests.lua GENERATED.c OUT.c [LIST]\n"
+local list_mode = arg[1] == "--list"
+local src_path, out_path, list_path = arg[1], arg[2], arg[3]
+if list_mode then src_path, out_path, list_path = arg[3], nil, arg[2] end
+if not (src_path and (out_path or list_mode)) then
+  io.stderr:write(USAGE)
   os.exit(2)
 end
 
@@ -35,6 +40,61 @@ local function fail(fmt, ...)
   io.stderr:write(("gen_ukernel_tests: %s: %s\n"):format(src_path, fmt:format(...)))
   os.exit(1)
 end
+
+--- path's text, or a failure
+local function read(path)
+  local t = util.read_file(path)
+  if not t then
+    io.stderr:write(("gen_ukernel_tests: cannot read %s\n"):format(path))
+    os.exit(2)
+  end
+  return t
+end
+
+--- Writes text to path unless it holds it already (so that make does not
+-- compile an unchanged test again).
+local function write_if_changed(path, text)
+  if util.read_file(path) == text then return end
+  local ok, err = util.write_atomic(path, text)
+  if ok == nil then fail("cannot write %s: %s", path, tostring(err)) end
+end
+
+--- The config a generated file is of: its header comment's echo.
+local function config_of(src)
+  return src:match('\n %*   name = "([%w_]+)",\n')
+end
+
+--- The micro-kernels (micro = true, named by their math) that the text
+-- defines, in order: a list of names.
+local function micro_names(src)
+  local out, seen = {}, {}
+  for name in src:gmatch("static[^;{}\n]-[%s%*](attn_[%w_]+)%(") do
+    local p = naming.parse(name)
+    if p and not p.config and naming.OPS[p.op] and naming.OPS[p.op].micro and not seen[name] then
+      seen[name], out[#out + 1] = true, name
+    end
+  end
+  return out
+end
+
+if list_mode then -- the one list: each micro-kernel once, with the first config that defines it
+  local lines, owner = {}, {}
+  for i = 3, #arg do
+    src_path = arg[i]
+    local src = read(src_path)
+    local config = config_of(src) or fail("no config name in its header comment")
+    for _, name in ipairs(micro_names(src)) do
+      if not owner[name] then
+        owner[name] = config
+        lines[#lines + 1] = name .. " " .. config
+      end
+    end
+  end
+  write_if_changed(list_path, table.concat(lines, "\n") .. "\n")
+  os.exit(0)
+end
+
+local text = read(src_path)
 
 --- The functions the text defines, in order: an attn_ name, its balanced
 -- parameter list, then a body (a declaration or call is followed by
@@ -74,25 +134,9 @@ end
 
 local function ceil_to(x, m) return math.ceil(x / m) * m end
 
---- qkdp's scale (scale * log2(e)), the float literal its file bakes in:
--- the one its comment prints ("C[M][N] = <literal> A[M][D] B[D][N]"),
--- which must also be the one its body multiplies by.
-local function qkdp_scale(k, def)
-  local doc = def and doc_comment(text, def.at)
-  local m, n, lit = (doc or ""):match("C%[(%d+)%]%[(%d+)%] = ([%w%.%+%-]+) A%[")
-  if not lit then
-    fail("%s: no scale in the comment above it (\"C[%d][%d] = <scale> A[..] B[..]\", templates/lib/qk.c.tmpl)",
-      k.name, k.m, k.n)
-  end
-  if tonumber(m) ~= k.m or tonumber(n) ~= k.n then
-    fail("%s: its comment says C[%s][%s]", k.name, m, n)
-  end
-  if not tonumber((lit:gsub("[fF]$", ""))) then fail("%s: its scale %s is not a number", k.name, lit) end
-  if not def.body:find(lit, 1, true) then
-    fail("%s: its comment's scale %s is not in its body", k.name, lit)
-  end
-  return lit
-end
+-- the scale a qkdp kernel's test hands it (its last argument): 1 / sqrt(64)
+-- times log2(e), a scale the prefill path passes
+local QKDP_SCALE = "0.180336880f"
 
 --- The row width of the panel a qk or qkdp kernel reads B from (floats, or
 -- pairs, per d), as the comment above it says ("(<n> floats per d" or
@@ -105,6 +149,7 @@ local function panel_width(k, def)
     fail("%s: no panel width in the comment above it (\"(<n> floats per d\" or \"rows of <n> pairs\")", k.name)
   end
   if w < k.n then fail("%s: its comment's panel of %d columns is narrower than its %d", k.name, w, k.n) end
+  if w ~= k.panel then fail("%s: its comment's panel of %d columns is not its name's %d", k.name, w, k.panel) end
   return w
 end
 
@@ -138,6 +183,7 @@ local function lanes_stride(k, def)
   local w = tonumber(doc:match("rows (%d+) floats apart") or "")
   if not w then fail("%s: no Q^T row width in the comment above it (\"rows <n> floats apart\")", k.name) end
   if w < k.isa.lanes then fail("%s: its comment's Q^T rows of %d floats hold less than a vector", k.name, w) end
+  if w ~= k.panel then fail("%s: its comment's Q^T rows of %d floats are not its name's %d", k.name, w, k.panel) end
   return w
 end
 
@@ -145,44 +191,57 @@ end
 -- (lanes: a vector; dpairs: N half vectors; hpairs: a quarter vector), Q's
 -- packing and its tester call.
 local function scores_tester(k, rows, pairs, qs)
-  return ("ukt_scores(%s, (ukt_fn)fn, %s, %d, %d, %d, %d, D, %d, %d)"):format(cstr(k.name), k.dt, k.m, rows,
-    pairs and 1 or 0, qs, k.pf_n, k.pf_lpr)
+  return ("ukt_scores(%s, (ukt_fn)fn, %s, %d, %d, %d, %d, %d, %d, %d)"):format(cstr(k.name), k.dt, k.m, rows,
+    pairs and 1 or 0, qs, k.d, k.pf_n, k.pf_lpr)
 end
 
 -- each micro op's call of its tester (tests/ukernel.h): the kernel k (a
 -- parsed name plus name, isa, dt, its attn_dtype constant, and def, where
 -- defined_functions found it), held in the variable fn, as a C expression;
--- D and DV are the generated file's enum constants (its head dims)
+-- the head dims are the name's (d: D; Dv: N of pv and pvdp)
 local TESTERS = {
   qk = function(k)
-    return ("ukt_qk(%s, (ukt_fn)fn, %s, %d, %d, %d, D, 0, 0)"):format(cstr(k.name), k.dt, k.m, k.n,
-      panel_width(k, k.def))
+    return ("ukt_qk(%s, (ukt_fn)fn, %s, %d, %d, %d, %d, 0, 0)"):format(cstr(k.name), k.dt, k.m, k.n,
+      panel_width(k, k.def), k.d)
   end,
   qkpf = function(k)
-    return ("ukt_qk(%s, (ukt_fn)fn, %s, %d, %d, %d, D, %d, %d)"):format(cstr(k.name), k.dt, k.m, k.n,
-      panel_width(k, k.def), k.pf_n, k.pf_lpr)
+    return ("ukt_qk(%s, (ukt_fn)fn, %s, %d, %d, %d, %d, %d, %d)"):format(cstr(k.name), k.dt, k.m, k.n,
+      panel_width(k, k.def), k.d, k.pf_n, k.pf_lpr)
   end,
   pv = function(k)
-    return ("ukt_pv(%s, (ukt_fn)fn, %s, %d, %d, DV, %d, %d, %d)"):format(cstr(k.name), k.dt, k.m, k.n,
+    return ("ukt_pv(%s, (ukt_fn)fn, %s, %d, %d, %d, %d, %d, %d)"):format(cstr(k.name), k.dt, k.m, k.n, k.n,
       ceil_to(k.n, k.isa.lanes), k.pf_n, k.pf_lpr)
   end,
   dot = function(k)
     if k.int8 then -- matmul = "int8": packed q8_0 rows, the plain form and the ISA's extension
-      return ("ukt_idot(%s, (ukt_fn)fn, %s, %d, %d, D, (D + %d) / %d * %d, %s)"):format(cstr(k.name), k.dt, k.m, k.n,
-        k.isa.lanes - 1, k.isa.lanes, k.isa.lanes, k.isa.int8 and k.isa.int8.dp_bit or "0")
+      return ("ukt_idot(%s, (ukt_fn)fn, %s, %d, %d, %d, %d, %s)"):format(cstr(k.name), k.dt, k.m, k.n, k.d,
+        ceil_to(k.d, k.isa.lanes), k.isa.int8 and k.isa.int8.dp_bit or "0")
     end
-    return ("ukt_dot(%s, (ukt_fn)fn, %s, %d, %d, D, (D + %d) / %d * %d)"):format(cstr(k.name), k.dt, k.m, k.n,
-      k.isa.lanes - 1, k.isa.lanes, k.isa.lanes)
+    return ("ukt_dot(%s, (ukt_fn)fn, %s, %d, %d, %d, %d)"):format(cstr(k.name), k.dt, k.m, k.n, k.d,
+      ceil_to(k.d, k.isa.lanes))
   end,
   lanes = function(k) return scores_tester(k, k.isa.lanes, false, lanes_stride(k, k.def)) end,
   dpairs = function(k) return scores_tester(k, k.n * math.floor(k.isa.lanes / 2), true, 0) end,
   hpairs = function(k) return scores_tester(k, math.floor(k.isa.lanes / 4), true, 0) end,
   qkdp = function(k)
-    return ("ukt_qkdp(%s, (ukt_fn)fn, %s, %d, %d, %d, D, %s)"):format(cstr(k.name), k.dt, k.m, k.n,
-      panel_width(k, k.def), qkdp_scale(k, k.def))
+    return ("ukt_qkdp(%s, (ukt_fn)fn, %s, %d, %d, %d, %d, %s)"):format(cstr(k.name), k.dt, k.m, k.n,
+      panel_width(k, k.def), k.d, QKDP_SCALE)
+  end,
+  -- the streaming steps, through the wrapper wrap_step writes (weights in four-float registers)
+  spv = function(k)
+    return ("ukt_spvk(%s, (ukt_fn)fn, %s, %d, 1, %d, %d)"):format(cstr(k.name), k.dt, k.m, k.n,
+      ceil_to(k.n, k.isa.lanes))
+  end,
+  spvk = function(k)
+    return ("ukt_spvk(%s, (ukt_fn)fn, %s, %d, %d, %d, %d)"):format(cstr(k.name), k.dt, k.m, k.n, k.v,
+      ceil_to(k.v, k.isa.lanes))
+  end,
+  srescale = function(k)
+    return ("ukt_spvk(%s, (ukt_fn)fn, %s, %d, 0, %d, %d)"):format(cstr(k.name), k.dt, k.m, k.n,
+      ceil_to(k.n, k.isa.lanes))
   end,
   pvdp = function(k)
-    return ("ukt_pvdp(%s, (ukt_fn)fn, %s, %d, %d, DV, %d)"):format(cstr(k.name), k.dt, k.m, k.n,
+    return ("ukt_pvdp(%s, (ukt_fn)fn, %s, %d, %d, %d, %d)"):format(cstr(k.name), k.dt, k.m, k.n, k.n,
       ceil_to(k.n, k.isa.lanes))
   end,
 }
@@ -191,7 +250,40 @@ local TESTERS = {
 -- pair dot products are bf16 throughout (vdpbf16ps), the prefetching scores
 -- and the decode path's scores in pairs of D read an f32 cache
 local OP_DTYPES = { qkdp = { bf16 = true }, pvdp = { bf16 = true }, qkpf = { f32 = true }, dpairs = { f32 = true },
-  hpairs = { f32 = true } }
+  hpairs = { f32 = true }, srescale = { f32 = true } }
+
+-- the C types of V rows a streaming step's wrapper hands it
+local CTYPES = { f32 = "float", bf16 = "uint16_t", f16 = "uint16_t", q8_0 = "attn_block_q8_0",
+  q4_0 = "attn_block_q4_0" }
+
+--- The streaming steps (spv, spvk, srescale) take four-float registers:
+-- the C text of a function of the tester's type (ukt_spvk_fn) that loads
+-- the weights into them and calls kernel k, under its ISA's target.
+local function wrap_step(k)
+  local q4, isa = k.isa.q4, k.isa
+  if not q4 then fail("%s: a streaming step on an ISA without four-float registers", k.name) end
+  local attr = isa.target and ('__attribute__((target("%s"))) '):format(isa.target)
+    or (isa.attr and isa.attr .. " " or "")
+  local t = { ("%sstatic void wrap_%s(const float *w, const void *const *v, float *o)"):format(attr, k.name), "{" }
+  local VT = "const " .. CTYPES[k.dtype] .. " *"
+  if k.op == "srescale" then
+    t[#t + 1] = "    (void)v;"
+    t[#t + 1] = ("    %s(o, %s);"):format(k.name, q4.load("w"))
+  elseif k.op == "spv" then
+    t[#t + 1] = ("    %s(%s, (%s)v[0], o);"):format(k.name, q4.load("w"), VT)
+  else
+    local ws, vs = {}, {}
+    for i = 0, k.n - 1 do
+      ws[#ws + 1] = q4.load(("w + %d"):format(4 * i))
+      vs[#vs + 1] = ("(%s)v[%d]"):format(VT, i)
+    end
+    t[#t + 1] = ("    const %s wq[%d] = { %s };"):format(q4.vec, k.n, table.concat(ws, ", "))
+    t[#t + 1] = ("    %s(wq, %s, o);"):format(k.name, table.concat(vs, ", "))
+  end
+  t[#t + 1] = "}"
+  return table.concat(t, "\n")
+end
+local STEPS = { spv = true, spvk = true, srescale = true }
 
 -- the storage types the testers take: name -> the attn_dtype constant and
 -- the suffix of the kernel types (tests/ukernel.h: ukt_<op><suffix>_fn;
@@ -204,19 +296,25 @@ local DTYPES = {
   q4_0 = { enum = "ATTN_DTYPE_Q4_0", fn = "q4" },
 }
 
-local config
-local kernels = {}
+local config = config_of(text) or fail("no config name in its header comment")
+-- the list's owner of each micro-kernel: those of other configs are tested there
+local owner
+if list_path then
+  owner = {}
+  for name, cfg in read(list_path):gmatch("([%w_]+) ([%w_]+)\n") do owner[name] = cfg end
+end
+local kernels, defined = {}, 0
 local names, defs = defined_functions(text)
 for _, name in ipairs(names) do
   local p = naming.parse(name)
   local spec = p and naming.OPS[p.op]
   if spec and spec.micro then
-    if config and p.config ~= config then
-      fail("micro-kernels of two configs: %s and %s", config, p.config)
-    end
-    config = p.config
+    if p.config then fail("%s: a micro-kernel named by its config, not its math", name) end
+    defined = defined + 1
+    if owner and not owner[name] then fail("%s: not in %s", name, list_path) end
+  end
+  if spec and spec.micro and (not owner or owner[name] == config) then
     if not TESTERS[p.op] then fail("%s: no tester for op %s (tests/ukernel.c)", name, p.op) end
-    if not spec.dtype then p.dtype = "f32" end -- no storage type in its name: f32 operands
     local dt = DTYPES[p.dtype]
     if not dt or (OP_DTYPES[p.op] and not OP_DTYPES[p.op][p.dtype]) then
       fail("%s: no tester for dtype %s (tests/ukernel.c)", name, tostring(p.dtype))
@@ -224,8 +322,16 @@ for _, name in ipairs(names) do
     local isa, err = isas.get(p.isa)
     if not isa then fail("%s: %s", name, err) end
     p.name, p.isa, p.isa_name, p.def = name, isa, p.isa, defs[name]
-    p.int8 = text:find('\n %*   matmul = "int8",\n') ~= nil -- integer block dots (the config's echo)
+    local fields = {}
+    for _, f in ipairs(p.fields or {}) do -- p<n>: fields.p = n; pf, i8: true
+      local n = f:match("^p(%d+)$")
+      if n then fields.p = tonumber(n) else fields[f] = true end
+    end
+    p.int8 = fields.i8 == true -- integer block dots of q8_0 query rows
+    p.panel = fields.p or p.n -- the packed panel's row stride (qk, qkdp, lanes)
     p.dt, p.fn_type = dt.enum, ("ukt_%s%s_fn"):format(p.op, dt.fn)
+    p.callee = name
+    if STEPS[p.op] then p.fn_type, p.callee = "ukt_spvk_fn", "wrap_" .. name end
     local count = PREFETCH_COUNT[p.op]
     if count then -- the rows to prefetch it takes (pf_n > 0), if any
       p.pf_n, p.pf_lpr = prefetch_rows(p, p.def, count[1], count[2])
@@ -234,6 +340,9 @@ for _, name in ipairs(names) do
         p.fn_type = p.pf_n > 0 and "ukt_scorespf_fn" or ("ukt_scores%s_fn"):format(dt.fn)
       end
       if p.op == "qkpf" and p.pf_n == 0 then fail("%s: a qkpf kernel takes pr (its last parameter)", name) end
+      if p.op ~= "qkpf" and (p.pf_n > 0) ~= (fields.pf == true) then
+        fail("%s: its name's pf field and its parameters disagree on pr", name)
+      end
     end
     kernels[#kernels + 1] = p
   end
@@ -242,13 +351,12 @@ end
 -- of the library (their kernel tests cover them): their file gets a test
 -- function that records nothing, so that every test config's kernel is
 -- built through its tests' file (the Makefile links that object into the
--- kernel tests too).  Any other kind without a micro-kernel is an error.
+-- kernel tests too).  Any other kind without a micro-kernel is an error; a
+-- file whose micro-kernels the list gives other configs tests none either.
 local CLASSIC = { additive = true, luong = true }
 local kind = text:match('\n %*   kind = "(%w+)",\n')
-if #kernels == 0 then
-  if not CLASSIC[kind] then fail("no micro-kernel found (no defined function names parse to a micro op)") end
-  config = text:match('\n %*   name = "([%w_]+)",\n')
-  if not config then fail("a %s kernel without its config's name in its header comment", kind) end
+if defined == 0 and not CLASSIC[kind] then
+  fail("no micro-kernel found (no defined function names parse to a micro op)")
 end
 
 local out = {}
@@ -261,8 +369,10 @@ end
 table.sort(ops)
 add("/* The micro-kernel tests of %s: generated by tests/gen_ukernel_tests.lua from", config)
 add(" * %s (do not edit).  Each %s micro-kernel", src_path:match("[^/]+$"), table.concat(ops, ", "))
-add(" * it defines (%d, found by parsing its symbol names) checked alone against", #kernels)
-add(" * plain loops by the tester for its op (tests/ukernel.h). */")
+add(" * it defines (found by parsing its symbol names) that %s gives this config (%d of %d:",
+  list_path and "the list" or "no list", #kernels, defined)
+add(" * each is tested with the first config that defines it) checked alone against plain")
+add(" * loops by the tester for its op (tests/ukernel.h). */")
 add('#include "%s"', src_path:match("[^/]+$"))
 add('#include "ukernel.h"')
 add("")
@@ -272,9 +382,10 @@ for _, k in ipairs(kernels) do
   local guard = k.isa.arch_guard
   if guard then add("#if %s", guard) end
   add("/* %s, %dx%d, %s operands, %s (%d lanes) */", k.op, k.m, k.n, k.dtype, k.isa_name, k.isa.lanes)
+  if STEPS[k.op] then add("%s", wrap_step(k)) end
   add("static int test_%s(const char **why)", k.name)
   add("{")
-  add("    const %s fn = %s;", k.fn_type, k.name)
+  add("    const %s fn = %s;", k.fn_type, k.callee)
   add("    if (!attn_isa_supported(%s)) {", k.isa.enum)
   add("        *why = %s;", cstr("this CPU does not run " .. k.isa_name))
   add("        return UKT_NOT_RUN;")
@@ -288,7 +399,8 @@ add("/* Runs every micro-kernel test; returns how many failed. */")
 add("int ukernel_tests_%s(int *passed, int *failed)", config)
 add("{")
 if #kernels == 0 then
-  add("    (void)passed; /* a %s kernel: no micro-kernel */", kind)
+  add("    (void)passed; /* %s */",
+    defined == 0 and ("a " .. kind .. " kernel: no micro-kernel") or "each tested with another config")
   add("    (void)failed;")
   add("    return 0;")
 else
@@ -313,5 +425,4 @@ else
 end
 add("}")
 
-local ok, err = util.write_atomic(out_path, table.concat(out, "\n") .. "\n")
-if ok == nil then fail("cannot write %s: %s", out_path, tostring(err)) end
+write_if_changed(out_path, table.concat(out, "\n") .. "\n")

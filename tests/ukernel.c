@@ -329,12 +329,13 @@ static int call_scores(ukt_fn fn, attn_dtype dt, const void *k0, int64_t ks, con
     return sig;
 }
 
-static int call_qkdp(ukt_fn fn, const uint16_t *a, int64_t as, const uint16_t *b, float *c, int64_t cs)
+static int call_qkdp(ukt_fn fn, const uint16_t *a, int64_t as, const uint16_t *b, float *c, int64_t cs,
+                     float scale)
 {
     int sig = sigsetjmp(fault_jmp, 1);
     if (sig == 0) {
         fault_armed = 1;
-        ((ukt_qkdp16_fn)fn)(a, as, b, c, cs);
+        ((ukt_qkdp16_fn)fn)(a, as, b, c, cs, scale);
         fault_armed = 0;
     }
     return sig;
@@ -984,7 +985,7 @@ int ukt_qkdp(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int bs, i
                  "M = %d, N = %d of %d from %d, D = %d (%d pairs), scale %.9g, A, B bf16, as = %ld, cs = %ld", m, n,
                  bs, bo, d, pairs, (double)qscale, (long)as, (long)cs);
         mismatches = 0;
-        sig = call_qkdp(fn, a, as, b + 2 * bo, c, cs);
+        sig = call_qkdp(fn, a, as, b + 2 * bo, c, cs, qscale);
         if (sig) fault(name, sig);
         else {
             for (r = 0; r < m; r++)
@@ -1151,4 +1152,98 @@ int ukt_summary(int passed, int failed)
     if (passed + failed == 0) printf("no micro-kernel ran\n");
     printf("%d passed, %d failed\n", passed, failed);
     return failed > 0 || passed + failed == 0;
+}
+
+/* ---- spvk: the streaming decode's P*V steps, weights in four-float lanes -- */
+
+#define UKT_MAX_NK 8 /* keys a step takes at most */
+
+static int call_spvk(ukt_fn fn, const float *w, const void *const *v, float *o)
+{
+    int sig = sigsetjmp(fault_jmp, 1);
+    if (sig == 0) {
+        fault_armed = 1;
+        ((ukt_spvk_fn)fn)(w, v, o);
+        fault_armed = 0;
+    }
+    return sig;
+}
+
+/* O[r][c] against o0 plus the weighted V rows (nk > 0), or o0 times lane r of
+ * the weights (nk = 0: every column up to dvp) */
+static void check_spvk(const char *name, attn_dtype dt, int m, int nk, int dv, int dvp, const float *w,
+                       const void *const *v, const float *o0, const float *o)
+{
+    int r, c, k;
+    for (r = 0; r < m; r++)
+        for (c = 0; c < dvp; c++) {
+            double want = (double)o0[r * dvp + c], bound;
+            if (nk == 0) want *= (double)w[r];
+            bound = fabs(want);
+            for (k = 0; k < nk && c < dv; k++) {
+                const double t = (double)w[4 * k + r] * elem(dt, v[k], (size_t)c);
+                want += t;
+                bound += fabs(t);
+            }
+            if (!within(o[r * dvp + c], want, bound)) {
+                char what[64];
+                snprintf(what, sizeof what, "o[%d][%d]", r, c);
+                mismatch(name, what, o[r * dvp + c], want, bound);
+            }
+        }
+}
+
+int ukt_spvk(const char *name, ukt_fn fn, attn_dtype dt, int m, int nk, int dv, int dvp)
+{
+    const char *tn = attn_dtype_name(dt);
+    const size_t no = (size_t)m * (size_t)dvp, nw = 4 * (size_t)(nk > 0 ? nk : 1);
+    int ok = 1, rep;
+    cases_run = 0;
+    if (!dtype_known(dt)) return unknown_dtype(name, dt);
+    if (m < 1 || m > 4 || nk < 0 || nk > UKT_MAX_NK || dv < 1 || dvp < dv || dv % vper(dt) != 0) {
+        printf("FAIL %s: no tester for %d rows, %d keys, Dv = %d, DVP = %d\n", name, m, nk, dv, dvp);
+        return UKT_FAIL;
+    }
+    for (rep = 0; rep < 2; rep++) {
+        guarded gv[UKT_MAX_NK], gw;
+        const void *vr[UKT_MAX_NK];
+        void *v0[UKT_MAX_NK];
+        float *w = guarded_alloc(&gw, nw, sizeof(float)), *o = canary_alloc(no), *o0, *w0;
+        const size_t nv = units(dt, (size_t)dv);
+        int k, sig;
+        long i;
+        reseed((unsigned)(40 + rep));
+        for (i = 0; i < (long)nw; i++) w[i] = i % 4 < m ? rnd() : canary(); /* lanes past the rows: unused */
+        for (k = 0; k < nk; k++) { /* each V row ends at its guard page */
+            void *v = guarded_alloc(&gv[k], nv, elem_size(dt));
+            for (i = 0; i < dv; i++) put_rnd(dt, v, (size_t)i);
+            vr[k] = v;
+            v0[k] = copy_of(v, nv, elem_size(dt));
+        }
+        for (i = 0; i < (long)no; i++) o[i] = rnd(); /* columns dv..dvp too: they must stay */
+        o0 = copy_of(o, no, sizeof(float));
+        w0 = copy_of(w, nw, sizeof(float));
+        snprintf(shape, sizeof shape, "M = %d, %d key%s, Dv = %d, DVP = %d, V %s, case %d", m, nk, nk == 1 ? "" : "s",
+                 dv, dvp, tn, rep);
+        mismatches = 0;
+        sig = call_spvk(fn, w, vr, o);
+        if (sig) fault(name, sig);
+        else {
+            check_spvk(name, dt, m, nk, dv, dvp, w, vr, o0, o);
+            check_pads(name, "o", o, (long)no);
+            check_input(name, "w", w, w0, nw, sizeof(float));
+            for (k = 0; k < nk; k++) check_input(name, "v", vr[k], v0[k], nv, elem_size(dt));
+        }
+        ok &= case_done(name);
+        for (k = 0; k < nk; k++) {
+            free(v0[k]);
+            guarded_free(&gv[k]);
+        }
+        free(o0);
+        free(w0);
+        guarded_free(&gw);
+        canary_free(o);
+    }
+    snprintf(shape, sizeof shape, "%dx%d, V %s, Dv = %d, DVP = %d: %d cases", m, nk, tn, dv, dvp, cases_run);
+    return ok ? UKT_PASS : UKT_FAIL;
 }

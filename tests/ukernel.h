@@ -4,7 +4,7 @@
  * runner, tests/ukernel_main.c; tests/ukernel.c defines them.
  *
  * Each generated test hands one micro-kernel (a qk, pv, dot, lanes, dpairs,
- * hpairs, qkdp or pvdp
+ * hpairs, qkdp, pvdp, spv, spvk or srescale
  * function of the generated .c, found by parsing its name) with the shape
  * its name and its file give, and the storage type its name gives, to the
  * tester for its op.  The tester fills the inputs from a fixed-seed PRNG
@@ -72,9 +72,17 @@ UKT_BLOCK_TYPES_(q4, attn_block_q4_0)
 /* The pair dot product kernels (qk.c.tmpl and pv.c.tmpl with dp, matmul =
  * "bf16"): every operand but C, O and alpha is bf16 packed as pairs along
  * the reduction (qkdp: of head dims, pvdp: of keys); bf16 only. */
-typedef void (*ukt_qkdp16_fn)(const uint16_t *a, int64_t as, const uint16_t *b, float *c, int64_t cs);
+typedef void (*ukt_qkdp16_fn)(const uint16_t *a, int64_t as, const uint16_t *b, float *c, int64_t cs,
+                              float scale);
 typedef void (*ukt_pvdp16_fn)(const uint16_t *p, int64_t ps, int64_t pk, const uint16_t *v, int64_t vs,
                               int64_t jlo, int64_t jhi, float *o, const float *alpha);
+
+/* The streaming decode path's P*V steps (lib/dot.c.tmpl, part "stream"):
+ * spv, spvk and srescale take their weights in four-float registers, so
+ * each test's file wraps one in this type: the weights (nk times 4 floats,
+ * lane r for row r) loaded into registers, v the nk V rows (none for
+ * srescale), O in place. */
+typedef void (*ukt_spvk_fn)(const float *w, const void *const *v, float *o);
 
 /* A micro-kernel as the testers take it: one of the types above, converted
  * to this one; the tester converts it back to the type dt says before it
@@ -106,7 +114,13 @@ typedef void (*ukt_fn)(void);
  *   qkdp: C[m][n] = qscale A[m][d] B[d][n], A's rows ceil(d / 2) pairs of
  *        head dims (element d, for odd d, 0), B a panel of ceil(d / 2) rows
  *        of bs >= n pairs (B[d][col] at b[2 ((d / 2) bs + col) + d % 2]); qscale:
- *        the constant the kernel's file bakes in (scale * log2(e))
+ *        the scale the kernel takes (its last argument; the config's scale
+ *        times log2(e) where the prefill path calls it)
+ *   spvk: O[r][c] += sum over keys k < nk of w[4 k + r] V_k[c] for rows r < m
+ *        (m <= 4; lanes m..3 of the weights hold NaN, unused) and c < dv, O
+ *        rows dvp apart (columns dv..dvp left as they were), each V row in
+ *        dt ending at a guard page (spv: nk = 1); nk = 0 (srescale): O[r][c]
+ *        *= w[r] for c < dvp
  *   pvdp: O[m][dv] = alpha O + P[m][jlo:jhi] V[jlo:jhi][dv], jlo and jhi
  *        even, P(r, j) at p[r ps + j] (pk = 1), V as pairs of keys: the
  *        pair (j, j + 1) a row of dvp pairs at v + j vs (zero past dv),
@@ -127,6 +141,7 @@ int ukt_scores(const char *name, ukt_fn fn, attn_dtype dt, int m, int rows, int 
                int lpr);
 int ukt_qkdp(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int bs, int d, float qscale);
 int ukt_pvdp(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int dv, int dvp);
+int ukt_spvk(const char *name, ukt_fn fn, attn_dtype dt, int m, int nk, int dv, int dvp);
 
 /* Prints a micro-kernel's line and counts it: UKT_PASS in *passed, UKT_FAIL
  * in *failed, UKT_NOT_RUN in neither (shown with why, and in the totals per
