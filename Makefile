@@ -253,12 +253,15 @@ $(UK_DIR)/ukernel_list.h: $(wildcard configs/test/*.lua)
 	   for n in $(UK_CONFIGS); do echo "KERNEL($$n)"; done; } > $@
 
 # the one list of the micro-kernels to test: each distinct one (named by its
-# math) once, with the first test config that defines it; each tests' file
+# math, one text wherever it is defined: tests/check_micro_kernels.lua
+# checks that first) once, with the first test config that defines it; each tests' file
 # tests those the list gives its config.  Both are written only where their
 # text changes, so an unchanged test is not compiled again.
 UK_LIST := $(UK_DIR)/ukernels.list
-$(UK_LIST): $(UK_CONFIGS:%=$(TEST_GEN)/%.c) tests/gen_ukernel_tests.lua generator/naming.lua
+$(UK_LIST): $(UK_CONFIGS:%=$(TEST_GEN)/%.c) tests/gen_ukernel_tests.lua tests/check_micro_kernels.lua \
+  generator/naming.lua
 	@mkdir -p $(@D)
+	@ATTNGEN_ROOT=$(CURDIR) $(LUA) tests/check_micro_kernels.lua $(filter %.c,$^) >/dev/null
 	@ATTNGEN_ROOT=$(CURDIR) $(LUA) tests/gen_ukernel_tests.lua --list $@ $(filter %.c,$^)
 
 $(UK_DIR)/%_tests.c: $(TEST_GEN)/%.c $(UK_LIST) tests/gen_ukernel_tests.lua $(wildcard generator/*.lua generator/isa/*.lua)
