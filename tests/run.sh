@@ -13,14 +13,30 @@ failed_suites=""
 t_run=$(date +%s)
 t_suite=$t_run
 
-# record SUITE PASSED FAILED (with the seconds since the last record)
+# the CPU seconds this shell's finished children have used (user + system,
+# from /proc: fields 16 and 17 of its stat line, in clock ticks), or 0
+# where there is no /proc
+cpu_ticks() {
+  if [ -r /proc/$$/stat ]; then
+    sed -E 's/^.*\) //' /proc/$$/stat | awk '{print $14 + $15}'
+  else echo 0; fi
+}
+hz=$(getconf CLK_TCK 2>/dev/null || echo 100)
+c_suite=$(cpu_ticks)
+
+# record SUITE PASSED FAILED (with the seconds since the last record, and
+# the CPU seconds its processes used: a step whose CPU time is well under
+# twice its wall time leaves a core idle)
 record() {
   total_pass=$((total_pass + $2))
   total_fail=$((total_fail + $3))
   [ "$3" -gt 0 ] && failed_suites="$failed_suites $1"
   now=$(date +%s)
-  printf '== %-28s %d passed, %d failed (%d s)\n' "$1" "$2" "$3" $((now - t_suite))
+  c_now=$(cpu_ticks)
+  printf '== %-28s %d passed, %d failed (%d s, %d CPU s)\n' "$1" "$2" "$3" $((now - t_suite)) \
+    $(((c_now - c_suite) / hz))
   t_suite=$now
+  c_suite=$c_now
 }
 
 # record_lines SUITE LOGFILE: one pass per "PASS" line, one failure per
