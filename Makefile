@@ -243,7 +243,14 @@ UK_DEPS    := tests/ukernel.h runtime/attn_runtime.h
 UK_CC_x86-64  = $(CC)
 UK_CC_aarch64 = $(AARCH64_CC)
 UK_CFLAGS_x86-64  = $(KERNEL_CFLAGS) -Itests
-UK_CFLAGS_aarch64 = $(UK_CFLAGS)
+# make test compiles the AArch64 kernels that run under qemu at -O1: 40%
+# less of the cross compiler's time than -O2 (5.4 -> 3.2 s for a test
+# config), while what they check is the NEON and scalar variants'
+# arithmetic; make test-full compiles them at -O2, as the strict compiles
+# and the x86-64 kernel tests always do.  The level is part of a stamp the
+# objects depend on, so switching between the two rebuilds them.
+AARCH64_OPT := $(if $(TEST_FULL),-O2,-O1)
+UK_CFLAGS_aarch64 = $(UK_CFLAGS) $(AARCH64_OPT)
 UK_LDFLAGS_x86-64  = -fopenmp
 UK_LDFLAGS_aarch64 = -static
 
@@ -272,9 +279,13 @@ $(UK_DIR)/x86-64/%_tests.o: $(UK_DIR)/%_tests.c $(TEST_GEN)/%.c $(TEST_GEN)/%.h 
 	@mkdir -p $(@D)
 	$(CC) $(UK_CFLAGS_x86-64) -I$(TEST_GEN) -c $< -o $@
 
-$(UK_DIR)/aarch64/%_tests.o: $(UK_DIR)/%_tests.c $(TEST_GEN)/%.c $(TEST_GEN)/%.h $(UK_DEPS)
+$(UK_DIR)/aarch64/%_tests.o: $(UK_DIR)/%_tests.c $(TEST_GEN)/%.c $(TEST_GEN)/%.h $(UK_DEPS) \
+  $(UK_DIR)/aarch64/opt$(AARCH64_OPT)
 	@mkdir -p $(@D)
 	$(AARCH64_CC) $(UK_CFLAGS_aarch64) -I$(TEST_GEN) -c $< -o $@
+
+$(UK_DIR)/aarch64/opt$(AARCH64_OPT):
+	@mkdir -p $(@D) && rm -f $(@D)/opt-O* && touch $@
 
 $(UK_DIR)/%/attn_runtime.o: runtime/attn_runtime.c runtime/*.h
 	@mkdir -p $(@D)

@@ -6,14 +6,18 @@
 # generated code says how the templates avoid it).  For gcc, the objects of
 # each such file's build parts that the kernel tests link (KOBJ/preset/NAME/,
 # -O2 with OpenMP, each part compiled alone as the build cache does: built by
-# make before this runs); for clang, the file compiled whole at -O2 with
-# OpenMP, JOBS at a time.  Counts the x86 prefetch instructions; prints PASS
-# or FAIL per file and compiler.
+# make before this runs).  For clang, the objects CLANG_OBJ/clang-NAME.o
+# where a folder is given (make test's strict compiles: the presets of
+# tests/kernel_sets.lua strict, every preset in make test-full, whole at -O2
+# with OpenMP), else every such file compiled whole at -O2 with OpenMP, JOBS
+# at a time.  Counts the x86 prefetch instructions; prints PASS or FAIL per
+# file and compiler.
 #
-#   tests/check_prefetch.sh [KOBJ]    (default build/obj)
+#   tests/check_prefetch.sh [KOBJ [CLANG_OBJ]]    (default build/obj, none)
 set -u
 cd "$(dirname "$0")/.." || exit 2
 kobj=${1:-build/obj}
+clang_obj=${2:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 prefetches() { objdump -d --no-show-raw-insn "$@" | grep -c "prefetcht[012]"; }
@@ -29,6 +33,16 @@ for c in generated/*.c; do
     echo "FAIL: gcc $c: no prefetch instruction left in its build parts"
   fi
 done
+if [ -n "$clang_obj" ]; then
+  for o in "$clang_obj"/clang-*.o; do
+    [ -f "$o" ] || { echo "FAIL: clang: no objects in $clang_obj"; break; }
+    c=generated/$(basename "$o" .o | sed 's/^clang-//').c
+    grep -q '__builtin_prefetch' "$c" || continue
+    if [ "$(prefetches "$o")" -gt 0 ]; then echo PASS
+    else echo "FAIL: clang $c: no prefetch instruction left"; fi
+  done
+  exit 0
+fi
 # shellcheck disable=SC2016  # $1 and $2 are the inner script's
 grep -l '__builtin_prefetch' generated/*.c | xargs -P "${JOBS:-2}" -n 1 sh -c '
   o="$1/$(basename "$2" .c)-clang.o"

@@ -36,7 +36,7 @@ describe("docs/analysis.md's commands #slow", function()
     helper.write_file(tmp .. "/page.sh", "set -e\n" .. script)
     assert(require("pl.dir").makepath(tmp .. "/img"))
     local code, _, err = helper.sh("sh page.sh", { cwd = tmp,
-      env = { IMG = tmp .. "/img", ATTNGEN_CACHE = tmp .. "/cache", ATTNGEN_TUNE_DB = "none" } })
+      env = { IMG = tmp .. "/img", ATTNGEN_CACHE = helper.build_cache(tmp), ATTNGEN_TUNE_DB = "none" } })
     assert.equal(0, code, err)
     for name in block:gmatch("%$IMG/([%w_]+%.svg)") do
       local svg = helper.read_file(tmp .. "/img/" .. name)

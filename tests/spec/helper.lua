@@ -80,6 +80,18 @@ function M.tmpdir()
   return d
 end
 
+--- The build cache folder for a spec whose builds are incidental to what
+-- it tests: the test run's own cache where tests/run.sh names one
+-- (ATTNGEN_TEST_CACHE, made empty at the start of the run, so the specs that
+-- run the same configs compile them and the runtime once, and nothing from
+-- another run helps or interferes), else a private folder under tmp.  Specs
+-- that look at the cache's entries keep a private one.
+function M.build_cache(tmp)
+  local shared = os.getenv("ATTNGEN_TEST_CACHE")
+  if shared and shared ~= "" then return shared end
+  return tmp .. "/cache"
+end
+
 function M.rmtree(d)
   if d and path.isdir(d) then dir.rmtree(d) end
 end
