@@ -3061,10 +3061,10 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_llama3_8b_q8kv_
 }
 
 /* The base-2 scores of 4 rows (q: rows 128 floats apart) against the K rows k0 and k1 into
- * s[16 r] and s[16 r + 1] (the keys along a row's lanes): each block's codes times its scale d_k, then their
- * products with the rows. */
+ * s0[0..4) and s1[0..4) (0 past 4): per 32 values of a block the products of the codes,
+ * then the block's scale d_k once a row (d_k sum q_i c_i). */
 __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_llama3_8b_q8kv_sqbdot_4x2_q8_0__avx512(const float *restrict q, const attn_block_q8_0 *restrict k0,
-        const attn_block_q8_0 *restrict k1, float *restrict s)
+        const attn_block_q8_0 *restrict k1, float *restrict s0, float *restrict s1)
 {
     __m512 a0_0 = _mm512_setzero_ps(), a1_0 = _mm512_setzero_ps();
     __m512 a0_1 = _mm512_setzero_ps(), a1_1 = _mm512_setzero_ps();
@@ -3074,64 +3074,36 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_llama3_8b_q8
     for (b = 0; b < 4; b++) {
         const __m512 d0 = _mm512_cvtph_ps(_mm256_set1_epi16((short)k0[b].d)), d1 = _mm512_cvtph_ps(_mm256_set1_epi16((short)k1[b].d));
         {
-            const __m512 x0_0 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(k0[b].q + 0))));
-            const __m512 x1_0 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(k1[b].q + 0))));
-            const __m512 x0_1 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(k0[b].q + 16))));
-            const __m512 x1_1 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(k1[b].q + 16))));
-            const __m512 y0_0 = _mm512_mul_ps(x0_0, d0), y1_0 = _mm512_mul_ps(x1_0, d1);
-            const __m512 y0_1 = _mm512_mul_ps(x0_1, d0), y1_1 = _mm512_mul_ps(x1_1, d1);
+            const __m512 x0_0 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(k0[b].q + 0)))), x1_0 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(k1[b].q + 0))));
+            const __m512 x0_1 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(k0[b].q + 16)))), x1_1 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(k1[b].q + 16))));
             {
-                const __m512 qv = _mm512_loadu_ps(q + 0 + 32 * b + 0);
-                a0_0 = _mm512_fmadd_ps(qv, y0_0, a0_0);
-                a1_0 = _mm512_fmadd_ps(qv, y1_0, a1_0);
+                const __m512 qv0 = _mm512_loadu_ps(q + 0 + 32 * b + 0);
+                const __m512 qv1 = _mm512_loadu_ps(q + 0 + 32 * b + 16);
+                a0_0 = _mm512_fmadd_ps(_mm512_fmadd_ps(qv1, x0_1, _mm512_mul_ps(qv0, x0_0)), d0, a0_0);
+                a1_0 = _mm512_fmadd_ps(_mm512_fmadd_ps(qv1, x1_1, _mm512_mul_ps(qv0, x1_0)), d1, a1_0);
             }
             {
-                const __m512 qv = _mm512_loadu_ps(q + 0 + 32 * b + 16);
-                a0_0 = _mm512_fmadd_ps(qv, y0_1, a0_0);
-                a1_0 = _mm512_fmadd_ps(qv, y1_1, a1_0);
+                const __m512 qv0 = _mm512_loadu_ps(q + 128 + 32 * b + 0);
+                const __m512 qv1 = _mm512_loadu_ps(q + 128 + 32 * b + 16);
+                a0_1 = _mm512_fmadd_ps(_mm512_fmadd_ps(qv1, x0_1, _mm512_mul_ps(qv0, x0_0)), d0, a0_1);
+                a1_1 = _mm512_fmadd_ps(_mm512_fmadd_ps(qv1, x1_1, _mm512_mul_ps(qv0, x1_0)), d1, a1_1);
             }
             {
-                const __m512 qv = _mm512_loadu_ps(q + 128 + 32 * b + 0);
-                a0_1 = _mm512_fmadd_ps(qv, y0_0, a0_1);
-                a1_1 = _mm512_fmadd_ps(qv, y1_0, a1_1);
+                const __m512 qv0 = _mm512_loadu_ps(q + 256 + 32 * b + 0);
+                const __m512 qv1 = _mm512_loadu_ps(q + 256 + 32 * b + 16);
+                a0_2 = _mm512_fmadd_ps(_mm512_fmadd_ps(qv1, x0_1, _mm512_mul_ps(qv0, x0_0)), d0, a0_2);
+                a1_2 = _mm512_fmadd_ps(_mm512_fmadd_ps(qv1, x1_1, _mm512_mul_ps(qv0, x1_0)), d1, a1_2);
             }
             {
-                const __m512 qv = _mm512_loadu_ps(q + 128 + 32 * b + 16);
-                a0_1 = _mm512_fmadd_ps(qv, y0_1, a0_1);
-                a1_1 = _mm512_fmadd_ps(qv, y1_1, a1_1);
-            }
-            {
-                const __m512 qv = _mm512_loadu_ps(q + 256 + 32 * b + 0);
-                a0_2 = _mm512_fmadd_ps(qv, y0_0, a0_2);
-                a1_2 = _mm512_fmadd_ps(qv, y1_0, a1_2);
-            }
-            {
-                const __m512 qv = _mm512_loadu_ps(q + 256 + 32 * b + 16);
-                a0_2 = _mm512_fmadd_ps(qv, y0_1, a0_2);
-                a1_2 = _mm512_fmadd_ps(qv, y1_1, a1_2);
-            }
-            {
-                const __m512 qv = _mm512_loadu_ps(q + 384 + 32 * b + 0);
-                a0_3 = _mm512_fmadd_ps(qv, y0_0, a0_3);
-                a1_3 = _mm512_fmadd_ps(qv, y1_0, a1_3);
-            }
-            {
-                const __m512 qv = _mm512_loadu_ps(q + 384 + 32 * b + 16);
-                a0_3 = _mm512_fmadd_ps(qv, y0_1, a0_3);
-                a1_3 = _mm512_fmadd_ps(qv, y1_1, a1_3);
+                const __m512 qv0 = _mm512_loadu_ps(q + 384 + 32 * b + 0);
+                const __m512 qv1 = _mm512_loadu_ps(q + 384 + 32 * b + 16);
+                a0_3 = _mm512_fmadd_ps(_mm512_fmadd_ps(qv1, x0_1, _mm512_mul_ps(qv0, x0_0)), d0, a0_3);
+                a1_3 = _mm512_fmadd_ps(_mm512_fmadd_ps(qv1, x1_1, _mm512_mul_ps(qv0, x1_0)), d1, a1_3);
             }
         }
     }
-    {
-        const __m128 h = attn_hsum4q__avx512(a0_0, a1_0, a0_1, a1_1);
-        _mm_storel_pi((__m64 *)(void *)(s + 0), h);
-        _mm_storeh_pi((__m64 *)(void *)(s + 16), h);
-    }
-    {
-        const __m128 h = attn_hsum4q__avx512(a0_2, a1_2, a0_3, a1_3);
-        _mm_storel_pi((__m64 *)(void *)(s + 32), h);
-        _mm_storeh_pi((__m64 *)(void *)(s + 48), h);
-    }
+    _mm_storeu_ps(s0, attn_hsum4q__avx512(a0_0, a0_1, a0_2, a0_3));
+    _mm_storeu_ps(s1, attn_hsum4q__avx512(a1_0, a1_1, a1_2, a1_3));
 }
 
 /* 4 rows of kv head hk (q: rows 128 floats apart; m, l: their running max and sum,
@@ -3142,31 +3114,18 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_llama3_8b_q8
 __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q8kv_sqblk_4x16_q8_0__avx512(const float *restrict q, const attn_llama3_8b_q8kv_kv *kv, int64_t hk, int64_t j0,
         float *restrict m, float *restrict l, float *restrict o)
 {
-    float t[64]; /* the block's scores, then its weights: row r's keys at 16 r */
-    float pw[256]; /* the weights times d_v: V block b's of row r's keys at 64 b + 16 r */
-    uint16_t vd[64]; /* the keys' V block scales, block b's at 16 b (stored long before they
-                                  are read as vectors: a load of several stores waits for them) */
+    float t[64]; /* the block's scores, then its weights: key c's rows at 4 c */
     const attn_block_q8_0 *kr[16], *vr[16];
     __m128 mv = _mm_loadu_ps(m), lv = _mm_loadu_ps(l), mx, mr;
     int c;
     for (c = 0; c < 16; c++) {
         kr[c] = attn_llama3_8b_q8kv_k_row(kv, hk, j0 + c);
         vr[c] = attn_llama3_8b_q8kv_v_row(kv, hk, j0 + c);
-        vd[0 + c] = vr[c][0].d;
-        vd[16 + c] = vr[c][1].d;
-        vd[32 + c] = vr[c][2].d;
-        vd[48 + c] = vr[c][3].d;
     }
     for (c = 0; c < 16; c += 2)
-        attn_llama3_8b_q8kv_sqbdot_4x2_q8_0__avx512(q, kr[c], kr[c + 1], t + c);
-    {
-        float x[4];
-        x[0] = _mm512_reduce_max_ps(_mm512_loadu_ps(t + 0));
-        x[1] = _mm512_reduce_max_ps(_mm512_loadu_ps(t + 16));
-        x[2] = _mm512_reduce_max_ps(_mm512_loadu_ps(t + 32));
-        x[3] = _mm512_reduce_max_ps(_mm512_loadu_ps(t + 48));
-        mx = _mm_loadu_ps(x);
-    }
+        attn_llama3_8b_q8kv_sqbdot_4x2_q8_0__avx512(q, kr[c], kr[c + 1], t + 4 * c, t + 4 * c + 4);
+    mx = _mm_loadu_ps(t);
+    for (c = 1; c < 16; c++) mx = _mm_max_ps(mx, _mm_loadu_ps(t + 4 * c));
     if (_mm_movemask_ps(_mm_cmp_ps(mx, _mm_add_ps(mv, _mm_set1_ps(8.0f)), _CMP_GT_OQ))) {
         /* alpha = 2^(m_old - m_new); rows still at -inf get 0, not NaN */
         const __m128 mn = _mm_max_ps(mv, mx);
@@ -3177,24 +3136,13 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q8kv_sqblk_4x1
         attn_llama3_8b_q8kv_srescale_4x128__avx512(o, alpha);
     }
     mr = _mm_blendv_ps(mv, _mm_setzero_ps(), _mm_cmp_ps(mv, _mm_set1_ps(-3.0e38f), _CMP_LT_OQ));
-    {
-        const __m512 ms = _mm512_broadcast_f32x4(mr);
-        const __m512 w0_0 = attn_exp2__avx512(_mm512_sub_ps(_mm512_loadu_ps(t + 0), _mm512_permute_ps(ms, 0x00)));
-        const __m512 w1_0 = attn_exp2__avx512(_mm512_sub_ps(_mm512_loadu_ps(t + 16), _mm512_permute_ps(ms, 0x55)));
-        const __m512 w2_0 = attn_exp2__avx512(_mm512_sub_ps(_mm512_loadu_ps(t + 32), _mm512_permute_ps(ms, 0xAA)));
-        const __m512 w3_0 = attn_exp2__avx512(_mm512_sub_ps(_mm512_loadu_ps(t + 48), _mm512_permute_ps(ms, 0xFF)));
-        int b;
-        lv = _mm_add_ps(lv, attn_hsum4q__avx512(w0_0, w1_0, w2_0, w3_0));
-        for (b = 0; b < 4; b++) { /* the weights times the keys' V block scales d_v */
-            const __m512 dv0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(vd + 16 * b + 0)));
-            _mm512_storeu_ps(pw + 64 * b + 0, _mm512_mul_ps(w0_0, dv0));
-            _mm512_storeu_ps(pw + 64 * b + 16, _mm512_mul_ps(w1_0, dv0));
-            _mm512_storeu_ps(pw + 64 * b + 32, _mm512_mul_ps(w2_0, dv0));
-            _mm512_storeu_ps(pw + 64 * b + 48, _mm512_mul_ps(w3_0, dv0));
-        }
+    for (c = 0; c < 16; c++) {
+        const __m128 w = attn_exp2_q4__avx512(_mm_sub_ps(_mm_loadu_ps(t + 4 * c), mr));
+        lv = _mm_add_ps(lv, w);
+        _mm_storeu_ps(t + 4 * c, w);
     }
     _mm_storeu_ps(l, lv);
-    /* O += P V, 64 values of Dv at a time, two keys a pass */
+    /* O += P V, 64 values of Dv at a time */
     {
         __m512 o0_0 = _mm512_loadu_ps(o + 0);
         __m512 o0_1 = _mm512_loadu_ps(o + 16);
@@ -3212,52 +3160,39 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q8kv_sqblk_4x1
         __m512 o3_1 = _mm512_loadu_ps(o + 400);
         __m512 o3_2 = _mm512_loadu_ps(o + 416);
         __m512 o3_3 = _mm512_loadu_ps(o + 432);
-        for (c = 0; c < 16; c += 2) {
+        for (c = 0; c < 16; c++) {
+            const attn_block_q8_0 *restrict vc = vr[c];
+            const __m512 w0 = _mm512_set1_ps(t[4 * c + 0]);
+            const __m512 w1 = _mm512_set1_ps(t[4 * c + 1]);
+            const __m512 w2 = _mm512_set1_ps(t[4 * c + 2]);
+            const __m512 w3 = _mm512_set1_ps(t[4 * c + 3]);
             {
-                const attn_block_q8_0 *restrict vc = vr[c + 0];
-                const __m512 x0 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(vc[0].q + 0))));
-                const __m512 x1 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(vc[0].q + 16))));
-                const __m512 x2 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(vc[1].q + 0))));
-                const __m512 x3 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(vc[1].q + 16))));
-                o0_0 = _mm512_fmadd_ps(_mm512_set1_ps(pw[0 + c + 0]), x0, o0_0);
-                o1_0 = _mm512_fmadd_ps(_mm512_set1_ps(pw[16 + c + 0]), x0, o1_0);
-                o2_0 = _mm512_fmadd_ps(_mm512_set1_ps(pw[32 + c + 0]), x0, o2_0);
-                o3_0 = _mm512_fmadd_ps(_mm512_set1_ps(pw[48 + c + 0]), x0, o3_0);
-                o0_1 = _mm512_fmadd_ps(_mm512_set1_ps(pw[0 + c + 0]), x1, o0_1);
-                o1_1 = _mm512_fmadd_ps(_mm512_set1_ps(pw[16 + c + 0]), x1, o1_1);
-                o2_1 = _mm512_fmadd_ps(_mm512_set1_ps(pw[32 + c + 0]), x1, o2_1);
-                o3_1 = _mm512_fmadd_ps(_mm512_set1_ps(pw[48 + c + 0]), x1, o3_1);
-                o0_2 = _mm512_fmadd_ps(_mm512_set1_ps(pw[64 + c + 0]), x2, o0_2);
-                o1_2 = _mm512_fmadd_ps(_mm512_set1_ps(pw[80 + c + 0]), x2, o1_2);
-                o2_2 = _mm512_fmadd_ps(_mm512_set1_ps(pw[96 + c + 0]), x2, o2_2);
-                o3_2 = _mm512_fmadd_ps(_mm512_set1_ps(pw[112 + c + 0]), x2, o3_2);
-                o0_3 = _mm512_fmadd_ps(_mm512_set1_ps(pw[64 + c + 0]), x3, o0_3);
-                o1_3 = _mm512_fmadd_ps(_mm512_set1_ps(pw[80 + c + 0]), x3, o1_3);
-                o2_3 = _mm512_fmadd_ps(_mm512_set1_ps(pw[96 + c + 0]), x3, o2_3);
-                o3_3 = _mm512_fmadd_ps(_mm512_set1_ps(pw[112 + c + 0]), x3, o3_3);
+                const __m512 x = attn_load_q8_0__avx512(vc, 0);
+                o0_0 = _mm512_fmadd_ps(w0, x, o0_0);
+                o1_0 = _mm512_fmadd_ps(w1, x, o1_0);
+                o2_0 = _mm512_fmadd_ps(w2, x, o2_0);
+                o3_0 = _mm512_fmadd_ps(w3, x, o3_0);
             }
             {
-                const attn_block_q8_0 *restrict vc = vr[c + 1];
-                const __m512 x0 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(vc[0].q + 0))));
-                const __m512 x1 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(vc[0].q + 16))));
-                const __m512 x2 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(vc[1].q + 0))));
-                const __m512 x3 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(vc[1].q + 16))));
-                o0_0 = _mm512_fmadd_ps(_mm512_set1_ps(pw[0 + c + 1]), x0, o0_0);
-                o1_0 = _mm512_fmadd_ps(_mm512_set1_ps(pw[16 + c + 1]), x0, o1_0);
-                o2_0 = _mm512_fmadd_ps(_mm512_set1_ps(pw[32 + c + 1]), x0, o2_0);
-                o3_0 = _mm512_fmadd_ps(_mm512_set1_ps(pw[48 + c + 1]), x0, o3_0);
-                o0_1 = _mm512_fmadd_ps(_mm512_set1_ps(pw[0 + c + 1]), x1, o0_1);
-                o1_1 = _mm512_fmadd_ps(_mm512_set1_ps(pw[16 + c + 1]), x1, o1_1);
-                o2_1 = _mm512_fmadd_ps(_mm512_set1_ps(pw[32 + c + 1]), x1, o2_1);
-                o3_1 = _mm512_fmadd_ps(_mm512_set1_ps(pw[48 + c + 1]), x1, o3_1);
-                o0_2 = _mm512_fmadd_ps(_mm512_set1_ps(pw[64 + c + 1]), x2, o0_2);
-                o1_2 = _mm512_fmadd_ps(_mm512_set1_ps(pw[80 + c + 1]), x2, o1_2);
-                o2_2 = _mm512_fmadd_ps(_mm512_set1_ps(pw[96 + c + 1]), x2, o2_2);
-                o3_2 = _mm512_fmadd_ps(_mm512_set1_ps(pw[112 + c + 1]), x2, o3_2);
-                o0_3 = _mm512_fmadd_ps(_mm512_set1_ps(pw[64 + c + 1]), x3, o0_3);
-                o1_3 = _mm512_fmadd_ps(_mm512_set1_ps(pw[80 + c + 1]), x3, o1_3);
-                o2_3 = _mm512_fmadd_ps(_mm512_set1_ps(pw[96 + c + 1]), x3, o2_3);
-                o3_3 = _mm512_fmadd_ps(_mm512_set1_ps(pw[112 + c + 1]), x3, o3_3);
+                const __m512 x = attn_load_q8_0__avx512(vc, 16);
+                o0_1 = _mm512_fmadd_ps(w0, x, o0_1);
+                o1_1 = _mm512_fmadd_ps(w1, x, o1_1);
+                o2_1 = _mm512_fmadd_ps(w2, x, o2_1);
+                o3_1 = _mm512_fmadd_ps(w3, x, o3_1);
+            }
+            {
+                const __m512 x = attn_load_q8_0__avx512(vc, 32);
+                o0_2 = _mm512_fmadd_ps(w0, x, o0_2);
+                o1_2 = _mm512_fmadd_ps(w1, x, o1_2);
+                o2_2 = _mm512_fmadd_ps(w2, x, o2_2);
+                o3_2 = _mm512_fmadd_ps(w3, x, o3_2);
+            }
+            {
+                const __m512 x = attn_load_q8_0__avx512(vc, 48);
+                o0_3 = _mm512_fmadd_ps(w0, x, o0_3);
+                o1_3 = _mm512_fmadd_ps(w1, x, o1_3);
+                o2_3 = _mm512_fmadd_ps(w2, x, o2_3);
+                o3_3 = _mm512_fmadd_ps(w3, x, o3_3);
             }
         }
         _mm512_storeu_ps(o + 0, o0_0);
@@ -3294,52 +3229,39 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q8kv_sqblk_4x1
         __m512 o3_1 = _mm512_loadu_ps(o + 464);
         __m512 o3_2 = _mm512_loadu_ps(o + 480);
         __m512 o3_3 = _mm512_loadu_ps(o + 496);
-        for (c = 0; c < 16; c += 2) {
+        for (c = 0; c < 16; c++) {
+            const attn_block_q8_0 *restrict vc = vr[c];
+            const __m512 w0 = _mm512_set1_ps(t[4 * c + 0]);
+            const __m512 w1 = _mm512_set1_ps(t[4 * c + 1]);
+            const __m512 w2 = _mm512_set1_ps(t[4 * c + 2]);
+            const __m512 w3 = _mm512_set1_ps(t[4 * c + 3]);
             {
-                const attn_block_q8_0 *restrict vc = vr[c + 0];
-                const __m512 x0 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(vc[2].q + 0))));
-                const __m512 x1 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(vc[2].q + 16))));
-                const __m512 x2 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(vc[3].q + 0))));
-                const __m512 x3 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(vc[3].q + 16))));
-                o0_0 = _mm512_fmadd_ps(_mm512_set1_ps(pw[128 + c + 0]), x0, o0_0);
-                o1_0 = _mm512_fmadd_ps(_mm512_set1_ps(pw[144 + c + 0]), x0, o1_0);
-                o2_0 = _mm512_fmadd_ps(_mm512_set1_ps(pw[160 + c + 0]), x0, o2_0);
-                o3_0 = _mm512_fmadd_ps(_mm512_set1_ps(pw[176 + c + 0]), x0, o3_0);
-                o0_1 = _mm512_fmadd_ps(_mm512_set1_ps(pw[128 + c + 0]), x1, o0_1);
-                o1_1 = _mm512_fmadd_ps(_mm512_set1_ps(pw[144 + c + 0]), x1, o1_1);
-                o2_1 = _mm512_fmadd_ps(_mm512_set1_ps(pw[160 + c + 0]), x1, o2_1);
-                o3_1 = _mm512_fmadd_ps(_mm512_set1_ps(pw[176 + c + 0]), x1, o3_1);
-                o0_2 = _mm512_fmadd_ps(_mm512_set1_ps(pw[192 + c + 0]), x2, o0_2);
-                o1_2 = _mm512_fmadd_ps(_mm512_set1_ps(pw[208 + c + 0]), x2, o1_2);
-                o2_2 = _mm512_fmadd_ps(_mm512_set1_ps(pw[224 + c + 0]), x2, o2_2);
-                o3_2 = _mm512_fmadd_ps(_mm512_set1_ps(pw[240 + c + 0]), x2, o3_2);
-                o0_3 = _mm512_fmadd_ps(_mm512_set1_ps(pw[192 + c + 0]), x3, o0_3);
-                o1_3 = _mm512_fmadd_ps(_mm512_set1_ps(pw[208 + c + 0]), x3, o1_3);
-                o2_3 = _mm512_fmadd_ps(_mm512_set1_ps(pw[224 + c + 0]), x3, o2_3);
-                o3_3 = _mm512_fmadd_ps(_mm512_set1_ps(pw[240 + c + 0]), x3, o3_3);
+                const __m512 x = attn_load_q8_0__avx512(vc, 64);
+                o0_0 = _mm512_fmadd_ps(w0, x, o0_0);
+                o1_0 = _mm512_fmadd_ps(w1, x, o1_0);
+                o2_0 = _mm512_fmadd_ps(w2, x, o2_0);
+                o3_0 = _mm512_fmadd_ps(w3, x, o3_0);
             }
             {
-                const attn_block_q8_0 *restrict vc = vr[c + 1];
-                const __m512 x0 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(vc[2].q + 0))));
-                const __m512 x1 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(vc[2].q + 16))));
-                const __m512 x2 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(vc[3].q + 0))));
-                const __m512 x3 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(vc[3].q + 16))));
-                o0_0 = _mm512_fmadd_ps(_mm512_set1_ps(pw[128 + c + 1]), x0, o0_0);
-                o1_0 = _mm512_fmadd_ps(_mm512_set1_ps(pw[144 + c + 1]), x0, o1_0);
-                o2_0 = _mm512_fmadd_ps(_mm512_set1_ps(pw[160 + c + 1]), x0, o2_0);
-                o3_0 = _mm512_fmadd_ps(_mm512_set1_ps(pw[176 + c + 1]), x0, o3_0);
-                o0_1 = _mm512_fmadd_ps(_mm512_set1_ps(pw[128 + c + 1]), x1, o0_1);
-                o1_1 = _mm512_fmadd_ps(_mm512_set1_ps(pw[144 + c + 1]), x1, o1_1);
-                o2_1 = _mm512_fmadd_ps(_mm512_set1_ps(pw[160 + c + 1]), x1, o2_1);
-                o3_1 = _mm512_fmadd_ps(_mm512_set1_ps(pw[176 + c + 1]), x1, o3_1);
-                o0_2 = _mm512_fmadd_ps(_mm512_set1_ps(pw[192 + c + 1]), x2, o0_2);
-                o1_2 = _mm512_fmadd_ps(_mm512_set1_ps(pw[208 + c + 1]), x2, o1_2);
-                o2_2 = _mm512_fmadd_ps(_mm512_set1_ps(pw[224 + c + 1]), x2, o2_2);
-                o3_2 = _mm512_fmadd_ps(_mm512_set1_ps(pw[240 + c + 1]), x2, o3_2);
-                o0_3 = _mm512_fmadd_ps(_mm512_set1_ps(pw[192 + c + 1]), x3, o0_3);
-                o1_3 = _mm512_fmadd_ps(_mm512_set1_ps(pw[208 + c + 1]), x3, o1_3);
-                o2_3 = _mm512_fmadd_ps(_mm512_set1_ps(pw[224 + c + 1]), x3, o2_3);
-                o3_3 = _mm512_fmadd_ps(_mm512_set1_ps(pw[240 + c + 1]), x3, o3_3);
+                const __m512 x = attn_load_q8_0__avx512(vc, 80);
+                o0_1 = _mm512_fmadd_ps(w0, x, o0_1);
+                o1_1 = _mm512_fmadd_ps(w1, x, o1_1);
+                o2_1 = _mm512_fmadd_ps(w2, x, o2_1);
+                o3_1 = _mm512_fmadd_ps(w3, x, o3_1);
+            }
+            {
+                const __m512 x = attn_load_q8_0__avx512(vc, 96);
+                o0_2 = _mm512_fmadd_ps(w0, x, o0_2);
+                o1_2 = _mm512_fmadd_ps(w1, x, o1_2);
+                o2_2 = _mm512_fmadd_ps(w2, x, o2_2);
+                o3_2 = _mm512_fmadd_ps(w3, x, o3_2);
+            }
+            {
+                const __m512 x = attn_load_q8_0__avx512(vc, 112);
+                o0_3 = _mm512_fmadd_ps(w0, x, o0_3);
+                o1_3 = _mm512_fmadd_ps(w1, x, o1_3);
+                o2_3 = _mm512_fmadd_ps(w2, x, o2_3);
+                o3_3 = _mm512_fmadd_ps(w3, x, o3_3);
             }
         }
         _mm512_storeu_ps(o + 64, o0_0);
@@ -5969,10 +5891,10 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m128 attn_llama3_8b_q8k
 }
 
 /* The base-2 scores of 4 rows (q: rows 128 floats apart) against the K rows k0 and k1 into
- * s[16 r] and s[16 r + 1] (the keys along a row's lanes): each block's codes times its scale d_k, then their
- * products with the rows. */
+ * s0[0..4) and s1[0..4) (0 past 4): per 16 values of a block the products of the codes,
+ * then the block's scale d_k once a row (d_k sum q_i c_i). */
 __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_llama3_8b_q8kv_sqbdot_4x2_q8_0__avx2(const float *restrict q, const attn_block_q8_0 *restrict k0,
-        const attn_block_q8_0 *restrict k1, float *restrict s)
+        const attn_block_q8_0 *restrict k1, float *restrict s0, float *restrict s1)
 {
     __m256 a0_0 = _mm256_setzero_ps(), a1_0 = _mm256_setzero_ps();
     __m256 a0_1 = _mm256_setzero_ps(), a1_1 = _mm256_setzero_ps();
@@ -5982,112 +5904,64 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_llama3_8b_
     for (b = 0; b < 4; b++) {
         const __m256 d0 = _mm256_cvtph_ps(_mm_set1_epi16((short)k0[b].d)), d1 = _mm256_cvtph_ps(_mm_set1_epi16((short)k1[b].d));
         {
-            const __m256 x0_0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(k0[b].q + 0))));
-            const __m256 x1_0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(k1[b].q + 0))));
-            const __m256 x0_2 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(k0[b].q + 16))));
-            const __m256 x1_2 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(k1[b].q + 16))));
-            const __m256 y0_0 = _mm256_mul_ps(x0_0, d0), y1_0 = _mm256_mul_ps(x1_0, d1);
-            const __m256 y0_2 = _mm256_mul_ps(x0_2, d0), y1_2 = _mm256_mul_ps(x1_2, d1);
+            const __m256 x0_0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(k0[b].q + 0)))), x1_0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(k1[b].q + 0))));
+            const __m256 x0_1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(k0[b].q + 8)))), x1_1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(k1[b].q + 8))));
             {
-                const __m256 qv = _mm256_loadu_ps(q + 0 + 32 * b + 0);
-                a0_0 = _mm256_fmadd_ps(qv, y0_0, a0_0);
-                a1_0 = _mm256_fmadd_ps(qv, y1_0, a1_0);
+                const __m256 qv0 = _mm256_loadu_ps(q + 0 + 32 * b + 0);
+                const __m256 qv1 = _mm256_loadu_ps(q + 0 + 32 * b + 8);
+                a0_0 = _mm256_fmadd_ps(_mm256_fmadd_ps(qv1, x0_1, _mm256_mul_ps(qv0, x0_0)), d0, a0_0);
+                a1_0 = _mm256_fmadd_ps(_mm256_fmadd_ps(qv1, x1_1, _mm256_mul_ps(qv0, x1_0)), d1, a1_0);
             }
             {
-                const __m256 qv = _mm256_loadu_ps(q + 0 + 32 * b + 16);
-                a0_0 = _mm256_fmadd_ps(qv, y0_2, a0_0);
-                a1_0 = _mm256_fmadd_ps(qv, y1_2, a1_0);
+                const __m256 qv0 = _mm256_loadu_ps(q + 128 + 32 * b + 0);
+                const __m256 qv1 = _mm256_loadu_ps(q + 128 + 32 * b + 8);
+                a0_1 = _mm256_fmadd_ps(_mm256_fmadd_ps(qv1, x0_1, _mm256_mul_ps(qv0, x0_0)), d0, a0_1);
+                a1_1 = _mm256_fmadd_ps(_mm256_fmadd_ps(qv1, x1_1, _mm256_mul_ps(qv0, x1_0)), d1, a1_1);
             }
             {
-                const __m256 qv = _mm256_loadu_ps(q + 128 + 32 * b + 0);
-                a0_1 = _mm256_fmadd_ps(qv, y0_0, a0_1);
-                a1_1 = _mm256_fmadd_ps(qv, y1_0, a1_1);
+                const __m256 qv0 = _mm256_loadu_ps(q + 256 + 32 * b + 0);
+                const __m256 qv1 = _mm256_loadu_ps(q + 256 + 32 * b + 8);
+                a0_2 = _mm256_fmadd_ps(_mm256_fmadd_ps(qv1, x0_1, _mm256_mul_ps(qv0, x0_0)), d0, a0_2);
+                a1_2 = _mm256_fmadd_ps(_mm256_fmadd_ps(qv1, x1_1, _mm256_mul_ps(qv0, x1_0)), d1, a1_2);
             }
             {
-                const __m256 qv = _mm256_loadu_ps(q + 128 + 32 * b + 16);
-                a0_1 = _mm256_fmadd_ps(qv, y0_2, a0_1);
-                a1_1 = _mm256_fmadd_ps(qv, y1_2, a1_1);
-            }
-            {
-                const __m256 qv = _mm256_loadu_ps(q + 256 + 32 * b + 0);
-                a0_2 = _mm256_fmadd_ps(qv, y0_0, a0_2);
-                a1_2 = _mm256_fmadd_ps(qv, y1_0, a1_2);
-            }
-            {
-                const __m256 qv = _mm256_loadu_ps(q + 256 + 32 * b + 16);
-                a0_2 = _mm256_fmadd_ps(qv, y0_2, a0_2);
-                a1_2 = _mm256_fmadd_ps(qv, y1_2, a1_2);
-            }
-            {
-                const __m256 qv = _mm256_loadu_ps(q + 384 + 32 * b + 0);
-                a0_3 = _mm256_fmadd_ps(qv, y0_0, a0_3);
-                a1_3 = _mm256_fmadd_ps(qv, y1_0, a1_3);
-            }
-            {
-                const __m256 qv = _mm256_loadu_ps(q + 384 + 32 * b + 16);
-                a0_3 = _mm256_fmadd_ps(qv, y0_2, a0_3);
-                a1_3 = _mm256_fmadd_ps(qv, y1_2, a1_3);
+                const __m256 qv0 = _mm256_loadu_ps(q + 384 + 32 * b + 0);
+                const __m256 qv1 = _mm256_loadu_ps(q + 384 + 32 * b + 8);
+                a0_3 = _mm256_fmadd_ps(_mm256_fmadd_ps(qv1, x0_1, _mm256_mul_ps(qv0, x0_0)), d0, a0_3);
+                a1_3 = _mm256_fmadd_ps(_mm256_fmadd_ps(qv1, x1_1, _mm256_mul_ps(qv0, x1_0)), d1, a1_3);
             }
         }
         {
-            const __m256 x0_1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(k0[b].q + 8))));
-            const __m256 x1_1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(k1[b].q + 8))));
-            const __m256 x0_3 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(k0[b].q + 24))));
-            const __m256 x1_3 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(k1[b].q + 24))));
-            const __m256 y0_1 = _mm256_mul_ps(x0_1, d0), y1_1 = _mm256_mul_ps(x1_1, d1);
-            const __m256 y0_3 = _mm256_mul_ps(x0_3, d0), y1_3 = _mm256_mul_ps(x1_3, d1);
+            const __m256 x0_2 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(k0[b].q + 16)))), x1_2 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(k1[b].q + 16))));
+            const __m256 x0_3 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(k0[b].q + 24)))), x1_3 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(k1[b].q + 24))));
             {
-                const __m256 qv = _mm256_loadu_ps(q + 0 + 32 * b + 8);
-                a0_0 = _mm256_fmadd_ps(qv, y0_1, a0_0);
-                a1_0 = _mm256_fmadd_ps(qv, y1_1, a1_0);
+                const __m256 qv2 = _mm256_loadu_ps(q + 0 + 32 * b + 16);
+                const __m256 qv3 = _mm256_loadu_ps(q + 0 + 32 * b + 24);
+                a0_0 = _mm256_fmadd_ps(_mm256_fmadd_ps(qv3, x0_3, _mm256_mul_ps(qv2, x0_2)), d0, a0_0);
+                a1_0 = _mm256_fmadd_ps(_mm256_fmadd_ps(qv3, x1_3, _mm256_mul_ps(qv2, x1_2)), d1, a1_0);
             }
             {
-                const __m256 qv = _mm256_loadu_ps(q + 0 + 32 * b + 24);
-                a0_0 = _mm256_fmadd_ps(qv, y0_3, a0_0);
-                a1_0 = _mm256_fmadd_ps(qv, y1_3, a1_0);
+                const __m256 qv2 = _mm256_loadu_ps(q + 128 + 32 * b + 16);
+                const __m256 qv3 = _mm256_loadu_ps(q + 128 + 32 * b + 24);
+                a0_1 = _mm256_fmadd_ps(_mm256_fmadd_ps(qv3, x0_3, _mm256_mul_ps(qv2, x0_2)), d0, a0_1);
+                a1_1 = _mm256_fmadd_ps(_mm256_fmadd_ps(qv3, x1_3, _mm256_mul_ps(qv2, x1_2)), d1, a1_1);
             }
             {
-                const __m256 qv = _mm256_loadu_ps(q + 128 + 32 * b + 8);
-                a0_1 = _mm256_fmadd_ps(qv, y0_1, a0_1);
-                a1_1 = _mm256_fmadd_ps(qv, y1_1, a1_1);
+                const __m256 qv2 = _mm256_loadu_ps(q + 256 + 32 * b + 16);
+                const __m256 qv3 = _mm256_loadu_ps(q + 256 + 32 * b + 24);
+                a0_2 = _mm256_fmadd_ps(_mm256_fmadd_ps(qv3, x0_3, _mm256_mul_ps(qv2, x0_2)), d0, a0_2);
+                a1_2 = _mm256_fmadd_ps(_mm256_fmadd_ps(qv3, x1_3, _mm256_mul_ps(qv2, x1_2)), d1, a1_2);
             }
             {
-                const __m256 qv = _mm256_loadu_ps(q + 128 + 32 * b + 24);
-                a0_1 = _mm256_fmadd_ps(qv, y0_3, a0_1);
-                a1_1 = _mm256_fmadd_ps(qv, y1_3, a1_1);
-            }
-            {
-                const __m256 qv = _mm256_loadu_ps(q + 256 + 32 * b + 8);
-                a0_2 = _mm256_fmadd_ps(qv, y0_1, a0_2);
-                a1_2 = _mm256_fmadd_ps(qv, y1_1, a1_2);
-            }
-            {
-                const __m256 qv = _mm256_loadu_ps(q + 256 + 32 * b + 24);
-                a0_2 = _mm256_fmadd_ps(qv, y0_3, a0_2);
-                a1_2 = _mm256_fmadd_ps(qv, y1_3, a1_2);
-            }
-            {
-                const __m256 qv = _mm256_loadu_ps(q + 384 + 32 * b + 8);
-                a0_3 = _mm256_fmadd_ps(qv, y0_1, a0_3);
-                a1_3 = _mm256_fmadd_ps(qv, y1_1, a1_3);
-            }
-            {
-                const __m256 qv = _mm256_loadu_ps(q + 384 + 32 * b + 24);
-                a0_3 = _mm256_fmadd_ps(qv, y0_3, a0_3);
-                a1_3 = _mm256_fmadd_ps(qv, y1_3, a1_3);
+                const __m256 qv2 = _mm256_loadu_ps(q + 384 + 32 * b + 16);
+                const __m256 qv3 = _mm256_loadu_ps(q + 384 + 32 * b + 24);
+                a0_3 = _mm256_fmadd_ps(_mm256_fmadd_ps(qv3, x0_3, _mm256_mul_ps(qv2, x0_2)), d0, a0_3);
+                a1_3 = _mm256_fmadd_ps(_mm256_fmadd_ps(qv3, x1_3, _mm256_mul_ps(qv2, x1_2)), d1, a1_3);
             }
         }
     }
-    {
-        const __m128 h = attn_hsum4q__avx2(a0_0, a1_0, a0_1, a1_1);
-        _mm_storel_pi((__m64 *)(void *)(s + 0), h);
-        _mm_storeh_pi((__m64 *)(void *)(s + 16), h);
-    }
-    {
-        const __m128 h = attn_hsum4q__avx2(a0_2, a1_2, a0_3, a1_3);
-        _mm_storel_pi((__m64 *)(void *)(s + 32), h);
-        _mm_storeh_pi((__m64 *)(void *)(s + 48), h);
-    }
+    _mm_storeu_ps(s0, attn_hsum4q__avx2(a0_0, a0_1, a0_2, a0_3));
+    _mm_storeu_ps(s1, attn_hsum4q__avx2(a1_0, a1_1, a1_2, a1_3));
 }
 
 /* 4 rows of kv head hk (q: rows 128 floats apart; m, l: their running max and sum,
@@ -6098,31 +5972,18 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_llama3_8b_
 __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q8kv_sqblk_4x16_q8_0__avx2(const float *restrict q, const attn_llama3_8b_q8kv_kv *kv, int64_t hk, int64_t j0,
         float *restrict m, float *restrict l, float *restrict o)
 {
-    float t[64]; /* the block's scores, then its weights: row r's keys at 16 r */
-    float pw[256]; /* the weights times d_v: V block b's of row r's keys at 64 b + 16 r */
-    uint16_t vd[64]; /* the keys' V block scales, block b's at 16 b (stored long before they
-                                  are read as vectors: a load of several stores waits for them) */
+    float t[64]; /* the block's scores, then its weights: key c's rows at 4 c */
     const attn_block_q8_0 *kr[16], *vr[16];
     __m128 mv = _mm_loadu_ps(m), lv = _mm_loadu_ps(l), mx, mr;
     int c;
     for (c = 0; c < 16; c++) {
         kr[c] = attn_llama3_8b_q8kv_k_row(kv, hk, j0 + c);
         vr[c] = attn_llama3_8b_q8kv_v_row(kv, hk, j0 + c);
-        vd[0 + c] = vr[c][0].d;
-        vd[16 + c] = vr[c][1].d;
-        vd[32 + c] = vr[c][2].d;
-        vd[48 + c] = vr[c][3].d;
     }
     for (c = 0; c < 16; c += 2)
-        attn_llama3_8b_q8kv_sqbdot_4x2_q8_0__avx2(q, kr[c], kr[c + 1], t + c);
-    {
-        float x[4];
-        x[0] = attn_hmax__avx2(_mm256_max_ps(_mm256_loadu_ps(t + 0), _mm256_loadu_ps(t + 8)));
-        x[1] = attn_hmax__avx2(_mm256_max_ps(_mm256_loadu_ps(t + 16), _mm256_loadu_ps(t + 24)));
-        x[2] = attn_hmax__avx2(_mm256_max_ps(_mm256_loadu_ps(t + 32), _mm256_loadu_ps(t + 40)));
-        x[3] = attn_hmax__avx2(_mm256_max_ps(_mm256_loadu_ps(t + 48), _mm256_loadu_ps(t + 56)));
-        mx = _mm_loadu_ps(x);
-    }
+        attn_llama3_8b_q8kv_sqbdot_4x2_q8_0__avx2(q, kr[c], kr[c + 1], t + 4 * c, t + 4 * c + 4);
+    mx = _mm_loadu_ps(t);
+    for (c = 1; c < 16; c++) mx = _mm_max_ps(mx, _mm_loadu_ps(t + 4 * c));
     if (_mm_movemask_ps(_mm_cmp_ps(mx, _mm_add_ps(mv, _mm_set1_ps(8.0f)), _CMP_GT_OQ))) {
         /* alpha = 2^(m_old - m_new); rows still at -inf get 0, not NaN */
         const __m128 mn = _mm_max_ps(mv, mx);
@@ -6133,33 +5994,13 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q8kv_sqblk_4
         attn_llama3_8b_q8kv_srescale_4x128__avx2(o, alpha);
     }
     mr = _mm_blendv_ps(mv, _mm_setzero_ps(), _mm_cmp_ps(mv, _mm_set1_ps(-3.0e38f), _CMP_LT_OQ));
-    {
-        const __m256 ms = _mm256_insertf128_ps(_mm256_castps128_ps256(mr), mr, 1);
-        const __m256 w0_0 = attn_exp2__avx2(_mm256_sub_ps(_mm256_loadu_ps(t + 0), _mm256_permute_ps(ms, 0x00)));
-        const __m256 w0_1 = attn_exp2__avx2(_mm256_sub_ps(_mm256_loadu_ps(t + 8), _mm256_permute_ps(ms, 0x00)));
-        const __m256 w1_0 = attn_exp2__avx2(_mm256_sub_ps(_mm256_loadu_ps(t + 16), _mm256_permute_ps(ms, 0x55)));
-        const __m256 w1_1 = attn_exp2__avx2(_mm256_sub_ps(_mm256_loadu_ps(t + 24), _mm256_permute_ps(ms, 0x55)));
-        const __m256 w2_0 = attn_exp2__avx2(_mm256_sub_ps(_mm256_loadu_ps(t + 32), _mm256_permute_ps(ms, 0xAA)));
-        const __m256 w2_1 = attn_exp2__avx2(_mm256_sub_ps(_mm256_loadu_ps(t + 40), _mm256_permute_ps(ms, 0xAA)));
-        const __m256 w3_0 = attn_exp2__avx2(_mm256_sub_ps(_mm256_loadu_ps(t + 48), _mm256_permute_ps(ms, 0xFF)));
-        const __m256 w3_1 = attn_exp2__avx2(_mm256_sub_ps(_mm256_loadu_ps(t + 56), _mm256_permute_ps(ms, 0xFF)));
-        int b;
-        lv = _mm_add_ps(lv, attn_hsum4q__avx2(_mm256_add_ps(w0_0, w0_1), _mm256_add_ps(w1_0, w1_1), _mm256_add_ps(w2_0, w2_1), _mm256_add_ps(w3_0, w3_1)));
-        for (b = 0; b < 4; b++) { /* the weights times the keys' V block scales d_v */
-            const __m256 dv0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(vd + 16 * b + 0)));
-            const __m256 dv1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(vd + 16 * b + 8)));
-            _mm256_storeu_ps(pw + 64 * b + 0, _mm256_mul_ps(w0_0, dv0));
-            _mm256_storeu_ps(pw + 64 * b + 8, _mm256_mul_ps(w0_1, dv1));
-            _mm256_storeu_ps(pw + 64 * b + 16, _mm256_mul_ps(w1_0, dv0));
-            _mm256_storeu_ps(pw + 64 * b + 24, _mm256_mul_ps(w1_1, dv1));
-            _mm256_storeu_ps(pw + 64 * b + 32, _mm256_mul_ps(w2_0, dv0));
-            _mm256_storeu_ps(pw + 64 * b + 40, _mm256_mul_ps(w2_1, dv1));
-            _mm256_storeu_ps(pw + 64 * b + 48, _mm256_mul_ps(w3_0, dv0));
-            _mm256_storeu_ps(pw + 64 * b + 56, _mm256_mul_ps(w3_1, dv1));
-        }
+    for (c = 0; c < 16; c++) {
+        const __m128 w = attn_exp2_q4__avx2(_mm_sub_ps(_mm_loadu_ps(t + 4 * c), mr));
+        lv = _mm_add_ps(lv, w);
+        _mm_storeu_ps(t + 4 * c, w);
     }
     _mm_storeu_ps(l, lv);
-    /* O += P V, 16 values of Dv at a time, two keys a pass */
+    /* O += P V, 16 values of Dv at a time */
     {
         __m256 o0_0 = _mm256_loadu_ps(o + 0);
         __m256 o0_1 = _mm256_loadu_ps(o + 8);
@@ -6169,32 +6010,25 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q8kv_sqblk_4
         __m256 o2_1 = _mm256_loadu_ps(o + 264);
         __m256 o3_0 = _mm256_loadu_ps(o + 384);
         __m256 o3_1 = _mm256_loadu_ps(o + 392);
-        for (c = 0; c < 16; c += 2) {
+        for (c = 0; c < 16; c++) {
+            const attn_block_q8_0 *restrict vc = vr[c];
+            const __m256 w0 = _mm256_set1_ps(t[4 * c + 0]);
+            const __m256 w1 = _mm256_set1_ps(t[4 * c + 1]);
+            const __m256 w2 = _mm256_set1_ps(t[4 * c + 2]);
+            const __m256 w3 = _mm256_set1_ps(t[4 * c + 3]);
             {
-                const attn_block_q8_0 *restrict vc = vr[c + 0];
-                const __m256 x0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(vc[0].q + 0))));
-                const __m256 x1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(vc[0].q + 8))));
-                o0_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[0 + c + 0]), x0, o0_0);
-                o1_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[16 + c + 0]), x0, o1_0);
-                o2_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[32 + c + 0]), x0, o2_0);
-                o3_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[48 + c + 0]), x0, o3_0);
-                o0_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[0 + c + 0]), x1, o0_1);
-                o1_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[16 + c + 0]), x1, o1_1);
-                o2_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[32 + c + 0]), x1, o2_1);
-                o3_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[48 + c + 0]), x1, o3_1);
+                const __m256 x = attn_load_q8_0__avx2(vc, 0);
+                o0_0 = _mm256_fmadd_ps(w0, x, o0_0);
+                o1_0 = _mm256_fmadd_ps(w1, x, o1_0);
+                o2_0 = _mm256_fmadd_ps(w2, x, o2_0);
+                o3_0 = _mm256_fmadd_ps(w3, x, o3_0);
             }
             {
-                const attn_block_q8_0 *restrict vc = vr[c + 1];
-                const __m256 x0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(vc[0].q + 0))));
-                const __m256 x1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(vc[0].q + 8))));
-                o0_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[0 + c + 1]), x0, o0_0);
-                o1_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[16 + c + 1]), x0, o1_0);
-                o2_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[32 + c + 1]), x0, o2_0);
-                o3_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[48 + c + 1]), x0, o3_0);
-                o0_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[0 + c + 1]), x1, o0_1);
-                o1_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[16 + c + 1]), x1, o1_1);
-                o2_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[32 + c + 1]), x1, o2_1);
-                o3_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[48 + c + 1]), x1, o3_1);
+                const __m256 x = attn_load_q8_0__avx2(vc, 8);
+                o0_1 = _mm256_fmadd_ps(w0, x, o0_1);
+                o1_1 = _mm256_fmadd_ps(w1, x, o1_1);
+                o2_1 = _mm256_fmadd_ps(w2, x, o2_1);
+                o3_1 = _mm256_fmadd_ps(w3, x, o3_1);
             }
         }
         _mm256_storeu_ps(o + 0, o0_0);
@@ -6215,32 +6049,25 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q8kv_sqblk_4
         __m256 o2_1 = _mm256_loadu_ps(o + 280);
         __m256 o3_0 = _mm256_loadu_ps(o + 400);
         __m256 o3_1 = _mm256_loadu_ps(o + 408);
-        for (c = 0; c < 16; c += 2) {
+        for (c = 0; c < 16; c++) {
+            const attn_block_q8_0 *restrict vc = vr[c];
+            const __m256 w0 = _mm256_set1_ps(t[4 * c + 0]);
+            const __m256 w1 = _mm256_set1_ps(t[4 * c + 1]);
+            const __m256 w2 = _mm256_set1_ps(t[4 * c + 2]);
+            const __m256 w3 = _mm256_set1_ps(t[4 * c + 3]);
             {
-                const attn_block_q8_0 *restrict vc = vr[c + 0];
-                const __m256 x0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(vc[0].q + 16))));
-                const __m256 x1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(vc[0].q + 24))));
-                o0_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[0 + c + 0]), x0, o0_0);
-                o1_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[16 + c + 0]), x0, o1_0);
-                o2_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[32 + c + 0]), x0, o2_0);
-                o3_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[48 + c + 0]), x0, o3_0);
-                o0_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[0 + c + 0]), x1, o0_1);
-                o1_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[16 + c + 0]), x1, o1_1);
-                o2_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[32 + c + 0]), x1, o2_1);
-                o3_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[48 + c + 0]), x1, o3_1);
+                const __m256 x = attn_load_q8_0__avx2(vc, 16);
+                o0_0 = _mm256_fmadd_ps(w0, x, o0_0);
+                o1_0 = _mm256_fmadd_ps(w1, x, o1_0);
+                o2_0 = _mm256_fmadd_ps(w2, x, o2_0);
+                o3_0 = _mm256_fmadd_ps(w3, x, o3_0);
             }
             {
-                const attn_block_q8_0 *restrict vc = vr[c + 1];
-                const __m256 x0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(vc[0].q + 16))));
-                const __m256 x1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(vc[0].q + 24))));
-                o0_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[0 + c + 1]), x0, o0_0);
-                o1_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[16 + c + 1]), x0, o1_0);
-                o2_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[32 + c + 1]), x0, o2_0);
-                o3_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[48 + c + 1]), x0, o3_0);
-                o0_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[0 + c + 1]), x1, o0_1);
-                o1_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[16 + c + 1]), x1, o1_1);
-                o2_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[32 + c + 1]), x1, o2_1);
-                o3_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[48 + c + 1]), x1, o3_1);
+                const __m256 x = attn_load_q8_0__avx2(vc, 24);
+                o0_1 = _mm256_fmadd_ps(w0, x, o0_1);
+                o1_1 = _mm256_fmadd_ps(w1, x, o1_1);
+                o2_1 = _mm256_fmadd_ps(w2, x, o2_1);
+                o3_1 = _mm256_fmadd_ps(w3, x, o3_1);
             }
         }
         _mm256_storeu_ps(o + 16, o0_0);
@@ -6261,32 +6088,25 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q8kv_sqblk_4
         __m256 o2_1 = _mm256_loadu_ps(o + 296);
         __m256 o3_0 = _mm256_loadu_ps(o + 416);
         __m256 o3_1 = _mm256_loadu_ps(o + 424);
-        for (c = 0; c < 16; c += 2) {
+        for (c = 0; c < 16; c++) {
+            const attn_block_q8_0 *restrict vc = vr[c];
+            const __m256 w0 = _mm256_set1_ps(t[4 * c + 0]);
+            const __m256 w1 = _mm256_set1_ps(t[4 * c + 1]);
+            const __m256 w2 = _mm256_set1_ps(t[4 * c + 2]);
+            const __m256 w3 = _mm256_set1_ps(t[4 * c + 3]);
             {
-                const attn_block_q8_0 *restrict vc = vr[c + 0];
-                const __m256 x0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(vc[1].q + 0))));
-                const __m256 x1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(vc[1].q + 8))));
-                o0_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[64 + c + 0]), x0, o0_0);
-                o1_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[80 + c + 0]), x0, o1_0);
-                o2_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[96 + c + 0]), x0, o2_0);
-                o3_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[112 + c + 0]), x0, o3_0);
-                o0_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[64 + c + 0]), x1, o0_1);
-                o1_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[80 + c + 0]), x1, o1_1);
-                o2_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[96 + c + 0]), x1, o2_1);
-                o3_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[112 + c + 0]), x1, o3_1);
+                const __m256 x = attn_load_q8_0__avx2(vc, 32);
+                o0_0 = _mm256_fmadd_ps(w0, x, o0_0);
+                o1_0 = _mm256_fmadd_ps(w1, x, o1_0);
+                o2_0 = _mm256_fmadd_ps(w2, x, o2_0);
+                o3_0 = _mm256_fmadd_ps(w3, x, o3_0);
             }
             {
-                const attn_block_q8_0 *restrict vc = vr[c + 1];
-                const __m256 x0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(vc[1].q + 0))));
-                const __m256 x1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(vc[1].q + 8))));
-                o0_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[64 + c + 1]), x0, o0_0);
-                o1_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[80 + c + 1]), x0, o1_0);
-                o2_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[96 + c + 1]), x0, o2_0);
-                o3_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[112 + c + 1]), x0, o3_0);
-                o0_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[64 + c + 1]), x1, o0_1);
-                o1_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[80 + c + 1]), x1, o1_1);
-                o2_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[96 + c + 1]), x1, o2_1);
-                o3_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[112 + c + 1]), x1, o3_1);
+                const __m256 x = attn_load_q8_0__avx2(vc, 40);
+                o0_1 = _mm256_fmadd_ps(w0, x, o0_1);
+                o1_1 = _mm256_fmadd_ps(w1, x, o1_1);
+                o2_1 = _mm256_fmadd_ps(w2, x, o2_1);
+                o3_1 = _mm256_fmadd_ps(w3, x, o3_1);
             }
         }
         _mm256_storeu_ps(o + 32, o0_0);
@@ -6307,32 +6127,25 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q8kv_sqblk_4
         __m256 o2_1 = _mm256_loadu_ps(o + 312);
         __m256 o3_0 = _mm256_loadu_ps(o + 432);
         __m256 o3_1 = _mm256_loadu_ps(o + 440);
-        for (c = 0; c < 16; c += 2) {
+        for (c = 0; c < 16; c++) {
+            const attn_block_q8_0 *restrict vc = vr[c];
+            const __m256 w0 = _mm256_set1_ps(t[4 * c + 0]);
+            const __m256 w1 = _mm256_set1_ps(t[4 * c + 1]);
+            const __m256 w2 = _mm256_set1_ps(t[4 * c + 2]);
+            const __m256 w3 = _mm256_set1_ps(t[4 * c + 3]);
             {
-                const attn_block_q8_0 *restrict vc = vr[c + 0];
-                const __m256 x0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(vc[1].q + 16))));
-                const __m256 x1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(vc[1].q + 24))));
-                o0_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[64 + c + 0]), x0, o0_0);
-                o1_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[80 + c + 0]), x0, o1_0);
-                o2_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[96 + c + 0]), x0, o2_0);
-                o3_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[112 + c + 0]), x0, o3_0);
-                o0_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[64 + c + 0]), x1, o0_1);
-                o1_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[80 + c + 0]), x1, o1_1);
-                o2_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[96 + c + 0]), x1, o2_1);
-                o3_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[112 + c + 0]), x1, o3_1);
+                const __m256 x = attn_load_q8_0__avx2(vc, 48);
+                o0_0 = _mm256_fmadd_ps(w0, x, o0_0);
+                o1_0 = _mm256_fmadd_ps(w1, x, o1_0);
+                o2_0 = _mm256_fmadd_ps(w2, x, o2_0);
+                o3_0 = _mm256_fmadd_ps(w3, x, o3_0);
             }
             {
-                const attn_block_q8_0 *restrict vc = vr[c + 1];
-                const __m256 x0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(vc[1].q + 16))));
-                const __m256 x1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(vc[1].q + 24))));
-                o0_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[64 + c + 1]), x0, o0_0);
-                o1_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[80 + c + 1]), x0, o1_0);
-                o2_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[96 + c + 1]), x0, o2_0);
-                o3_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[112 + c + 1]), x0, o3_0);
-                o0_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[64 + c + 1]), x1, o0_1);
-                o1_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[80 + c + 1]), x1, o1_1);
-                o2_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[96 + c + 1]), x1, o2_1);
-                o3_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[112 + c + 1]), x1, o3_1);
+                const __m256 x = attn_load_q8_0__avx2(vc, 56);
+                o0_1 = _mm256_fmadd_ps(w0, x, o0_1);
+                o1_1 = _mm256_fmadd_ps(w1, x, o1_1);
+                o2_1 = _mm256_fmadd_ps(w2, x, o2_1);
+                o3_1 = _mm256_fmadd_ps(w3, x, o3_1);
             }
         }
         _mm256_storeu_ps(o + 48, o0_0);
@@ -6353,32 +6166,25 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q8kv_sqblk_4
         __m256 o2_1 = _mm256_loadu_ps(o + 328);
         __m256 o3_0 = _mm256_loadu_ps(o + 448);
         __m256 o3_1 = _mm256_loadu_ps(o + 456);
-        for (c = 0; c < 16; c += 2) {
+        for (c = 0; c < 16; c++) {
+            const attn_block_q8_0 *restrict vc = vr[c];
+            const __m256 w0 = _mm256_set1_ps(t[4 * c + 0]);
+            const __m256 w1 = _mm256_set1_ps(t[4 * c + 1]);
+            const __m256 w2 = _mm256_set1_ps(t[4 * c + 2]);
+            const __m256 w3 = _mm256_set1_ps(t[4 * c + 3]);
             {
-                const attn_block_q8_0 *restrict vc = vr[c + 0];
-                const __m256 x0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(vc[2].q + 0))));
-                const __m256 x1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(vc[2].q + 8))));
-                o0_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[128 + c + 0]), x0, o0_0);
-                o1_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[144 + c + 0]), x0, o1_0);
-                o2_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[160 + c + 0]), x0, o2_0);
-                o3_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[176 + c + 0]), x0, o3_0);
-                o0_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[128 + c + 0]), x1, o0_1);
-                o1_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[144 + c + 0]), x1, o1_1);
-                o2_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[160 + c + 0]), x1, o2_1);
-                o3_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[176 + c + 0]), x1, o3_1);
+                const __m256 x = attn_load_q8_0__avx2(vc, 64);
+                o0_0 = _mm256_fmadd_ps(w0, x, o0_0);
+                o1_0 = _mm256_fmadd_ps(w1, x, o1_0);
+                o2_0 = _mm256_fmadd_ps(w2, x, o2_0);
+                o3_0 = _mm256_fmadd_ps(w3, x, o3_0);
             }
             {
-                const attn_block_q8_0 *restrict vc = vr[c + 1];
-                const __m256 x0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(vc[2].q + 0))));
-                const __m256 x1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(vc[2].q + 8))));
-                o0_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[128 + c + 1]), x0, o0_0);
-                o1_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[144 + c + 1]), x0, o1_0);
-                o2_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[160 + c + 1]), x0, o2_0);
-                o3_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[176 + c + 1]), x0, o3_0);
-                o0_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[128 + c + 1]), x1, o0_1);
-                o1_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[144 + c + 1]), x1, o1_1);
-                o2_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[160 + c + 1]), x1, o2_1);
-                o3_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[176 + c + 1]), x1, o3_1);
+                const __m256 x = attn_load_q8_0__avx2(vc, 72);
+                o0_1 = _mm256_fmadd_ps(w0, x, o0_1);
+                o1_1 = _mm256_fmadd_ps(w1, x, o1_1);
+                o2_1 = _mm256_fmadd_ps(w2, x, o2_1);
+                o3_1 = _mm256_fmadd_ps(w3, x, o3_1);
             }
         }
         _mm256_storeu_ps(o + 64, o0_0);
@@ -6399,32 +6205,25 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q8kv_sqblk_4
         __m256 o2_1 = _mm256_loadu_ps(o + 344);
         __m256 o3_0 = _mm256_loadu_ps(o + 464);
         __m256 o3_1 = _mm256_loadu_ps(o + 472);
-        for (c = 0; c < 16; c += 2) {
+        for (c = 0; c < 16; c++) {
+            const attn_block_q8_0 *restrict vc = vr[c];
+            const __m256 w0 = _mm256_set1_ps(t[4 * c + 0]);
+            const __m256 w1 = _mm256_set1_ps(t[4 * c + 1]);
+            const __m256 w2 = _mm256_set1_ps(t[4 * c + 2]);
+            const __m256 w3 = _mm256_set1_ps(t[4 * c + 3]);
             {
-                const attn_block_q8_0 *restrict vc = vr[c + 0];
-                const __m256 x0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(vc[2].q + 16))));
-                const __m256 x1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(vc[2].q + 24))));
-                o0_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[128 + c + 0]), x0, o0_0);
-                o1_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[144 + c + 0]), x0, o1_0);
-                o2_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[160 + c + 0]), x0, o2_0);
-                o3_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[176 + c + 0]), x0, o3_0);
-                o0_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[128 + c + 0]), x1, o0_1);
-                o1_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[144 + c + 0]), x1, o1_1);
-                o2_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[160 + c + 0]), x1, o2_1);
-                o3_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[176 + c + 0]), x1, o3_1);
+                const __m256 x = attn_load_q8_0__avx2(vc, 80);
+                o0_0 = _mm256_fmadd_ps(w0, x, o0_0);
+                o1_0 = _mm256_fmadd_ps(w1, x, o1_0);
+                o2_0 = _mm256_fmadd_ps(w2, x, o2_0);
+                o3_0 = _mm256_fmadd_ps(w3, x, o3_0);
             }
             {
-                const attn_block_q8_0 *restrict vc = vr[c + 1];
-                const __m256 x0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(vc[2].q + 16))));
-                const __m256 x1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(vc[2].q + 24))));
-                o0_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[128 + c + 1]), x0, o0_0);
-                o1_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[144 + c + 1]), x0, o1_0);
-                o2_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[160 + c + 1]), x0, o2_0);
-                o3_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[176 + c + 1]), x0, o3_0);
-                o0_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[128 + c + 1]), x1, o0_1);
-                o1_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[144 + c + 1]), x1, o1_1);
-                o2_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[160 + c + 1]), x1, o2_1);
-                o3_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[176 + c + 1]), x1, o3_1);
+                const __m256 x = attn_load_q8_0__avx2(vc, 88);
+                o0_1 = _mm256_fmadd_ps(w0, x, o0_1);
+                o1_1 = _mm256_fmadd_ps(w1, x, o1_1);
+                o2_1 = _mm256_fmadd_ps(w2, x, o2_1);
+                o3_1 = _mm256_fmadd_ps(w3, x, o3_1);
             }
         }
         _mm256_storeu_ps(o + 80, o0_0);
@@ -6445,32 +6244,25 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q8kv_sqblk_4
         __m256 o2_1 = _mm256_loadu_ps(o + 360);
         __m256 o3_0 = _mm256_loadu_ps(o + 480);
         __m256 o3_1 = _mm256_loadu_ps(o + 488);
-        for (c = 0; c < 16; c += 2) {
+        for (c = 0; c < 16; c++) {
+            const attn_block_q8_0 *restrict vc = vr[c];
+            const __m256 w0 = _mm256_set1_ps(t[4 * c + 0]);
+            const __m256 w1 = _mm256_set1_ps(t[4 * c + 1]);
+            const __m256 w2 = _mm256_set1_ps(t[4 * c + 2]);
+            const __m256 w3 = _mm256_set1_ps(t[4 * c + 3]);
             {
-                const attn_block_q8_0 *restrict vc = vr[c + 0];
-                const __m256 x0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(vc[3].q + 0))));
-                const __m256 x1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(vc[3].q + 8))));
-                o0_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[192 + c + 0]), x0, o0_0);
-                o1_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[208 + c + 0]), x0, o1_0);
-                o2_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[224 + c + 0]), x0, o2_0);
-                o3_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[240 + c + 0]), x0, o3_0);
-                o0_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[192 + c + 0]), x1, o0_1);
-                o1_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[208 + c + 0]), x1, o1_1);
-                o2_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[224 + c + 0]), x1, o2_1);
-                o3_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[240 + c + 0]), x1, o3_1);
+                const __m256 x = attn_load_q8_0__avx2(vc, 96);
+                o0_0 = _mm256_fmadd_ps(w0, x, o0_0);
+                o1_0 = _mm256_fmadd_ps(w1, x, o1_0);
+                o2_0 = _mm256_fmadd_ps(w2, x, o2_0);
+                o3_0 = _mm256_fmadd_ps(w3, x, o3_0);
             }
             {
-                const attn_block_q8_0 *restrict vc = vr[c + 1];
-                const __m256 x0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(vc[3].q + 0))));
-                const __m256 x1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(vc[3].q + 8))));
-                o0_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[192 + c + 1]), x0, o0_0);
-                o1_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[208 + c + 1]), x0, o1_0);
-                o2_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[224 + c + 1]), x0, o2_0);
-                o3_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[240 + c + 1]), x0, o3_0);
-                o0_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[192 + c + 1]), x1, o0_1);
-                o1_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[208 + c + 1]), x1, o1_1);
-                o2_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[224 + c + 1]), x1, o2_1);
-                o3_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[240 + c + 1]), x1, o3_1);
+                const __m256 x = attn_load_q8_0__avx2(vc, 104);
+                o0_1 = _mm256_fmadd_ps(w0, x, o0_1);
+                o1_1 = _mm256_fmadd_ps(w1, x, o1_1);
+                o2_1 = _mm256_fmadd_ps(w2, x, o2_1);
+                o3_1 = _mm256_fmadd_ps(w3, x, o3_1);
             }
         }
         _mm256_storeu_ps(o + 96, o0_0);
@@ -6491,32 +6283,25 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q8kv_sqblk_4
         __m256 o2_1 = _mm256_loadu_ps(o + 376);
         __m256 o3_0 = _mm256_loadu_ps(o + 496);
         __m256 o3_1 = _mm256_loadu_ps(o + 504);
-        for (c = 0; c < 16; c += 2) {
+        for (c = 0; c < 16; c++) {
+            const attn_block_q8_0 *restrict vc = vr[c];
+            const __m256 w0 = _mm256_set1_ps(t[4 * c + 0]);
+            const __m256 w1 = _mm256_set1_ps(t[4 * c + 1]);
+            const __m256 w2 = _mm256_set1_ps(t[4 * c + 2]);
+            const __m256 w3 = _mm256_set1_ps(t[4 * c + 3]);
             {
-                const attn_block_q8_0 *restrict vc = vr[c + 0];
-                const __m256 x0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(vc[3].q + 16))));
-                const __m256 x1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(vc[3].q + 24))));
-                o0_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[192 + c + 0]), x0, o0_0);
-                o1_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[208 + c + 0]), x0, o1_0);
-                o2_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[224 + c + 0]), x0, o2_0);
-                o3_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[240 + c + 0]), x0, o3_0);
-                o0_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[192 + c + 0]), x1, o0_1);
-                o1_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[208 + c + 0]), x1, o1_1);
-                o2_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[224 + c + 0]), x1, o2_1);
-                o3_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[240 + c + 0]), x1, o3_1);
+                const __m256 x = attn_load_q8_0__avx2(vc, 112);
+                o0_0 = _mm256_fmadd_ps(w0, x, o0_0);
+                o1_0 = _mm256_fmadd_ps(w1, x, o1_0);
+                o2_0 = _mm256_fmadd_ps(w2, x, o2_0);
+                o3_0 = _mm256_fmadd_ps(w3, x, o3_0);
             }
             {
-                const attn_block_q8_0 *restrict vc = vr[c + 1];
-                const __m256 x0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(vc[3].q + 16))));
-                const __m256 x1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(vc[3].q + 24))));
-                o0_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[192 + c + 1]), x0, o0_0);
-                o1_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[208 + c + 1]), x0, o1_0);
-                o2_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[224 + c + 1]), x0, o2_0);
-                o3_0 = _mm256_fmadd_ps(_mm256_set1_ps(pw[240 + c + 1]), x0, o3_0);
-                o0_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[192 + c + 1]), x1, o0_1);
-                o1_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[208 + c + 1]), x1, o1_1);
-                o2_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[224 + c + 1]), x1, o2_1);
-                o3_1 = _mm256_fmadd_ps(_mm256_set1_ps(pw[240 + c + 1]), x1, o3_1);
+                const __m256 x = attn_load_q8_0__avx2(vc, 120);
+                o0_1 = _mm256_fmadd_ps(w0, x, o0_1);
+                o1_1 = _mm256_fmadd_ps(w1, x, o1_1);
+                o2_1 = _mm256_fmadd_ps(w2, x, o2_1);
+                o3_1 = _mm256_fmadd_ps(w3, x, o3_1);
             }
         }
         _mm256_storeu_ps(o + 112, o0_0);

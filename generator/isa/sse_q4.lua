@@ -10,9 +10,6 @@ return function(spread, lane, hsum4q)
     set4 = function(a, b, c, d) return ("_mm_set_ps(%s, %s, %s, %s)"):format(d, c, b, a) end,
     load = function(p) return ("_mm_loadu_ps(%s)"):format(p) end,
     store = function(p, v) return ("_mm_storeu_ps(%s, %s)"):format(p, v) end,
-    -- lanes 0..1 (store_lo2) or 2..3 (store_hi2) of v at p[0..2)
-    store_lo2 = function(p, v) return ("_mm_storel_pi((__m64 *)(void *)(%s), %s)"):format(p, v) end,
-    store_hi2 = function(p, v) return ("_mm_storeh_pi((__m64 *)(void *)(%s), %s)"):format(p, v) end,
     add = function(a, b) return ("_mm_add_ps(%s, %s)"):format(a, b) end,
     sub = function(a, b) return ("_mm_sub_ps(%s, %s)"):format(a, b) end,
     mul = function(a, b) return ("_mm_mul_ps(%s, %s)"):format(a, b) end,

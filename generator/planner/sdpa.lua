@@ -257,10 +257,9 @@ function M.stream_qblock(plan, v, st)
   if plan.alibi or plan.rel_bias or plan.mask ~= "none" then return nil end
   local nvec, acc = math.floor(plan.Dv / L), math.floor(isa.regs / 2)
   local qb = { keys = M.STREAM_QBLOCK_KEYS, ahead = M.STREAM_QBLOCK_AHEAD, vectors = {} }
-  -- the scores, weights and softmax sums a row's vectors, its keys along the
-  -- lanes: matmul = "int8" where the ISA scores the keys so (isa.iqkeys), f32
-  -- products from key pairs whose sums are stored so
-  if qb.keys % L ~= 0 or (v.i8 and not isa.iqkeys) then return nil end
+  -- matmul = "int8" where the ISA scores the step's keys along the lanes
+  -- (isa.iqkeys): the scores, weights and softmax sums a row's vectors
+  qb.keys_in_lanes = v.i8 and isa.iqkeys ~= nil and qb.keys % L == 0 or nil
   for _, rows in ipairs(st.rows) do
     local best = 1
     for cv = 1, nvec do
