@@ -47,6 +47,17 @@ function M.block_codes_u4(p, shift)
     .. "_mm_loadl_epi64((const __m128i *)(const void *)(%s))), _mm_cvtsi32_si128(%s)), _mm256_set1_epi32(15)), "
     .. "_mm256_set1_epi32(8)))"):format(p, shift)
 end
+--- 8 bytes of a q4_0 block at p widened to 32-bit lanes, once for both their
+-- vectors of codes (block_u4_codes: the low nibbles, values o..o+7, and the
+-- high ones, o+16..o+23)
+M.block_u4_ivec = "__m256i"
+function M.block_u4_bytes(p)
+  return ("_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(%s)))"):format(p)
+end
+function M.block_u4_codes(z, high)
+  local n = high and ("_mm256_srli_epi32(%s, 4)"):format(z) or ("_mm256_and_si256(%s, _mm256_set1_epi32(15))"):format(z)
+  return ("_mm256_cvtepi32_ps(_mm256_sub_epi32(%s, _mm256_set1_epi32(8)))"):format(n)
+end
 --- 8 int8 codes of a q8_0 block at p as f32
 function M.block_codes_i8(p)
   return ("_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(%s))))"):format(p)

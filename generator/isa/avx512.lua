@@ -144,6 +144,18 @@ local function build(name, enum, target)
       .. "_mm_loadu_si128((const __m128i *)(const void *)(%s))), _mm_cvtsi32_si128(%s)), _mm512_set1_epi32(15)), "
       .. "_mm512_set1_epi32(8)))"):format(p, shift)
   end
+  --- a q4_0 block's 16 bytes at p widened to 32-bit lanes, once for both its
+  -- vectors of codes (block_u4_codes: the low nibbles, values 0..15, and the
+  -- high ones, 16..31)
+  M.block_u4_ivec = "__m512i"
+  function M.block_u4_bytes(p)
+    return ("_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(%s)))"):format(p)
+  end
+  function M.block_u4_codes(z, high)
+    local n = high and ("_mm512_srli_epi32(%s, 4)"):format(z)
+      or ("_mm512_and_si512(%s, _mm512_set1_epi32(15))"):format(z)
+    return ("_mm512_cvtepi32_ps(_mm512_sub_epi32(%s, _mm512_set1_epi32(8)))"):format(n)
+  end
   --- 16 int8 codes of a q8_0 block at p as f32
   function M.block_codes_i8(p)
     return ("_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(%s))))"):format(p)
