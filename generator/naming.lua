@@ -97,6 +97,7 @@ M.OPS = {
   dunit = { isa = true, what = "decode: one (batch, split) unit, blocked" },
   drows = { isa = true, what = "decode: the blocked unit's rows, Q packed and spans, once a batch" },
   dscores = { isa = true, what = "decode: the blocked unit's scores of one block, by row class" },
+  dqk = { isa = true, what = "decode: the blocked unit's scores of one block by dot products or Q^T panels" },
   dmasks = { isa = true, what = "decode: the blocked unit's score terms, masks and weights of one block" },
   dpv = { isa = true, what = "decode: the blocked unit's P*V of one block" },
   dsplit = { isa = true, what = "decode: the blocked unit's split result, each real row's output and LSE" },
