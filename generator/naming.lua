@@ -156,6 +156,7 @@ M.OPS = {
   lblock = { isa = true, what = "linear: a block of keys packed for every kv head of a unit, key by key" },
   ladvance = { isa = true, what = "linear: a range of keys folded into the state of a unit's kv heads" },
   lscratch = { isa = true, what = "linear: per-thread scratch type" },
+  lscratch_fits = { isa = true, what = "linear: a type whose size is negative where the scratch is not as planned" },
   -- the classic families' loops (templates/families/classic)
   cdots = { shape = "MxN", dtype = true, isa = true,
     what = "classic: dot products along Ds of M rows (of the named type) by N rows of the K/V type" },
@@ -190,6 +191,9 @@ M.OPS = {
   dlayout_of = { what = "decode: the layout of the path's memory for a call's sizes" },
   call_threads = { what = "the threads of a call (args->threads, or OpenMP's default)" },
   call_mem = { what = "a call's memory: the caller's workspace or one allocation of the hook's" },
+  hook_mem = { what = "a call's memory from the allocator hook alone (linear, classic)" },
+  clayout = { what = "classic: the offsets of a call's block (a struct type)" },
+  clayout_of = { isa = true, what = "classic: the layout of a call's block, every thread's scratch in it" },
   pvariant = { what = "prefill: the sizes of a variant's memory (a struct type)" },
   pvariants = { what = "prefill: the sizes of each variant's memory, a table" },
   playout = { what = "prefill: the layout of the path's memory (a struct type)" },
