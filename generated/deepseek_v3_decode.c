@@ -3871,6 +3871,68 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_deeps
 }
 
 /* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
+ * apart) where the rows are scored by dot products (dots) or Q^T panels, with the
+ * next block's first half prefetched (rows pl of pn, from key jn) over the calls
+ * or inside them: the score phase's last classes. */
+__attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_deepseek_v3_decode_dqk__avx512(const attn_deepseek_v3_decode_kv kv, attn_deepseek_v3_decode_dscratch__avx512 *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
+{
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        ROWS_PANEL = 32, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
+        Q_STRIDE = 576, /* floats of a packed Q row (D in whole vectors) */
+        QK_ROWS = 8 /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
+    };
+    int64_t r, c, hk, pl = *plp;
+
+    if (dots) { /* keys in pairs; a lone last key pairs with itself */
+        for (c = 0; c < kb; c += 2) {
+            const int64_t c1 = c + 1 < kb ? c + 1 : c;
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                attn_dot_4x2_d576_bf16__avx512(w->q + hk * glp * Q_STRIDE, glp, attn_deepseek_v3_decode_k_row(&kv, hk, j0 + c),
+                        attn_deepseek_v3_decode_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
+                for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
+                    const uint16_t *row = attn_deepseek_v3_decode_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_deepseek_v3_decode_prefetch_row_l2(row, n);
+                    else
+                        attn_deepseek_v3_decode_prefetch_row(row, n);
+                }
+            }
+        }
+    } else {
+        const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) { /* S^T = K Q^T, panel by panel */
+            for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
+                const float *qt = w->qt + r * D;
+                const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
+                for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
+                    attn_qk_8x32_d576_bf16__avx512(attn_deepseek_v3_decode_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        const uint16_t *row = attn_deepseek_v3_decode_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_deepseek_v3_decode_prefetch_row_l2(row, n);
+                        else
+                            attn_deepseek_v3_decode_prefetch_row(row, n);
+                    }
+                }
+                for (; c < kb; c++)
+                    attn_qk_1x32_d576_bf16__avx512(attn_deepseek_v3_decode_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
+                    const uint16_t *row = attn_deepseek_v3_decode_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_deepseek_v3_decode_prefetch_row_l2(row, n);
+                    else
+                        attn_deepseek_v3_decode_prefetch_row(row, n);
+                }
+            }
+        }
+    }
+    *plp = pl;
+}
+
+/* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
  * apart), by the unit's row class, with the next block's first half prefetched
  * (rows pl of pn, from key jn) over the calls or inside them. */
 __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_deepseek_v3_decode_dscores__avx512(const attn_deepseek_v3_decode_kv kv, attn_deepseek_v3_decode_dscratch__avx512 *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int lanes, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp, int dp)
@@ -3880,9 +3942,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_deeps
         ROWS_HALF = 8, /* half a vector: the pairs kernel's rows, two values of D a row */
         ROWS_QUARTER = 4, /* a quarter vector: the half-width pairs kernel's rows */
         ROWS_PANEL = 32, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
-        Q_STRIDE = 576, /* floats of a packed Q row (D in whole vectors) */
         SCORE_KEYS = 8, /* keys a call of the lanes and pairs score kernels takes */
-        QK_ROWS = 8, /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
         DP_KEYS = 8, /* keys a call of the dp class's scores kernel takes (qkdp's rows) */
         DP_PAIRS = 288 /* bf16 pairs of D in a packed Q^T panel row (D / 2) */
     };
@@ -3943,52 +4003,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_deeps
             }
         }
     } else
-    if (dots) { /* keys in pairs; a lone last key pairs with itself */
-        for (c = 0; c < kb; c += 2) {
-            const int64_t c1 = c + 1 < kb ? c + 1 : c;
-            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_dot_4x2_d576_bf16__avx512(w->q + hk * glp * Q_STRIDE, glp, attn_deepseek_v3_decode_k_row(&kv, hk, j0 + c),
-                        attn_deepseek_v3_decode_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
-                for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
-                    const uint16_t *row = attn_deepseek_v3_decode_next_row(&kv, jn, pl);
-                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                    if (pf == ATTN_PREFETCH_L2)
-                        attn_deepseek_v3_decode_prefetch_row_l2(row, n);
-                    else
-                        attn_deepseek_v3_decode_prefetch_row(row, n);
-                }
-            }
-        }
-    } else {
-        const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
-        for (hk = w->hk_lo; hk < w->hk_hi; hk++) { /* S^T = K Q^T, panel by panel */
-            for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
-                const float *qt = w->qt + r * D;
-                const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
-                for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_qk_8x32_d576_bf16__avx512(attn_deepseek_v3_decode_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                    for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
-                        const uint16_t *row = attn_deepseek_v3_decode_next_row(&kv, jn, pl);
-                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                        if (pf == ATTN_PREFETCH_L2)
-                            attn_deepseek_v3_decode_prefetch_row_l2(row, n);
-                        else
-                            attn_deepseek_v3_decode_prefetch_row(row, n);
-                    }
-                }
-                for (; c < kb; c++)
-                    attn_qk_1x32_d576_bf16__avx512(attn_deepseek_v3_decode_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
-                    const uint16_t *row = attn_deepseek_v3_decode_next_row(&kv, jn, pl);
-                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                    if (pf == ATTN_PREFETCH_L2)
-                        attn_deepseek_v3_decode_prefetch_row_l2(row, n);
-                    else
-                        attn_deepseek_v3_decode_prefetch_row(row, n);
-                }
-            }
-        }
-    }
+    attn_deepseek_v3_decode_dqk__avx512(kv, w, j0, kb, rp, glp, dots, pf, jn, pn, &pl);
     *plp = pl;
 }
 
@@ -6077,78 +6092,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek_v3_decode_sof
 __attribute__((target("avx2,fma,f16c"))) static void attn_deepseek_v3_decode_qpack_bf16__avx2(const uint16_t *restrict src, float *restrict dst)
 {
     const __m256 vs = _mm256_set1_ps(0.195101102f);
-    _mm256_storeu_ps(dst + 0, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 0))), 16)), vs));
-    _mm256_storeu_ps(dst + 8, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 8))), 16)), vs));
-    _mm256_storeu_ps(dst + 16, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 16))), 16)), vs));
-    _mm256_storeu_ps(dst + 24, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 24))), 16)), vs));
-    _mm256_storeu_ps(dst + 32, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 32))), 16)), vs));
-    _mm256_storeu_ps(dst + 40, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 40))), 16)), vs));
-    _mm256_storeu_ps(dst + 48, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 48))), 16)), vs));
-    _mm256_storeu_ps(dst + 56, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 56))), 16)), vs));
-    _mm256_storeu_ps(dst + 64, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 64))), 16)), vs));
-    _mm256_storeu_ps(dst + 72, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 72))), 16)), vs));
-    _mm256_storeu_ps(dst + 80, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 80))), 16)), vs));
-    _mm256_storeu_ps(dst + 88, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 88))), 16)), vs));
-    _mm256_storeu_ps(dst + 96, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 96))), 16)), vs));
-    _mm256_storeu_ps(dst + 104, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 104))), 16)), vs));
-    _mm256_storeu_ps(dst + 112, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 112))), 16)), vs));
-    _mm256_storeu_ps(dst + 120, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 120))), 16)), vs));
-    _mm256_storeu_ps(dst + 128, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 128))), 16)), vs));
-    _mm256_storeu_ps(dst + 136, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 136))), 16)), vs));
-    _mm256_storeu_ps(dst + 144, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 144))), 16)), vs));
-    _mm256_storeu_ps(dst + 152, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 152))), 16)), vs));
-    _mm256_storeu_ps(dst + 160, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 160))), 16)), vs));
-    _mm256_storeu_ps(dst + 168, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 168))), 16)), vs));
-    _mm256_storeu_ps(dst + 176, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 176))), 16)), vs));
-    _mm256_storeu_ps(dst + 184, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 184))), 16)), vs));
-    _mm256_storeu_ps(dst + 192, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 192))), 16)), vs));
-    _mm256_storeu_ps(dst + 200, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 200))), 16)), vs));
-    _mm256_storeu_ps(dst + 208, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 208))), 16)), vs));
-    _mm256_storeu_ps(dst + 216, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 216))), 16)), vs));
-    _mm256_storeu_ps(dst + 224, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 224))), 16)), vs));
-    _mm256_storeu_ps(dst + 232, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 232))), 16)), vs));
-    _mm256_storeu_ps(dst + 240, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 240))), 16)), vs));
-    _mm256_storeu_ps(dst + 248, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 248))), 16)), vs));
-    _mm256_storeu_ps(dst + 256, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 256))), 16)), vs));
-    _mm256_storeu_ps(dst + 264, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 264))), 16)), vs));
-    _mm256_storeu_ps(dst + 272, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 272))), 16)), vs));
-    _mm256_storeu_ps(dst + 280, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 280))), 16)), vs));
-    _mm256_storeu_ps(dst + 288, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 288))), 16)), vs));
-    _mm256_storeu_ps(dst + 296, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 296))), 16)), vs));
-    _mm256_storeu_ps(dst + 304, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 304))), 16)), vs));
-    _mm256_storeu_ps(dst + 312, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 312))), 16)), vs));
-    _mm256_storeu_ps(dst + 320, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 320))), 16)), vs));
-    _mm256_storeu_ps(dst + 328, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 328))), 16)), vs));
-    _mm256_storeu_ps(dst + 336, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 336))), 16)), vs));
-    _mm256_storeu_ps(dst + 344, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 344))), 16)), vs));
-    _mm256_storeu_ps(dst + 352, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 352))), 16)), vs));
-    _mm256_storeu_ps(dst + 360, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 360))), 16)), vs));
-    _mm256_storeu_ps(dst + 368, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 368))), 16)), vs));
-    _mm256_storeu_ps(dst + 376, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 376))), 16)), vs));
-    _mm256_storeu_ps(dst + 384, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 384))), 16)), vs));
-    _mm256_storeu_ps(dst + 392, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 392))), 16)), vs));
-    _mm256_storeu_ps(dst + 400, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 400))), 16)), vs));
-    _mm256_storeu_ps(dst + 408, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 408))), 16)), vs));
-    _mm256_storeu_ps(dst + 416, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 416))), 16)), vs));
-    _mm256_storeu_ps(dst + 424, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 424))), 16)), vs));
-    _mm256_storeu_ps(dst + 432, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 432))), 16)), vs));
-    _mm256_storeu_ps(dst + 440, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 440))), 16)), vs));
-    _mm256_storeu_ps(dst + 448, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 448))), 16)), vs));
-    _mm256_storeu_ps(dst + 456, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 456))), 16)), vs));
-    _mm256_storeu_ps(dst + 464, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 464))), 16)), vs));
-    _mm256_storeu_ps(dst + 472, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 472))), 16)), vs));
-    _mm256_storeu_ps(dst + 480, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 480))), 16)), vs));
-    _mm256_storeu_ps(dst + 488, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 488))), 16)), vs));
-    _mm256_storeu_ps(dst + 496, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 496))), 16)), vs));
-    _mm256_storeu_ps(dst + 504, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 504))), 16)), vs));
-    _mm256_storeu_ps(dst + 512, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 512))), 16)), vs));
-    _mm256_storeu_ps(dst + 520, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 520))), 16)), vs));
-    _mm256_storeu_ps(dst + 528, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 528))), 16)), vs));
-    _mm256_storeu_ps(dst + 536, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 536))), 16)), vs));
-    _mm256_storeu_ps(dst + 544, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 544))), 16)), vs));
-    _mm256_storeu_ps(dst + 552, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 552))), 16)), vs));
-    _mm256_storeu_ps(dst + 560, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 560))), 16)), vs));
-    _mm256_storeu_ps(dst + 568, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 568))), 16)), vs));
+    int64_t c; /* 72 vectors, more than the planner unrolls (STORE_UNROLL_MAX): loops */
+    for (c = 0; c < 576; c += 8) _mm256_storeu_ps(dst + c, _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + c))), 16)), vs));
 }
 
 /* Packs keys [j0, j0 + 16) of kv head hk of the rows kv (a batch's, or a
@@ -6342,47 +6287,18 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_dee
 }
 
 /* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
- * apart), by the unit's row class, with the next block's first half prefetched
- * (rows pl of pn, from key jn) over the calls or inside them. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_deepseek_v3_decode_dscores__avx2(const attn_deepseek_v3_decode_kv kv, attn_deepseek_v3_decode_dscratch__avx2 *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int lanes, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
+ * apart) where the rows are scored by dot products (dots) or Q^T panels, with the
+ * next block's first half prefetched (rows pl of pn, from key jn) over the calls
+ * or inside them: the score phase's last classes. */
+__attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_deepseek_v3_decode_dqk__avx2(const attn_deepseek_v3_decode_kv kv, attn_deepseek_v3_decode_dscratch__avx2 *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
 {
     enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
-        ROWS_VEC = 8, /* f32 lanes of a vector: a kv head's rows in the lanes kernel at most (isa.lanes) */
-        ROWS_HALF = 4, /* half a vector: the pairs kernel's rows, two values of D a row */
-        ROWS_QUARTER = 2, /* a quarter vector: the half-width pairs kernel's rows */
         ROWS_PANEL = 16, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
         Q_STRIDE = 576, /* floats of a packed Q row (D in whole vectors) */
-        SCORE_KEYS = 8, /* keys a call of the lanes and pairs score kernels takes */
         QK_ROWS = 4 /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
     };
     int64_t r, c, hk, pl = *plp;
 
-    if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
-        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-            const float *qt = w->qt + (hk * glp / ROWS_PANEL) * ROWS_PANEL * D + (hk * glp) % ROWS_PANEL; /* its rows' Q^T */
-            for (c = 0; c < kb;) {
-                const uint16_t *k0 = attn_deepseek_v3_decode_k_row(&kv, hk, j0 + c);
-                int64_t d;
-                if (c + SCORE_KEYS <= kb) { /* 8 keys */
-                    attn_lanes_8x1_d576_bf16_p16__avx2(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
-                    c += SCORE_KEYS;
-                } else { /* one key */
-                    __m256 a0 = _mm256_setzero_ps();
-                    for (d = 0; d < D; d++) a0 = _mm256_fmadd_ps(_mm256_set1_ps(attn_widen_bf16__scalar(k0[d])), _mm256_loadu_ps(qt + d * ROWS_PANEL), a0);
-                    _mm256_storeu_ps(w->s + c * rp + hk * glp, a0);
-                    c++;
-                }
-                for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                    const uint16_t *row = attn_deepseek_v3_decode_next_row(&kv, jn, pl);
-                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                    if (pf == ATTN_PREFETCH_L2)
-                        attn_deepseek_v3_decode_prefetch_row_l2(row, n);
-                    else
-                        attn_deepseek_v3_decode_prefetch_row(row, n);
-                }
-            }
-        }
-    } else
     if (dots) { /* keys in pairs; a lone last key pairs with itself */
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
@@ -6429,6 +6345,50 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_dee
             }
         }
     }
+    *plp = pl;
+}
+
+/* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
+ * apart), by the unit's row class, with the next block's first half prefetched
+ * (rows pl of pn, from key jn) over the calls or inside them. */
+__attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_deepseek_v3_decode_dscores__avx2(const attn_deepseek_v3_decode_kv kv, attn_deepseek_v3_decode_dscratch__avx2 *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int lanes, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
+{
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        ROWS_VEC = 8, /* f32 lanes of a vector: a kv head's rows in the lanes kernel at most (isa.lanes) */
+        ROWS_HALF = 4, /* half a vector: the pairs kernel's rows, two values of D a row */
+        ROWS_QUARTER = 2, /* a quarter vector: the half-width pairs kernel's rows */
+        ROWS_PANEL = 16, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
+        SCORE_KEYS = 8 /* keys a call of the lanes and pairs score kernels takes */
+    };
+    int64_t c, hk, pl = *plp;
+
+    if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+            const float *qt = w->qt + (hk * glp / ROWS_PANEL) * ROWS_PANEL * D + (hk * glp) % ROWS_PANEL; /* its rows' Q^T */
+            for (c = 0; c < kb;) {
+                const uint16_t *k0 = attn_deepseek_v3_decode_k_row(&kv, hk, j0 + c);
+                int64_t d;
+                if (c + SCORE_KEYS <= kb) { /* 8 keys */
+                    attn_lanes_8x1_d576_bf16_p16__avx2(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
+                    c += SCORE_KEYS;
+                } else { /* one key */
+                    __m256 a0 = _mm256_setzero_ps();
+                    for (d = 0; d < D; d++) a0 = _mm256_fmadd_ps(_mm256_set1_ps(attn_widen_bf16__scalar(k0[d])), _mm256_loadu_ps(qt + d * ROWS_PANEL), a0);
+                    _mm256_storeu_ps(w->s + c * rp + hk * glp, a0);
+                    c++;
+                }
+                for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
+                    const uint16_t *row = attn_deepseek_v3_decode_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_deepseek_v3_decode_prefetch_row_l2(row, n);
+                    else
+                        attn_deepseek_v3_decode_prefetch_row(row, n);
+                }
+            }
+        }
+    } else
+    attn_deepseek_v3_decode_dqk__avx2(kv, w, j0, kb, rp, glp, dots, pf, jn, pn, &pl);
     *plp = pl;
 }
 
@@ -8952,150 +8912,8 @@ static void attn_deepseek_v3_decode_softmax_t__neon(float *restrict s, int64_t r
 static void attn_deepseek_v3_decode_qpack_bf16__neon(const uint16_t *restrict src, float *restrict dst)
 {
     const float32x4_t vs = vdupq_n_f32(0.195101102f);
-    vst1q_f32(dst + 0, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 0), 16)), vs));
-    vst1q_f32(dst + 4, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 4), 16)), vs));
-    vst1q_f32(dst + 8, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 8), 16)), vs));
-    vst1q_f32(dst + 12, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 12), 16)), vs));
-    vst1q_f32(dst + 16, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 16), 16)), vs));
-    vst1q_f32(dst + 20, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 20), 16)), vs));
-    vst1q_f32(dst + 24, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 24), 16)), vs));
-    vst1q_f32(dst + 28, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 28), 16)), vs));
-    vst1q_f32(dst + 32, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 32), 16)), vs));
-    vst1q_f32(dst + 36, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 36), 16)), vs));
-    vst1q_f32(dst + 40, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 40), 16)), vs));
-    vst1q_f32(dst + 44, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 44), 16)), vs));
-    vst1q_f32(dst + 48, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 48), 16)), vs));
-    vst1q_f32(dst + 52, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 52), 16)), vs));
-    vst1q_f32(dst + 56, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 56), 16)), vs));
-    vst1q_f32(dst + 60, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 60), 16)), vs));
-    vst1q_f32(dst + 64, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 64), 16)), vs));
-    vst1q_f32(dst + 68, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 68), 16)), vs));
-    vst1q_f32(dst + 72, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 72), 16)), vs));
-    vst1q_f32(dst + 76, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 76), 16)), vs));
-    vst1q_f32(dst + 80, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 80), 16)), vs));
-    vst1q_f32(dst + 84, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 84), 16)), vs));
-    vst1q_f32(dst + 88, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 88), 16)), vs));
-    vst1q_f32(dst + 92, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 92), 16)), vs));
-    vst1q_f32(dst + 96, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 96), 16)), vs));
-    vst1q_f32(dst + 100, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 100), 16)), vs));
-    vst1q_f32(dst + 104, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 104), 16)), vs));
-    vst1q_f32(dst + 108, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 108), 16)), vs));
-    vst1q_f32(dst + 112, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 112), 16)), vs));
-    vst1q_f32(dst + 116, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 116), 16)), vs));
-    vst1q_f32(dst + 120, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 120), 16)), vs));
-    vst1q_f32(dst + 124, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 124), 16)), vs));
-    vst1q_f32(dst + 128, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 128), 16)), vs));
-    vst1q_f32(dst + 132, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 132), 16)), vs));
-    vst1q_f32(dst + 136, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 136), 16)), vs));
-    vst1q_f32(dst + 140, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 140), 16)), vs));
-    vst1q_f32(dst + 144, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 144), 16)), vs));
-    vst1q_f32(dst + 148, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 148), 16)), vs));
-    vst1q_f32(dst + 152, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 152), 16)), vs));
-    vst1q_f32(dst + 156, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 156), 16)), vs));
-    vst1q_f32(dst + 160, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 160), 16)), vs));
-    vst1q_f32(dst + 164, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 164), 16)), vs));
-    vst1q_f32(dst + 168, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 168), 16)), vs));
-    vst1q_f32(dst + 172, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 172), 16)), vs));
-    vst1q_f32(dst + 176, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 176), 16)), vs));
-    vst1q_f32(dst + 180, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 180), 16)), vs));
-    vst1q_f32(dst + 184, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 184), 16)), vs));
-    vst1q_f32(dst + 188, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 188), 16)), vs));
-    vst1q_f32(dst + 192, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 192), 16)), vs));
-    vst1q_f32(dst + 196, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 196), 16)), vs));
-    vst1q_f32(dst + 200, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 200), 16)), vs));
-    vst1q_f32(dst + 204, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 204), 16)), vs));
-    vst1q_f32(dst + 208, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 208), 16)), vs));
-    vst1q_f32(dst + 212, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 212), 16)), vs));
-    vst1q_f32(dst + 216, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 216), 16)), vs));
-    vst1q_f32(dst + 220, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 220), 16)), vs));
-    vst1q_f32(dst + 224, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 224), 16)), vs));
-    vst1q_f32(dst + 228, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 228), 16)), vs));
-    vst1q_f32(dst + 232, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 232), 16)), vs));
-    vst1q_f32(dst + 236, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 236), 16)), vs));
-    vst1q_f32(dst + 240, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 240), 16)), vs));
-    vst1q_f32(dst + 244, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 244), 16)), vs));
-    vst1q_f32(dst + 248, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 248), 16)), vs));
-    vst1q_f32(dst + 252, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 252), 16)), vs));
-    vst1q_f32(dst + 256, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 256), 16)), vs));
-    vst1q_f32(dst + 260, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 260), 16)), vs));
-    vst1q_f32(dst + 264, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 264), 16)), vs));
-    vst1q_f32(dst + 268, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 268), 16)), vs));
-    vst1q_f32(dst + 272, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 272), 16)), vs));
-    vst1q_f32(dst + 276, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 276), 16)), vs));
-    vst1q_f32(dst + 280, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 280), 16)), vs));
-    vst1q_f32(dst + 284, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 284), 16)), vs));
-    vst1q_f32(dst + 288, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 288), 16)), vs));
-    vst1q_f32(dst + 292, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 292), 16)), vs));
-    vst1q_f32(dst + 296, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 296), 16)), vs));
-    vst1q_f32(dst + 300, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 300), 16)), vs));
-    vst1q_f32(dst + 304, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 304), 16)), vs));
-    vst1q_f32(dst + 308, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 308), 16)), vs));
-    vst1q_f32(dst + 312, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 312), 16)), vs));
-    vst1q_f32(dst + 316, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 316), 16)), vs));
-    vst1q_f32(dst + 320, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 320), 16)), vs));
-    vst1q_f32(dst + 324, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 324), 16)), vs));
-    vst1q_f32(dst + 328, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 328), 16)), vs));
-    vst1q_f32(dst + 332, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 332), 16)), vs));
-    vst1q_f32(dst + 336, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 336), 16)), vs));
-    vst1q_f32(dst + 340, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 340), 16)), vs));
-    vst1q_f32(dst + 344, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 344), 16)), vs));
-    vst1q_f32(dst + 348, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 348), 16)), vs));
-    vst1q_f32(dst + 352, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 352), 16)), vs));
-    vst1q_f32(dst + 356, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 356), 16)), vs));
-    vst1q_f32(dst + 360, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 360), 16)), vs));
-    vst1q_f32(dst + 364, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 364), 16)), vs));
-    vst1q_f32(dst + 368, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 368), 16)), vs));
-    vst1q_f32(dst + 372, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 372), 16)), vs));
-    vst1q_f32(dst + 376, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 376), 16)), vs));
-    vst1q_f32(dst + 380, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 380), 16)), vs));
-    vst1q_f32(dst + 384, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 384), 16)), vs));
-    vst1q_f32(dst + 388, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 388), 16)), vs));
-    vst1q_f32(dst + 392, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 392), 16)), vs));
-    vst1q_f32(dst + 396, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 396), 16)), vs));
-    vst1q_f32(dst + 400, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 400), 16)), vs));
-    vst1q_f32(dst + 404, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 404), 16)), vs));
-    vst1q_f32(dst + 408, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 408), 16)), vs));
-    vst1q_f32(dst + 412, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 412), 16)), vs));
-    vst1q_f32(dst + 416, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 416), 16)), vs));
-    vst1q_f32(dst + 420, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 420), 16)), vs));
-    vst1q_f32(dst + 424, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 424), 16)), vs));
-    vst1q_f32(dst + 428, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 428), 16)), vs));
-    vst1q_f32(dst + 432, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 432), 16)), vs));
-    vst1q_f32(dst + 436, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 436), 16)), vs));
-    vst1q_f32(dst + 440, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 440), 16)), vs));
-    vst1q_f32(dst + 444, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 444), 16)), vs));
-    vst1q_f32(dst + 448, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 448), 16)), vs));
-    vst1q_f32(dst + 452, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 452), 16)), vs));
-    vst1q_f32(dst + 456, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 456), 16)), vs));
-    vst1q_f32(dst + 460, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 460), 16)), vs));
-    vst1q_f32(dst + 464, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 464), 16)), vs));
-    vst1q_f32(dst + 468, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 468), 16)), vs));
-    vst1q_f32(dst + 472, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 472), 16)), vs));
-    vst1q_f32(dst + 476, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 476), 16)), vs));
-    vst1q_f32(dst + 480, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 480), 16)), vs));
-    vst1q_f32(dst + 484, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 484), 16)), vs));
-    vst1q_f32(dst + 488, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 488), 16)), vs));
-    vst1q_f32(dst + 492, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 492), 16)), vs));
-    vst1q_f32(dst + 496, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 496), 16)), vs));
-    vst1q_f32(dst + 500, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 500), 16)), vs));
-    vst1q_f32(dst + 504, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 504), 16)), vs));
-    vst1q_f32(dst + 508, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 508), 16)), vs));
-    vst1q_f32(dst + 512, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 512), 16)), vs));
-    vst1q_f32(dst + 516, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 516), 16)), vs));
-    vst1q_f32(dst + 520, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 520), 16)), vs));
-    vst1q_f32(dst + 524, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 524), 16)), vs));
-    vst1q_f32(dst + 528, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 528), 16)), vs));
-    vst1q_f32(dst + 532, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 532), 16)), vs));
-    vst1q_f32(dst + 536, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 536), 16)), vs));
-    vst1q_f32(dst + 540, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 540), 16)), vs));
-    vst1q_f32(dst + 544, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 544), 16)), vs));
-    vst1q_f32(dst + 548, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 548), 16)), vs));
-    vst1q_f32(dst + 552, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 552), 16)), vs));
-    vst1q_f32(dst + 556, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 556), 16)), vs));
-    vst1q_f32(dst + 560, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 560), 16)), vs));
-    vst1q_f32(dst + 564, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 564), 16)), vs));
-    vst1q_f32(dst + 568, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 568), 16)), vs));
-    vst1q_f32(dst + 572, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + 572), 16)), vs));
+    int64_t c; /* 144 vectors, more than the planner unrolls (STORE_UNROLL_MAX): loops */
+    for (c = 0; c < 576; c += 4) vst1q_f32(dst + c, vmulq_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + c), 16)), vs));
 }
 
 /* Packs keys [j0, j0 + 8) of kv head hk of the rows kv (a batch's, or a
@@ -9275,47 +9093,18 @@ static ATTN_ALWAYS_INLINE void attn_deepseek_v3_decode_drows__neon(const attn_ar
 }
 
 /* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
- * apart), by the unit's row class, with the next block's first half prefetched
- * (rows pl of pn, from key jn) over the calls or inside them. */
-static ATTN_ALWAYS_INLINE void attn_deepseek_v3_decode_dscores__neon(const attn_deepseek_v3_decode_kv kv, attn_deepseek_v3_decode_dscratch__neon *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int lanes, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
+ * apart) where the rows are scored by dot products (dots) or Q^T panels, with the
+ * next block's first half prefetched (rows pl of pn, from key jn) over the calls
+ * or inside them: the score phase's last classes. */
+static ATTN_ALWAYS_INLINE void attn_deepseek_v3_decode_dqk__neon(const attn_deepseek_v3_decode_kv kv, attn_deepseek_v3_decode_dscratch__neon *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
 {
     enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
-        ROWS_VEC = 4, /* f32 lanes of a vector: a kv head's rows in the lanes kernel at most (isa.lanes) */
-        ROWS_HALF = 2, /* half a vector: the pairs kernel's rows, two values of D a row */
-        ROWS_QUARTER = 1, /* a quarter vector: the half-width pairs kernel's rows */
         ROWS_PANEL = 8, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
         Q_STRIDE = 576, /* floats of a packed Q row (D in whole vectors) */
-        SCORE_KEYS = 8, /* keys a call of the lanes and pairs score kernels takes */
         QK_ROWS = 8 /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
     };
     int64_t r, c, hk, pl = *plp;
 
-    if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
-        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-            const float *qt = w->qt + (hk * glp / ROWS_PANEL) * ROWS_PANEL * D + (hk * glp) % ROWS_PANEL; /* its rows' Q^T */
-            for (c = 0; c < kb;) {
-                const uint16_t *k0 = attn_deepseek_v3_decode_k_row(&kv, hk, j0 + c);
-                int64_t d;
-                if (c + SCORE_KEYS <= kb) { /* 8 keys */
-                    attn_lanes_8x1_d576_bf16_p8__neon(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
-                    c += SCORE_KEYS;
-                } else { /* one key */
-                    float32x4_t a0 = vdupq_n_f32(0.0f);
-                    for (d = 0; d < D; d++) a0 = vfmaq_f32(a0, vdupq_n_f32(attn_widen_bf16__scalar(k0[d])), vld1q_f32(qt + d * ROWS_PANEL));
-                    vst1q_f32(w->s + c * rp + hk * glp, a0);
-                    c++;
-                }
-                for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                    const uint16_t *row = attn_deepseek_v3_decode_next_row(&kv, jn, pl);
-                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                    if (pf == ATTN_PREFETCH_L2)
-                        attn_deepseek_v3_decode_prefetch_row_l2(row, n);
-                    else
-                        attn_deepseek_v3_decode_prefetch_row(row, n);
-                }
-            }
-        }
-    } else
     if (dots) { /* keys in pairs; a lone last key pairs with itself */
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
@@ -9362,6 +9151,50 @@ static ATTN_ALWAYS_INLINE void attn_deepseek_v3_decode_dscores__neon(const attn_
             }
         }
     }
+    *plp = pl;
+}
+
+/* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
+ * apart), by the unit's row class, with the next block's first half prefetched
+ * (rows pl of pn, from key jn) over the calls or inside them. */
+static ATTN_ALWAYS_INLINE void attn_deepseek_v3_decode_dscores__neon(const attn_deepseek_v3_decode_kv kv, attn_deepseek_v3_decode_dscratch__neon *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int lanes, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
+{
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        ROWS_VEC = 4, /* f32 lanes of a vector: a kv head's rows in the lanes kernel at most (isa.lanes) */
+        ROWS_HALF = 2, /* half a vector: the pairs kernel's rows, two values of D a row */
+        ROWS_QUARTER = 1, /* a quarter vector: the half-width pairs kernel's rows */
+        ROWS_PANEL = 8, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
+        SCORE_KEYS = 8 /* keys a call of the lanes and pairs score kernels takes */
+    };
+    int64_t c, hk, pl = *plp;
+
+    if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+            const float *qt = w->qt + (hk * glp / ROWS_PANEL) * ROWS_PANEL * D + (hk * glp) % ROWS_PANEL; /* its rows' Q^T */
+            for (c = 0; c < kb;) {
+                const uint16_t *k0 = attn_deepseek_v3_decode_k_row(&kv, hk, j0 + c);
+                int64_t d;
+                if (c + SCORE_KEYS <= kb) { /* 8 keys */
+                    attn_lanes_8x1_d576_bf16_p8__neon(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
+                    c += SCORE_KEYS;
+                } else { /* one key */
+                    float32x4_t a0 = vdupq_n_f32(0.0f);
+                    for (d = 0; d < D; d++) a0 = vfmaq_f32(a0, vdupq_n_f32(attn_widen_bf16__scalar(k0[d])), vld1q_f32(qt + d * ROWS_PANEL));
+                    vst1q_f32(w->s + c * rp + hk * glp, a0);
+                    c++;
+                }
+                for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
+                    const uint16_t *row = attn_deepseek_v3_decode_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_deepseek_v3_decode_prefetch_row_l2(row, n);
+                    else
+                        attn_deepseek_v3_decode_prefetch_row(row, n);
+                }
+            }
+        }
+    } else
+    attn_deepseek_v3_decode_dqk__neon(kv, w, j0, kb, rp, glp, dots, pf, jn, pn, &pl);
     *plp = pl;
 }
 
@@ -10762,582 +10595,8 @@ ATTN_NO_AUTOVEC static void attn_deepseek_v3_decode_softmax_t__scalar(float *res
 ATTN_NO_AUTOVEC static void attn_deepseek_v3_decode_qpack_bf16__scalar(const uint16_t *restrict src, float *restrict dst)
 {
     const float vs = (0.195101102f);
-    *(dst + 0) = (attn_widen_bf16__scalar(*(src + 0)) * vs);
-    *(dst + 1) = (attn_widen_bf16__scalar(*(src + 1)) * vs);
-    *(dst + 2) = (attn_widen_bf16__scalar(*(src + 2)) * vs);
-    *(dst + 3) = (attn_widen_bf16__scalar(*(src + 3)) * vs);
-    *(dst + 4) = (attn_widen_bf16__scalar(*(src + 4)) * vs);
-    *(dst + 5) = (attn_widen_bf16__scalar(*(src + 5)) * vs);
-    *(dst + 6) = (attn_widen_bf16__scalar(*(src + 6)) * vs);
-    *(dst + 7) = (attn_widen_bf16__scalar(*(src + 7)) * vs);
-    *(dst + 8) = (attn_widen_bf16__scalar(*(src + 8)) * vs);
-    *(dst + 9) = (attn_widen_bf16__scalar(*(src + 9)) * vs);
-    *(dst + 10) = (attn_widen_bf16__scalar(*(src + 10)) * vs);
-    *(dst + 11) = (attn_widen_bf16__scalar(*(src + 11)) * vs);
-    *(dst + 12) = (attn_widen_bf16__scalar(*(src + 12)) * vs);
-    *(dst + 13) = (attn_widen_bf16__scalar(*(src + 13)) * vs);
-    *(dst + 14) = (attn_widen_bf16__scalar(*(src + 14)) * vs);
-    *(dst + 15) = (attn_widen_bf16__scalar(*(src + 15)) * vs);
-    *(dst + 16) = (attn_widen_bf16__scalar(*(src + 16)) * vs);
-    *(dst + 17) = (attn_widen_bf16__scalar(*(src + 17)) * vs);
-    *(dst + 18) = (attn_widen_bf16__scalar(*(src + 18)) * vs);
-    *(dst + 19) = (attn_widen_bf16__scalar(*(src + 19)) * vs);
-    *(dst + 20) = (attn_widen_bf16__scalar(*(src + 20)) * vs);
-    *(dst + 21) = (attn_widen_bf16__scalar(*(src + 21)) * vs);
-    *(dst + 22) = (attn_widen_bf16__scalar(*(src + 22)) * vs);
-    *(dst + 23) = (attn_widen_bf16__scalar(*(src + 23)) * vs);
-    *(dst + 24) = (attn_widen_bf16__scalar(*(src + 24)) * vs);
-    *(dst + 25) = (attn_widen_bf16__scalar(*(src + 25)) * vs);
-    *(dst + 26) = (attn_widen_bf16__scalar(*(src + 26)) * vs);
-    *(dst + 27) = (attn_widen_bf16__scalar(*(src + 27)) * vs);
-    *(dst + 28) = (attn_widen_bf16__scalar(*(src + 28)) * vs);
-    *(dst + 29) = (attn_widen_bf16__scalar(*(src + 29)) * vs);
-    *(dst + 30) = (attn_widen_bf16__scalar(*(src + 30)) * vs);
-    *(dst + 31) = (attn_widen_bf16__scalar(*(src + 31)) * vs);
-    *(dst + 32) = (attn_widen_bf16__scalar(*(src + 32)) * vs);
-    *(dst + 33) = (attn_widen_bf16__scalar(*(src + 33)) * vs);
-    *(dst + 34) = (attn_widen_bf16__scalar(*(src + 34)) * vs);
-    *(dst + 35) = (attn_widen_bf16__scalar(*(src + 35)) * vs);
-    *(dst + 36) = (attn_widen_bf16__scalar(*(src + 36)) * vs);
-    *(dst + 37) = (attn_widen_bf16__scalar(*(src + 37)) * vs);
-    *(dst + 38) = (attn_widen_bf16__scalar(*(src + 38)) * vs);
-    *(dst + 39) = (attn_widen_bf16__scalar(*(src + 39)) * vs);
-    *(dst + 40) = (attn_widen_bf16__scalar(*(src + 40)) * vs);
-    *(dst + 41) = (attn_widen_bf16__scalar(*(src + 41)) * vs);
-    *(dst + 42) = (attn_widen_bf16__scalar(*(src + 42)) * vs);
-    *(dst + 43) = (attn_widen_bf16__scalar(*(src + 43)) * vs);
-    *(dst + 44) = (attn_widen_bf16__scalar(*(src + 44)) * vs);
-    *(dst + 45) = (attn_widen_bf16__scalar(*(src + 45)) * vs);
-    *(dst + 46) = (attn_widen_bf16__scalar(*(src + 46)) * vs);
-    *(dst + 47) = (attn_widen_bf16__scalar(*(src + 47)) * vs);
-    *(dst + 48) = (attn_widen_bf16__scalar(*(src + 48)) * vs);
-    *(dst + 49) = (attn_widen_bf16__scalar(*(src + 49)) * vs);
-    *(dst + 50) = (attn_widen_bf16__scalar(*(src + 50)) * vs);
-    *(dst + 51) = (attn_widen_bf16__scalar(*(src + 51)) * vs);
-    *(dst + 52) = (attn_widen_bf16__scalar(*(src + 52)) * vs);
-    *(dst + 53) = (attn_widen_bf16__scalar(*(src + 53)) * vs);
-    *(dst + 54) = (attn_widen_bf16__scalar(*(src + 54)) * vs);
-    *(dst + 55) = (attn_widen_bf16__scalar(*(src + 55)) * vs);
-    *(dst + 56) = (attn_widen_bf16__scalar(*(src + 56)) * vs);
-    *(dst + 57) = (attn_widen_bf16__scalar(*(src + 57)) * vs);
-    *(dst + 58) = (attn_widen_bf16__scalar(*(src + 58)) * vs);
-    *(dst + 59) = (attn_widen_bf16__scalar(*(src + 59)) * vs);
-    *(dst + 60) = (attn_widen_bf16__scalar(*(src + 60)) * vs);
-    *(dst + 61) = (attn_widen_bf16__scalar(*(src + 61)) * vs);
-    *(dst + 62) = (attn_widen_bf16__scalar(*(src + 62)) * vs);
-    *(dst + 63) = (attn_widen_bf16__scalar(*(src + 63)) * vs);
-    *(dst + 64) = (attn_widen_bf16__scalar(*(src + 64)) * vs);
-    *(dst + 65) = (attn_widen_bf16__scalar(*(src + 65)) * vs);
-    *(dst + 66) = (attn_widen_bf16__scalar(*(src + 66)) * vs);
-    *(dst + 67) = (attn_widen_bf16__scalar(*(src + 67)) * vs);
-    *(dst + 68) = (attn_widen_bf16__scalar(*(src + 68)) * vs);
-    *(dst + 69) = (attn_widen_bf16__scalar(*(src + 69)) * vs);
-    *(dst + 70) = (attn_widen_bf16__scalar(*(src + 70)) * vs);
-    *(dst + 71) = (attn_widen_bf16__scalar(*(src + 71)) * vs);
-    *(dst + 72) = (attn_widen_bf16__scalar(*(src + 72)) * vs);
-    *(dst + 73) = (attn_widen_bf16__scalar(*(src + 73)) * vs);
-    *(dst + 74) = (attn_widen_bf16__scalar(*(src + 74)) * vs);
-    *(dst + 75) = (attn_widen_bf16__scalar(*(src + 75)) * vs);
-    *(dst + 76) = (attn_widen_bf16__scalar(*(src + 76)) * vs);
-    *(dst + 77) = (attn_widen_bf16__scalar(*(src + 77)) * vs);
-    *(dst + 78) = (attn_widen_bf16__scalar(*(src + 78)) * vs);
-    *(dst + 79) = (attn_widen_bf16__scalar(*(src + 79)) * vs);
-    *(dst + 80) = (attn_widen_bf16__scalar(*(src + 80)) * vs);
-    *(dst + 81) = (attn_widen_bf16__scalar(*(src + 81)) * vs);
-    *(dst + 82) = (attn_widen_bf16__scalar(*(src + 82)) * vs);
-    *(dst + 83) = (attn_widen_bf16__scalar(*(src + 83)) * vs);
-    *(dst + 84) = (attn_widen_bf16__scalar(*(src + 84)) * vs);
-    *(dst + 85) = (attn_widen_bf16__scalar(*(src + 85)) * vs);
-    *(dst + 86) = (attn_widen_bf16__scalar(*(src + 86)) * vs);
-    *(dst + 87) = (attn_widen_bf16__scalar(*(src + 87)) * vs);
-    *(dst + 88) = (attn_widen_bf16__scalar(*(src + 88)) * vs);
-    *(dst + 89) = (attn_widen_bf16__scalar(*(src + 89)) * vs);
-    *(dst + 90) = (attn_widen_bf16__scalar(*(src + 90)) * vs);
-    *(dst + 91) = (attn_widen_bf16__scalar(*(src + 91)) * vs);
-    *(dst + 92) = (attn_widen_bf16__scalar(*(src + 92)) * vs);
-    *(dst + 93) = (attn_widen_bf16__scalar(*(src + 93)) * vs);
-    *(dst + 94) = (attn_widen_bf16__scalar(*(src + 94)) * vs);
-    *(dst + 95) = (attn_widen_bf16__scalar(*(src + 95)) * vs);
-    *(dst + 96) = (attn_widen_bf16__scalar(*(src + 96)) * vs);
-    *(dst + 97) = (attn_widen_bf16__scalar(*(src + 97)) * vs);
-    *(dst + 98) = (attn_widen_bf16__scalar(*(src + 98)) * vs);
-    *(dst + 99) = (attn_widen_bf16__scalar(*(src + 99)) * vs);
-    *(dst + 100) = (attn_widen_bf16__scalar(*(src + 100)) * vs);
-    *(dst + 101) = (attn_widen_bf16__scalar(*(src + 101)) * vs);
-    *(dst + 102) = (attn_widen_bf16__scalar(*(src + 102)) * vs);
-    *(dst + 103) = (attn_widen_bf16__scalar(*(src + 103)) * vs);
-    *(dst + 104) = (attn_widen_bf16__scalar(*(src + 104)) * vs);
-    *(dst + 105) = (attn_widen_bf16__scalar(*(src + 105)) * vs);
-    *(dst + 106) = (attn_widen_bf16__scalar(*(src + 106)) * vs);
-    *(dst + 107) = (attn_widen_bf16__scalar(*(src + 107)) * vs);
-    *(dst + 108) = (attn_widen_bf16__scalar(*(src + 108)) * vs);
-    *(dst + 109) = (attn_widen_bf16__scalar(*(src + 109)) * vs);
-    *(dst + 110) = (attn_widen_bf16__scalar(*(src + 110)) * vs);
-    *(dst + 111) = (attn_widen_bf16__scalar(*(src + 111)) * vs);
-    *(dst + 112) = (attn_widen_bf16__scalar(*(src + 112)) * vs);
-    *(dst + 113) = (attn_widen_bf16__scalar(*(src + 113)) * vs);
-    *(dst + 114) = (attn_widen_bf16__scalar(*(src + 114)) * vs);
-    *(dst + 115) = (attn_widen_bf16__scalar(*(src + 115)) * vs);
-    *(dst + 116) = (attn_widen_bf16__scalar(*(src + 116)) * vs);
-    *(dst + 117) = (attn_widen_bf16__scalar(*(src + 117)) * vs);
-    *(dst + 118) = (attn_widen_bf16__scalar(*(src + 118)) * vs);
-    *(dst + 119) = (attn_widen_bf16__scalar(*(src + 119)) * vs);
-    *(dst + 120) = (attn_widen_bf16__scalar(*(src + 120)) * vs);
-    *(dst + 121) = (attn_widen_bf16__scalar(*(src + 121)) * vs);
-    *(dst + 122) = (attn_widen_bf16__scalar(*(src + 122)) * vs);
-    *(dst + 123) = (attn_widen_bf16__scalar(*(src + 123)) * vs);
-    *(dst + 124) = (attn_widen_bf16__scalar(*(src + 124)) * vs);
-    *(dst + 125) = (attn_widen_bf16__scalar(*(src + 125)) * vs);
-    *(dst + 126) = (attn_widen_bf16__scalar(*(src + 126)) * vs);
-    *(dst + 127) = (attn_widen_bf16__scalar(*(src + 127)) * vs);
-    *(dst + 128) = (attn_widen_bf16__scalar(*(src + 128)) * vs);
-    *(dst + 129) = (attn_widen_bf16__scalar(*(src + 129)) * vs);
-    *(dst + 130) = (attn_widen_bf16__scalar(*(src + 130)) * vs);
-    *(dst + 131) = (attn_widen_bf16__scalar(*(src + 131)) * vs);
-    *(dst + 132) = (attn_widen_bf16__scalar(*(src + 132)) * vs);
-    *(dst + 133) = (attn_widen_bf16__scalar(*(src + 133)) * vs);
-    *(dst + 134) = (attn_widen_bf16__scalar(*(src + 134)) * vs);
-    *(dst + 135) = (attn_widen_bf16__scalar(*(src + 135)) * vs);
-    *(dst + 136) = (attn_widen_bf16__scalar(*(src + 136)) * vs);
-    *(dst + 137) = (attn_widen_bf16__scalar(*(src + 137)) * vs);
-    *(dst + 138) = (attn_widen_bf16__scalar(*(src + 138)) * vs);
-    *(dst + 139) = (attn_widen_bf16__scalar(*(src + 139)) * vs);
-    *(dst + 140) = (attn_widen_bf16__scalar(*(src + 140)) * vs);
-    *(dst + 141) = (attn_widen_bf16__scalar(*(src + 141)) * vs);
-    *(dst + 142) = (attn_widen_bf16__scalar(*(src + 142)) * vs);
-    *(dst + 143) = (attn_widen_bf16__scalar(*(src + 143)) * vs);
-    *(dst + 144) = (attn_widen_bf16__scalar(*(src + 144)) * vs);
-    *(dst + 145) = (attn_widen_bf16__scalar(*(src + 145)) * vs);
-    *(dst + 146) = (attn_widen_bf16__scalar(*(src + 146)) * vs);
-    *(dst + 147) = (attn_widen_bf16__scalar(*(src + 147)) * vs);
-    *(dst + 148) = (attn_widen_bf16__scalar(*(src + 148)) * vs);
-    *(dst + 149) = (attn_widen_bf16__scalar(*(src + 149)) * vs);
-    *(dst + 150) = (attn_widen_bf16__scalar(*(src + 150)) * vs);
-    *(dst + 151) = (attn_widen_bf16__scalar(*(src + 151)) * vs);
-    *(dst + 152) = (attn_widen_bf16__scalar(*(src + 152)) * vs);
-    *(dst + 153) = (attn_widen_bf16__scalar(*(src + 153)) * vs);
-    *(dst + 154) = (attn_widen_bf16__scalar(*(src + 154)) * vs);
-    *(dst + 155) = (attn_widen_bf16__scalar(*(src + 155)) * vs);
-    *(dst + 156) = (attn_widen_bf16__scalar(*(src + 156)) * vs);
-    *(dst + 157) = (attn_widen_bf16__scalar(*(src + 157)) * vs);
-    *(dst + 158) = (attn_widen_bf16__scalar(*(src + 158)) * vs);
-    *(dst + 159) = (attn_widen_bf16__scalar(*(src + 159)) * vs);
-    *(dst + 160) = (attn_widen_bf16__scalar(*(src + 160)) * vs);
-    *(dst + 161) = (attn_widen_bf16__scalar(*(src + 161)) * vs);
-    *(dst + 162) = (attn_widen_bf16__scalar(*(src + 162)) * vs);
-    *(dst + 163) = (attn_widen_bf16__scalar(*(src + 163)) * vs);
-    *(dst + 164) = (attn_widen_bf16__scalar(*(src + 164)) * vs);
-    *(dst + 165) = (attn_widen_bf16__scalar(*(src + 165)) * vs);
-    *(dst + 166) = (attn_widen_bf16__scalar(*(src + 166)) * vs);
-    *(dst + 167) = (attn_widen_bf16__scalar(*(src + 167)) * vs);
-    *(dst + 168) = (attn_widen_bf16__scalar(*(src + 168)) * vs);
-    *(dst + 169) = (attn_widen_bf16__scalar(*(src + 169)) * vs);
-    *(dst + 170) = (attn_widen_bf16__scalar(*(src + 170)) * vs);
-    *(dst + 171) = (attn_widen_bf16__scalar(*(src + 171)) * vs);
-    *(dst + 172) = (attn_widen_bf16__scalar(*(src + 172)) * vs);
-    *(dst + 173) = (attn_widen_bf16__scalar(*(src + 173)) * vs);
-    *(dst + 174) = (attn_widen_bf16__scalar(*(src + 174)) * vs);
-    *(dst + 175) = (attn_widen_bf16__scalar(*(src + 175)) * vs);
-    *(dst + 176) = (attn_widen_bf16__scalar(*(src + 176)) * vs);
-    *(dst + 177) = (attn_widen_bf16__scalar(*(src + 177)) * vs);
-    *(dst + 178) = (attn_widen_bf16__scalar(*(src + 178)) * vs);
-    *(dst + 179) = (attn_widen_bf16__scalar(*(src + 179)) * vs);
-    *(dst + 180) = (attn_widen_bf16__scalar(*(src + 180)) * vs);
-    *(dst + 181) = (attn_widen_bf16__scalar(*(src + 181)) * vs);
-    *(dst + 182) = (attn_widen_bf16__scalar(*(src + 182)) * vs);
-    *(dst + 183) = (attn_widen_bf16__scalar(*(src + 183)) * vs);
-    *(dst + 184) = (attn_widen_bf16__scalar(*(src + 184)) * vs);
-    *(dst + 185) = (attn_widen_bf16__scalar(*(src + 185)) * vs);
-    *(dst + 186) = (attn_widen_bf16__scalar(*(src + 186)) * vs);
-    *(dst + 187) = (attn_widen_bf16__scalar(*(src + 187)) * vs);
-    *(dst + 188) = (attn_widen_bf16__scalar(*(src + 188)) * vs);
-    *(dst + 189) = (attn_widen_bf16__scalar(*(src + 189)) * vs);
-    *(dst + 190) = (attn_widen_bf16__scalar(*(src + 190)) * vs);
-    *(dst + 191) = (attn_widen_bf16__scalar(*(src + 191)) * vs);
-    *(dst + 192) = (attn_widen_bf16__scalar(*(src + 192)) * vs);
-    *(dst + 193) = (attn_widen_bf16__scalar(*(src + 193)) * vs);
-    *(dst + 194) = (attn_widen_bf16__scalar(*(src + 194)) * vs);
-    *(dst + 195) = (attn_widen_bf16__scalar(*(src + 195)) * vs);
-    *(dst + 196) = (attn_widen_bf16__scalar(*(src + 196)) * vs);
-    *(dst + 197) = (attn_widen_bf16__scalar(*(src + 197)) * vs);
-    *(dst + 198) = (attn_widen_bf16__scalar(*(src + 198)) * vs);
-    *(dst + 199) = (attn_widen_bf16__scalar(*(src + 199)) * vs);
-    *(dst + 200) = (attn_widen_bf16__scalar(*(src + 200)) * vs);
-    *(dst + 201) = (attn_widen_bf16__scalar(*(src + 201)) * vs);
-    *(dst + 202) = (attn_widen_bf16__scalar(*(src + 202)) * vs);
-    *(dst + 203) = (attn_widen_bf16__scalar(*(src + 203)) * vs);
-    *(dst + 204) = (attn_widen_bf16__scalar(*(src + 204)) * vs);
-    *(dst + 205) = (attn_widen_bf16__scalar(*(src + 205)) * vs);
-    *(dst + 206) = (attn_widen_bf16__scalar(*(src + 206)) * vs);
-    *(dst + 207) = (attn_widen_bf16__scalar(*(src + 207)) * vs);
-    *(dst + 208) = (attn_widen_bf16__scalar(*(src + 208)) * vs);
-    *(dst + 209) = (attn_widen_bf16__scalar(*(src + 209)) * vs);
-    *(dst + 210) = (attn_widen_bf16__scalar(*(src + 210)) * vs);
-    *(dst + 211) = (attn_widen_bf16__scalar(*(src + 211)) * vs);
-    *(dst + 212) = (attn_widen_bf16__scalar(*(src + 212)) * vs);
-    *(dst + 213) = (attn_widen_bf16__scalar(*(src + 213)) * vs);
-    *(dst + 214) = (attn_widen_bf16__scalar(*(src + 214)) * vs);
-    *(dst + 215) = (attn_widen_bf16__scalar(*(src + 215)) * vs);
-    *(dst + 216) = (attn_widen_bf16__scalar(*(src + 216)) * vs);
-    *(dst + 217) = (attn_widen_bf16__scalar(*(src + 217)) * vs);
-    *(dst + 218) = (attn_widen_bf16__scalar(*(src + 218)) * vs);
-    *(dst + 219) = (attn_widen_bf16__scalar(*(src + 219)) * vs);
-    *(dst + 220) = (attn_widen_bf16__scalar(*(src + 220)) * vs);
-    *(dst + 221) = (attn_widen_bf16__scalar(*(src + 221)) * vs);
-    *(dst + 222) = (attn_widen_bf16__scalar(*(src + 222)) * vs);
-    *(dst + 223) = (attn_widen_bf16__scalar(*(src + 223)) * vs);
-    *(dst + 224) = (attn_widen_bf16__scalar(*(src + 224)) * vs);
-    *(dst + 225) = (attn_widen_bf16__scalar(*(src + 225)) * vs);
-    *(dst + 226) = (attn_widen_bf16__scalar(*(src + 226)) * vs);
-    *(dst + 227) = (attn_widen_bf16__scalar(*(src + 227)) * vs);
-    *(dst + 228) = (attn_widen_bf16__scalar(*(src + 228)) * vs);
-    *(dst + 229) = (attn_widen_bf16__scalar(*(src + 229)) * vs);
-    *(dst + 230) = (attn_widen_bf16__scalar(*(src + 230)) * vs);
-    *(dst + 231) = (attn_widen_bf16__scalar(*(src + 231)) * vs);
-    *(dst + 232) = (attn_widen_bf16__scalar(*(src + 232)) * vs);
-    *(dst + 233) = (attn_widen_bf16__scalar(*(src + 233)) * vs);
-    *(dst + 234) = (attn_widen_bf16__scalar(*(src + 234)) * vs);
-    *(dst + 235) = (attn_widen_bf16__scalar(*(src + 235)) * vs);
-    *(dst + 236) = (attn_widen_bf16__scalar(*(src + 236)) * vs);
-    *(dst + 237) = (attn_widen_bf16__scalar(*(src + 237)) * vs);
-    *(dst + 238) = (attn_widen_bf16__scalar(*(src + 238)) * vs);
-    *(dst + 239) = (attn_widen_bf16__scalar(*(src + 239)) * vs);
-    *(dst + 240) = (attn_widen_bf16__scalar(*(src + 240)) * vs);
-    *(dst + 241) = (attn_widen_bf16__scalar(*(src + 241)) * vs);
-    *(dst + 242) = (attn_widen_bf16__scalar(*(src + 242)) * vs);
-    *(dst + 243) = (attn_widen_bf16__scalar(*(src + 243)) * vs);
-    *(dst + 244) = (attn_widen_bf16__scalar(*(src + 244)) * vs);
-    *(dst + 245) = (attn_widen_bf16__scalar(*(src + 245)) * vs);
-    *(dst + 246) = (attn_widen_bf16__scalar(*(src + 246)) * vs);
-    *(dst + 247) = (attn_widen_bf16__scalar(*(src + 247)) * vs);
-    *(dst + 248) = (attn_widen_bf16__scalar(*(src + 248)) * vs);
-    *(dst + 249) = (attn_widen_bf16__scalar(*(src + 249)) * vs);
-    *(dst + 250) = (attn_widen_bf16__scalar(*(src + 250)) * vs);
-    *(dst + 251) = (attn_widen_bf16__scalar(*(src + 251)) * vs);
-    *(dst + 252) = (attn_widen_bf16__scalar(*(src + 252)) * vs);
-    *(dst + 253) = (attn_widen_bf16__scalar(*(src + 253)) * vs);
-    *(dst + 254) = (attn_widen_bf16__scalar(*(src + 254)) * vs);
-    *(dst + 255) = (attn_widen_bf16__scalar(*(src + 255)) * vs);
-    *(dst + 256) = (attn_widen_bf16__scalar(*(src + 256)) * vs);
-    *(dst + 257) = (attn_widen_bf16__scalar(*(src + 257)) * vs);
-    *(dst + 258) = (attn_widen_bf16__scalar(*(src + 258)) * vs);
-    *(dst + 259) = (attn_widen_bf16__scalar(*(src + 259)) * vs);
-    *(dst + 260) = (attn_widen_bf16__scalar(*(src + 260)) * vs);
-    *(dst + 261) = (attn_widen_bf16__scalar(*(src + 261)) * vs);
-    *(dst + 262) = (attn_widen_bf16__scalar(*(src + 262)) * vs);
-    *(dst + 263) = (attn_widen_bf16__scalar(*(src + 263)) * vs);
-    *(dst + 264) = (attn_widen_bf16__scalar(*(src + 264)) * vs);
-    *(dst + 265) = (attn_widen_bf16__scalar(*(src + 265)) * vs);
-    *(dst + 266) = (attn_widen_bf16__scalar(*(src + 266)) * vs);
-    *(dst + 267) = (attn_widen_bf16__scalar(*(src + 267)) * vs);
-    *(dst + 268) = (attn_widen_bf16__scalar(*(src + 268)) * vs);
-    *(dst + 269) = (attn_widen_bf16__scalar(*(src + 269)) * vs);
-    *(dst + 270) = (attn_widen_bf16__scalar(*(src + 270)) * vs);
-    *(dst + 271) = (attn_widen_bf16__scalar(*(src + 271)) * vs);
-    *(dst + 272) = (attn_widen_bf16__scalar(*(src + 272)) * vs);
-    *(dst + 273) = (attn_widen_bf16__scalar(*(src + 273)) * vs);
-    *(dst + 274) = (attn_widen_bf16__scalar(*(src + 274)) * vs);
-    *(dst + 275) = (attn_widen_bf16__scalar(*(src + 275)) * vs);
-    *(dst + 276) = (attn_widen_bf16__scalar(*(src + 276)) * vs);
-    *(dst + 277) = (attn_widen_bf16__scalar(*(src + 277)) * vs);
-    *(dst + 278) = (attn_widen_bf16__scalar(*(src + 278)) * vs);
-    *(dst + 279) = (attn_widen_bf16__scalar(*(src + 279)) * vs);
-    *(dst + 280) = (attn_widen_bf16__scalar(*(src + 280)) * vs);
-    *(dst + 281) = (attn_widen_bf16__scalar(*(src + 281)) * vs);
-    *(dst + 282) = (attn_widen_bf16__scalar(*(src + 282)) * vs);
-    *(dst + 283) = (attn_widen_bf16__scalar(*(src + 283)) * vs);
-    *(dst + 284) = (attn_widen_bf16__scalar(*(src + 284)) * vs);
-    *(dst + 285) = (attn_widen_bf16__scalar(*(src + 285)) * vs);
-    *(dst + 286) = (attn_widen_bf16__scalar(*(src + 286)) * vs);
-    *(dst + 287) = (attn_widen_bf16__scalar(*(src + 287)) * vs);
-    *(dst + 288) = (attn_widen_bf16__scalar(*(src + 288)) * vs);
-    *(dst + 289) = (attn_widen_bf16__scalar(*(src + 289)) * vs);
-    *(dst + 290) = (attn_widen_bf16__scalar(*(src + 290)) * vs);
-    *(dst + 291) = (attn_widen_bf16__scalar(*(src + 291)) * vs);
-    *(dst + 292) = (attn_widen_bf16__scalar(*(src + 292)) * vs);
-    *(dst + 293) = (attn_widen_bf16__scalar(*(src + 293)) * vs);
-    *(dst + 294) = (attn_widen_bf16__scalar(*(src + 294)) * vs);
-    *(dst + 295) = (attn_widen_bf16__scalar(*(src + 295)) * vs);
-    *(dst + 296) = (attn_widen_bf16__scalar(*(src + 296)) * vs);
-    *(dst + 297) = (attn_widen_bf16__scalar(*(src + 297)) * vs);
-    *(dst + 298) = (attn_widen_bf16__scalar(*(src + 298)) * vs);
-    *(dst + 299) = (attn_widen_bf16__scalar(*(src + 299)) * vs);
-    *(dst + 300) = (attn_widen_bf16__scalar(*(src + 300)) * vs);
-    *(dst + 301) = (attn_widen_bf16__scalar(*(src + 301)) * vs);
-    *(dst + 302) = (attn_widen_bf16__scalar(*(src + 302)) * vs);
-    *(dst + 303) = (attn_widen_bf16__scalar(*(src + 303)) * vs);
-    *(dst + 304) = (attn_widen_bf16__scalar(*(src + 304)) * vs);
-    *(dst + 305) = (attn_widen_bf16__scalar(*(src + 305)) * vs);
-    *(dst + 306) = (attn_widen_bf16__scalar(*(src + 306)) * vs);
-    *(dst + 307) = (attn_widen_bf16__scalar(*(src + 307)) * vs);
-    *(dst + 308) = (attn_widen_bf16__scalar(*(src + 308)) * vs);
-    *(dst + 309) = (attn_widen_bf16__scalar(*(src + 309)) * vs);
-    *(dst + 310) = (attn_widen_bf16__scalar(*(src + 310)) * vs);
-    *(dst + 311) = (attn_widen_bf16__scalar(*(src + 311)) * vs);
-    *(dst + 312) = (attn_widen_bf16__scalar(*(src + 312)) * vs);
-    *(dst + 313) = (attn_widen_bf16__scalar(*(src + 313)) * vs);
-    *(dst + 314) = (attn_widen_bf16__scalar(*(src + 314)) * vs);
-    *(dst + 315) = (attn_widen_bf16__scalar(*(src + 315)) * vs);
-    *(dst + 316) = (attn_widen_bf16__scalar(*(src + 316)) * vs);
-    *(dst + 317) = (attn_widen_bf16__scalar(*(src + 317)) * vs);
-    *(dst + 318) = (attn_widen_bf16__scalar(*(src + 318)) * vs);
-    *(dst + 319) = (attn_widen_bf16__scalar(*(src + 319)) * vs);
-    *(dst + 320) = (attn_widen_bf16__scalar(*(src + 320)) * vs);
-    *(dst + 321) = (attn_widen_bf16__scalar(*(src + 321)) * vs);
-    *(dst + 322) = (attn_widen_bf16__scalar(*(src + 322)) * vs);
-    *(dst + 323) = (attn_widen_bf16__scalar(*(src + 323)) * vs);
-    *(dst + 324) = (attn_widen_bf16__scalar(*(src + 324)) * vs);
-    *(dst + 325) = (attn_widen_bf16__scalar(*(src + 325)) * vs);
-    *(dst + 326) = (attn_widen_bf16__scalar(*(src + 326)) * vs);
-    *(dst + 327) = (attn_widen_bf16__scalar(*(src + 327)) * vs);
-    *(dst + 328) = (attn_widen_bf16__scalar(*(src + 328)) * vs);
-    *(dst + 329) = (attn_widen_bf16__scalar(*(src + 329)) * vs);
-    *(dst + 330) = (attn_widen_bf16__scalar(*(src + 330)) * vs);
-    *(dst + 331) = (attn_widen_bf16__scalar(*(src + 331)) * vs);
-    *(dst + 332) = (attn_widen_bf16__scalar(*(src + 332)) * vs);
-    *(dst + 333) = (attn_widen_bf16__scalar(*(src + 333)) * vs);
-    *(dst + 334) = (attn_widen_bf16__scalar(*(src + 334)) * vs);
-    *(dst + 335) = (attn_widen_bf16__scalar(*(src + 335)) * vs);
-    *(dst + 336) = (attn_widen_bf16__scalar(*(src + 336)) * vs);
-    *(dst + 337) = (attn_widen_bf16__scalar(*(src + 337)) * vs);
-    *(dst + 338) = (attn_widen_bf16__scalar(*(src + 338)) * vs);
-    *(dst + 339) = (attn_widen_bf16__scalar(*(src + 339)) * vs);
-    *(dst + 340) = (attn_widen_bf16__scalar(*(src + 340)) * vs);
-    *(dst + 341) = (attn_widen_bf16__scalar(*(src + 341)) * vs);
-    *(dst + 342) = (attn_widen_bf16__scalar(*(src + 342)) * vs);
-    *(dst + 343) = (attn_widen_bf16__scalar(*(src + 343)) * vs);
-    *(dst + 344) = (attn_widen_bf16__scalar(*(src + 344)) * vs);
-    *(dst + 345) = (attn_widen_bf16__scalar(*(src + 345)) * vs);
-    *(dst + 346) = (attn_widen_bf16__scalar(*(src + 346)) * vs);
-    *(dst + 347) = (attn_widen_bf16__scalar(*(src + 347)) * vs);
-    *(dst + 348) = (attn_widen_bf16__scalar(*(src + 348)) * vs);
-    *(dst + 349) = (attn_widen_bf16__scalar(*(src + 349)) * vs);
-    *(dst + 350) = (attn_widen_bf16__scalar(*(src + 350)) * vs);
-    *(dst + 351) = (attn_widen_bf16__scalar(*(src + 351)) * vs);
-    *(dst + 352) = (attn_widen_bf16__scalar(*(src + 352)) * vs);
-    *(dst + 353) = (attn_widen_bf16__scalar(*(src + 353)) * vs);
-    *(dst + 354) = (attn_widen_bf16__scalar(*(src + 354)) * vs);
-    *(dst + 355) = (attn_widen_bf16__scalar(*(src + 355)) * vs);
-    *(dst + 356) = (attn_widen_bf16__scalar(*(src + 356)) * vs);
-    *(dst + 357) = (attn_widen_bf16__scalar(*(src + 357)) * vs);
-    *(dst + 358) = (attn_widen_bf16__scalar(*(src + 358)) * vs);
-    *(dst + 359) = (attn_widen_bf16__scalar(*(src + 359)) * vs);
-    *(dst + 360) = (attn_widen_bf16__scalar(*(src + 360)) * vs);
-    *(dst + 361) = (attn_widen_bf16__scalar(*(src + 361)) * vs);
-    *(dst + 362) = (attn_widen_bf16__scalar(*(src + 362)) * vs);
-    *(dst + 363) = (attn_widen_bf16__scalar(*(src + 363)) * vs);
-    *(dst + 364) = (attn_widen_bf16__scalar(*(src + 364)) * vs);
-    *(dst + 365) = (attn_widen_bf16__scalar(*(src + 365)) * vs);
-    *(dst + 366) = (attn_widen_bf16__scalar(*(src + 366)) * vs);
-    *(dst + 367) = (attn_widen_bf16__scalar(*(src + 367)) * vs);
-    *(dst + 368) = (attn_widen_bf16__scalar(*(src + 368)) * vs);
-    *(dst + 369) = (attn_widen_bf16__scalar(*(src + 369)) * vs);
-    *(dst + 370) = (attn_widen_bf16__scalar(*(src + 370)) * vs);
-    *(dst + 371) = (attn_widen_bf16__scalar(*(src + 371)) * vs);
-    *(dst + 372) = (attn_widen_bf16__scalar(*(src + 372)) * vs);
-    *(dst + 373) = (attn_widen_bf16__scalar(*(src + 373)) * vs);
-    *(dst + 374) = (attn_widen_bf16__scalar(*(src + 374)) * vs);
-    *(dst + 375) = (attn_widen_bf16__scalar(*(src + 375)) * vs);
-    *(dst + 376) = (attn_widen_bf16__scalar(*(src + 376)) * vs);
-    *(dst + 377) = (attn_widen_bf16__scalar(*(src + 377)) * vs);
-    *(dst + 378) = (attn_widen_bf16__scalar(*(src + 378)) * vs);
-    *(dst + 379) = (attn_widen_bf16__scalar(*(src + 379)) * vs);
-    *(dst + 380) = (attn_widen_bf16__scalar(*(src + 380)) * vs);
-    *(dst + 381) = (attn_widen_bf16__scalar(*(src + 381)) * vs);
-    *(dst + 382) = (attn_widen_bf16__scalar(*(src + 382)) * vs);
-    *(dst + 383) = (attn_widen_bf16__scalar(*(src + 383)) * vs);
-    *(dst + 384) = (attn_widen_bf16__scalar(*(src + 384)) * vs);
-    *(dst + 385) = (attn_widen_bf16__scalar(*(src + 385)) * vs);
-    *(dst + 386) = (attn_widen_bf16__scalar(*(src + 386)) * vs);
-    *(dst + 387) = (attn_widen_bf16__scalar(*(src + 387)) * vs);
-    *(dst + 388) = (attn_widen_bf16__scalar(*(src + 388)) * vs);
-    *(dst + 389) = (attn_widen_bf16__scalar(*(src + 389)) * vs);
-    *(dst + 390) = (attn_widen_bf16__scalar(*(src + 390)) * vs);
-    *(dst + 391) = (attn_widen_bf16__scalar(*(src + 391)) * vs);
-    *(dst + 392) = (attn_widen_bf16__scalar(*(src + 392)) * vs);
-    *(dst + 393) = (attn_widen_bf16__scalar(*(src + 393)) * vs);
-    *(dst + 394) = (attn_widen_bf16__scalar(*(src + 394)) * vs);
-    *(dst + 395) = (attn_widen_bf16__scalar(*(src + 395)) * vs);
-    *(dst + 396) = (attn_widen_bf16__scalar(*(src + 396)) * vs);
-    *(dst + 397) = (attn_widen_bf16__scalar(*(src + 397)) * vs);
-    *(dst + 398) = (attn_widen_bf16__scalar(*(src + 398)) * vs);
-    *(dst + 399) = (attn_widen_bf16__scalar(*(src + 399)) * vs);
-    *(dst + 400) = (attn_widen_bf16__scalar(*(src + 400)) * vs);
-    *(dst + 401) = (attn_widen_bf16__scalar(*(src + 401)) * vs);
-    *(dst + 402) = (attn_widen_bf16__scalar(*(src + 402)) * vs);
-    *(dst + 403) = (attn_widen_bf16__scalar(*(src + 403)) * vs);
-    *(dst + 404) = (attn_widen_bf16__scalar(*(src + 404)) * vs);
-    *(dst + 405) = (attn_widen_bf16__scalar(*(src + 405)) * vs);
-    *(dst + 406) = (attn_widen_bf16__scalar(*(src + 406)) * vs);
-    *(dst + 407) = (attn_widen_bf16__scalar(*(src + 407)) * vs);
-    *(dst + 408) = (attn_widen_bf16__scalar(*(src + 408)) * vs);
-    *(dst + 409) = (attn_widen_bf16__scalar(*(src + 409)) * vs);
-    *(dst + 410) = (attn_widen_bf16__scalar(*(src + 410)) * vs);
-    *(dst + 411) = (attn_widen_bf16__scalar(*(src + 411)) * vs);
-    *(dst + 412) = (attn_widen_bf16__scalar(*(src + 412)) * vs);
-    *(dst + 413) = (attn_widen_bf16__scalar(*(src + 413)) * vs);
-    *(dst + 414) = (attn_widen_bf16__scalar(*(src + 414)) * vs);
-    *(dst + 415) = (attn_widen_bf16__scalar(*(src + 415)) * vs);
-    *(dst + 416) = (attn_widen_bf16__scalar(*(src + 416)) * vs);
-    *(dst + 417) = (attn_widen_bf16__scalar(*(src + 417)) * vs);
-    *(dst + 418) = (attn_widen_bf16__scalar(*(src + 418)) * vs);
-    *(dst + 419) = (attn_widen_bf16__scalar(*(src + 419)) * vs);
-    *(dst + 420) = (attn_widen_bf16__scalar(*(src + 420)) * vs);
-    *(dst + 421) = (attn_widen_bf16__scalar(*(src + 421)) * vs);
-    *(dst + 422) = (attn_widen_bf16__scalar(*(src + 422)) * vs);
-    *(dst + 423) = (attn_widen_bf16__scalar(*(src + 423)) * vs);
-    *(dst + 424) = (attn_widen_bf16__scalar(*(src + 424)) * vs);
-    *(dst + 425) = (attn_widen_bf16__scalar(*(src + 425)) * vs);
-    *(dst + 426) = (attn_widen_bf16__scalar(*(src + 426)) * vs);
-    *(dst + 427) = (attn_widen_bf16__scalar(*(src + 427)) * vs);
-    *(dst + 428) = (attn_widen_bf16__scalar(*(src + 428)) * vs);
-    *(dst + 429) = (attn_widen_bf16__scalar(*(src + 429)) * vs);
-    *(dst + 430) = (attn_widen_bf16__scalar(*(src + 430)) * vs);
-    *(dst + 431) = (attn_widen_bf16__scalar(*(src + 431)) * vs);
-    *(dst + 432) = (attn_widen_bf16__scalar(*(src + 432)) * vs);
-    *(dst + 433) = (attn_widen_bf16__scalar(*(src + 433)) * vs);
-    *(dst + 434) = (attn_widen_bf16__scalar(*(src + 434)) * vs);
-    *(dst + 435) = (attn_widen_bf16__scalar(*(src + 435)) * vs);
-    *(dst + 436) = (attn_widen_bf16__scalar(*(src + 436)) * vs);
-    *(dst + 437) = (attn_widen_bf16__scalar(*(src + 437)) * vs);
-    *(dst + 438) = (attn_widen_bf16__scalar(*(src + 438)) * vs);
-    *(dst + 439) = (attn_widen_bf16__scalar(*(src + 439)) * vs);
-    *(dst + 440) = (attn_widen_bf16__scalar(*(src + 440)) * vs);
-    *(dst + 441) = (attn_widen_bf16__scalar(*(src + 441)) * vs);
-    *(dst + 442) = (attn_widen_bf16__scalar(*(src + 442)) * vs);
-    *(dst + 443) = (attn_widen_bf16__scalar(*(src + 443)) * vs);
-    *(dst + 444) = (attn_widen_bf16__scalar(*(src + 444)) * vs);
-    *(dst + 445) = (attn_widen_bf16__scalar(*(src + 445)) * vs);
-    *(dst + 446) = (attn_widen_bf16__scalar(*(src + 446)) * vs);
-    *(dst + 447) = (attn_widen_bf16__scalar(*(src + 447)) * vs);
-    *(dst + 448) = (attn_widen_bf16__scalar(*(src + 448)) * vs);
-    *(dst + 449) = (attn_widen_bf16__scalar(*(src + 449)) * vs);
-    *(dst + 450) = (attn_widen_bf16__scalar(*(src + 450)) * vs);
-    *(dst + 451) = (attn_widen_bf16__scalar(*(src + 451)) * vs);
-    *(dst + 452) = (attn_widen_bf16__scalar(*(src + 452)) * vs);
-    *(dst + 453) = (attn_widen_bf16__scalar(*(src + 453)) * vs);
-    *(dst + 454) = (attn_widen_bf16__scalar(*(src + 454)) * vs);
-    *(dst + 455) = (attn_widen_bf16__scalar(*(src + 455)) * vs);
-    *(dst + 456) = (attn_widen_bf16__scalar(*(src + 456)) * vs);
-    *(dst + 457) = (attn_widen_bf16__scalar(*(src + 457)) * vs);
-    *(dst + 458) = (attn_widen_bf16__scalar(*(src + 458)) * vs);
-    *(dst + 459) = (attn_widen_bf16__scalar(*(src + 459)) * vs);
-    *(dst + 460) = (attn_widen_bf16__scalar(*(src + 460)) * vs);
-    *(dst + 461) = (attn_widen_bf16__scalar(*(src + 461)) * vs);
-    *(dst + 462) = (attn_widen_bf16__scalar(*(src + 462)) * vs);
-    *(dst + 463) = (attn_widen_bf16__scalar(*(src + 463)) * vs);
-    *(dst + 464) = (attn_widen_bf16__scalar(*(src + 464)) * vs);
-    *(dst + 465) = (attn_widen_bf16__scalar(*(src + 465)) * vs);
-    *(dst + 466) = (attn_widen_bf16__scalar(*(src + 466)) * vs);
-    *(dst + 467) = (attn_widen_bf16__scalar(*(src + 467)) * vs);
-    *(dst + 468) = (attn_widen_bf16__scalar(*(src + 468)) * vs);
-    *(dst + 469) = (attn_widen_bf16__scalar(*(src + 469)) * vs);
-    *(dst + 470) = (attn_widen_bf16__scalar(*(src + 470)) * vs);
-    *(dst + 471) = (attn_widen_bf16__scalar(*(src + 471)) * vs);
-    *(dst + 472) = (attn_widen_bf16__scalar(*(src + 472)) * vs);
-    *(dst + 473) = (attn_widen_bf16__scalar(*(src + 473)) * vs);
-    *(dst + 474) = (attn_widen_bf16__scalar(*(src + 474)) * vs);
-    *(dst + 475) = (attn_widen_bf16__scalar(*(src + 475)) * vs);
-    *(dst + 476) = (attn_widen_bf16__scalar(*(src + 476)) * vs);
-    *(dst + 477) = (attn_widen_bf16__scalar(*(src + 477)) * vs);
-    *(dst + 478) = (attn_widen_bf16__scalar(*(src + 478)) * vs);
-    *(dst + 479) = (attn_widen_bf16__scalar(*(src + 479)) * vs);
-    *(dst + 480) = (attn_widen_bf16__scalar(*(src + 480)) * vs);
-    *(dst + 481) = (attn_widen_bf16__scalar(*(src + 481)) * vs);
-    *(dst + 482) = (attn_widen_bf16__scalar(*(src + 482)) * vs);
-    *(dst + 483) = (attn_widen_bf16__scalar(*(src + 483)) * vs);
-    *(dst + 484) = (attn_widen_bf16__scalar(*(src + 484)) * vs);
-    *(dst + 485) = (attn_widen_bf16__scalar(*(src + 485)) * vs);
-    *(dst + 486) = (attn_widen_bf16__scalar(*(src + 486)) * vs);
-    *(dst + 487) = (attn_widen_bf16__scalar(*(src + 487)) * vs);
-    *(dst + 488) = (attn_widen_bf16__scalar(*(src + 488)) * vs);
-    *(dst + 489) = (attn_widen_bf16__scalar(*(src + 489)) * vs);
-    *(dst + 490) = (attn_widen_bf16__scalar(*(src + 490)) * vs);
-    *(dst + 491) = (attn_widen_bf16__scalar(*(src + 491)) * vs);
-    *(dst + 492) = (attn_widen_bf16__scalar(*(src + 492)) * vs);
-    *(dst + 493) = (attn_widen_bf16__scalar(*(src + 493)) * vs);
-    *(dst + 494) = (attn_widen_bf16__scalar(*(src + 494)) * vs);
-    *(dst + 495) = (attn_widen_bf16__scalar(*(src + 495)) * vs);
-    *(dst + 496) = (attn_widen_bf16__scalar(*(src + 496)) * vs);
-    *(dst + 497) = (attn_widen_bf16__scalar(*(src + 497)) * vs);
-    *(dst + 498) = (attn_widen_bf16__scalar(*(src + 498)) * vs);
-    *(dst + 499) = (attn_widen_bf16__scalar(*(src + 499)) * vs);
-    *(dst + 500) = (attn_widen_bf16__scalar(*(src + 500)) * vs);
-    *(dst + 501) = (attn_widen_bf16__scalar(*(src + 501)) * vs);
-    *(dst + 502) = (attn_widen_bf16__scalar(*(src + 502)) * vs);
-    *(dst + 503) = (attn_widen_bf16__scalar(*(src + 503)) * vs);
-    *(dst + 504) = (attn_widen_bf16__scalar(*(src + 504)) * vs);
-    *(dst + 505) = (attn_widen_bf16__scalar(*(src + 505)) * vs);
-    *(dst + 506) = (attn_widen_bf16__scalar(*(src + 506)) * vs);
-    *(dst + 507) = (attn_widen_bf16__scalar(*(src + 507)) * vs);
-    *(dst + 508) = (attn_widen_bf16__scalar(*(src + 508)) * vs);
-    *(dst + 509) = (attn_widen_bf16__scalar(*(src + 509)) * vs);
-    *(dst + 510) = (attn_widen_bf16__scalar(*(src + 510)) * vs);
-    *(dst + 511) = (attn_widen_bf16__scalar(*(src + 511)) * vs);
-    *(dst + 512) = (attn_widen_bf16__scalar(*(src + 512)) * vs);
-    *(dst + 513) = (attn_widen_bf16__scalar(*(src + 513)) * vs);
-    *(dst + 514) = (attn_widen_bf16__scalar(*(src + 514)) * vs);
-    *(dst + 515) = (attn_widen_bf16__scalar(*(src + 515)) * vs);
-    *(dst + 516) = (attn_widen_bf16__scalar(*(src + 516)) * vs);
-    *(dst + 517) = (attn_widen_bf16__scalar(*(src + 517)) * vs);
-    *(dst + 518) = (attn_widen_bf16__scalar(*(src + 518)) * vs);
-    *(dst + 519) = (attn_widen_bf16__scalar(*(src + 519)) * vs);
-    *(dst + 520) = (attn_widen_bf16__scalar(*(src + 520)) * vs);
-    *(dst + 521) = (attn_widen_bf16__scalar(*(src + 521)) * vs);
-    *(dst + 522) = (attn_widen_bf16__scalar(*(src + 522)) * vs);
-    *(dst + 523) = (attn_widen_bf16__scalar(*(src + 523)) * vs);
-    *(dst + 524) = (attn_widen_bf16__scalar(*(src + 524)) * vs);
-    *(dst + 525) = (attn_widen_bf16__scalar(*(src + 525)) * vs);
-    *(dst + 526) = (attn_widen_bf16__scalar(*(src + 526)) * vs);
-    *(dst + 527) = (attn_widen_bf16__scalar(*(src + 527)) * vs);
-    *(dst + 528) = (attn_widen_bf16__scalar(*(src + 528)) * vs);
-    *(dst + 529) = (attn_widen_bf16__scalar(*(src + 529)) * vs);
-    *(dst + 530) = (attn_widen_bf16__scalar(*(src + 530)) * vs);
-    *(dst + 531) = (attn_widen_bf16__scalar(*(src + 531)) * vs);
-    *(dst + 532) = (attn_widen_bf16__scalar(*(src + 532)) * vs);
-    *(dst + 533) = (attn_widen_bf16__scalar(*(src + 533)) * vs);
-    *(dst + 534) = (attn_widen_bf16__scalar(*(src + 534)) * vs);
-    *(dst + 535) = (attn_widen_bf16__scalar(*(src + 535)) * vs);
-    *(dst + 536) = (attn_widen_bf16__scalar(*(src + 536)) * vs);
-    *(dst + 537) = (attn_widen_bf16__scalar(*(src + 537)) * vs);
-    *(dst + 538) = (attn_widen_bf16__scalar(*(src + 538)) * vs);
-    *(dst + 539) = (attn_widen_bf16__scalar(*(src + 539)) * vs);
-    *(dst + 540) = (attn_widen_bf16__scalar(*(src + 540)) * vs);
-    *(dst + 541) = (attn_widen_bf16__scalar(*(src + 541)) * vs);
-    *(dst + 542) = (attn_widen_bf16__scalar(*(src + 542)) * vs);
-    *(dst + 543) = (attn_widen_bf16__scalar(*(src + 543)) * vs);
-    *(dst + 544) = (attn_widen_bf16__scalar(*(src + 544)) * vs);
-    *(dst + 545) = (attn_widen_bf16__scalar(*(src + 545)) * vs);
-    *(dst + 546) = (attn_widen_bf16__scalar(*(src + 546)) * vs);
-    *(dst + 547) = (attn_widen_bf16__scalar(*(src + 547)) * vs);
-    *(dst + 548) = (attn_widen_bf16__scalar(*(src + 548)) * vs);
-    *(dst + 549) = (attn_widen_bf16__scalar(*(src + 549)) * vs);
-    *(dst + 550) = (attn_widen_bf16__scalar(*(src + 550)) * vs);
-    *(dst + 551) = (attn_widen_bf16__scalar(*(src + 551)) * vs);
-    *(dst + 552) = (attn_widen_bf16__scalar(*(src + 552)) * vs);
-    *(dst + 553) = (attn_widen_bf16__scalar(*(src + 553)) * vs);
-    *(dst + 554) = (attn_widen_bf16__scalar(*(src + 554)) * vs);
-    *(dst + 555) = (attn_widen_bf16__scalar(*(src + 555)) * vs);
-    *(dst + 556) = (attn_widen_bf16__scalar(*(src + 556)) * vs);
-    *(dst + 557) = (attn_widen_bf16__scalar(*(src + 557)) * vs);
-    *(dst + 558) = (attn_widen_bf16__scalar(*(src + 558)) * vs);
-    *(dst + 559) = (attn_widen_bf16__scalar(*(src + 559)) * vs);
-    *(dst + 560) = (attn_widen_bf16__scalar(*(src + 560)) * vs);
-    *(dst + 561) = (attn_widen_bf16__scalar(*(src + 561)) * vs);
-    *(dst + 562) = (attn_widen_bf16__scalar(*(src + 562)) * vs);
-    *(dst + 563) = (attn_widen_bf16__scalar(*(src + 563)) * vs);
-    *(dst + 564) = (attn_widen_bf16__scalar(*(src + 564)) * vs);
-    *(dst + 565) = (attn_widen_bf16__scalar(*(src + 565)) * vs);
-    *(dst + 566) = (attn_widen_bf16__scalar(*(src + 566)) * vs);
-    *(dst + 567) = (attn_widen_bf16__scalar(*(src + 567)) * vs);
-    *(dst + 568) = (attn_widen_bf16__scalar(*(src + 568)) * vs);
-    *(dst + 569) = (attn_widen_bf16__scalar(*(src + 569)) * vs);
-    *(dst + 570) = (attn_widen_bf16__scalar(*(src + 570)) * vs);
-    *(dst + 571) = (attn_widen_bf16__scalar(*(src + 571)) * vs);
-    *(dst + 572) = (attn_widen_bf16__scalar(*(src + 572)) * vs);
-    *(dst + 573) = (attn_widen_bf16__scalar(*(src + 573)) * vs);
-    *(dst + 574) = (attn_widen_bf16__scalar(*(src + 574)) * vs);
-    *(dst + 575) = (attn_widen_bf16__scalar(*(src + 575)) * vs);
+    int64_t c; /* 576 vectors, more than the planner unrolls (STORE_UNROLL_MAX): loops */
+    for (c = 0; c < 576; c += 1) *(dst + c) = (attn_widen_bf16__scalar(*(src + c)) * vs);
 }
 
 /* Packs keys [j0, j0 + 2) of kv head hk of the rows kv (a batch's, or a
@@ -11467,17 +10726,14 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_deepseek_v3_decode_drows__sc
 }
 
 /* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
- * apart), by the unit's row class, with the next block's first half prefetched
- * (rows pl of pn, from key jn) over the calls or inside them. */
-ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_deepseek_v3_decode_dscores__scalar(const attn_deepseek_v3_decode_kv kv, attn_deepseek_v3_decode_dscratch__scalar *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
+ * apart) where the rows are scored by dot products (dots) or Q^T panels, with the
+ * next block's first half prefetched (rows pl of pn, from key jn) over the calls
+ * or inside them: the score phase's last classes. */
+ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_deepseek_v3_decode_dqk__scalar(const attn_deepseek_v3_decode_kv kv, attn_deepseek_v3_decode_dscratch__scalar *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
 {
     enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
-        ROWS_VEC = 1, /* f32 lanes of a vector: a kv head's rows in the lanes kernel at most (isa.lanes) */
-        ROWS_HALF = 0, /* half a vector: the pairs kernel's rows, two values of D a row */
-        ROWS_QUARTER = 0, /* a quarter vector: the half-width pairs kernel's rows */
         ROWS_PANEL = 2, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
         Q_STRIDE = 576, /* floats of a packed Q row (D in whole vectors) */
-        SCORE_KEYS = 8, /* keys a call of the lanes and pairs score kernels takes */
         QK_ROWS = 4 /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
     };
     int64_t r, c, hk, pl = *plp;
@@ -11528,6 +10784,24 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_deepseek_v3_decode_dscores__
             }
         }
     }
+    *plp = pl;
+}
+
+/* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
+ * apart), by the unit's row class, with the next block's first half prefetched
+ * (rows pl of pn, from key jn) over the calls or inside them. */
+ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_deepseek_v3_decode_dscores__scalar(const attn_deepseek_v3_decode_kv kv, attn_deepseek_v3_decode_dscratch__scalar *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
+{
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        ROWS_VEC = 1, /* f32 lanes of a vector: a kv head's rows in the lanes kernel at most (isa.lanes) */
+        ROWS_HALF = 0, /* half a vector: the pairs kernel's rows, two values of D a row */
+        ROWS_QUARTER = 0, /* a quarter vector: the half-width pairs kernel's rows */
+        ROWS_PANEL = 2, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
+        SCORE_KEYS = 8 /* keys a call of the lanes and pairs score kernels takes */
+    };
+    int64_t pl = *plp;
+
+    attn_deepseek_v3_decode_dqk__scalar(kv, w, j0, kb, rp, glp, dots, pf, jn, pn, &pl);
     *plp = pl;
 }
 

@@ -3773,6 +3773,76 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_gemma
 }
 
 /* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
+ * apart) where the rows are scored by dot products (dots) or Q^T panels, with the
+ * next block's first half prefetched (rows pl of pn, from key jn) over the calls
+ * or inside them: the score phase's last classes. */
+__attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_gemma2_9b_local_dqk__avx512(const attn_gemma2_9b_local_kv kv, attn_gemma2_9b_local_dscratch__avx512 *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
+{
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        ROWS_PANEL = 32, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
+        Q_STRIDE = 256, /* floats of a packed Q row (D in whole vectors) */
+        QK_ROWS = 8, /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
+        QKPF_ROWS = 8 /* rows of the next block a call of the prefetching panel kernel asks for (D / 2 lines) */
+    };
+    int64_t r, c, hk, pl = *plp;
+
+    if (dots) { /* keys in pairs; a lone last key pairs with itself */
+        for (c = 0; c < kb; c += 2) {
+            const int64_t c1 = c + 1 < kb ? c + 1 : c;
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                attn_dot_4x2_d256_f32__avx512(w->q + hk * glp * Q_STRIDE, glp, attn_gemma2_9b_local_k_row(&kv, hk, j0 + c),
+                        attn_gemma2_9b_local_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
+                for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
+                    const float *row = attn_gemma2_9b_local_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_gemma2_9b_local_prefetch_row_l2(row, n);
+                    else
+                        attn_gemma2_9b_local_prefetch_row(row, n);
+                }
+            }
+        }
+    } else {
+        const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) { /* S^T = K Q^T, panel by panel */
+            for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
+                const float *qt = w->qt + r * D;
+                const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
+                for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
+                    /* the scores' half of the next block inside the call, a line every other d,
+                       where the prefetch goes to L2 */
+                    const float *pr[QKPF_ROWS]; /* the next block's rows this call prefetches */
+                    if (pf == ATTN_PREFETCH_L2 && pl < pn / 2) {
+                        pl = attn_gemma2_9b_local_next_rows(&kv, jn, pn / 2, pl, pr, QKPF_ROWS, w->s);
+                        attn_qkpf_8x32_d256_f32__avx512(attn_gemma2_9b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp, pr);
+                    } else
+                        attn_qk_8x32_d256_f32__avx512(attn_gemma2_9b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        const float *row = attn_gemma2_9b_local_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_gemma2_9b_local_prefetch_row_l2(row, n);
+                        else
+                            attn_gemma2_9b_local_prefetch_row(row, n);
+                    }
+                }
+                for (; c < kb; c++)
+                    attn_qk_1x32_d256_f32__avx512(attn_gemma2_9b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
+                    const float *row = attn_gemma2_9b_local_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_gemma2_9b_local_prefetch_row_l2(row, n);
+                    else
+                        attn_gemma2_9b_local_prefetch_row(row, n);
+                }
+            }
+        }
+    }
+    *plp = pl;
+}
+
+/* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
  * apart), by the unit's row class, with the next block's first half prefetched
  * (rows pl of pn, from key jn) over the calls or inside them. */
 __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_gemma2_9b_local_dscores__avx512(const attn_gemma2_9b_local_kv kv, attn_gemma2_9b_local_dscratch__avx512 *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int lanes, int hpairs, int pairs, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp, int64_t *ksp, int64_t ks_end, int64_t kper)
@@ -3782,13 +3852,10 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_gemma
         ROWS_HALF = 8, /* half a vector: the pairs kernel's rows, two values of D a row */
         ROWS_QUARTER = 4, /* a quarter vector: the half-width pairs kernel's rows */
         ROWS_PANEL = 32, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
-        Q_STRIDE = 256, /* floats of a packed Q row (D in whole vectors) */
         SCORE_KEYS = 8, /* keys a call of the lanes and pairs score kernels takes */
-        QK_ROWS = 8, /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
-        QKPF_ROWS = 8, /* rows of the next block a call of the prefetching panel kernel asks for (D / 2 lines) */
         LINE_FLOATS = 16 /* elements of a K/V row in a cache line */
     };
-    int64_t r, c, hk, pl = *plp;
+    int64_t c, hk, pl = *plp;
     int64_t ks = *ksp;
 
     if (lanes) { /* S^T = K Q^T, kv head by kv head: pairs of K values broadcast against one vector of rows, in two vectors */
@@ -3881,59 +3948,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_gemma
             }
         }
     } else
-    if (dots) { /* keys in pairs; a lone last key pairs with itself */
-        for (c = 0; c < kb; c += 2) {
-            const int64_t c1 = c + 1 < kb ? c + 1 : c;
-            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_dot_4x2_d256_f32__avx512(w->q + hk * glp * Q_STRIDE, glp, attn_gemma2_9b_local_k_row(&kv, hk, j0 + c),
-                        attn_gemma2_9b_local_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
-                for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
-                    const float *row = attn_gemma2_9b_local_next_row(&kv, jn, pl);
-                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                    if (pf == ATTN_PREFETCH_L2)
-                        attn_gemma2_9b_local_prefetch_row_l2(row, n);
-                    else
-                        attn_gemma2_9b_local_prefetch_row(row, n);
-                }
-            }
-        }
-    } else {
-        const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
-        for (hk = w->hk_lo; hk < w->hk_hi; hk++) { /* S^T = K Q^T, panel by panel */
-            for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
-                const float *qt = w->qt + r * D;
-                const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
-                for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    /* the scores' half of the next block inside the call, a line every other d,
-                       where the prefetch goes to L2 */
-                    const float *pr[QKPF_ROWS]; /* the next block's rows this call prefetches */
-                    if (pf == ATTN_PREFETCH_L2 && pl < pn / 2) {
-                        pl = attn_gemma2_9b_local_next_rows(&kv, jn, pn / 2, pl, pr, QKPF_ROWS, w->s);
-                        attn_qkpf_8x32_d256_f32__avx512(attn_gemma2_9b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp, pr);
-                    } else
-                        attn_qk_8x32_d256_f32__avx512(attn_gemma2_9b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                    for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
-                        const float *row = attn_gemma2_9b_local_next_row(&kv, jn, pl);
-                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                        if (pf == ATTN_PREFETCH_L2)
-                            attn_gemma2_9b_local_prefetch_row_l2(row, n);
-                        else
-                            attn_gemma2_9b_local_prefetch_row(row, n);
-                    }
-                }
-                for (; c < kb; c++)
-                    attn_qk_1x32_d256_f32__avx512(attn_gemma2_9b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
-                    const float *row = attn_gemma2_9b_local_next_row(&kv, jn, pl);
-                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                    if (pf == ATTN_PREFETCH_L2)
-                        attn_gemma2_9b_local_prefetch_row_l2(row, n);
-                    else
-                        attn_gemma2_9b_local_prefetch_row(row, n);
-                }
-            }
-        }
-    }
+    attn_gemma2_9b_local_dqk__avx512(kv, w, j0, kb, rp, glp, dots, pf, jn, pn, &pl);
     attn_gemma2_9b_local_key_starts(&kv, &ks, ks_end, ks_end - ks); /* those the score calls left (a block of fewer keys than a call's) */
     *ksp = ks;
     *plp = pl;
@@ -6354,6 +6369,68 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_gem
 }
 
 /* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
+ * apart) where the rows are scored by dot products (dots) or Q^T panels, with the
+ * next block's first half prefetched (rows pl of pn, from key jn) over the calls
+ * or inside them: the score phase's last classes. */
+__attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_gemma2_9b_local_dqk__avx2(const attn_gemma2_9b_local_kv kv, attn_gemma2_9b_local_dscratch__avx2 *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
+{
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        ROWS_PANEL = 16, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
+        Q_STRIDE = 256, /* floats of a packed Q row (D in whole vectors) */
+        QK_ROWS = 4 /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
+    };
+    int64_t r, c, hk, pl = *plp;
+
+    if (dots) { /* keys in pairs; a lone last key pairs with itself */
+        for (c = 0; c < kb; c += 2) {
+            const int64_t c1 = c + 1 < kb ? c + 1 : c;
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                attn_dot_4x2_d256_f32__avx2(w->q + hk * glp * Q_STRIDE, glp, attn_gemma2_9b_local_k_row(&kv, hk, j0 + c),
+                        attn_gemma2_9b_local_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
+                for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
+                    const float *row = attn_gemma2_9b_local_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_gemma2_9b_local_prefetch_row_l2(row, n);
+                    else
+                        attn_gemma2_9b_local_prefetch_row(row, n);
+                }
+            }
+        }
+    } else {
+        const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) { /* S^T = K Q^T, panel by panel */
+            for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
+                const float *qt = w->qt + r * D;
+                const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
+                for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
+                    attn_qk_4x16_d256_f32__avx2(attn_gemma2_9b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        const float *row = attn_gemma2_9b_local_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_gemma2_9b_local_prefetch_row_l2(row, n);
+                        else
+                            attn_gemma2_9b_local_prefetch_row(row, n);
+                    }
+                }
+                for (; c < kb; c++)
+                    attn_qk_1x16_d256_f32__avx2(attn_gemma2_9b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
+                    const float *row = attn_gemma2_9b_local_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_gemma2_9b_local_prefetch_row_l2(row, n);
+                    else
+                        attn_gemma2_9b_local_prefetch_row(row, n);
+                }
+            }
+        }
+    }
+    *plp = pl;
+}
+
+/* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
  * apart), by the unit's row class, with the next block's first half prefetched
  * (rows pl of pn, from key jn) over the calls or inside them. */
 __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_gemma2_9b_local_dscores__avx2(const attn_gemma2_9b_local_kv kv, attn_gemma2_9b_local_dscratch__avx2 *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int lanes, int pairs, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp, int64_t *ksp, int64_t ks_end, int64_t kper)
@@ -6363,12 +6440,10 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_gem
         ROWS_HALF = 4, /* half a vector: the pairs kernel's rows, two values of D a row */
         ROWS_QUARTER = 2, /* a quarter vector: the half-width pairs kernel's rows */
         ROWS_PANEL = 16, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
-        Q_STRIDE = 256, /* floats of a packed Q row (D in whole vectors) */
         SCORE_KEYS = 8, /* keys a call of the lanes and pairs score kernels takes */
-        QK_ROWS = 4, /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
         LINE_FLOATS = 16 /* elements of a K/V row in a cache line */
     };
-    int64_t r, c, hk, pl = *plp;
+    int64_t c, hk, pl = *plp;
     int64_t ks = *ksp;
 
     if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
@@ -6431,52 +6506,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_gem
             }
         }
     } else
-    if (dots) { /* keys in pairs; a lone last key pairs with itself */
-        for (c = 0; c < kb; c += 2) {
-            const int64_t c1 = c + 1 < kb ? c + 1 : c;
-            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_dot_4x2_d256_f32__avx2(w->q + hk * glp * Q_STRIDE, glp, attn_gemma2_9b_local_k_row(&kv, hk, j0 + c),
-                        attn_gemma2_9b_local_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
-                for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
-                    const float *row = attn_gemma2_9b_local_next_row(&kv, jn, pl);
-                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                    if (pf == ATTN_PREFETCH_L2)
-                        attn_gemma2_9b_local_prefetch_row_l2(row, n);
-                    else
-                        attn_gemma2_9b_local_prefetch_row(row, n);
-                }
-            }
-        }
-    } else {
-        const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
-        for (hk = w->hk_lo; hk < w->hk_hi; hk++) { /* S^T = K Q^T, panel by panel */
-            for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
-                const float *qt = w->qt + r * D;
-                const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
-                for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_qk_4x16_d256_f32__avx2(attn_gemma2_9b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                    for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
-                        const float *row = attn_gemma2_9b_local_next_row(&kv, jn, pl);
-                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                        if (pf == ATTN_PREFETCH_L2)
-                            attn_gemma2_9b_local_prefetch_row_l2(row, n);
-                        else
-                            attn_gemma2_9b_local_prefetch_row(row, n);
-                    }
-                }
-                for (; c < kb; c++)
-                    attn_qk_1x16_d256_f32__avx2(attn_gemma2_9b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
-                    const float *row = attn_gemma2_9b_local_next_row(&kv, jn, pl);
-                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                    if (pf == ATTN_PREFETCH_L2)
-                        attn_gemma2_9b_local_prefetch_row_l2(row, n);
-                    else
-                        attn_gemma2_9b_local_prefetch_row(row, n);
-                }
-            }
-        }
-    }
+    attn_gemma2_9b_local_dqk__avx2(kv, w, j0, kb, rp, glp, dots, pf, jn, pn, &pl);
     attn_gemma2_9b_local_key_starts(&kv, &ks, ks_end, ks_end - ks); /* those the score calls left (a block of fewer keys than a call's) */
     *ksp = ks;
     *plp = pl;
@@ -9157,6 +9187,68 @@ static ATTN_ALWAYS_INLINE void attn_gemma2_9b_local_drows__neon(const attn_args 
 }
 
 /* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
+ * apart) where the rows are scored by dot products (dots) or Q^T panels, with the
+ * next block's first half prefetched (rows pl of pn, from key jn) over the calls
+ * or inside them: the score phase's last classes. */
+static ATTN_ALWAYS_INLINE void attn_gemma2_9b_local_dqk__neon(const attn_gemma2_9b_local_kv kv, attn_gemma2_9b_local_dscratch__neon *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
+{
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        ROWS_PANEL = 8, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
+        Q_STRIDE = 256, /* floats of a packed Q row (D in whole vectors) */
+        QK_ROWS = 8 /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
+    };
+    int64_t r, c, hk, pl = *plp;
+
+    if (dots) { /* keys in pairs; a lone last key pairs with itself */
+        for (c = 0; c < kb; c += 2) {
+            const int64_t c1 = c + 1 < kb ? c + 1 : c;
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                attn_dot_4x2_d256_f32__neon(w->q + hk * glp * Q_STRIDE, glp, attn_gemma2_9b_local_k_row(&kv, hk, j0 + c),
+                        attn_gemma2_9b_local_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
+                for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
+                    const float *row = attn_gemma2_9b_local_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_gemma2_9b_local_prefetch_row_l2(row, n);
+                    else
+                        attn_gemma2_9b_local_prefetch_row(row, n);
+                }
+            }
+        }
+    } else {
+        const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) { /* S^T = K Q^T, panel by panel */
+            for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
+                const float *qt = w->qt + r * D;
+                const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
+                for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
+                    attn_qk_8x8_d256_f32__neon(attn_gemma2_9b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        const float *row = attn_gemma2_9b_local_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_gemma2_9b_local_prefetch_row_l2(row, n);
+                        else
+                            attn_gemma2_9b_local_prefetch_row(row, n);
+                    }
+                }
+                for (; c < kb; c++)
+                    attn_qk_1x8_d256_f32__neon(attn_gemma2_9b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
+                    const float *row = attn_gemma2_9b_local_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_gemma2_9b_local_prefetch_row_l2(row, n);
+                    else
+                        attn_gemma2_9b_local_prefetch_row(row, n);
+                }
+            }
+        }
+    }
+    *plp = pl;
+}
+
+/* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
  * apart), by the unit's row class, with the next block's first half prefetched
  * (rows pl of pn, from key jn) over the calls or inside them. */
 static ATTN_ALWAYS_INLINE void attn_gemma2_9b_local_dscores__neon(const attn_gemma2_9b_local_kv kv, attn_gemma2_9b_local_dscratch__neon *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int lanes, int pairs, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp, int64_t *ksp, int64_t ks_end, int64_t kper)
@@ -9166,12 +9258,10 @@ static ATTN_ALWAYS_INLINE void attn_gemma2_9b_local_dscores__neon(const attn_gem
         ROWS_HALF = 2, /* half a vector: the pairs kernel's rows, two values of D a row */
         ROWS_QUARTER = 1, /* a quarter vector: the half-width pairs kernel's rows */
         ROWS_PANEL = 8, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
-        Q_STRIDE = 256, /* floats of a packed Q row (D in whole vectors) */
         SCORE_KEYS = 8, /* keys a call of the lanes and pairs score kernels takes */
-        QK_ROWS = 8, /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
         LINE_FLOATS = 16 /* elements of a K/V row in a cache line */
     };
-    int64_t r, c, hk, pl = *plp;
+    int64_t c, hk, pl = *plp;
     int64_t ks = *ksp;
 
     if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
@@ -9234,52 +9324,7 @@ static ATTN_ALWAYS_INLINE void attn_gemma2_9b_local_dscores__neon(const attn_gem
             }
         }
     } else
-    if (dots) { /* keys in pairs; a lone last key pairs with itself */
-        for (c = 0; c < kb; c += 2) {
-            const int64_t c1 = c + 1 < kb ? c + 1 : c;
-            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_dot_4x2_d256_f32__neon(w->q + hk * glp * Q_STRIDE, glp, attn_gemma2_9b_local_k_row(&kv, hk, j0 + c),
-                        attn_gemma2_9b_local_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
-                for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
-                    const float *row = attn_gemma2_9b_local_next_row(&kv, jn, pl);
-                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                    if (pf == ATTN_PREFETCH_L2)
-                        attn_gemma2_9b_local_prefetch_row_l2(row, n);
-                    else
-                        attn_gemma2_9b_local_prefetch_row(row, n);
-                }
-            }
-        }
-    } else {
-        const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
-        for (hk = w->hk_lo; hk < w->hk_hi; hk++) { /* S^T = K Q^T, panel by panel */
-            for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
-                const float *qt = w->qt + r * D;
-                const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
-                for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_qk_8x8_d256_f32__neon(attn_gemma2_9b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                    for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
-                        const float *row = attn_gemma2_9b_local_next_row(&kv, jn, pl);
-                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                        if (pf == ATTN_PREFETCH_L2)
-                            attn_gemma2_9b_local_prefetch_row_l2(row, n);
-                        else
-                            attn_gemma2_9b_local_prefetch_row(row, n);
-                    }
-                }
-                for (; c < kb; c++)
-                    attn_qk_1x8_d256_f32__neon(attn_gemma2_9b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
-                    const float *row = attn_gemma2_9b_local_next_row(&kv, jn, pl);
-                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                    if (pf == ATTN_PREFETCH_L2)
-                        attn_gemma2_9b_local_prefetch_row_l2(row, n);
-                    else
-                        attn_gemma2_9b_local_prefetch_row(row, n);
-                }
-            }
-        }
-    }
+    attn_gemma2_9b_local_dqk__neon(kv, w, j0, kb, rp, glp, dots, pf, jn, pn, &pl);
     attn_gemma2_9b_local_key_starts(&kv, &ks, ks_end, ks_end - ks); /* those the score calls left (a block of fewer keys than a call's) */
     *ksp = ks;
     *plp = pl;
@@ -10618,262 +10663,8 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_qpack_f32__scalar(const float *
         const attn_args *args, attn_gemma2_9b_local_rope_cs *rc, int64_t pos)
 {
     const float vs = (0.0901684401f);
-    *(dst + 0) = (*(src + 0) * vs);
-    *(dst + 1) = (*(src + 1) * vs);
-    *(dst + 2) = (*(src + 2) * vs);
-    *(dst + 3) = (*(src + 3) * vs);
-    *(dst + 4) = (*(src + 4) * vs);
-    *(dst + 5) = (*(src + 5) * vs);
-    *(dst + 6) = (*(src + 6) * vs);
-    *(dst + 7) = (*(src + 7) * vs);
-    *(dst + 8) = (*(src + 8) * vs);
-    *(dst + 9) = (*(src + 9) * vs);
-    *(dst + 10) = (*(src + 10) * vs);
-    *(dst + 11) = (*(src + 11) * vs);
-    *(dst + 12) = (*(src + 12) * vs);
-    *(dst + 13) = (*(src + 13) * vs);
-    *(dst + 14) = (*(src + 14) * vs);
-    *(dst + 15) = (*(src + 15) * vs);
-    *(dst + 16) = (*(src + 16) * vs);
-    *(dst + 17) = (*(src + 17) * vs);
-    *(dst + 18) = (*(src + 18) * vs);
-    *(dst + 19) = (*(src + 19) * vs);
-    *(dst + 20) = (*(src + 20) * vs);
-    *(dst + 21) = (*(src + 21) * vs);
-    *(dst + 22) = (*(src + 22) * vs);
-    *(dst + 23) = (*(src + 23) * vs);
-    *(dst + 24) = (*(src + 24) * vs);
-    *(dst + 25) = (*(src + 25) * vs);
-    *(dst + 26) = (*(src + 26) * vs);
-    *(dst + 27) = (*(src + 27) * vs);
-    *(dst + 28) = (*(src + 28) * vs);
-    *(dst + 29) = (*(src + 29) * vs);
-    *(dst + 30) = (*(src + 30) * vs);
-    *(dst + 31) = (*(src + 31) * vs);
-    *(dst + 32) = (*(src + 32) * vs);
-    *(dst + 33) = (*(src + 33) * vs);
-    *(dst + 34) = (*(src + 34) * vs);
-    *(dst + 35) = (*(src + 35) * vs);
-    *(dst + 36) = (*(src + 36) * vs);
-    *(dst + 37) = (*(src + 37) * vs);
-    *(dst + 38) = (*(src + 38) * vs);
-    *(dst + 39) = (*(src + 39) * vs);
-    *(dst + 40) = (*(src + 40) * vs);
-    *(dst + 41) = (*(src + 41) * vs);
-    *(dst + 42) = (*(src + 42) * vs);
-    *(dst + 43) = (*(src + 43) * vs);
-    *(dst + 44) = (*(src + 44) * vs);
-    *(dst + 45) = (*(src + 45) * vs);
-    *(dst + 46) = (*(src + 46) * vs);
-    *(dst + 47) = (*(src + 47) * vs);
-    *(dst + 48) = (*(src + 48) * vs);
-    *(dst + 49) = (*(src + 49) * vs);
-    *(dst + 50) = (*(src + 50) * vs);
-    *(dst + 51) = (*(src + 51) * vs);
-    *(dst + 52) = (*(src + 52) * vs);
-    *(dst + 53) = (*(src + 53) * vs);
-    *(dst + 54) = (*(src + 54) * vs);
-    *(dst + 55) = (*(src + 55) * vs);
-    *(dst + 56) = (*(src + 56) * vs);
-    *(dst + 57) = (*(src + 57) * vs);
-    *(dst + 58) = (*(src + 58) * vs);
-    *(dst + 59) = (*(src + 59) * vs);
-    *(dst + 60) = (*(src + 60) * vs);
-    *(dst + 61) = (*(src + 61) * vs);
-    *(dst + 62) = (*(src + 62) * vs);
-    *(dst + 63) = (*(src + 63) * vs);
-    *(dst + 64) = (*(src + 64) * vs);
-    *(dst + 65) = (*(src + 65) * vs);
-    *(dst + 66) = (*(src + 66) * vs);
-    *(dst + 67) = (*(src + 67) * vs);
-    *(dst + 68) = (*(src + 68) * vs);
-    *(dst + 69) = (*(src + 69) * vs);
-    *(dst + 70) = (*(src + 70) * vs);
-    *(dst + 71) = (*(src + 71) * vs);
-    *(dst + 72) = (*(src + 72) * vs);
-    *(dst + 73) = (*(src + 73) * vs);
-    *(dst + 74) = (*(src + 74) * vs);
-    *(dst + 75) = (*(src + 75) * vs);
-    *(dst + 76) = (*(src + 76) * vs);
-    *(dst + 77) = (*(src + 77) * vs);
-    *(dst + 78) = (*(src + 78) * vs);
-    *(dst + 79) = (*(src + 79) * vs);
-    *(dst + 80) = (*(src + 80) * vs);
-    *(dst + 81) = (*(src + 81) * vs);
-    *(dst + 82) = (*(src + 82) * vs);
-    *(dst + 83) = (*(src + 83) * vs);
-    *(dst + 84) = (*(src + 84) * vs);
-    *(dst + 85) = (*(src + 85) * vs);
-    *(dst + 86) = (*(src + 86) * vs);
-    *(dst + 87) = (*(src + 87) * vs);
-    *(dst + 88) = (*(src + 88) * vs);
-    *(dst + 89) = (*(src + 89) * vs);
-    *(dst + 90) = (*(src + 90) * vs);
-    *(dst + 91) = (*(src + 91) * vs);
-    *(dst + 92) = (*(src + 92) * vs);
-    *(dst + 93) = (*(src + 93) * vs);
-    *(dst + 94) = (*(src + 94) * vs);
-    *(dst + 95) = (*(src + 95) * vs);
-    *(dst + 96) = (*(src + 96) * vs);
-    *(dst + 97) = (*(src + 97) * vs);
-    *(dst + 98) = (*(src + 98) * vs);
-    *(dst + 99) = (*(src + 99) * vs);
-    *(dst + 100) = (*(src + 100) * vs);
-    *(dst + 101) = (*(src + 101) * vs);
-    *(dst + 102) = (*(src + 102) * vs);
-    *(dst + 103) = (*(src + 103) * vs);
-    *(dst + 104) = (*(src + 104) * vs);
-    *(dst + 105) = (*(src + 105) * vs);
-    *(dst + 106) = (*(src + 106) * vs);
-    *(dst + 107) = (*(src + 107) * vs);
-    *(dst + 108) = (*(src + 108) * vs);
-    *(dst + 109) = (*(src + 109) * vs);
-    *(dst + 110) = (*(src + 110) * vs);
-    *(dst + 111) = (*(src + 111) * vs);
-    *(dst + 112) = (*(src + 112) * vs);
-    *(dst + 113) = (*(src + 113) * vs);
-    *(dst + 114) = (*(src + 114) * vs);
-    *(dst + 115) = (*(src + 115) * vs);
-    *(dst + 116) = (*(src + 116) * vs);
-    *(dst + 117) = (*(src + 117) * vs);
-    *(dst + 118) = (*(src + 118) * vs);
-    *(dst + 119) = (*(src + 119) * vs);
-    *(dst + 120) = (*(src + 120) * vs);
-    *(dst + 121) = (*(src + 121) * vs);
-    *(dst + 122) = (*(src + 122) * vs);
-    *(dst + 123) = (*(src + 123) * vs);
-    *(dst + 124) = (*(src + 124) * vs);
-    *(dst + 125) = (*(src + 125) * vs);
-    *(dst + 126) = (*(src + 126) * vs);
-    *(dst + 127) = (*(src + 127) * vs);
-    *(dst + 128) = (*(src + 128) * vs);
-    *(dst + 129) = (*(src + 129) * vs);
-    *(dst + 130) = (*(src + 130) * vs);
-    *(dst + 131) = (*(src + 131) * vs);
-    *(dst + 132) = (*(src + 132) * vs);
-    *(dst + 133) = (*(src + 133) * vs);
-    *(dst + 134) = (*(src + 134) * vs);
-    *(dst + 135) = (*(src + 135) * vs);
-    *(dst + 136) = (*(src + 136) * vs);
-    *(dst + 137) = (*(src + 137) * vs);
-    *(dst + 138) = (*(src + 138) * vs);
-    *(dst + 139) = (*(src + 139) * vs);
-    *(dst + 140) = (*(src + 140) * vs);
-    *(dst + 141) = (*(src + 141) * vs);
-    *(dst + 142) = (*(src + 142) * vs);
-    *(dst + 143) = (*(src + 143) * vs);
-    *(dst + 144) = (*(src + 144) * vs);
-    *(dst + 145) = (*(src + 145) * vs);
-    *(dst + 146) = (*(src + 146) * vs);
-    *(dst + 147) = (*(src + 147) * vs);
-    *(dst + 148) = (*(src + 148) * vs);
-    *(dst + 149) = (*(src + 149) * vs);
-    *(dst + 150) = (*(src + 150) * vs);
-    *(dst + 151) = (*(src + 151) * vs);
-    *(dst + 152) = (*(src + 152) * vs);
-    *(dst + 153) = (*(src + 153) * vs);
-    *(dst + 154) = (*(src + 154) * vs);
-    *(dst + 155) = (*(src + 155) * vs);
-    *(dst + 156) = (*(src + 156) * vs);
-    *(dst + 157) = (*(src + 157) * vs);
-    *(dst + 158) = (*(src + 158) * vs);
-    *(dst + 159) = (*(src + 159) * vs);
-    *(dst + 160) = (*(src + 160) * vs);
-    *(dst + 161) = (*(src + 161) * vs);
-    *(dst + 162) = (*(src + 162) * vs);
-    *(dst + 163) = (*(src + 163) * vs);
-    *(dst + 164) = (*(src + 164) * vs);
-    *(dst + 165) = (*(src + 165) * vs);
-    *(dst + 166) = (*(src + 166) * vs);
-    *(dst + 167) = (*(src + 167) * vs);
-    *(dst + 168) = (*(src + 168) * vs);
-    *(dst + 169) = (*(src + 169) * vs);
-    *(dst + 170) = (*(src + 170) * vs);
-    *(dst + 171) = (*(src + 171) * vs);
-    *(dst + 172) = (*(src + 172) * vs);
-    *(dst + 173) = (*(src + 173) * vs);
-    *(dst + 174) = (*(src + 174) * vs);
-    *(dst + 175) = (*(src + 175) * vs);
-    *(dst + 176) = (*(src + 176) * vs);
-    *(dst + 177) = (*(src + 177) * vs);
-    *(dst + 178) = (*(src + 178) * vs);
-    *(dst + 179) = (*(src + 179) * vs);
-    *(dst + 180) = (*(src + 180) * vs);
-    *(dst + 181) = (*(src + 181) * vs);
-    *(dst + 182) = (*(src + 182) * vs);
-    *(dst + 183) = (*(src + 183) * vs);
-    *(dst + 184) = (*(src + 184) * vs);
-    *(dst + 185) = (*(src + 185) * vs);
-    *(dst + 186) = (*(src + 186) * vs);
-    *(dst + 187) = (*(src + 187) * vs);
-    *(dst + 188) = (*(src + 188) * vs);
-    *(dst + 189) = (*(src + 189) * vs);
-    *(dst + 190) = (*(src + 190) * vs);
-    *(dst + 191) = (*(src + 191) * vs);
-    *(dst + 192) = (*(src + 192) * vs);
-    *(dst + 193) = (*(src + 193) * vs);
-    *(dst + 194) = (*(src + 194) * vs);
-    *(dst + 195) = (*(src + 195) * vs);
-    *(dst + 196) = (*(src + 196) * vs);
-    *(dst + 197) = (*(src + 197) * vs);
-    *(dst + 198) = (*(src + 198) * vs);
-    *(dst + 199) = (*(src + 199) * vs);
-    *(dst + 200) = (*(src + 200) * vs);
-    *(dst + 201) = (*(src + 201) * vs);
-    *(dst + 202) = (*(src + 202) * vs);
-    *(dst + 203) = (*(src + 203) * vs);
-    *(dst + 204) = (*(src + 204) * vs);
-    *(dst + 205) = (*(src + 205) * vs);
-    *(dst + 206) = (*(src + 206) * vs);
-    *(dst + 207) = (*(src + 207) * vs);
-    *(dst + 208) = (*(src + 208) * vs);
-    *(dst + 209) = (*(src + 209) * vs);
-    *(dst + 210) = (*(src + 210) * vs);
-    *(dst + 211) = (*(src + 211) * vs);
-    *(dst + 212) = (*(src + 212) * vs);
-    *(dst + 213) = (*(src + 213) * vs);
-    *(dst + 214) = (*(src + 214) * vs);
-    *(dst + 215) = (*(src + 215) * vs);
-    *(dst + 216) = (*(src + 216) * vs);
-    *(dst + 217) = (*(src + 217) * vs);
-    *(dst + 218) = (*(src + 218) * vs);
-    *(dst + 219) = (*(src + 219) * vs);
-    *(dst + 220) = (*(src + 220) * vs);
-    *(dst + 221) = (*(src + 221) * vs);
-    *(dst + 222) = (*(src + 222) * vs);
-    *(dst + 223) = (*(src + 223) * vs);
-    *(dst + 224) = (*(src + 224) * vs);
-    *(dst + 225) = (*(src + 225) * vs);
-    *(dst + 226) = (*(src + 226) * vs);
-    *(dst + 227) = (*(src + 227) * vs);
-    *(dst + 228) = (*(src + 228) * vs);
-    *(dst + 229) = (*(src + 229) * vs);
-    *(dst + 230) = (*(src + 230) * vs);
-    *(dst + 231) = (*(src + 231) * vs);
-    *(dst + 232) = (*(src + 232) * vs);
-    *(dst + 233) = (*(src + 233) * vs);
-    *(dst + 234) = (*(src + 234) * vs);
-    *(dst + 235) = (*(src + 235) * vs);
-    *(dst + 236) = (*(src + 236) * vs);
-    *(dst + 237) = (*(src + 237) * vs);
-    *(dst + 238) = (*(src + 238) * vs);
-    *(dst + 239) = (*(src + 239) * vs);
-    *(dst + 240) = (*(src + 240) * vs);
-    *(dst + 241) = (*(src + 241) * vs);
-    *(dst + 242) = (*(src + 242) * vs);
-    *(dst + 243) = (*(src + 243) * vs);
-    *(dst + 244) = (*(src + 244) * vs);
-    *(dst + 245) = (*(src + 245) * vs);
-    *(dst + 246) = (*(src + 246) * vs);
-    *(dst + 247) = (*(src + 247) * vs);
-    *(dst + 248) = (*(src + 248) * vs);
-    *(dst + 249) = (*(src + 249) * vs);
-    *(dst + 250) = (*(src + 250) * vs);
-    *(dst + 251) = (*(src + 251) * vs);
-    *(dst + 252) = (*(src + 252) * vs);
-    *(dst + 253) = (*(src + 253) * vs);
-    *(dst + 254) = (*(src + 254) * vs);
-    *(dst + 255) = (*(src + 255) * vs);
+    int64_t c; /* 256 vectors, more than the planner unrolls (STORE_UNROLL_MAX): loops */
+    for (c = 0; c < 256; c += 1) *(dst + c) = (*(src + c) * vs);
     attn_gemma2_9b_local_rope_at(args, rc, pos);
     attn_gemma2_9b_local_rope_rotate(dst, rc);
 }
@@ -11013,19 +10804,15 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_gemma2_9b_local_drows__scala
 }
 
 /* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
- * apart), by the unit's row class, with the next block's first half prefetched
- * (rows pl of pn, from key jn) over the calls or inside them. */
-ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_gemma2_9b_local_dscores__scalar(const attn_gemma2_9b_local_kv kv, attn_gemma2_9b_local_dscratch__scalar *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
+ * apart) where the rows are scored by dot products (dots) or Q^T panels, with the
+ * next block's first half prefetched (rows pl of pn, from key jn) over the calls
+ * or inside them: the score phase's last classes. */
+ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_gemma2_9b_local_dqk__scalar(const attn_gemma2_9b_local_kv kv, attn_gemma2_9b_local_dscratch__scalar *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
 {
     enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
-        ROWS_VEC = 1, /* f32 lanes of a vector: a kv head's rows in the lanes kernel at most (isa.lanes) */
-        ROWS_HALF = 0, /* half a vector: the pairs kernel's rows, two values of D a row */
-        ROWS_QUARTER = 0, /* a quarter vector: the half-width pairs kernel's rows */
         ROWS_PANEL = 2, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
         Q_STRIDE = 256, /* floats of a packed Q row (D in whole vectors) */
-        SCORE_KEYS = 8, /* keys a call of the lanes and pairs score kernels takes */
-        QK_ROWS = 4, /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
-        LINE_FLOATS = 16 /* elements of a K/V row in a cache line */
+        QK_ROWS = 4 /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
     };
     int64_t r, c, hk, pl = *plp;
 
@@ -11075,6 +10862,25 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_gemma2_9b_local_dscores__sca
             }
         }
     }
+    *plp = pl;
+}
+
+/* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
+ * apart), by the unit's row class, with the next block's first half prefetched
+ * (rows pl of pn, from key jn) over the calls or inside them. */
+ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_gemma2_9b_local_dscores__scalar(const attn_gemma2_9b_local_kv kv, attn_gemma2_9b_local_dscratch__scalar *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
+{
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        ROWS_VEC = 1, /* f32 lanes of a vector: a kv head's rows in the lanes kernel at most (isa.lanes) */
+        ROWS_HALF = 0, /* half a vector: the pairs kernel's rows, two values of D a row */
+        ROWS_QUARTER = 0, /* a quarter vector: the half-width pairs kernel's rows */
+        ROWS_PANEL = 2, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
+        SCORE_KEYS = 8, /* keys a call of the lanes and pairs score kernels takes */
+        LINE_FLOATS = 16 /* elements of a K/V row in a cache line */
+    };
+    int64_t pl = *plp;
+
+    attn_gemma2_9b_local_dqk__scalar(kv, w, j0, kb, rp, glp, dots, pf, jn, pn, &pl);
     *plp = pl;
 }
 

@@ -3686,6 +3686,76 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_gemma
 }
 
 /* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
+ * apart) where the rows are scored by dot products (dots) or Q^T panels, with the
+ * next block's first half prefetched (rows pl of pn, from key jn) over the calls
+ * or inside them: the score phase's last classes. */
+__attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_gemma3_27b_local_dqk__avx512(const attn_gemma3_27b_local_kv kv, attn_gemma3_27b_local_dscratch__avx512 *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
+{
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        ROWS_PANEL = 32, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
+        Q_STRIDE = 128, /* floats of a packed Q row (D in whole vectors) */
+        QK_ROWS = 8, /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
+        QKPF_ROWS = 8 /* rows of the next block a call of the prefetching panel kernel asks for (D / 2 lines) */
+    };
+    int64_t r, c, hk, pl = *plp;
+
+    if (dots) { /* keys in pairs; a lone last key pairs with itself */
+        for (c = 0; c < kb; c += 2) {
+            const int64_t c1 = c + 1 < kb ? c + 1 : c;
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                attn_dot_4x2_d128_f32__avx512(w->q + hk * glp * Q_STRIDE, glp, attn_gemma3_27b_local_k_row(&kv, hk, j0 + c),
+                        attn_gemma3_27b_local_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
+                for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
+                    const float *row = attn_gemma3_27b_local_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_gemma3_27b_local_prefetch_row_l2(row, n);
+                    else
+                        attn_gemma3_27b_local_prefetch_row(row, n);
+                }
+            }
+        }
+    } else {
+        const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) { /* S^T = K Q^T, panel by panel */
+            for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
+                const float *qt = w->qt + r * D;
+                const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
+                for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
+                    /* the scores' half of the next block inside the call, a line every other d,
+                       where the prefetch goes to L2 */
+                    const float *pr[QKPF_ROWS]; /* the next block's rows this call prefetches */
+                    if (pf == ATTN_PREFETCH_L2 && pl < pn / 2) {
+                        pl = attn_gemma3_27b_local_next_rows(&kv, jn, pn / 2, pl, pr, QKPF_ROWS, w->s);
+                        attn_qkpf_8x32_d128_f32__avx512(attn_gemma3_27b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp, pr);
+                    } else
+                        attn_qk_8x32_d128_f32__avx512(attn_gemma3_27b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        const float *row = attn_gemma3_27b_local_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_gemma3_27b_local_prefetch_row_l2(row, n);
+                        else
+                            attn_gemma3_27b_local_prefetch_row(row, n);
+                    }
+                }
+                for (; c < kb; c++)
+                    attn_qk_1x32_d128_f32__avx512(attn_gemma3_27b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
+                    const float *row = attn_gemma3_27b_local_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_gemma3_27b_local_prefetch_row_l2(row, n);
+                    else
+                        attn_gemma3_27b_local_prefetch_row(row, n);
+                }
+            }
+        }
+    }
+    *plp = pl;
+}
+
+/* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
  * apart), by the unit's row class, with the next block's first half prefetched
  * (rows pl of pn, from key jn) over the calls or inside them. */
 __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_gemma3_27b_local_dscores__avx512(const attn_gemma3_27b_local_kv kv, attn_gemma3_27b_local_dscratch__avx512 *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int lanes, int hpairs, int pairs, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp, int64_t *ksp, int64_t ks_end, int64_t kper)
@@ -3695,13 +3765,10 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_gemma
         ROWS_HALF = 8, /* half a vector: the pairs kernel's rows, two values of D a row */
         ROWS_QUARTER = 4, /* a quarter vector: the half-width pairs kernel's rows */
         ROWS_PANEL = 32, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
-        Q_STRIDE = 128, /* floats of a packed Q row (D in whole vectors) */
         SCORE_KEYS = 8, /* keys a call of the lanes and pairs score kernels takes */
-        QK_ROWS = 8, /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
-        QKPF_ROWS = 8, /* rows of the next block a call of the prefetching panel kernel asks for (D / 2 lines) */
         LINE_FLOATS = 16 /* elements of a K/V row in a cache line */
     };
-    int64_t r, c, hk, pl = *plp;
+    int64_t c, hk, pl = *plp;
     int64_t ks = *ksp;
 
     if (lanes) { /* S^T = K Q^T, kv head by kv head: pairs of K values broadcast against one vector of rows, in two vectors */
@@ -3794,59 +3861,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_gemma
             }
         }
     } else
-    if (dots) { /* keys in pairs; a lone last key pairs with itself */
-        for (c = 0; c < kb; c += 2) {
-            const int64_t c1 = c + 1 < kb ? c + 1 : c;
-            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_dot_4x2_d128_f32__avx512(w->q + hk * glp * Q_STRIDE, glp, attn_gemma3_27b_local_k_row(&kv, hk, j0 + c),
-                        attn_gemma3_27b_local_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
-                for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
-                    const float *row = attn_gemma3_27b_local_next_row(&kv, jn, pl);
-                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                    if (pf == ATTN_PREFETCH_L2)
-                        attn_gemma3_27b_local_prefetch_row_l2(row, n);
-                    else
-                        attn_gemma3_27b_local_prefetch_row(row, n);
-                }
-            }
-        }
-    } else {
-        const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
-        for (hk = w->hk_lo; hk < w->hk_hi; hk++) { /* S^T = K Q^T, panel by panel */
-            for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
-                const float *qt = w->qt + r * D;
-                const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
-                for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    /* the scores' half of the next block inside the call, a line every other d,
-                       where the prefetch goes to L2 */
-                    const float *pr[QKPF_ROWS]; /* the next block's rows this call prefetches */
-                    if (pf == ATTN_PREFETCH_L2 && pl < pn / 2) {
-                        pl = attn_gemma3_27b_local_next_rows(&kv, jn, pn / 2, pl, pr, QKPF_ROWS, w->s);
-                        attn_qkpf_8x32_d128_f32__avx512(attn_gemma3_27b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp, pr);
-                    } else
-                        attn_qk_8x32_d128_f32__avx512(attn_gemma3_27b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                    for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
-                        const float *row = attn_gemma3_27b_local_next_row(&kv, jn, pl);
-                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                        if (pf == ATTN_PREFETCH_L2)
-                            attn_gemma3_27b_local_prefetch_row_l2(row, n);
-                        else
-                            attn_gemma3_27b_local_prefetch_row(row, n);
-                    }
-                }
-                for (; c < kb; c++)
-                    attn_qk_1x32_d128_f32__avx512(attn_gemma3_27b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
-                    const float *row = attn_gemma3_27b_local_next_row(&kv, jn, pl);
-                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                    if (pf == ATTN_PREFETCH_L2)
-                        attn_gemma3_27b_local_prefetch_row_l2(row, n);
-                    else
-                        attn_gemma3_27b_local_prefetch_row(row, n);
-                }
-            }
-        }
-    }
+    attn_gemma3_27b_local_dqk__avx512(kv, w, j0, kb, rp, glp, dots, pf, jn, pn, &pl);
     attn_gemma3_27b_local_key_starts(&kv, &ks, ks_end, ks_end - ks); /* those the score calls left (a block of fewer keys than a call's) */
     *ksp = ks;
     *plp = pl;
@@ -6199,6 +6214,68 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_gem
 }
 
 /* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
+ * apart) where the rows are scored by dot products (dots) or Q^T panels, with the
+ * next block's first half prefetched (rows pl of pn, from key jn) over the calls
+ * or inside them: the score phase's last classes. */
+__attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_gemma3_27b_local_dqk__avx2(const attn_gemma3_27b_local_kv kv, attn_gemma3_27b_local_dscratch__avx2 *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
+{
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        ROWS_PANEL = 16, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
+        Q_STRIDE = 128, /* floats of a packed Q row (D in whole vectors) */
+        QK_ROWS = 4 /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
+    };
+    int64_t r, c, hk, pl = *plp;
+
+    if (dots) { /* keys in pairs; a lone last key pairs with itself */
+        for (c = 0; c < kb; c += 2) {
+            const int64_t c1 = c + 1 < kb ? c + 1 : c;
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                attn_dot_4x2_d128_f32__avx2(w->q + hk * glp * Q_STRIDE, glp, attn_gemma3_27b_local_k_row(&kv, hk, j0 + c),
+                        attn_gemma3_27b_local_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
+                for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
+                    const float *row = attn_gemma3_27b_local_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_gemma3_27b_local_prefetch_row_l2(row, n);
+                    else
+                        attn_gemma3_27b_local_prefetch_row(row, n);
+                }
+            }
+        }
+    } else {
+        const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) { /* S^T = K Q^T, panel by panel */
+            for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
+                const float *qt = w->qt + r * D;
+                const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
+                for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
+                    attn_qk_4x16_d128_f32__avx2(attn_gemma3_27b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        const float *row = attn_gemma3_27b_local_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_gemma3_27b_local_prefetch_row_l2(row, n);
+                        else
+                            attn_gemma3_27b_local_prefetch_row(row, n);
+                    }
+                }
+                for (; c < kb; c++)
+                    attn_qk_1x16_d128_f32__avx2(attn_gemma3_27b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
+                    const float *row = attn_gemma3_27b_local_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_gemma3_27b_local_prefetch_row_l2(row, n);
+                    else
+                        attn_gemma3_27b_local_prefetch_row(row, n);
+                }
+            }
+        }
+    }
+    *plp = pl;
+}
+
+/* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
  * apart), by the unit's row class, with the next block's first half prefetched
  * (rows pl of pn, from key jn) over the calls or inside them. */
 __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_gemma3_27b_local_dscores__avx2(const attn_gemma3_27b_local_kv kv, attn_gemma3_27b_local_dscratch__avx2 *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int lanes, int pairs, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp, int64_t *ksp, int64_t ks_end, int64_t kper)
@@ -6208,12 +6285,10 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_gem
         ROWS_HALF = 4, /* half a vector: the pairs kernel's rows, two values of D a row */
         ROWS_QUARTER = 2, /* a quarter vector: the half-width pairs kernel's rows */
         ROWS_PANEL = 16, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
-        Q_STRIDE = 128, /* floats of a packed Q row (D in whole vectors) */
         SCORE_KEYS = 8, /* keys a call of the lanes and pairs score kernels takes */
-        QK_ROWS = 4, /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
         LINE_FLOATS = 16 /* elements of a K/V row in a cache line */
     };
-    int64_t r, c, hk, pl = *plp;
+    int64_t c, hk, pl = *plp;
     int64_t ks = *ksp;
 
     if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
@@ -6276,52 +6351,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_gem
             }
         }
     } else
-    if (dots) { /* keys in pairs; a lone last key pairs with itself */
-        for (c = 0; c < kb; c += 2) {
-            const int64_t c1 = c + 1 < kb ? c + 1 : c;
-            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_dot_4x2_d128_f32__avx2(w->q + hk * glp * Q_STRIDE, glp, attn_gemma3_27b_local_k_row(&kv, hk, j0 + c),
-                        attn_gemma3_27b_local_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
-                for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
-                    const float *row = attn_gemma3_27b_local_next_row(&kv, jn, pl);
-                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                    if (pf == ATTN_PREFETCH_L2)
-                        attn_gemma3_27b_local_prefetch_row_l2(row, n);
-                    else
-                        attn_gemma3_27b_local_prefetch_row(row, n);
-                }
-            }
-        }
-    } else {
-        const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
-        for (hk = w->hk_lo; hk < w->hk_hi; hk++) { /* S^T = K Q^T, panel by panel */
-            for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
-                const float *qt = w->qt + r * D;
-                const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
-                for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_qk_4x16_d128_f32__avx2(attn_gemma3_27b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                    for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
-                        const float *row = attn_gemma3_27b_local_next_row(&kv, jn, pl);
-                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                        if (pf == ATTN_PREFETCH_L2)
-                            attn_gemma3_27b_local_prefetch_row_l2(row, n);
-                        else
-                            attn_gemma3_27b_local_prefetch_row(row, n);
-                    }
-                }
-                for (; c < kb; c++)
-                    attn_qk_1x16_d128_f32__avx2(attn_gemma3_27b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
-                    const float *row = attn_gemma3_27b_local_next_row(&kv, jn, pl);
-                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                    if (pf == ATTN_PREFETCH_L2)
-                        attn_gemma3_27b_local_prefetch_row_l2(row, n);
-                    else
-                        attn_gemma3_27b_local_prefetch_row(row, n);
-                }
-            }
-        }
-    }
+    attn_gemma3_27b_local_dqk__avx2(kv, w, j0, kb, rp, glp, dots, pf, jn, pn, &pl);
     attn_gemma3_27b_local_key_starts(&kv, &ks, ks_end, ks_end - ks); /* those the score calls left (a block of fewer keys than a call's) */
     *ksp = ks;
     *plp = pl;
@@ -8920,6 +8950,68 @@ static ATTN_ALWAYS_INLINE void attn_gemma3_27b_local_drows__neon(const attn_args
 }
 
 /* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
+ * apart) where the rows are scored by dot products (dots) or Q^T panels, with the
+ * next block's first half prefetched (rows pl of pn, from key jn) over the calls
+ * or inside them: the score phase's last classes. */
+static ATTN_ALWAYS_INLINE void attn_gemma3_27b_local_dqk__neon(const attn_gemma3_27b_local_kv kv, attn_gemma3_27b_local_dscratch__neon *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
+{
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        ROWS_PANEL = 8, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
+        Q_STRIDE = 128, /* floats of a packed Q row (D in whole vectors) */
+        QK_ROWS = 8 /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
+    };
+    int64_t r, c, hk, pl = *plp;
+
+    if (dots) { /* keys in pairs; a lone last key pairs with itself */
+        for (c = 0; c < kb; c += 2) {
+            const int64_t c1 = c + 1 < kb ? c + 1 : c;
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                attn_dot_4x2_d128_f32__neon(w->q + hk * glp * Q_STRIDE, glp, attn_gemma3_27b_local_k_row(&kv, hk, j0 + c),
+                        attn_gemma3_27b_local_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
+                for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
+                    const float *row = attn_gemma3_27b_local_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_gemma3_27b_local_prefetch_row_l2(row, n);
+                    else
+                        attn_gemma3_27b_local_prefetch_row(row, n);
+                }
+            }
+        }
+    } else {
+        const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) { /* S^T = K Q^T, panel by panel */
+            for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
+                const float *qt = w->qt + r * D;
+                const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
+                for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
+                    attn_qk_8x8_d128_f32__neon(attn_gemma3_27b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        const float *row = attn_gemma3_27b_local_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_gemma3_27b_local_prefetch_row_l2(row, n);
+                        else
+                            attn_gemma3_27b_local_prefetch_row(row, n);
+                    }
+                }
+                for (; c < kb; c++)
+                    attn_qk_1x8_d128_f32__neon(attn_gemma3_27b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
+                    const float *row = attn_gemma3_27b_local_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_gemma3_27b_local_prefetch_row_l2(row, n);
+                    else
+                        attn_gemma3_27b_local_prefetch_row(row, n);
+                }
+            }
+        }
+    }
+    *plp = pl;
+}
+
+/* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
  * apart), by the unit's row class, with the next block's first half prefetched
  * (rows pl of pn, from key jn) over the calls or inside them. */
 static ATTN_ALWAYS_INLINE void attn_gemma3_27b_local_dscores__neon(const attn_gemma3_27b_local_kv kv, attn_gemma3_27b_local_dscratch__neon *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int lanes, int pairs, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp, int64_t *ksp, int64_t ks_end, int64_t kper)
@@ -8929,12 +9021,10 @@ static ATTN_ALWAYS_INLINE void attn_gemma3_27b_local_dscores__neon(const attn_ge
         ROWS_HALF = 2, /* half a vector: the pairs kernel's rows, two values of D a row */
         ROWS_QUARTER = 1, /* a quarter vector: the half-width pairs kernel's rows */
         ROWS_PANEL = 8, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
-        Q_STRIDE = 128, /* floats of a packed Q row (D in whole vectors) */
         SCORE_KEYS = 8, /* keys a call of the lanes and pairs score kernels takes */
-        QK_ROWS = 8, /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
         LINE_FLOATS = 16 /* elements of a K/V row in a cache line */
     };
-    int64_t r, c, hk, pl = *plp;
+    int64_t c, hk, pl = *plp;
     int64_t ks = *ksp;
 
     if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
@@ -8997,52 +9087,7 @@ static ATTN_ALWAYS_INLINE void attn_gemma3_27b_local_dscores__neon(const attn_ge
             }
         }
     } else
-    if (dots) { /* keys in pairs; a lone last key pairs with itself */
-        for (c = 0; c < kb; c += 2) {
-            const int64_t c1 = c + 1 < kb ? c + 1 : c;
-            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_dot_4x2_d128_f32__neon(w->q + hk * glp * Q_STRIDE, glp, attn_gemma3_27b_local_k_row(&kv, hk, j0 + c),
-                        attn_gemma3_27b_local_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
-                for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
-                    const float *row = attn_gemma3_27b_local_next_row(&kv, jn, pl);
-                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                    if (pf == ATTN_PREFETCH_L2)
-                        attn_gemma3_27b_local_prefetch_row_l2(row, n);
-                    else
-                        attn_gemma3_27b_local_prefetch_row(row, n);
-                }
-            }
-        }
-    } else {
-        const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
-        for (hk = w->hk_lo; hk < w->hk_hi; hk++) { /* S^T = K Q^T, panel by panel */
-            for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
-                const float *qt = w->qt + r * D;
-                const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
-                for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_qk_8x8_d128_f32__neon(attn_gemma3_27b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                    for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
-                        const float *row = attn_gemma3_27b_local_next_row(&kv, jn, pl);
-                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                        if (pf == ATTN_PREFETCH_L2)
-                            attn_gemma3_27b_local_prefetch_row_l2(row, n);
-                        else
-                            attn_gemma3_27b_local_prefetch_row(row, n);
-                    }
-                }
-                for (; c < kb; c++)
-                    attn_qk_1x8_d128_f32__neon(attn_gemma3_27b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
-                    const float *row = attn_gemma3_27b_local_next_row(&kv, jn, pl);
-                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                    if (pf == ATTN_PREFETCH_L2)
-                        attn_gemma3_27b_local_prefetch_row_l2(row, n);
-                    else
-                        attn_gemma3_27b_local_prefetch_row(row, n);
-                }
-            }
-        }
-    }
+    attn_gemma3_27b_local_dqk__neon(kv, w, j0, kb, rp, glp, dots, pf, jn, pn, &pl);
     attn_gemma3_27b_local_key_starts(&kv, &ks, ks_end, ks_end - ks); /* those the score calls left (a block of fewer keys than a call's) */
     *ksp = ks;
     *plp = pl;
@@ -10335,265 +10380,12 @@ ATTN_NO_AUTOVEC static void attn_gemma3_27b_local_qpack_f32__scalar(const float 
         const attn_args *args, attn_gemma3_27b_local_rope_cs *rc, int64_t pos, const float *restrict nw)
 {
     const float vs = (0.111306339f);
+    int64_t c; /* 128 vectors, more than the planner unrolls (STORE_UNROLL_MAX): loops */
     /* qk_norm: the row widened to f32 (zero past D), normed, then scaled */
     float x[128];
-    *(x + 0) = *(src + 0);
-    *(x + 1) = *(src + 1);
-    *(x + 2) = *(src + 2);
-    *(x + 3) = *(src + 3);
-    *(x + 4) = *(src + 4);
-    *(x + 5) = *(src + 5);
-    *(x + 6) = *(src + 6);
-    *(x + 7) = *(src + 7);
-    *(x + 8) = *(src + 8);
-    *(x + 9) = *(src + 9);
-    *(x + 10) = *(src + 10);
-    *(x + 11) = *(src + 11);
-    *(x + 12) = *(src + 12);
-    *(x + 13) = *(src + 13);
-    *(x + 14) = *(src + 14);
-    *(x + 15) = *(src + 15);
-    *(x + 16) = *(src + 16);
-    *(x + 17) = *(src + 17);
-    *(x + 18) = *(src + 18);
-    *(x + 19) = *(src + 19);
-    *(x + 20) = *(src + 20);
-    *(x + 21) = *(src + 21);
-    *(x + 22) = *(src + 22);
-    *(x + 23) = *(src + 23);
-    *(x + 24) = *(src + 24);
-    *(x + 25) = *(src + 25);
-    *(x + 26) = *(src + 26);
-    *(x + 27) = *(src + 27);
-    *(x + 28) = *(src + 28);
-    *(x + 29) = *(src + 29);
-    *(x + 30) = *(src + 30);
-    *(x + 31) = *(src + 31);
-    *(x + 32) = *(src + 32);
-    *(x + 33) = *(src + 33);
-    *(x + 34) = *(src + 34);
-    *(x + 35) = *(src + 35);
-    *(x + 36) = *(src + 36);
-    *(x + 37) = *(src + 37);
-    *(x + 38) = *(src + 38);
-    *(x + 39) = *(src + 39);
-    *(x + 40) = *(src + 40);
-    *(x + 41) = *(src + 41);
-    *(x + 42) = *(src + 42);
-    *(x + 43) = *(src + 43);
-    *(x + 44) = *(src + 44);
-    *(x + 45) = *(src + 45);
-    *(x + 46) = *(src + 46);
-    *(x + 47) = *(src + 47);
-    *(x + 48) = *(src + 48);
-    *(x + 49) = *(src + 49);
-    *(x + 50) = *(src + 50);
-    *(x + 51) = *(src + 51);
-    *(x + 52) = *(src + 52);
-    *(x + 53) = *(src + 53);
-    *(x + 54) = *(src + 54);
-    *(x + 55) = *(src + 55);
-    *(x + 56) = *(src + 56);
-    *(x + 57) = *(src + 57);
-    *(x + 58) = *(src + 58);
-    *(x + 59) = *(src + 59);
-    *(x + 60) = *(src + 60);
-    *(x + 61) = *(src + 61);
-    *(x + 62) = *(src + 62);
-    *(x + 63) = *(src + 63);
-    *(x + 64) = *(src + 64);
-    *(x + 65) = *(src + 65);
-    *(x + 66) = *(src + 66);
-    *(x + 67) = *(src + 67);
-    *(x + 68) = *(src + 68);
-    *(x + 69) = *(src + 69);
-    *(x + 70) = *(src + 70);
-    *(x + 71) = *(src + 71);
-    *(x + 72) = *(src + 72);
-    *(x + 73) = *(src + 73);
-    *(x + 74) = *(src + 74);
-    *(x + 75) = *(src + 75);
-    *(x + 76) = *(src + 76);
-    *(x + 77) = *(src + 77);
-    *(x + 78) = *(src + 78);
-    *(x + 79) = *(src + 79);
-    *(x + 80) = *(src + 80);
-    *(x + 81) = *(src + 81);
-    *(x + 82) = *(src + 82);
-    *(x + 83) = *(src + 83);
-    *(x + 84) = *(src + 84);
-    *(x + 85) = *(src + 85);
-    *(x + 86) = *(src + 86);
-    *(x + 87) = *(src + 87);
-    *(x + 88) = *(src + 88);
-    *(x + 89) = *(src + 89);
-    *(x + 90) = *(src + 90);
-    *(x + 91) = *(src + 91);
-    *(x + 92) = *(src + 92);
-    *(x + 93) = *(src + 93);
-    *(x + 94) = *(src + 94);
-    *(x + 95) = *(src + 95);
-    *(x + 96) = *(src + 96);
-    *(x + 97) = *(src + 97);
-    *(x + 98) = *(src + 98);
-    *(x + 99) = *(src + 99);
-    *(x + 100) = *(src + 100);
-    *(x + 101) = *(src + 101);
-    *(x + 102) = *(src + 102);
-    *(x + 103) = *(src + 103);
-    *(x + 104) = *(src + 104);
-    *(x + 105) = *(src + 105);
-    *(x + 106) = *(src + 106);
-    *(x + 107) = *(src + 107);
-    *(x + 108) = *(src + 108);
-    *(x + 109) = *(src + 109);
-    *(x + 110) = *(src + 110);
-    *(x + 111) = *(src + 111);
-    *(x + 112) = *(src + 112);
-    *(x + 113) = *(src + 113);
-    *(x + 114) = *(src + 114);
-    *(x + 115) = *(src + 115);
-    *(x + 116) = *(src + 116);
-    *(x + 117) = *(src + 117);
-    *(x + 118) = *(src + 118);
-    *(x + 119) = *(src + 119);
-    *(x + 120) = *(src + 120);
-    *(x + 121) = *(src + 121);
-    *(x + 122) = *(src + 122);
-    *(x + 123) = *(src + 123);
-    *(x + 124) = *(src + 124);
-    *(x + 125) = *(src + 125);
-    *(x + 126) = *(src + 126);
-    *(x + 127) = *(src + 127);
+    for (c = 0; c < 128; c += 1) *(x + c) = *(src + c);
     attn_gemma3_27b_local_qk_norm(x, nw);
-    *(dst + 0) = (*(x + 0) * vs);
-    *(dst + 1) = (*(x + 1) * vs);
-    *(dst + 2) = (*(x + 2) * vs);
-    *(dst + 3) = (*(x + 3) * vs);
-    *(dst + 4) = (*(x + 4) * vs);
-    *(dst + 5) = (*(x + 5) * vs);
-    *(dst + 6) = (*(x + 6) * vs);
-    *(dst + 7) = (*(x + 7) * vs);
-    *(dst + 8) = (*(x + 8) * vs);
-    *(dst + 9) = (*(x + 9) * vs);
-    *(dst + 10) = (*(x + 10) * vs);
-    *(dst + 11) = (*(x + 11) * vs);
-    *(dst + 12) = (*(x + 12) * vs);
-    *(dst + 13) = (*(x + 13) * vs);
-    *(dst + 14) = (*(x + 14) * vs);
-    *(dst + 15) = (*(x + 15) * vs);
-    *(dst + 16) = (*(x + 16) * vs);
-    *(dst + 17) = (*(x + 17) * vs);
-    *(dst + 18) = (*(x + 18) * vs);
-    *(dst + 19) = (*(x + 19) * vs);
-    *(dst + 20) = (*(x + 20) * vs);
-    *(dst + 21) = (*(x + 21) * vs);
-    *(dst + 22) = (*(x + 22) * vs);
-    *(dst + 23) = (*(x + 23) * vs);
-    *(dst + 24) = (*(x + 24) * vs);
-    *(dst + 25) = (*(x + 25) * vs);
-    *(dst + 26) = (*(x + 26) * vs);
-    *(dst + 27) = (*(x + 27) * vs);
-    *(dst + 28) = (*(x + 28) * vs);
-    *(dst + 29) = (*(x + 29) * vs);
-    *(dst + 30) = (*(x + 30) * vs);
-    *(dst + 31) = (*(x + 31) * vs);
-    *(dst + 32) = (*(x + 32) * vs);
-    *(dst + 33) = (*(x + 33) * vs);
-    *(dst + 34) = (*(x + 34) * vs);
-    *(dst + 35) = (*(x + 35) * vs);
-    *(dst + 36) = (*(x + 36) * vs);
-    *(dst + 37) = (*(x + 37) * vs);
-    *(dst + 38) = (*(x + 38) * vs);
-    *(dst + 39) = (*(x + 39) * vs);
-    *(dst + 40) = (*(x + 40) * vs);
-    *(dst + 41) = (*(x + 41) * vs);
-    *(dst + 42) = (*(x + 42) * vs);
-    *(dst + 43) = (*(x + 43) * vs);
-    *(dst + 44) = (*(x + 44) * vs);
-    *(dst + 45) = (*(x + 45) * vs);
-    *(dst + 46) = (*(x + 46) * vs);
-    *(dst + 47) = (*(x + 47) * vs);
-    *(dst + 48) = (*(x + 48) * vs);
-    *(dst + 49) = (*(x + 49) * vs);
-    *(dst + 50) = (*(x + 50) * vs);
-    *(dst + 51) = (*(x + 51) * vs);
-    *(dst + 52) = (*(x + 52) * vs);
-    *(dst + 53) = (*(x + 53) * vs);
-    *(dst + 54) = (*(x + 54) * vs);
-    *(dst + 55) = (*(x + 55) * vs);
-    *(dst + 56) = (*(x + 56) * vs);
-    *(dst + 57) = (*(x + 57) * vs);
-    *(dst + 58) = (*(x + 58) * vs);
-    *(dst + 59) = (*(x + 59) * vs);
-    *(dst + 60) = (*(x + 60) * vs);
-    *(dst + 61) = (*(x + 61) * vs);
-    *(dst + 62) = (*(x + 62) * vs);
-    *(dst + 63) = (*(x + 63) * vs);
-    *(dst + 64) = (*(x + 64) * vs);
-    *(dst + 65) = (*(x + 65) * vs);
-    *(dst + 66) = (*(x + 66) * vs);
-    *(dst + 67) = (*(x + 67) * vs);
-    *(dst + 68) = (*(x + 68) * vs);
-    *(dst + 69) = (*(x + 69) * vs);
-    *(dst + 70) = (*(x + 70) * vs);
-    *(dst + 71) = (*(x + 71) * vs);
-    *(dst + 72) = (*(x + 72) * vs);
-    *(dst + 73) = (*(x + 73) * vs);
-    *(dst + 74) = (*(x + 74) * vs);
-    *(dst + 75) = (*(x + 75) * vs);
-    *(dst + 76) = (*(x + 76) * vs);
-    *(dst + 77) = (*(x + 77) * vs);
-    *(dst + 78) = (*(x + 78) * vs);
-    *(dst + 79) = (*(x + 79) * vs);
-    *(dst + 80) = (*(x + 80) * vs);
-    *(dst + 81) = (*(x + 81) * vs);
-    *(dst + 82) = (*(x + 82) * vs);
-    *(dst + 83) = (*(x + 83) * vs);
-    *(dst + 84) = (*(x + 84) * vs);
-    *(dst + 85) = (*(x + 85) * vs);
-    *(dst + 86) = (*(x + 86) * vs);
-    *(dst + 87) = (*(x + 87) * vs);
-    *(dst + 88) = (*(x + 88) * vs);
-    *(dst + 89) = (*(x + 89) * vs);
-    *(dst + 90) = (*(x + 90) * vs);
-    *(dst + 91) = (*(x + 91) * vs);
-    *(dst + 92) = (*(x + 92) * vs);
-    *(dst + 93) = (*(x + 93) * vs);
-    *(dst + 94) = (*(x + 94) * vs);
-    *(dst + 95) = (*(x + 95) * vs);
-    *(dst + 96) = (*(x + 96) * vs);
-    *(dst + 97) = (*(x + 97) * vs);
-    *(dst + 98) = (*(x + 98) * vs);
-    *(dst + 99) = (*(x + 99) * vs);
-    *(dst + 100) = (*(x + 100) * vs);
-    *(dst + 101) = (*(x + 101) * vs);
-    *(dst + 102) = (*(x + 102) * vs);
-    *(dst + 103) = (*(x + 103) * vs);
-    *(dst + 104) = (*(x + 104) * vs);
-    *(dst + 105) = (*(x + 105) * vs);
-    *(dst + 106) = (*(x + 106) * vs);
-    *(dst + 107) = (*(x + 107) * vs);
-    *(dst + 108) = (*(x + 108) * vs);
-    *(dst + 109) = (*(x + 109) * vs);
-    *(dst + 110) = (*(x + 110) * vs);
-    *(dst + 111) = (*(x + 111) * vs);
-    *(dst + 112) = (*(x + 112) * vs);
-    *(dst + 113) = (*(x + 113) * vs);
-    *(dst + 114) = (*(x + 114) * vs);
-    *(dst + 115) = (*(x + 115) * vs);
-    *(dst + 116) = (*(x + 116) * vs);
-    *(dst + 117) = (*(x + 117) * vs);
-    *(dst + 118) = (*(x + 118) * vs);
-    *(dst + 119) = (*(x + 119) * vs);
-    *(dst + 120) = (*(x + 120) * vs);
-    *(dst + 121) = (*(x + 121) * vs);
-    *(dst + 122) = (*(x + 122) * vs);
-    *(dst + 123) = (*(x + 123) * vs);
-    *(dst + 124) = (*(x + 124) * vs);
-    *(dst + 125) = (*(x + 125) * vs);
-    *(dst + 126) = (*(x + 126) * vs);
-    *(dst + 127) = (*(x + 127) * vs);
+    for (c = 0; c < 128; c += 1) *(dst + c) = (*(x + c) * vs);
     attn_gemma3_27b_local_rope_at(args, rc, pos);
     attn_gemma3_27b_local_rope_rotate(dst, rc);
 }
@@ -10733,19 +10525,15 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_gemma3_27b_local_drows__scal
 }
 
 /* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
- * apart), by the unit's row class, with the next block's first half prefetched
- * (rows pl of pn, from key jn) over the calls or inside them. */
-ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_gemma3_27b_local_dscores__scalar(const attn_gemma3_27b_local_kv kv, attn_gemma3_27b_local_dscratch__scalar *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
+ * apart) where the rows are scored by dot products (dots) or Q^T panels, with the
+ * next block's first half prefetched (rows pl of pn, from key jn) over the calls
+ * or inside them: the score phase's last classes. */
+ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_gemma3_27b_local_dqk__scalar(const attn_gemma3_27b_local_kv kv, attn_gemma3_27b_local_dscratch__scalar *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
 {
     enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
-        ROWS_VEC = 1, /* f32 lanes of a vector: a kv head's rows in the lanes kernel at most (isa.lanes) */
-        ROWS_HALF = 0, /* half a vector: the pairs kernel's rows, two values of D a row */
-        ROWS_QUARTER = 0, /* a quarter vector: the half-width pairs kernel's rows */
         ROWS_PANEL = 2, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
         Q_STRIDE = 128, /* floats of a packed Q row (D in whole vectors) */
-        SCORE_KEYS = 8, /* keys a call of the lanes and pairs score kernels takes */
-        QK_ROWS = 4, /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
-        LINE_FLOATS = 16 /* elements of a K/V row in a cache line */
+        QK_ROWS = 4 /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
     };
     int64_t r, c, hk, pl = *plp;
 
@@ -10795,6 +10583,25 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_gemma3_27b_local_dscores__sc
             }
         }
     }
+    *plp = pl;
+}
+
+/* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
+ * apart), by the unit's row class, with the next block's first half prefetched
+ * (rows pl of pn, from key jn) over the calls or inside them. */
+ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_gemma3_27b_local_dscores__scalar(const attn_gemma3_27b_local_kv kv, attn_gemma3_27b_local_dscratch__scalar *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
+{
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        ROWS_VEC = 1, /* f32 lanes of a vector: a kv head's rows in the lanes kernel at most (isa.lanes) */
+        ROWS_HALF = 0, /* half a vector: the pairs kernel's rows, two values of D a row */
+        ROWS_QUARTER = 0, /* a quarter vector: the half-width pairs kernel's rows */
+        ROWS_PANEL = 2, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
+        SCORE_KEYS = 8, /* keys a call of the lanes and pairs score kernels takes */
+        LINE_FLOATS = 16 /* elements of a K/V row in a cache line */
+    };
+    int64_t pl = *plp;
+
+    attn_gemma3_27b_local_dqk__scalar(kv, w, j0, kb, rp, glp, dots, pf, jn, pn, &pl);
     *plp = pl;
 }
 

@@ -3218,6 +3218,68 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_gpt2_
 }
 
 /* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
+ * apart) where the rows are scored by dot products (dots) or Q^T panels, with the
+ * next block's first half prefetched (rows pl of pn, from key jn) over the calls
+ * or inside them: the score phase's last classes. */
+__attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_gpt2_dqk__avx512(const attn_gpt2_kv kv, attn_gpt2_dscratch__avx512 *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
+{
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        ROWS_PANEL = 32, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        QK_ROWS = 8 /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
+    };
+    int64_t r, c, hk, pl = *plp;
+
+    if (dots) { /* keys in pairs; a lone last key pairs with itself */
+        for (c = 0; c < kb; c += 2) {
+            const int64_t c1 = c + 1 < kb ? c + 1 : c;
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                attn_dot_4x2_d64_f32__avx512(w->q + hk * glp * Q_STRIDE, glp, attn_gpt2_k_row(&kv, hk, j0 + c),
+                        attn_gpt2_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
+                for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
+                    const float *row = attn_gpt2_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_gpt2_prefetch_row_l2(row, n);
+                    else
+                        attn_gpt2_prefetch_row(row, n);
+                }
+            }
+        }
+    } else {
+        const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) { /* S^T = K Q^T, panel by panel */
+            for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
+                const float *qt = w->qt + r * D;
+                const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
+                for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
+                    attn_qk_8x32_d64_f32__avx512(attn_gpt2_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        const float *row = attn_gpt2_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_gpt2_prefetch_row_l2(row, n);
+                        else
+                            attn_gpt2_prefetch_row(row, n);
+                    }
+                }
+                for (; c < kb; c++)
+                    attn_qk_1x32_d64_f32__avx512(attn_gpt2_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
+                    const float *row = attn_gpt2_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_gpt2_prefetch_row_l2(row, n);
+                    else
+                        attn_gpt2_prefetch_row(row, n);
+                }
+            }
+        }
+    }
+    *plp = pl;
+}
+
+/* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
  * apart), by the unit's row class, with the next block's first half prefetched
  * (rows pl of pn, from key jn) over the calls or inside them. */
 __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_gpt2_dscores__avx512(const attn_gpt2_kv kv, attn_gpt2_dscratch__avx512 *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int lanes, int hpairs, int pairs, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
@@ -3227,11 +3289,9 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_gpt2_
         ROWS_HALF = 8, /* half a vector: the pairs kernel's rows, two values of D a row */
         ROWS_QUARTER = 4, /* a quarter vector: the half-width pairs kernel's rows */
         ROWS_PANEL = 32, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
-        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
-        SCORE_KEYS = 8, /* keys a call of the lanes and pairs score kernels takes */
-        QK_ROWS = 8 /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
+        SCORE_KEYS = 8 /* keys a call of the lanes and pairs score kernels takes */
     };
-    int64_t r, c, hk, pl = *plp;
+    int64_t c, hk, pl = *plp;
 
     if (lanes) { /* S^T = K Q^T, kv head by kv head: pairs of K values broadcast against one vector of rows, in two vectors */
         for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
@@ -3311,52 +3371,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_gpt2_
             }
         }
     } else
-    if (dots) { /* keys in pairs; a lone last key pairs with itself */
-        for (c = 0; c < kb; c += 2) {
-            const int64_t c1 = c + 1 < kb ? c + 1 : c;
-            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_dot_4x2_d64_f32__avx512(w->q + hk * glp * Q_STRIDE, glp, attn_gpt2_k_row(&kv, hk, j0 + c),
-                        attn_gpt2_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
-                for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
-                    const float *row = attn_gpt2_next_row(&kv, jn, pl);
-                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                    if (pf == ATTN_PREFETCH_L2)
-                        attn_gpt2_prefetch_row_l2(row, n);
-                    else
-                        attn_gpt2_prefetch_row(row, n);
-                }
-            }
-        }
-    } else {
-        const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
-        for (hk = w->hk_lo; hk < w->hk_hi; hk++) { /* S^T = K Q^T, panel by panel */
-            for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
-                const float *qt = w->qt + r * D;
-                const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
-                for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_qk_8x32_d64_f32__avx512(attn_gpt2_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                    for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
-                        const float *row = attn_gpt2_next_row(&kv, jn, pl);
-                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                        if (pf == ATTN_PREFETCH_L2)
-                            attn_gpt2_prefetch_row_l2(row, n);
-                        else
-                            attn_gpt2_prefetch_row(row, n);
-                    }
-                }
-                for (; c < kb; c++)
-                    attn_qk_1x32_d64_f32__avx512(attn_gpt2_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
-                    const float *row = attn_gpt2_next_row(&kv, jn, pl);
-                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                    if (pf == ATTN_PREFETCH_L2)
-                        attn_gpt2_prefetch_row_l2(row, n);
-                    else
-                        attn_gpt2_prefetch_row(row, n);
-                }
-            }
-        }
-    }
+    attn_gpt2_dqk__avx512(kv, w, j0, kb, rp, glp, dots, pf, jn, pn, &pl);
     *plp = pl;
 }
 
@@ -7891,6 +7906,68 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_gpt
 }
 
 /* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
+ * apart) where the rows are scored by dot products (dots) or Q^T panels, with the
+ * next block's first half prefetched (rows pl of pn, from key jn) over the calls
+ * or inside them: the score phase's last classes. */
+__attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_gpt2_dqk__avx2(const attn_gpt2_kv kv, attn_gpt2_dscratch__avx2 *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
+{
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        ROWS_PANEL = 16, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        QK_ROWS = 4 /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
+    };
+    int64_t r, c, hk, pl = *plp;
+
+    if (dots) { /* keys in pairs; a lone last key pairs with itself */
+        for (c = 0; c < kb; c += 2) {
+            const int64_t c1 = c + 1 < kb ? c + 1 : c;
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                attn_dot_4x2_d64_f32__avx2(w->q + hk * glp * Q_STRIDE, glp, attn_gpt2_k_row(&kv, hk, j0 + c),
+                        attn_gpt2_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
+                for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
+                    const float *row = attn_gpt2_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_gpt2_prefetch_row_l2(row, n);
+                    else
+                        attn_gpt2_prefetch_row(row, n);
+                }
+            }
+        }
+    } else {
+        const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) { /* S^T = K Q^T, panel by panel */
+            for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
+                const float *qt = w->qt + r * D;
+                const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
+                for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
+                    attn_qk_4x16_d64_f32__avx2(attn_gpt2_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        const float *row = attn_gpt2_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_gpt2_prefetch_row_l2(row, n);
+                        else
+                            attn_gpt2_prefetch_row(row, n);
+                    }
+                }
+                for (; c < kb; c++)
+                    attn_qk_1x16_d64_f32__avx2(attn_gpt2_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
+                    const float *row = attn_gpt2_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_gpt2_prefetch_row_l2(row, n);
+                    else
+                        attn_gpt2_prefetch_row(row, n);
+                }
+            }
+        }
+    }
+    *plp = pl;
+}
+
+/* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
  * apart), by the unit's row class, with the next block's first half prefetched
  * (rows pl of pn, from key jn) over the calls or inside them. */
 __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_gpt2_dscores__avx2(const attn_gpt2_kv kv, attn_gpt2_dscratch__avx2 *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int lanes, int pairs, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
@@ -7900,11 +7977,9 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_gpt
         ROWS_HALF = 4, /* half a vector: the pairs kernel's rows, two values of D a row */
         ROWS_QUARTER = 2, /* a quarter vector: the half-width pairs kernel's rows */
         ROWS_PANEL = 16, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
-        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
-        SCORE_KEYS = 8, /* keys a call of the lanes and pairs score kernels takes */
-        QK_ROWS = 4 /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
+        SCORE_KEYS = 8 /* keys a call of the lanes and pairs score kernels takes */
     };
-    int64_t r, c, hk, pl = *plp;
+    int64_t c, hk, pl = *plp;
 
     if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
         for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
@@ -7958,52 +8033,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_gpt
             }
         }
     } else
-    if (dots) { /* keys in pairs; a lone last key pairs with itself */
-        for (c = 0; c < kb; c += 2) {
-            const int64_t c1 = c + 1 < kb ? c + 1 : c;
-            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_dot_4x2_d64_f32__avx2(w->q + hk * glp * Q_STRIDE, glp, attn_gpt2_k_row(&kv, hk, j0 + c),
-                        attn_gpt2_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
-                for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
-                    const float *row = attn_gpt2_next_row(&kv, jn, pl);
-                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                    if (pf == ATTN_PREFETCH_L2)
-                        attn_gpt2_prefetch_row_l2(row, n);
-                    else
-                        attn_gpt2_prefetch_row(row, n);
-                }
-            }
-        }
-    } else {
-        const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
-        for (hk = w->hk_lo; hk < w->hk_hi; hk++) { /* S^T = K Q^T, panel by panel */
-            for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
-                const float *qt = w->qt + r * D;
-                const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
-                for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_qk_4x16_d64_f32__avx2(attn_gpt2_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                    for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
-                        const float *row = attn_gpt2_next_row(&kv, jn, pl);
-                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                        if (pf == ATTN_PREFETCH_L2)
-                            attn_gpt2_prefetch_row_l2(row, n);
-                        else
-                            attn_gpt2_prefetch_row(row, n);
-                    }
-                }
-                for (; c < kb; c++)
-                    attn_qk_1x16_d64_f32__avx2(attn_gpt2_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
-                    const float *row = attn_gpt2_next_row(&kv, jn, pl);
-                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                    if (pf == ATTN_PREFETCH_L2)
-                        attn_gpt2_prefetch_row_l2(row, n);
-                    else
-                        attn_gpt2_prefetch_row(row, n);
-                }
-            }
-        }
-    }
+    attn_gpt2_dqk__avx2(kv, w, j0, kb, rp, glp, dots, pf, jn, pn, &pl);
     *plp = pl;
 }
 
@@ -11740,6 +11770,68 @@ static ATTN_ALWAYS_INLINE void attn_gpt2_drows__neon(const attn_args *args, int6
 }
 
 /* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
+ * apart) where the rows are scored by dot products (dots) or Q^T panels, with the
+ * next block's first half prefetched (rows pl of pn, from key jn) over the calls
+ * or inside them: the score phase's last classes. */
+static ATTN_ALWAYS_INLINE void attn_gpt2_dqk__neon(const attn_gpt2_kv kv, attn_gpt2_dscratch__neon *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
+{
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        ROWS_PANEL = 8, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        QK_ROWS = 8 /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
+    };
+    int64_t r, c, hk, pl = *plp;
+
+    if (dots) { /* keys in pairs; a lone last key pairs with itself */
+        for (c = 0; c < kb; c += 2) {
+            const int64_t c1 = c + 1 < kb ? c + 1 : c;
+            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+                attn_dot_4x2_d64_f32__neon(w->q + hk * glp * Q_STRIDE, glp, attn_gpt2_k_row(&kv, hk, j0 + c),
+                        attn_gpt2_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
+                for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
+                    const float *row = attn_gpt2_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_gpt2_prefetch_row_l2(row, n);
+                    else
+                        attn_gpt2_prefetch_row(row, n);
+                }
+            }
+        }
+    } else {
+        const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) { /* S^T = K Q^T, panel by panel */
+            for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
+                const float *qt = w->qt + r * D;
+                const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
+                for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
+                    attn_qk_8x8_d64_f32__neon(attn_gpt2_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        const float *row = attn_gpt2_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_gpt2_prefetch_row_l2(row, n);
+                        else
+                            attn_gpt2_prefetch_row(row, n);
+                    }
+                }
+                for (; c < kb; c++)
+                    attn_qk_1x8_d64_f32__neon(attn_gpt2_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
+                    const float *row = attn_gpt2_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_gpt2_prefetch_row_l2(row, n);
+                    else
+                        attn_gpt2_prefetch_row(row, n);
+                }
+            }
+        }
+    }
+    *plp = pl;
+}
+
+/* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
  * apart), by the unit's row class, with the next block's first half prefetched
  * (rows pl of pn, from key jn) over the calls or inside them. */
 static ATTN_ALWAYS_INLINE void attn_gpt2_dscores__neon(const attn_gpt2_kv kv, attn_gpt2_dscratch__neon *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int lanes, int pairs, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
@@ -11749,11 +11841,9 @@ static ATTN_ALWAYS_INLINE void attn_gpt2_dscores__neon(const attn_gpt2_kv kv, at
         ROWS_HALF = 2, /* half a vector: the pairs kernel's rows, two values of D a row */
         ROWS_QUARTER = 1, /* a quarter vector: the half-width pairs kernel's rows */
         ROWS_PANEL = 8, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
-        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
-        SCORE_KEYS = 8, /* keys a call of the lanes and pairs score kernels takes */
-        QK_ROWS = 8 /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
+        SCORE_KEYS = 8 /* keys a call of the lanes and pairs score kernels takes */
     };
-    int64_t r, c, hk, pl = *plp;
+    int64_t c, hk, pl = *plp;
 
     if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
         for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
@@ -11807,52 +11897,7 @@ static ATTN_ALWAYS_INLINE void attn_gpt2_dscores__neon(const attn_gpt2_kv kv, at
             }
         }
     } else
-    if (dots) { /* keys in pairs; a lone last key pairs with itself */
-        for (c = 0; c < kb; c += 2) {
-            const int64_t c1 = c + 1 < kb ? c + 1 : c;
-            for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                attn_dot_4x2_d64_f32__neon(w->q + hk * glp * Q_STRIDE, glp, attn_gpt2_k_row(&kv, hk, j0 + c),
-                        attn_gpt2_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
-                for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
-                    const float *row = attn_gpt2_next_row(&kv, jn, pl);
-                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                    if (pf == ATTN_PREFETCH_L2)
-                        attn_gpt2_prefetch_row_l2(row, n);
-                    else
-                        attn_gpt2_prefetch_row(row, n);
-                }
-            }
-        }
-    } else {
-        const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
-        for (hk = w->hk_lo; hk < w->hk_hi; hk++) { /* S^T = K Q^T, panel by panel */
-            for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
-                const float *qt = w->qt + r * D;
-                const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
-                for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
-                    attn_qk_8x8_d64_f32__neon(attn_gpt2_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                    for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
-                        const float *row = attn_gpt2_next_row(&kv, jn, pl);
-                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                        if (pf == ATTN_PREFETCH_L2)
-                            attn_gpt2_prefetch_row_l2(row, n);
-                        else
-                            attn_gpt2_prefetch_row(row, n);
-                    }
-                }
-                for (; c < kb; c++)
-                    attn_qk_1x8_d64_f32__neon(attn_gpt2_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
-                    const float *row = attn_gpt2_next_row(&kv, jn, pl);
-                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                    if (pf == ATTN_PREFETCH_L2)
-                        attn_gpt2_prefetch_row_l2(row, n);
-                    else
-                        attn_gpt2_prefetch_row(row, n);
-                }
-            }
-        }
-    }
+    attn_gpt2_dqk__neon(kv, w, j0, kb, rp, glp, dots, pf, jn, pn, &pl);
     *plp = pl;
 }
 
@@ -13683,17 +13728,14 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_gpt2_drows__scalar(const att
 }
 
 /* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
- * apart), by the unit's row class, with the next block's first half prefetched
- * (rows pl of pn, from key jn) over the calls or inside them. */
-ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_gpt2_dscores__scalar(const attn_gpt2_kv kv, attn_gpt2_dscratch__scalar *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
+ * apart) where the rows are scored by dot products (dots) or Q^T panels, with the
+ * next block's first half prefetched (rows pl of pn, from key jn) over the calls
+ * or inside them: the score phase's last classes. */
+ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_gpt2_dqk__scalar(const attn_gpt2_kv kv, attn_gpt2_dscratch__scalar *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
 {
     enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
-        ROWS_VEC = 1, /* f32 lanes of a vector: a kv head's rows in the lanes kernel at most (isa.lanes) */
-        ROWS_HALF = 0, /* half a vector: the pairs kernel's rows, two values of D a row */
-        ROWS_QUARTER = 0, /* a quarter vector: the half-width pairs kernel's rows */
         ROWS_PANEL = 2, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
         Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
-        SCORE_KEYS = 8, /* keys a call of the lanes and pairs score kernels takes */
         QK_ROWS = 4 /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
     };
     int64_t r, c, hk, pl = *plp;
@@ -13744,6 +13786,24 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_gpt2_dscores__scalar(const a
             }
         }
     }
+    *plp = pl;
+}
+
+/* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
+ * apart), by the unit's row class, with the next block's first half prefetched
+ * (rows pl of pn, from key jn) over the calls or inside them. */
+ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_gpt2_dscores__scalar(const attn_gpt2_kv kv, attn_gpt2_dscratch__scalar *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
+{
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        ROWS_VEC = 1, /* f32 lanes of a vector: a kv head's rows in the lanes kernel at most (isa.lanes) */
+        ROWS_HALF = 0, /* half a vector: the pairs kernel's rows, two values of D a row */
+        ROWS_QUARTER = 0, /* a quarter vector: the half-width pairs kernel's rows */
+        ROWS_PANEL = 2, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
+        SCORE_KEYS = 8 /* keys a call of the lanes and pairs score kernels takes */
+    };
+    int64_t pl = *plp;
+
+    attn_gpt2_dqk__scalar(kv, w, j0, kb, rp, glp, dots, pf, jn, pn, &pl);
     *plp = pl;
 }
 

@@ -201,6 +201,24 @@ static inline float *attn_linear_transformer_o_row(const attn_args *args, int64_
     return (float *)args->o + b * args->o_stride[0] + i * args->o_stride[1] + h * args->o_stride[2];
 }
 
+/* The threads of a call: args->threads, or OpenMP's default (1 without OpenMP). */
+ATTN_SHARED static int attn_linear_transformer_call_threads(int threads)
+{
+#ifdef _OPENMP
+    return threads > 0 ? threads : omp_get_max_threads();
+#else
+    return threads > 0 ? threads : 1;
+#endif
+}
+
+/* A call's memory of `bytes`, every part inside on ATTN_ALIGN: one allocation of
+ * the hook's (its blocks are aligned so), which the caller frees. */
+ATTN_SHARED static attn_status attn_linear_transformer_hook_mem(size_t bytes, char **mem)
+{
+    *mem = (char *)attn_alloc(bytes);
+    return *mem ? ATTN_OK : ATTN_ERR_NOMEM;
+}
+
 /* ======================================================================== */
 /* avx512: 16 lanes of f32, 32 registers; build part 1 */
 /* ======================================================================== */
@@ -935,6 +953,8 @@ typedef struct {
     float den[TQ];                /* the rows' denominators, without eps */
 } attn_linear_transformer_lscratch__avx512;
 
+typedef char attn_linear_transformer_lscratch_fits__avx512[sizeof(attn_linear_transformer_lscratch__avx512) == 5152 * sizeof(float) ? 1 : -1];
+
 /* dst[0..D) = phi(src), dst[D..64) = 0. */
 __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_phiq_f32__avx512(const float *restrict src, float *restrict dst)
 {
@@ -1201,60 +1221,55 @@ __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_lunit
 
 /* Units of (batch, a run of kv heads): as many runs per batch as there are
  * threads for it, so that one thread reads every head of a key in a row.
- * Output and state do not depend on the split (lunit).  Scratch is
- * allocated once per thread. */
+ * Output and state do not depend on the split (lunit).  The scratch of every
+ * thread is one allocation a call (lib/threads): a thread's is 5152 floats and
+ * 22656 a kv head of its run (planner/linear.lua's scratch). */
 __attribute__((target("avx512f,fma"))) attn_status attn_linear_transformer_fwd__avx512(const attn_args *args)
 {
     const attn_status st = attn_check_args(&attn_linear_transformer_kernel.spec, args);
-    int64_t B, runs;
+    int64_t B, runs, most;
     int threads, nt;
-    int failed = 0;
+    size_t tb; /* bytes of a thread's scratch */
+    char *mem;
 
     if (st != ATTN_OK) return st;
     B = args->batch;
     nt = attn_stream_output(args->o, args->o_stride, sizeof(float), B * args->seq_q * HQ * DV * (int64_t)sizeof(float),
             sizeof(__m512));
     if (B == 0) return ATTN_OK; /* with no query rows, the keys still go into the state */
-#ifdef _OPENMP
-    threads = args->threads > 0 ? args->threads : omp_get_max_threads();
-#else
-    threads = 1;
-#endif
+    threads = attn_linear_transformer_call_threads(args->threads);
     runs = (threads + B - 1) / B; /* runs of kv heads per batch */
     if (runs > HKV) runs = HKV;
+    most = (HKV + runs - 1) / runs; /* kv heads of a run, at most */
+    tb = sizeof(float) * (size_t)(5152 + most * 22656);
+    if ((size_t)threads > SIZE_MAX / tb) return ATTN_ERR_TOO_LARGE;
+    if (attn_linear_transformer_hook_mem((size_t)threads * tb, &mem) != ATTN_OK) return ATTN_ERR_NOMEM;
 
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads)
 #endif
     {
-        attn_linear_transformer_lscratch__avx512 *w = (attn_linear_transformer_lscratch__avx512 *)attn_alloc(sizeof(*w));
-        const int64_t most = (HKV + runs - 1) / runs; /* kv heads of a run, at most */
-        float *sz = (float *)attn_alloc(sizeof(float) * (size_t)(most * 4160));
-        float *kb = (float *)attn_alloc(sizeof(float) * (size_t)(most * 16448));
-        float *qb = (float *)attn_alloc(sizeof(float) * (size_t)(most * GROUP * TQ * 64));
-        int64_t unit;
-        if (!w || !sz || !kb || !qb) {
 #ifdef _OPENMP
-#pragma omp critical
+        float *tf = (float *)(mem + (size_t)omp_get_thread_num() * tb);
+#else
+        float *tf = (float *)(mem);
 #endif
-            failed = 1;
-        }
-        if (w) memset(w, 0, sizeof(*w)); /* score columns past a block are never uninitialized */
+        attn_linear_transformer_lscratch__avx512 *w = (attn_linear_transformer_lscratch__avx512 *)(void *)tf;
+        float *sz = tf + 5152, *kb = sz + most * 4160, *qb = kb + most * 16448;
+        int64_t unit;
+        memset(w, 0, sizeof(*w)); /* score columns past a block are never uninitialized */
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
         for (unit = 0; unit < B * runs; unit++) {
             const int64_t b = unit / runs, run = unit % runs;
             const int64_t hk0 = run * HKV / runs, hk1 = (run + 1) * HKV / runs;
-            if (w && sz && kb && qb) attn_linear_transformer_lunit__avx512(args, b, hk0, hk1 - hk0, sz, kb, qb, w, nt);
+            attn_linear_transformer_lunit__avx512(args, b, hk0, hk1 - hk0, sz, kb, qb, w, nt);
         }
         if (nt) _mm_sfence(); /* this thread's streamed rows before the caller reads O */
-        attn_free(w);
-        attn_free(sz);
-        attn_free(kb);
-        attn_free(qb);
     }
-    return failed ? ATTN_ERR_NOMEM : ATTN_OK;
+    attn_free(mem);
+    return ATTN_OK;
 }
 #endif /* defined(__x86_64__) || defined(_M_X64) */
 #endif /* build part of avx512 */
@@ -2381,6 +2396,8 @@ typedef struct {
     float den[TQ];                /* the rows' denominators, without eps */
 } attn_linear_transformer_lscratch__avx2;
 
+typedef char attn_linear_transformer_lscratch_fits__avx2[sizeof(attn_linear_transformer_lscratch__avx2) == 5152 * sizeof(float) ? 1 : -1];
+
 /* dst[0..D) = phi(src), dst[D..64) = 0. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_phiq_f32__avx2(const float *restrict src, float *restrict dst)
 {
@@ -2655,60 +2672,55 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_lun
 
 /* Units of (batch, a run of kv heads): as many runs per batch as there are
  * threads for it, so that one thread reads every head of a key in a row.
- * Output and state do not depend on the split (lunit).  Scratch is
- * allocated once per thread. */
+ * Output and state do not depend on the split (lunit).  The scratch of every
+ * thread is one allocation a call (lib/threads): a thread's is 5152 floats and
+ * 22656 a kv head of its run (planner/linear.lua's scratch). */
 __attribute__((target("avx2,fma,f16c"))) attn_status attn_linear_transformer_fwd__avx2(const attn_args *args)
 {
     const attn_status st = attn_check_args(&attn_linear_transformer_kernel.spec, args);
-    int64_t B, runs;
+    int64_t B, runs, most;
     int threads, nt;
-    int failed = 0;
+    size_t tb; /* bytes of a thread's scratch */
+    char *mem;
 
     if (st != ATTN_OK) return st;
     B = args->batch;
     nt = attn_stream_output(args->o, args->o_stride, sizeof(float), B * args->seq_q * HQ * DV * (int64_t)sizeof(float),
             sizeof(__m256));
     if (B == 0) return ATTN_OK; /* with no query rows, the keys still go into the state */
-#ifdef _OPENMP
-    threads = args->threads > 0 ? args->threads : omp_get_max_threads();
-#else
-    threads = 1;
-#endif
+    threads = attn_linear_transformer_call_threads(args->threads);
     runs = (threads + B - 1) / B; /* runs of kv heads per batch */
     if (runs > HKV) runs = HKV;
+    most = (HKV + runs - 1) / runs; /* kv heads of a run, at most */
+    tb = sizeof(float) * (size_t)(5152 + most * 22656);
+    if ((size_t)threads > SIZE_MAX / tb) return ATTN_ERR_TOO_LARGE;
+    if (attn_linear_transformer_hook_mem((size_t)threads * tb, &mem) != ATTN_OK) return ATTN_ERR_NOMEM;
 
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads)
 #endif
     {
-        attn_linear_transformer_lscratch__avx2 *w = (attn_linear_transformer_lscratch__avx2 *)attn_alloc(sizeof(*w));
-        const int64_t most = (HKV + runs - 1) / runs; /* kv heads of a run, at most */
-        float *sz = (float *)attn_alloc(sizeof(float) * (size_t)(most * 4160));
-        float *kb = (float *)attn_alloc(sizeof(float) * (size_t)(most * 16448));
-        float *qb = (float *)attn_alloc(sizeof(float) * (size_t)(most * GROUP * TQ * 64));
-        int64_t unit;
-        if (!w || !sz || !kb || !qb) {
 #ifdef _OPENMP
-#pragma omp critical
+        float *tf = (float *)(mem + (size_t)omp_get_thread_num() * tb);
+#else
+        float *tf = (float *)(mem);
 #endif
-            failed = 1;
-        }
-        if (w) memset(w, 0, sizeof(*w)); /* score columns past a block are never uninitialized */
+        attn_linear_transformer_lscratch__avx2 *w = (attn_linear_transformer_lscratch__avx2 *)(void *)tf;
+        float *sz = tf + 5152, *kb = sz + most * 4160, *qb = kb + most * 16448;
+        int64_t unit;
+        memset(w, 0, sizeof(*w)); /* score columns past a block are never uninitialized */
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
         for (unit = 0; unit < B * runs; unit++) {
             const int64_t b = unit / runs, run = unit % runs;
             const int64_t hk0 = run * HKV / runs, hk1 = (run + 1) * HKV / runs;
-            if (w && sz && kb && qb) attn_linear_transformer_lunit__avx2(args, b, hk0, hk1 - hk0, sz, kb, qb, w, nt);
+            attn_linear_transformer_lunit__avx2(args, b, hk0, hk1 - hk0, sz, kb, qb, w, nt);
         }
         if (nt) _mm_sfence(); /* this thread's streamed rows before the caller reads O */
-        attn_free(w);
-        attn_free(sz);
-        attn_free(kb);
-        attn_free(qb);
     }
-    return failed ? ATTN_ERR_NOMEM : ATTN_OK;
+    attn_free(mem);
+    return ATTN_OK;
 }
 #endif /* defined(__x86_64__) || defined(_M_X64) */
 #endif /* build part of avx2 */
@@ -4143,6 +4155,8 @@ typedef struct {
     float den[TQ];                /* the rows' denominators, without eps */
 } attn_linear_transformer_lscratch__neon;
 
+typedef char attn_linear_transformer_lscratch_fits__neon[sizeof(attn_linear_transformer_lscratch__neon) == 5152 * sizeof(float) ? 1 : -1];
+
 /* dst[0..D) = phi(src), dst[D..64) = 0. */
 static void attn_linear_transformer_phiq_f32__neon(const float *restrict src, float *restrict dst)
 {
@@ -4414,58 +4428,53 @@ static void attn_linear_transformer_lunit__neon(const attn_args *args, int64_t b
 
 /* Units of (batch, a run of kv heads): as many runs per batch as there are
  * threads for it, so that one thread reads every head of a key in a row.
- * Output and state do not depend on the split (lunit).  Scratch is
- * allocated once per thread. */
+ * Output and state do not depend on the split (lunit).  The scratch of every
+ * thread is one allocation a call (lib/threads): a thread's is 5152 floats and
+ * 22656 a kv head of its run (planner/linear.lua's scratch). */
 attn_status attn_linear_transformer_fwd__neon(const attn_args *args)
 {
     const attn_status st = attn_check_args(&attn_linear_transformer_kernel.spec, args);
-    int64_t B, runs;
+    int64_t B, runs, most;
     int threads, nt;
-    int failed = 0;
+    size_t tb; /* bytes of a thread's scratch */
+    char *mem;
 
     if (st != ATTN_OK) return st;
     B = args->batch;
     nt = 0; /* O through the caches: this variant stores no whole f32 vectors past them */
     if (B == 0) return ATTN_OK; /* with no query rows, the keys still go into the state */
-#ifdef _OPENMP
-    threads = args->threads > 0 ? args->threads : omp_get_max_threads();
-#else
-    threads = 1;
-#endif
+    threads = attn_linear_transformer_call_threads(args->threads);
     runs = (threads + B - 1) / B; /* runs of kv heads per batch */
     if (runs > HKV) runs = HKV;
+    most = (HKV + runs - 1) / runs; /* kv heads of a run, at most */
+    tb = sizeof(float) * (size_t)(5152 + most * 22656);
+    if ((size_t)threads > SIZE_MAX / tb) return ATTN_ERR_TOO_LARGE;
+    if (attn_linear_transformer_hook_mem((size_t)threads * tb, &mem) != ATTN_OK) return ATTN_ERR_NOMEM;
 
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads)
 #endif
     {
-        attn_linear_transformer_lscratch__neon *w = (attn_linear_transformer_lscratch__neon *)attn_alloc(sizeof(*w));
-        const int64_t most = (HKV + runs - 1) / runs; /* kv heads of a run, at most */
-        float *sz = (float *)attn_alloc(sizeof(float) * (size_t)(most * 4160));
-        float *kb = (float *)attn_alloc(sizeof(float) * (size_t)(most * 16448));
-        float *qb = (float *)attn_alloc(sizeof(float) * (size_t)(most * GROUP * TQ * 64));
-        int64_t unit;
-        if (!w || !sz || !kb || !qb) {
 #ifdef _OPENMP
-#pragma omp critical
+        float *tf = (float *)(mem + (size_t)omp_get_thread_num() * tb);
+#else
+        float *tf = (float *)(mem);
 #endif
-            failed = 1;
-        }
-        if (w) memset(w, 0, sizeof(*w)); /* score columns past a block are never uninitialized */
+        attn_linear_transformer_lscratch__neon *w = (attn_linear_transformer_lscratch__neon *)(void *)tf;
+        float *sz = tf + 5152, *kb = sz + most * 4160, *qb = kb + most * 16448;
+        int64_t unit;
+        memset(w, 0, sizeof(*w)); /* score columns past a block are never uninitialized */
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
         for (unit = 0; unit < B * runs; unit++) {
             const int64_t b = unit / runs, run = unit % runs;
             const int64_t hk0 = run * HKV / runs, hk1 = (run + 1) * HKV / runs;
-            if (w && sz && kb && qb) attn_linear_transformer_lunit__neon(args, b, hk0, hk1 - hk0, sz, kb, qb, w, nt);
+            attn_linear_transformer_lunit__neon(args, b, hk0, hk1 - hk0, sz, kb, qb, w, nt);
         }
-        attn_free(w);
-        attn_free(sz);
-        attn_free(kb);
-        attn_free(qb);
     }
-    return failed ? ATTN_ERR_NOMEM : ATTN_OK;
+    attn_free(mem);
+    return ATTN_OK;
 }
 #endif /* defined(__aarch64__) */
 #endif /* build part of neon */
@@ -4794,6 +4803,8 @@ typedef struct {
     float den[TQ];                /* the rows' denominators, without eps */
 } attn_linear_transformer_lscratch__scalar;
 
+typedef char attn_linear_transformer_lscratch_fits__scalar[sizeof(attn_linear_transformer_lscratch__scalar) == 5152 * sizeof(float) ? 1 : -1];
+
 /* dst[0..D) = phi(src), dst[D..64) = 0. */
 ATTN_NO_AUTOVEC static void attn_linear_transformer_phiq_f32__scalar(const float *restrict src, float *restrict dst)
 {
@@ -5108,58 +5119,53 @@ ATTN_NO_AUTOVEC static void attn_linear_transformer_lunit__scalar(const attn_arg
 
 /* Units of (batch, a run of kv heads): as many runs per batch as there are
  * threads for it, so that one thread reads every head of a key in a row.
- * Output and state do not depend on the split (lunit).  Scratch is
- * allocated once per thread. */
+ * Output and state do not depend on the split (lunit).  The scratch of every
+ * thread is one allocation a call (lib/threads): a thread's is 5152 floats and
+ * 22656 a kv head of its run (planner/linear.lua's scratch). */
 ATTN_NO_AUTOVEC attn_status attn_linear_transformer_fwd__scalar(const attn_args *args)
 {
     const attn_status st = attn_check_args(&attn_linear_transformer_kernel.spec, args);
-    int64_t B, runs;
+    int64_t B, runs, most;
     int threads, nt;
-    int failed = 0;
+    size_t tb; /* bytes of a thread's scratch */
+    char *mem;
 
     if (st != ATTN_OK) return st;
     B = args->batch;
     nt = 0; /* O through the caches: this variant stores no whole f32 vectors past them */
     if (B == 0) return ATTN_OK; /* with no query rows, the keys still go into the state */
-#ifdef _OPENMP
-    threads = args->threads > 0 ? args->threads : omp_get_max_threads();
-#else
-    threads = 1;
-#endif
+    threads = attn_linear_transformer_call_threads(args->threads);
     runs = (threads + B - 1) / B; /* runs of kv heads per batch */
     if (runs > HKV) runs = HKV;
+    most = (HKV + runs - 1) / runs; /* kv heads of a run, at most */
+    tb = sizeof(float) * (size_t)(5152 + most * 22656);
+    if ((size_t)threads > SIZE_MAX / tb) return ATTN_ERR_TOO_LARGE;
+    if (attn_linear_transformer_hook_mem((size_t)threads * tb, &mem) != ATTN_OK) return ATTN_ERR_NOMEM;
 
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads)
 #endif
     {
-        attn_linear_transformer_lscratch__scalar *w = (attn_linear_transformer_lscratch__scalar *)attn_alloc(sizeof(*w));
-        const int64_t most = (HKV + runs - 1) / runs; /* kv heads of a run, at most */
-        float *sz = (float *)attn_alloc(sizeof(float) * (size_t)(most * 4160));
-        float *kb = (float *)attn_alloc(sizeof(float) * (size_t)(most * 16448));
-        float *qb = (float *)attn_alloc(sizeof(float) * (size_t)(most * GROUP * TQ * 64));
-        int64_t unit;
-        if (!w || !sz || !kb || !qb) {
 #ifdef _OPENMP
-#pragma omp critical
+        float *tf = (float *)(mem + (size_t)omp_get_thread_num() * tb);
+#else
+        float *tf = (float *)(mem);
 #endif
-            failed = 1;
-        }
-        if (w) memset(w, 0, sizeof(*w)); /* score columns past a block are never uninitialized */
+        attn_linear_transformer_lscratch__scalar *w = (attn_linear_transformer_lscratch__scalar *)(void *)tf;
+        float *sz = tf + 5152, *kb = sz + most * 4160, *qb = kb + most * 16448;
+        int64_t unit;
+        memset(w, 0, sizeof(*w)); /* score columns past a block are never uninitialized */
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
         for (unit = 0; unit < B * runs; unit++) {
             const int64_t b = unit / runs, run = unit % runs;
             const int64_t hk0 = run * HKV / runs, hk1 = (run + 1) * HKV / runs;
-            if (w && sz && kb && qb) attn_linear_transformer_lunit__scalar(args, b, hk0, hk1 - hk0, sz, kb, qb, w, nt);
+            attn_linear_transformer_lunit__scalar(args, b, hk0, hk1 - hk0, sz, kb, qb, w, nt);
         }
-        attn_free(w);
-        attn_free(sz);
-        attn_free(kb);
-        attn_free(qb);
     }
-    return failed ? ATTN_ERR_NOMEM : ATTN_OK;
+    attn_free(mem);
+    return ATTN_OK;
 }
 #endif /* build part of scalar */
 

@@ -3366,47 +3366,18 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_llama
 }
 
 /* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
- * apart), by the unit's row class, with the next block's first half prefetched
- * (rows pl of pn, from key jn) over the calls or inside them. */
-__attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_llama3_8b_q4kv_dscores__avx512(const attn_llama3_8b_q4kv_kv kv, attn_llama3_8b_q4kv_dscratch__avx512 *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int lanes, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
+ * apart) where the rows are scored by dot products (dots) or Q^T panels, with the
+ * next block's first half prefetched (rows pl of pn, from key jn) over the calls
+ * or inside them: the score phase's last classes. */
+__attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_llama3_8b_q4kv_dqk__avx512(const attn_llama3_8b_q4kv_kv kv, attn_llama3_8b_q4kv_dscratch__avx512 *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
 {
     enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
-        ROWS_VEC = 16, /* f32 lanes of a vector: a kv head's rows in the lanes kernel at most (isa.lanes) */
-        ROWS_HALF = 8, /* half a vector: the pairs kernel's rows, two values of D a row */
-        ROWS_QUARTER = 4, /* a quarter vector: the half-width pairs kernel's rows */
         ROWS_PANEL = 32, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
         Q_STRIDE = 128, /* floats of a packed Q row (D in whole vectors) */
-        SCORE_KEYS = 8, /* keys a call of the lanes and pairs score kernels takes */
         QK_ROWS = 8 /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
     };
     int64_t r, c, hk, pl = *plp;
 
-    if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
-        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-            const float *qt = w->qt + (hk * glp / ROWS_PANEL) * ROWS_PANEL * D + (hk * glp) % ROWS_PANEL; /* its rows' Q^T */
-            for (c = 0; c < kb;) {
-                const attn_block_q4_0 *k0 = attn_llama3_8b_q4kv_k_row(&kv, hk, j0 + c);
-                int64_t d;
-                if (c + SCORE_KEYS <= kb) { /* 8 keys */
-                    attn_lanes_8x1_d128_q4_0_p32__avx512(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
-                    c += SCORE_KEYS;
-                } else { /* one key */
-                    __m512 a0 = _mm512_setzero_ps();
-                    for (d = 0; d < D; d++) a0 = _mm512_fmadd_ps(_mm512_set1_ps(attn_widen_q4_0__scalar(k0, d)), _mm512_loadu_ps(qt + d * ROWS_PANEL), a0);
-                    _mm512_storeu_ps(w->s + c * rp + hk * glp, a0);
-                    c++;
-                }
-                for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                    const attn_block_q4_0 *row = attn_llama3_8b_q4kv_next_row(&kv, jn, pl);
-                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                    if (pf == ATTN_PREFETCH_L2)
-                        attn_llama3_8b_q4kv_prefetch_row_l2(row, n);
-                    else
-                        attn_llama3_8b_q4kv_prefetch_row(row, n);
-                }
-            }
-        }
-    } else
     if (dots) { /* keys in pairs; a lone last key pairs with itself */
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
@@ -3453,6 +3424,50 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_llama
             }
         }
     }
+    *plp = pl;
+}
+
+/* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
+ * apart), by the unit's row class, with the next block's first half prefetched
+ * (rows pl of pn, from key jn) over the calls or inside them. */
+__attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_llama3_8b_q4kv_dscores__avx512(const attn_llama3_8b_q4kv_kv kv, attn_llama3_8b_q4kv_dscratch__avx512 *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int lanes, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
+{
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        ROWS_VEC = 16, /* f32 lanes of a vector: a kv head's rows in the lanes kernel at most (isa.lanes) */
+        ROWS_HALF = 8, /* half a vector: the pairs kernel's rows, two values of D a row */
+        ROWS_QUARTER = 4, /* a quarter vector: the half-width pairs kernel's rows */
+        ROWS_PANEL = 32, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
+        SCORE_KEYS = 8 /* keys a call of the lanes and pairs score kernels takes */
+    };
+    int64_t c, hk, pl = *plp;
+
+    if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+            const float *qt = w->qt + (hk * glp / ROWS_PANEL) * ROWS_PANEL * D + (hk * glp) % ROWS_PANEL; /* its rows' Q^T */
+            for (c = 0; c < kb;) {
+                const attn_block_q4_0 *k0 = attn_llama3_8b_q4kv_k_row(&kv, hk, j0 + c);
+                int64_t d;
+                if (c + SCORE_KEYS <= kb) { /* 8 keys */
+                    attn_lanes_8x1_d128_q4_0_p32__avx512(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
+                    c += SCORE_KEYS;
+                } else { /* one key */
+                    __m512 a0 = _mm512_setzero_ps();
+                    for (d = 0; d < D; d++) a0 = _mm512_fmadd_ps(_mm512_set1_ps(attn_widen_q4_0__scalar(k0, d)), _mm512_loadu_ps(qt + d * ROWS_PANEL), a0);
+                    _mm512_storeu_ps(w->s + c * rp + hk * glp, a0);
+                    c++;
+                }
+                for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
+                    const attn_block_q4_0 *row = attn_llama3_8b_q4kv_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_llama3_8b_q4kv_prefetch_row_l2(row, n);
+                    else
+                        attn_llama3_8b_q4kv_prefetch_row(row, n);
+                }
+            }
+        }
+    } else
+    attn_llama3_8b_q4kv_dqk__avx512(kv, w, j0, kb, rp, glp, dots, pf, jn, pn, &pl);
     *plp = pl;
 }
 
@@ -6398,47 +6413,18 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_lla
 }
 
 /* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
- * apart), by the unit's row class, with the next block's first half prefetched
- * (rows pl of pn, from key jn) over the calls or inside them. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_llama3_8b_q4kv_dscores__avx2(const attn_llama3_8b_q4kv_kv kv, attn_llama3_8b_q4kv_dscratch__avx2 *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int lanes, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
+ * apart) where the rows are scored by dot products (dots) or Q^T panels, with the
+ * next block's first half prefetched (rows pl of pn, from key jn) over the calls
+ * or inside them: the score phase's last classes. */
+__attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_llama3_8b_q4kv_dqk__avx2(const attn_llama3_8b_q4kv_kv kv, attn_llama3_8b_q4kv_dscratch__avx2 *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
 {
     enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
-        ROWS_VEC = 8, /* f32 lanes of a vector: a kv head's rows in the lanes kernel at most (isa.lanes) */
-        ROWS_HALF = 4, /* half a vector: the pairs kernel's rows, two values of D a row */
-        ROWS_QUARTER = 2, /* a quarter vector: the half-width pairs kernel's rows */
         ROWS_PANEL = 16, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
         Q_STRIDE = 128, /* floats of a packed Q row (D in whole vectors) */
-        SCORE_KEYS = 8, /* keys a call of the lanes and pairs score kernels takes */
         QK_ROWS = 4 /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
     };
     int64_t r, c, hk, pl = *plp;
 
-    if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
-        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-            const float *qt = w->qt + (hk * glp / ROWS_PANEL) * ROWS_PANEL * D + (hk * glp) % ROWS_PANEL; /* its rows' Q^T */
-            for (c = 0; c < kb;) {
-                const attn_block_q4_0 *k0 = attn_llama3_8b_q4kv_k_row(&kv, hk, j0 + c);
-                int64_t d;
-                if (c + SCORE_KEYS <= kb) { /* 8 keys */
-                    attn_lanes_8x1_d128_q4_0_p16__avx2(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
-                    c += SCORE_KEYS;
-                } else { /* one key */
-                    __m256 a0 = _mm256_setzero_ps();
-                    for (d = 0; d < D; d++) a0 = _mm256_fmadd_ps(_mm256_set1_ps(attn_widen_q4_0__scalar(k0, d)), _mm256_loadu_ps(qt + d * ROWS_PANEL), a0);
-                    _mm256_storeu_ps(w->s + c * rp + hk * glp, a0);
-                    c++;
-                }
-                for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                    const attn_block_q4_0 *row = attn_llama3_8b_q4kv_next_row(&kv, jn, pl);
-                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                    if (pf == ATTN_PREFETCH_L2)
-                        attn_llama3_8b_q4kv_prefetch_row_l2(row, n);
-                    else
-                        attn_llama3_8b_q4kv_prefetch_row(row, n);
-                }
-            }
-        }
-    } else
     if (dots) { /* keys in pairs; a lone last key pairs with itself */
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
@@ -6485,6 +6471,50 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_lla
             }
         }
     }
+    *plp = pl;
+}
+
+/* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
+ * apart), by the unit's row class, with the next block's first half prefetched
+ * (rows pl of pn, from key jn) over the calls or inside them. */
+__attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_llama3_8b_q4kv_dscores__avx2(const attn_llama3_8b_q4kv_kv kv, attn_llama3_8b_q4kv_dscratch__avx2 *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int lanes, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
+{
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        ROWS_VEC = 8, /* f32 lanes of a vector: a kv head's rows in the lanes kernel at most (isa.lanes) */
+        ROWS_HALF = 4, /* half a vector: the pairs kernel's rows, two values of D a row */
+        ROWS_QUARTER = 2, /* a quarter vector: the half-width pairs kernel's rows */
+        ROWS_PANEL = 16, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
+        SCORE_KEYS = 8 /* keys a call of the lanes and pairs score kernels takes */
+    };
+    int64_t c, hk, pl = *plp;
+
+    if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+            const float *qt = w->qt + (hk * glp / ROWS_PANEL) * ROWS_PANEL * D + (hk * glp) % ROWS_PANEL; /* its rows' Q^T */
+            for (c = 0; c < kb;) {
+                const attn_block_q4_0 *k0 = attn_llama3_8b_q4kv_k_row(&kv, hk, j0 + c);
+                int64_t d;
+                if (c + SCORE_KEYS <= kb) { /* 8 keys */
+                    attn_lanes_8x1_d128_q4_0_p16__avx2(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
+                    c += SCORE_KEYS;
+                } else { /* one key */
+                    __m256 a0 = _mm256_setzero_ps();
+                    for (d = 0; d < D; d++) a0 = _mm256_fmadd_ps(_mm256_set1_ps(attn_widen_q4_0__scalar(k0, d)), _mm256_loadu_ps(qt + d * ROWS_PANEL), a0);
+                    _mm256_storeu_ps(w->s + c * rp + hk * glp, a0);
+                    c++;
+                }
+                for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
+                    const attn_block_q4_0 *row = attn_llama3_8b_q4kv_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_llama3_8b_q4kv_prefetch_row_l2(row, n);
+                    else
+                        attn_llama3_8b_q4kv_prefetch_row(row, n);
+                }
+            }
+        }
+    } else
+    attn_llama3_8b_q4kv_dqk__avx2(kv, w, j0, kb, rp, glp, dots, pf, jn, pn, &pl);
     *plp = pl;
 }
 
@@ -9470,47 +9500,18 @@ static ATTN_ALWAYS_INLINE void attn_llama3_8b_q4kv_drows__neon(const attn_args *
 }
 
 /* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
- * apart), by the unit's row class, with the next block's first half prefetched
- * (rows pl of pn, from key jn) over the calls or inside them. */
-static ATTN_ALWAYS_INLINE void attn_llama3_8b_q4kv_dscores__neon(const attn_llama3_8b_q4kv_kv kv, attn_llama3_8b_q4kv_dscratch__neon *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int lanes, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
+ * apart) where the rows are scored by dot products (dots) or Q^T panels, with the
+ * next block's first half prefetched (rows pl of pn, from key jn) over the calls
+ * or inside them: the score phase's last classes. */
+static ATTN_ALWAYS_INLINE void attn_llama3_8b_q4kv_dqk__neon(const attn_llama3_8b_q4kv_kv kv, attn_llama3_8b_q4kv_dscratch__neon *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
 {
     enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
-        ROWS_VEC = 4, /* f32 lanes of a vector: a kv head's rows in the lanes kernel at most (isa.lanes) */
-        ROWS_HALF = 2, /* half a vector: the pairs kernel's rows, two values of D a row */
-        ROWS_QUARTER = 1, /* a quarter vector: the half-width pairs kernel's rows */
         ROWS_PANEL = 8, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
         Q_STRIDE = 128, /* floats of a packed Q row (D in whole vectors) */
-        SCORE_KEYS = 8, /* keys a call of the lanes and pairs score kernels takes */
         QK_ROWS = 8 /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
     };
     int64_t r, c, hk, pl = *plp;
 
-    if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
-        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-            const float *qt = w->qt + (hk * glp / ROWS_PANEL) * ROWS_PANEL * D + (hk * glp) % ROWS_PANEL; /* its rows' Q^T */
-            for (c = 0; c < kb;) {
-                const attn_block_q4_0 *k0 = attn_llama3_8b_q4kv_k_row(&kv, hk, j0 + c);
-                int64_t d;
-                if (c + SCORE_KEYS <= kb) { /* 8 keys */
-                    attn_lanes_8x1_d128_q4_0_p8__neon(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
-                    c += SCORE_KEYS;
-                } else { /* one key */
-                    float32x4_t a0 = vdupq_n_f32(0.0f);
-                    for (d = 0; d < D; d++) a0 = vfmaq_f32(a0, vdupq_n_f32(attn_widen_q4_0__scalar(k0, d)), vld1q_f32(qt + d * ROWS_PANEL));
-                    vst1q_f32(w->s + c * rp + hk * glp, a0);
-                    c++;
-                }
-                for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                    const attn_block_q4_0 *row = attn_llama3_8b_q4kv_next_row(&kv, jn, pl);
-                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                    if (pf == ATTN_PREFETCH_L2)
-                        attn_llama3_8b_q4kv_prefetch_row_l2(row, n);
-                    else
-                        attn_llama3_8b_q4kv_prefetch_row(row, n);
-                }
-            }
-        }
-    } else
     if (dots) { /* keys in pairs; a lone last key pairs with itself */
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
@@ -9557,6 +9558,50 @@ static ATTN_ALWAYS_INLINE void attn_llama3_8b_q4kv_dscores__neon(const attn_llam
             }
         }
     }
+    *plp = pl;
+}
+
+/* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
+ * apart), by the unit's row class, with the next block's first half prefetched
+ * (rows pl of pn, from key jn) over the calls or inside them. */
+static ATTN_ALWAYS_INLINE void attn_llama3_8b_q4kv_dscores__neon(const attn_llama3_8b_q4kv_kv kv, attn_llama3_8b_q4kv_dscratch__neon *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int lanes, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
+{
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        ROWS_VEC = 4, /* f32 lanes of a vector: a kv head's rows in the lanes kernel at most (isa.lanes) */
+        ROWS_HALF = 2, /* half a vector: the pairs kernel's rows, two values of D a row */
+        ROWS_QUARTER = 1, /* a quarter vector: the half-width pairs kernel's rows */
+        ROWS_PANEL = 8, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
+        SCORE_KEYS = 8 /* keys a call of the lanes and pairs score kernels takes */
+    };
+    int64_t c, hk, pl = *plp;
+
+    if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+            const float *qt = w->qt + (hk * glp / ROWS_PANEL) * ROWS_PANEL * D + (hk * glp) % ROWS_PANEL; /* its rows' Q^T */
+            for (c = 0; c < kb;) {
+                const attn_block_q4_0 *k0 = attn_llama3_8b_q4kv_k_row(&kv, hk, j0 + c);
+                int64_t d;
+                if (c + SCORE_KEYS <= kb) { /* 8 keys */
+                    attn_lanes_8x1_d128_q4_0_p8__neon(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
+                    c += SCORE_KEYS;
+                } else { /* one key */
+                    float32x4_t a0 = vdupq_n_f32(0.0f);
+                    for (d = 0; d < D; d++) a0 = vfmaq_f32(a0, vdupq_n_f32(attn_widen_q4_0__scalar(k0, d)), vld1q_f32(qt + d * ROWS_PANEL));
+                    vst1q_f32(w->s + c * rp + hk * glp, a0);
+                    c++;
+                }
+                for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
+                    const attn_block_q4_0 *row = attn_llama3_8b_q4kv_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_llama3_8b_q4kv_prefetch_row_l2(row, n);
+                    else
+                        attn_llama3_8b_q4kv_prefetch_row(row, n);
+                }
+            }
+        }
+    } else
+    attn_llama3_8b_q4kv_dqk__neon(kv, w, j0, kb, rp, glp, dots, pf, jn, pn, &pl);
     *plp = pl;
 }
 
@@ -11141,134 +11186,8 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_q4kv_softmax_t__scalar(float *restric
 ATTN_NO_AUTOVEC static void attn_llama3_8b_q4kv_qpack_f32__scalar(const float *restrict src, float *restrict dst)
 {
     const float vs = (0.127517431f);
-    *(dst + 0) = (*(src + 0) * vs);
-    *(dst + 1) = (*(src + 1) * vs);
-    *(dst + 2) = (*(src + 2) * vs);
-    *(dst + 3) = (*(src + 3) * vs);
-    *(dst + 4) = (*(src + 4) * vs);
-    *(dst + 5) = (*(src + 5) * vs);
-    *(dst + 6) = (*(src + 6) * vs);
-    *(dst + 7) = (*(src + 7) * vs);
-    *(dst + 8) = (*(src + 8) * vs);
-    *(dst + 9) = (*(src + 9) * vs);
-    *(dst + 10) = (*(src + 10) * vs);
-    *(dst + 11) = (*(src + 11) * vs);
-    *(dst + 12) = (*(src + 12) * vs);
-    *(dst + 13) = (*(src + 13) * vs);
-    *(dst + 14) = (*(src + 14) * vs);
-    *(dst + 15) = (*(src + 15) * vs);
-    *(dst + 16) = (*(src + 16) * vs);
-    *(dst + 17) = (*(src + 17) * vs);
-    *(dst + 18) = (*(src + 18) * vs);
-    *(dst + 19) = (*(src + 19) * vs);
-    *(dst + 20) = (*(src + 20) * vs);
-    *(dst + 21) = (*(src + 21) * vs);
-    *(dst + 22) = (*(src + 22) * vs);
-    *(dst + 23) = (*(src + 23) * vs);
-    *(dst + 24) = (*(src + 24) * vs);
-    *(dst + 25) = (*(src + 25) * vs);
-    *(dst + 26) = (*(src + 26) * vs);
-    *(dst + 27) = (*(src + 27) * vs);
-    *(dst + 28) = (*(src + 28) * vs);
-    *(dst + 29) = (*(src + 29) * vs);
-    *(dst + 30) = (*(src + 30) * vs);
-    *(dst + 31) = (*(src + 31) * vs);
-    *(dst + 32) = (*(src + 32) * vs);
-    *(dst + 33) = (*(src + 33) * vs);
-    *(dst + 34) = (*(src + 34) * vs);
-    *(dst + 35) = (*(src + 35) * vs);
-    *(dst + 36) = (*(src + 36) * vs);
-    *(dst + 37) = (*(src + 37) * vs);
-    *(dst + 38) = (*(src + 38) * vs);
-    *(dst + 39) = (*(src + 39) * vs);
-    *(dst + 40) = (*(src + 40) * vs);
-    *(dst + 41) = (*(src + 41) * vs);
-    *(dst + 42) = (*(src + 42) * vs);
-    *(dst + 43) = (*(src + 43) * vs);
-    *(dst + 44) = (*(src + 44) * vs);
-    *(dst + 45) = (*(src + 45) * vs);
-    *(dst + 46) = (*(src + 46) * vs);
-    *(dst + 47) = (*(src + 47) * vs);
-    *(dst + 48) = (*(src + 48) * vs);
-    *(dst + 49) = (*(src + 49) * vs);
-    *(dst + 50) = (*(src + 50) * vs);
-    *(dst + 51) = (*(src + 51) * vs);
-    *(dst + 52) = (*(src + 52) * vs);
-    *(dst + 53) = (*(src + 53) * vs);
-    *(dst + 54) = (*(src + 54) * vs);
-    *(dst + 55) = (*(src + 55) * vs);
-    *(dst + 56) = (*(src + 56) * vs);
-    *(dst + 57) = (*(src + 57) * vs);
-    *(dst + 58) = (*(src + 58) * vs);
-    *(dst + 59) = (*(src + 59) * vs);
-    *(dst + 60) = (*(src + 60) * vs);
-    *(dst + 61) = (*(src + 61) * vs);
-    *(dst + 62) = (*(src + 62) * vs);
-    *(dst + 63) = (*(src + 63) * vs);
-    *(dst + 64) = (*(src + 64) * vs);
-    *(dst + 65) = (*(src + 65) * vs);
-    *(dst + 66) = (*(src + 66) * vs);
-    *(dst + 67) = (*(src + 67) * vs);
-    *(dst + 68) = (*(src + 68) * vs);
-    *(dst + 69) = (*(src + 69) * vs);
-    *(dst + 70) = (*(src + 70) * vs);
-    *(dst + 71) = (*(src + 71) * vs);
-    *(dst + 72) = (*(src + 72) * vs);
-    *(dst + 73) = (*(src + 73) * vs);
-    *(dst + 74) = (*(src + 74) * vs);
-    *(dst + 75) = (*(src + 75) * vs);
-    *(dst + 76) = (*(src + 76) * vs);
-    *(dst + 77) = (*(src + 77) * vs);
-    *(dst + 78) = (*(src + 78) * vs);
-    *(dst + 79) = (*(src + 79) * vs);
-    *(dst + 80) = (*(src + 80) * vs);
-    *(dst + 81) = (*(src + 81) * vs);
-    *(dst + 82) = (*(src + 82) * vs);
-    *(dst + 83) = (*(src + 83) * vs);
-    *(dst + 84) = (*(src + 84) * vs);
-    *(dst + 85) = (*(src + 85) * vs);
-    *(dst + 86) = (*(src + 86) * vs);
-    *(dst + 87) = (*(src + 87) * vs);
-    *(dst + 88) = (*(src + 88) * vs);
-    *(dst + 89) = (*(src + 89) * vs);
-    *(dst + 90) = (*(src + 90) * vs);
-    *(dst + 91) = (*(src + 91) * vs);
-    *(dst + 92) = (*(src + 92) * vs);
-    *(dst + 93) = (*(src + 93) * vs);
-    *(dst + 94) = (*(src + 94) * vs);
-    *(dst + 95) = (*(src + 95) * vs);
-    *(dst + 96) = (*(src + 96) * vs);
-    *(dst + 97) = (*(src + 97) * vs);
-    *(dst + 98) = (*(src + 98) * vs);
-    *(dst + 99) = (*(src + 99) * vs);
-    *(dst + 100) = (*(src + 100) * vs);
-    *(dst + 101) = (*(src + 101) * vs);
-    *(dst + 102) = (*(src + 102) * vs);
-    *(dst + 103) = (*(src + 103) * vs);
-    *(dst + 104) = (*(src + 104) * vs);
-    *(dst + 105) = (*(src + 105) * vs);
-    *(dst + 106) = (*(src + 106) * vs);
-    *(dst + 107) = (*(src + 107) * vs);
-    *(dst + 108) = (*(src + 108) * vs);
-    *(dst + 109) = (*(src + 109) * vs);
-    *(dst + 110) = (*(src + 110) * vs);
-    *(dst + 111) = (*(src + 111) * vs);
-    *(dst + 112) = (*(src + 112) * vs);
-    *(dst + 113) = (*(src + 113) * vs);
-    *(dst + 114) = (*(src + 114) * vs);
-    *(dst + 115) = (*(src + 115) * vs);
-    *(dst + 116) = (*(src + 116) * vs);
-    *(dst + 117) = (*(src + 117) * vs);
-    *(dst + 118) = (*(src + 118) * vs);
-    *(dst + 119) = (*(src + 119) * vs);
-    *(dst + 120) = (*(src + 120) * vs);
-    *(dst + 121) = (*(src + 121) * vs);
-    *(dst + 122) = (*(src + 122) * vs);
-    *(dst + 123) = (*(src + 123) * vs);
-    *(dst + 124) = (*(src + 124) * vs);
-    *(dst + 125) = (*(src + 125) * vs);
-    *(dst + 126) = (*(src + 126) * vs);
-    *(dst + 127) = (*(src + 127) * vs);
+    int64_t c; /* 128 vectors, more than the planner unrolls (STORE_UNROLL_MAX): loops */
+    for (c = 0; c < 128; c += 1) *(dst + c) = (*(src + c) * vs);
 }
 
 /* Packs keys [j0, j0 + 2) of kv head hk of the rows kv (a batch's, or a
@@ -11398,17 +11317,14 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_llama3_8b_q4kv_drows__scalar
 }
 
 /* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
- * apart), by the unit's row class, with the next block's first half prefetched
- * (rows pl of pn, from key jn) over the calls or inside them. */
-ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_llama3_8b_q4kv_dscores__scalar(const attn_llama3_8b_q4kv_kv kv, attn_llama3_8b_q4kv_dscratch__scalar *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
+ * apart) where the rows are scored by dot products (dots) or Q^T panels, with the
+ * next block's first half prefetched (rows pl of pn, from key jn) over the calls
+ * or inside them: the score phase's last classes. */
+ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_llama3_8b_q4kv_dqk__scalar(const attn_llama3_8b_q4kv_kv kv, attn_llama3_8b_q4kv_dscratch__scalar *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
 {
     enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
-        ROWS_VEC = 1, /* f32 lanes of a vector: a kv head's rows in the lanes kernel at most (isa.lanes) */
-        ROWS_HALF = 0, /* half a vector: the pairs kernel's rows, two values of D a row */
-        ROWS_QUARTER = 0, /* a quarter vector: the half-width pairs kernel's rows */
         ROWS_PANEL = 2, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
         Q_STRIDE = 128, /* floats of a packed Q row (D in whole vectors) */
-        SCORE_KEYS = 8, /* keys a call of the lanes and pairs score kernels takes */
         QK_ROWS = 4 /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
     };
     int64_t r, c, hk, pl = *plp;
@@ -11459,6 +11375,24 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_llama3_8b_q4kv_dscores__scal
             }
         }
     }
+    *plp = pl;
+}
+
+/* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
+ * apart), by the unit's row class, with the next block's first half prefetched
+ * (rows pl of pn, from key jn) over the calls or inside them. */
+ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_llama3_8b_q4kv_dscores__scalar(const attn_llama3_8b_q4kv_kv kv, attn_llama3_8b_q4kv_dscratch__scalar *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
+{
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        ROWS_VEC = 1, /* f32 lanes of a vector: a kv head's rows in the lanes kernel at most (isa.lanes) */
+        ROWS_HALF = 0, /* half a vector: the pairs kernel's rows, two values of D a row */
+        ROWS_QUARTER = 0, /* a quarter vector: the half-width pairs kernel's rows */
+        ROWS_PANEL = 2, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
+        SCORE_KEYS = 8 /* keys a call of the lanes and pairs score kernels takes */
+    };
+    int64_t pl = *plp;
+
+    attn_llama3_8b_q4kv_dqk__scalar(kv, w, j0, kb, rp, glp, dots, pf, jn, pn, &pl);
     *plp = pl;
 }
 

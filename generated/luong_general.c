@@ -137,6 +137,28 @@ static inline float *attn_luong_general_a_row(const attn_classic_args *args, int
     return args->weights + b * args->weights_stride[0] + i * args->weights_stride[1];
 }
 
+/* The threads of a call: args->threads, or OpenMP's default (1 without OpenMP). */
+ATTN_SHARED static int attn_luong_general_call_threads(int threads)
+{
+#ifdef _OPENMP
+    return threads > 0 ? threads : omp_get_max_threads();
+#else
+    return threads > 0 ? threads : 1;
+#endif
+}
+
+/* A call's memory of `bytes`, every part inside on ATTN_ALIGN: one allocation of
+ * the hook's (its blocks are aligned so), which the caller frees. */
+ATTN_SHARED static attn_status attn_luong_general_hook_mem(size_t bytes, char **mem)
+{
+    *mem = (char *)attn_alloc(bytes);
+    return *mem ? ATTN_OK : ATTN_ERR_NOMEM;
+}
+
+/* A call's block (clayout_of): the offsets of its parts, and of a thread's scratch's
+ * parts inside the tb bytes of each thread from scr. */
+typedef struct { size_t x, uc, va, scr, tb, bytes, e, w, vis, hp, cs; } attn_luong_general_clayout;
+
 /* ======================================================================== */
 /* avx512: 16 lanes of f32, 32 registers; build part 1 */
 /* ======================================================================== */
@@ -470,13 +492,53 @@ __attribute__((target("avx512f,fma"))) static void attn_luong_general_cblock__av
         attn_luong_general_cstore__avx512(ws->cs + r * 1008, n[r] > 0 ? 1.0f / sum[r] : 0.0f, attn_luong_general_c_row(args, b, i0 + r));
 }
 
+/* The call's block (one allocation of the hook's, lib/threads), each part on ATTN_ALIGN
+ * bytes: X (B * Lq * 1008 floats), then each of
+ * nth threads' scratch of rb decoder rows of keys keys (planner/classic.lua's scratch,
+ * cscratch: its parts at their offsets in a thread's tb bytes).  0 where a size overflows. */
+__attribute__((target("avx512f,fma"))) static int attn_luong_general_clayout_of__avx512(int64_t B, int64_t Lq, int64_t Lk, int ucomp, int64_t keys, int64_t rb, int nth,
+        attn_luong_general_clayout *lay)
+{
+    const uint64_t A = ATTN_ALIGN, big = (uint64_t)INT64_MAX / 8;
+    uint64_t at = 0, t = 0;
+    if (B < 0 || Lq < 0 || Lk < 0 || keys <= 0 || rb <= 0 || nth <= 0) return 0;
+    if ((uint64_t)Lq + (uint64_t)Lk > 0 && (uint64_t)B > big / ((uint64_t)Lq + (uint64_t)Lk) / 4032) return 0;
+    if ((uint64_t)keys > big / (uint64_t)rb / 32) return 0;
+    lay->x = 0;
+    at += ((uint64_t)B * (uint64_t)Lq * 1008 * sizeof(float) + A - 1) / A * A;
+    lay->uc = (size_t)at;
+    if (ucomp) at += ((uint64_t)B * (uint64_t)Lk * 0 * sizeof(float) + A - 1) / A * A;
+    lay->va = (size_t)at;
+    at += (0 * sizeof(float) + A - 1) / A * A;
+    lay->e = (size_t)t;
+    t += ((uint64_t)keys * (uint64_t)rb * sizeof(float) + A - 1) / A * A;
+    lay->w = (size_t)t;
+    t += ((uint64_t)keys * (uint64_t)rb * sizeof(float) + A - 1) / A * A;
+    lay->vis = (size_t)t;
+    t += ((uint64_t)keys * (uint64_t)rb * sizeof(int64_t) + A - 1) / A * A;
+    lay->hp = (size_t)t;
+    t += ((uint64_t)keys * (uint64_t)rb * sizeof(const float *) + A - 1) / A * A;
+    lay->cs = (size_t)t;
+    t += ((uint64_t)rb * 1008 * sizeof(float) + A - 1) / A * A;
+    lay->tb = (size_t)t;
+    lay->scr = (size_t)at;
+    if ((uint64_t)nth > big / t) return 0;
+    at += (uint64_t)nth * t;
+    if (at + A > (uint64_t)SIZE_MAX) return 0;
+    lay->bytes = (size_t)at;
+    return 1;
+}
+
 /* Phases 1 and 2 (the projections) split weight rows among threads, phase
- * 3 blocks of decoder rows (cblock); see the top of the file. */
+ * 3 blocks of decoder rows (cblock); see the top of the file.  Every buffer
+ * of the call, each thread's scratch too, is one allocation (clayout_of). */
 __attribute__((target("avx512f,fma"))) attn_status attn_luong_general_fwd__avx512(const attn_classic_args *args)
 {
     const attn_status st = attn_check_classic_args(&attn_luong_general_kernel.spec, args);
-    int64_t B, Lq, Lk, rb, nrb;
-    int threads, failed = 0;
+    int64_t B, Lq, Lk, rb, nrb, keys;
+    int threads;
+    attn_luong_general_clayout lay;
+    char *mem;
     float *x = NULL, *uc = NULL, *va = NULL;
 
     if (st != ATTN_OK) return st;
@@ -484,47 +546,38 @@ __attribute__((target("avx512f,fma"))) attn_status attn_luong_general_fwd__avx51
     Lq = args->seq_q;
     Lk = args->seq_k;
     if (B == 0 || Lq == 0) return ATTN_OK;
-#ifdef _OPENMP
-    threads = args->threads > 0 ? args->threads : omp_get_max_threads();
-#else
-    threads = 1;
-    (void)threads;
-#endif
-    x = (float *)attn_alloc(sizeof(float) * (size_t)(B * Lq * 1008));
-    if (!x) return ATTN_ERR_NOMEM;
-    memset(x, 0, sizeof(float) * (size_t)(B * Lq * 1008)); /* 0 past NQ */
-    if (failed) {
-        attn_free(x);
-        attn_free(uc);
-        attn_free(va);
-        return ATTN_ERR_NOMEM;
-    }
-    (void)Lk;
+    threads = attn_luong_general_call_threads(args->threads);
     /* rows of a block: 8, fewer while there would be under two blocks a thread
        (the output is the same whatever the blocks) */
     rb = 8;
     while (rb > 1 && B * ((Lq + rb - 1) / rb) < 2 * threads) rb /= 2;
     nrb = (Lq + rb - 1) / rb;
+    keys = Lk > 0 ? Lk : 1;
+    if (!attn_luong_general_clayout_of__avx512(B, Lq, Lk, 0, keys, rb, threads, &lay)) return ATTN_ERR_TOO_LARGE;
+    if (attn_luong_general_hook_mem(lay.bytes, &mem) != ATTN_OK) return ATTN_ERR_NOMEM;
+    x = (float *)(void *)(mem + lay.x);
+    memset(x, 0, sizeof(float) * (size_t)(B * Lq * 1008)); /* 0 past NQ */
+    (void)Lk;
+    (void)x;
+    (void)uc;
 
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads)
 #endif
     {
-        attn_luong_general_cscratch__avx512 ws;
-        const size_t keys = (size_t)(args->seq_k > 0 ? args->seq_k : 1);
-        int64_t unit;
-        ws.keys = (int64_t)keys;
-        ws.e = (float *)attn_alloc(sizeof(float) * keys * (size_t)rb);
-        ws.w = (float *)attn_alloc(sizeof(float) * keys * (size_t)rb);
-        ws.vis = (int64_t *)attn_alloc(sizeof(int64_t) * keys * (size_t)rb);
-        ws.hp = (const float **)attn_alloc(sizeof(*ws.hp) * keys * (size_t)rb);
-        ws.cs = (float *)attn_alloc(sizeof(float) * 1008 * (size_t)rb);
-        if (!ws.e || !ws.w || !ws.vis || !ws.hp || !ws.cs) {
 #ifdef _OPENMP
-#pragma omp critical
+        char *tm = (char *)(mem + lay.scr + (size_t)omp_get_thread_num() * lay.tb);
+#else
+        char *tm = (char *)(mem + lay.scr);
 #endif
-            failed = 1;
-        }
+        attn_luong_general_cscratch__avx512 ws;
+        int64_t unit;
+        ws.keys = keys;
+        ws.e = (float *)(void *)(tm + lay.e);
+        ws.w = (float *)(void *)(tm + lay.w);
+        ws.vis = (int64_t *)(void *)(tm + lay.vis);
+        ws.hp = (const float * *)(void *)(tm + lay.hp);
+        ws.cs = (float *)(void *)(tm + lay.cs);
         /* 1. X = S W^T, 4 weight rows a unit */
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
@@ -542,20 +595,12 @@ __attribute__((target("avx512f,fma"))) attn_status attn_luong_general_fwd__avx51
 #endif
         for (unit = 0; unit < B * nrb; unit++) {
             const int64_t b = unit / nrb, i0 = (unit % nrb) * rb;
-            if (ws.e && ws.w && ws.vis && ws.hp && ws.cs)
-                attn_luong_general_cblock__avx512(args, b, i0, Lq - i0 < rb ? Lq - i0 : rb, x + (b * Lq + i0) * 1008,
-                    NULL, va, &ws);
+            attn_luong_general_cblock__avx512(args, b, i0, Lq - i0 < rb ? Lq - i0 : rb, x + (b * Lq + i0) * 1008,
+                NULL, va, &ws);
         }
-        attn_free(ws.e);
-        attn_free(ws.w);
-        attn_free(ws.vis);
-        attn_free((void *)ws.hp);
-        attn_free(ws.cs);
     }
-    attn_free(x);
-    attn_free(uc);
-    attn_free(va);
-    return failed ? ATTN_ERR_NOMEM : ATTN_OK;
+    attn_free(mem);
+    return ATTN_OK;
 }
 #endif /* defined(__x86_64__) || defined(_M_X64) */
 #endif /* build part of avx512 */
@@ -830,13 +875,53 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_luong_general_cblock__
         attn_luong_general_cstore__avx2(ws->cs + r * 1000, n[r] > 0 ? 1.0f / sum[r] : 0.0f, attn_luong_general_c_row(args, b, i0 + r));
 }
 
+/* The call's block (one allocation of the hook's, lib/threads), each part on ATTN_ALIGN
+ * bytes: X (B * Lq * 1000 floats), then each of
+ * nth threads' scratch of rb decoder rows of keys keys (planner/classic.lua's scratch,
+ * cscratch: its parts at their offsets in a thread's tb bytes).  0 where a size overflows. */
+__attribute__((target("avx2,fma,f16c"))) static int attn_luong_general_clayout_of__avx2(int64_t B, int64_t Lq, int64_t Lk, int ucomp, int64_t keys, int64_t rb, int nth,
+        attn_luong_general_clayout *lay)
+{
+    const uint64_t A = ATTN_ALIGN, big = (uint64_t)INT64_MAX / 8;
+    uint64_t at = 0, t = 0;
+    if (B < 0 || Lq < 0 || Lk < 0 || keys <= 0 || rb <= 0 || nth <= 0) return 0;
+    if ((uint64_t)Lq + (uint64_t)Lk > 0 && (uint64_t)B > big / ((uint64_t)Lq + (uint64_t)Lk) / 4000) return 0;
+    if ((uint64_t)keys > big / (uint64_t)rb / 32) return 0;
+    lay->x = 0;
+    at += ((uint64_t)B * (uint64_t)Lq * 1000 * sizeof(float) + A - 1) / A * A;
+    lay->uc = (size_t)at;
+    if (ucomp) at += ((uint64_t)B * (uint64_t)Lk * 0 * sizeof(float) + A - 1) / A * A;
+    lay->va = (size_t)at;
+    at += (0 * sizeof(float) + A - 1) / A * A;
+    lay->e = (size_t)t;
+    t += ((uint64_t)keys * (uint64_t)rb * sizeof(float) + A - 1) / A * A;
+    lay->w = (size_t)t;
+    t += ((uint64_t)keys * (uint64_t)rb * sizeof(float) + A - 1) / A * A;
+    lay->vis = (size_t)t;
+    t += ((uint64_t)keys * (uint64_t)rb * sizeof(int64_t) + A - 1) / A * A;
+    lay->hp = (size_t)t;
+    t += ((uint64_t)keys * (uint64_t)rb * sizeof(const float *) + A - 1) / A * A;
+    lay->cs = (size_t)t;
+    t += ((uint64_t)rb * 1000 * sizeof(float) + A - 1) / A * A;
+    lay->tb = (size_t)t;
+    lay->scr = (size_t)at;
+    if ((uint64_t)nth > big / t) return 0;
+    at += (uint64_t)nth * t;
+    if (at + A > (uint64_t)SIZE_MAX) return 0;
+    lay->bytes = (size_t)at;
+    return 1;
+}
+
 /* Phases 1 and 2 (the projections) split weight rows among threads, phase
- * 3 blocks of decoder rows (cblock); see the top of the file. */
+ * 3 blocks of decoder rows (cblock); see the top of the file.  Every buffer
+ * of the call, each thread's scratch too, is one allocation (clayout_of). */
 __attribute__((target("avx2,fma,f16c"))) attn_status attn_luong_general_fwd__avx2(const attn_classic_args *args)
 {
     const attn_status st = attn_check_classic_args(&attn_luong_general_kernel.spec, args);
-    int64_t B, Lq, Lk, rb, nrb;
-    int threads, failed = 0;
+    int64_t B, Lq, Lk, rb, nrb, keys;
+    int threads;
+    attn_luong_general_clayout lay;
+    char *mem;
     float *x = NULL, *uc = NULL, *va = NULL;
 
     if (st != ATTN_OK) return st;
@@ -844,47 +929,38 @@ __attribute__((target("avx2,fma,f16c"))) attn_status attn_luong_general_fwd__avx
     Lq = args->seq_q;
     Lk = args->seq_k;
     if (B == 0 || Lq == 0) return ATTN_OK;
-#ifdef _OPENMP
-    threads = args->threads > 0 ? args->threads : omp_get_max_threads();
-#else
-    threads = 1;
-    (void)threads;
-#endif
-    x = (float *)attn_alloc(sizeof(float) * (size_t)(B * Lq * 1000));
-    if (!x) return ATTN_ERR_NOMEM;
-    memset(x, 0, sizeof(float) * (size_t)(B * Lq * 1000)); /* 0 past NQ */
-    if (failed) {
-        attn_free(x);
-        attn_free(uc);
-        attn_free(va);
-        return ATTN_ERR_NOMEM;
-    }
-    (void)Lk;
+    threads = attn_luong_general_call_threads(args->threads);
     /* rows of a block: 8, fewer while there would be under two blocks a thread
        (the output is the same whatever the blocks) */
     rb = 8;
     while (rb > 1 && B * ((Lq + rb - 1) / rb) < 2 * threads) rb /= 2;
     nrb = (Lq + rb - 1) / rb;
+    keys = Lk > 0 ? Lk : 1;
+    if (!attn_luong_general_clayout_of__avx2(B, Lq, Lk, 0, keys, rb, threads, &lay)) return ATTN_ERR_TOO_LARGE;
+    if (attn_luong_general_hook_mem(lay.bytes, &mem) != ATTN_OK) return ATTN_ERR_NOMEM;
+    x = (float *)(void *)(mem + lay.x);
+    memset(x, 0, sizeof(float) * (size_t)(B * Lq * 1000)); /* 0 past NQ */
+    (void)Lk;
+    (void)x;
+    (void)uc;
 
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads)
 #endif
     {
-        attn_luong_general_cscratch__avx2 ws;
-        const size_t keys = (size_t)(args->seq_k > 0 ? args->seq_k : 1);
-        int64_t unit;
-        ws.keys = (int64_t)keys;
-        ws.e = (float *)attn_alloc(sizeof(float) * keys * (size_t)rb);
-        ws.w = (float *)attn_alloc(sizeof(float) * keys * (size_t)rb);
-        ws.vis = (int64_t *)attn_alloc(sizeof(int64_t) * keys * (size_t)rb);
-        ws.hp = (const float **)attn_alloc(sizeof(*ws.hp) * keys * (size_t)rb);
-        ws.cs = (float *)attn_alloc(sizeof(float) * 1000 * (size_t)rb);
-        if (!ws.e || !ws.w || !ws.vis || !ws.hp || !ws.cs) {
 #ifdef _OPENMP
-#pragma omp critical
+        char *tm = (char *)(mem + lay.scr + (size_t)omp_get_thread_num() * lay.tb);
+#else
+        char *tm = (char *)(mem + lay.scr);
 #endif
-            failed = 1;
-        }
+        attn_luong_general_cscratch__avx2 ws;
+        int64_t unit;
+        ws.keys = keys;
+        ws.e = (float *)(void *)(tm + lay.e);
+        ws.w = (float *)(void *)(tm + lay.w);
+        ws.vis = (int64_t *)(void *)(tm + lay.vis);
+        ws.hp = (const float * *)(void *)(tm + lay.hp);
+        ws.cs = (float *)(void *)(tm + lay.cs);
         /* 1. X = S W^T, 4 weight rows a unit */
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
@@ -902,20 +978,12 @@ __attribute__((target("avx2,fma,f16c"))) attn_status attn_luong_general_fwd__avx
 #endif
         for (unit = 0; unit < B * nrb; unit++) {
             const int64_t b = unit / nrb, i0 = (unit % nrb) * rb;
-            if (ws.e && ws.w && ws.vis && ws.hp && ws.cs)
-                attn_luong_general_cblock__avx2(args, b, i0, Lq - i0 < rb ? Lq - i0 : rb, x + (b * Lq + i0) * 1000,
-                    NULL, va, &ws);
+            attn_luong_general_cblock__avx2(args, b, i0, Lq - i0 < rb ? Lq - i0 : rb, x + (b * Lq + i0) * 1000,
+                NULL, va, &ws);
         }
-        attn_free(ws.e);
-        attn_free(ws.w);
-        attn_free(ws.vis);
-        attn_free((void *)ws.hp);
-        attn_free(ws.cs);
     }
-    attn_free(x);
-    attn_free(uc);
-    attn_free(va);
-    return failed ? ATTN_ERR_NOMEM : ATTN_OK;
+    attn_free(mem);
+    return ATTN_OK;
 }
 #endif /* defined(__x86_64__) || defined(_M_X64) */
 #endif /* build part of avx2 */
@@ -1216,13 +1284,53 @@ static void attn_luong_general_cblock__neon(const attn_classic_args *args, int64
         attn_luong_general_cstore__neon(ws->cs + r * 1000, n[r] > 0 ? 1.0f / sum[r] : 0.0f, attn_luong_general_c_row(args, b, i0 + r));
 }
 
+/* The call's block (one allocation of the hook's, lib/threads), each part on ATTN_ALIGN
+ * bytes: X (B * Lq * 1000 floats), then each of
+ * nth threads' scratch of rb decoder rows of keys keys (planner/classic.lua's scratch,
+ * cscratch: its parts at their offsets in a thread's tb bytes).  0 where a size overflows. */
+static int attn_luong_general_clayout_of__neon(int64_t B, int64_t Lq, int64_t Lk, int ucomp, int64_t keys, int64_t rb, int nth,
+        attn_luong_general_clayout *lay)
+{
+    const uint64_t A = ATTN_ALIGN, big = (uint64_t)INT64_MAX / 8;
+    uint64_t at = 0, t = 0;
+    if (B < 0 || Lq < 0 || Lk < 0 || keys <= 0 || rb <= 0 || nth <= 0) return 0;
+    if ((uint64_t)Lq + (uint64_t)Lk > 0 && (uint64_t)B > big / ((uint64_t)Lq + (uint64_t)Lk) / 4000) return 0;
+    if ((uint64_t)keys > big / (uint64_t)rb / 32) return 0;
+    lay->x = 0;
+    at += ((uint64_t)B * (uint64_t)Lq * 1000 * sizeof(float) + A - 1) / A * A;
+    lay->uc = (size_t)at;
+    if (ucomp) at += ((uint64_t)B * (uint64_t)Lk * 0 * sizeof(float) + A - 1) / A * A;
+    lay->va = (size_t)at;
+    at += (0 * sizeof(float) + A - 1) / A * A;
+    lay->e = (size_t)t;
+    t += ((uint64_t)keys * (uint64_t)rb * sizeof(float) + A - 1) / A * A;
+    lay->w = (size_t)t;
+    t += ((uint64_t)keys * (uint64_t)rb * sizeof(float) + A - 1) / A * A;
+    lay->vis = (size_t)t;
+    t += ((uint64_t)keys * (uint64_t)rb * sizeof(int64_t) + A - 1) / A * A;
+    lay->hp = (size_t)t;
+    t += ((uint64_t)keys * (uint64_t)rb * sizeof(const float *) + A - 1) / A * A;
+    lay->cs = (size_t)t;
+    t += ((uint64_t)rb * 1000 * sizeof(float) + A - 1) / A * A;
+    lay->tb = (size_t)t;
+    lay->scr = (size_t)at;
+    if ((uint64_t)nth > big / t) return 0;
+    at += (uint64_t)nth * t;
+    if (at + A > (uint64_t)SIZE_MAX) return 0;
+    lay->bytes = (size_t)at;
+    return 1;
+}
+
 /* Phases 1 and 2 (the projections) split weight rows among threads, phase
- * 3 blocks of decoder rows (cblock); see the top of the file. */
+ * 3 blocks of decoder rows (cblock); see the top of the file.  Every buffer
+ * of the call, each thread's scratch too, is one allocation (clayout_of). */
 attn_status attn_luong_general_fwd__neon(const attn_classic_args *args)
 {
     const attn_status st = attn_check_classic_args(&attn_luong_general_kernel.spec, args);
-    int64_t B, Lq, Lk, rb, nrb;
-    int threads, failed = 0;
+    int64_t B, Lq, Lk, rb, nrb, keys;
+    int threads;
+    attn_luong_general_clayout lay;
+    char *mem;
     float *x = NULL, *uc = NULL, *va = NULL;
 
     if (st != ATTN_OK) return st;
@@ -1230,47 +1338,38 @@ attn_status attn_luong_general_fwd__neon(const attn_classic_args *args)
     Lq = args->seq_q;
     Lk = args->seq_k;
     if (B == 0 || Lq == 0) return ATTN_OK;
-#ifdef _OPENMP
-    threads = args->threads > 0 ? args->threads : omp_get_max_threads();
-#else
-    threads = 1;
-    (void)threads;
-#endif
-    x = (float *)attn_alloc(sizeof(float) * (size_t)(B * Lq * 1000));
-    if (!x) return ATTN_ERR_NOMEM;
-    memset(x, 0, sizeof(float) * (size_t)(B * Lq * 1000)); /* 0 past NQ */
-    if (failed) {
-        attn_free(x);
-        attn_free(uc);
-        attn_free(va);
-        return ATTN_ERR_NOMEM;
-    }
-    (void)Lk;
+    threads = attn_luong_general_call_threads(args->threads);
     /* rows of a block: 8, fewer while there would be under two blocks a thread
        (the output is the same whatever the blocks) */
     rb = 8;
     while (rb > 1 && B * ((Lq + rb - 1) / rb) < 2 * threads) rb /= 2;
     nrb = (Lq + rb - 1) / rb;
+    keys = Lk > 0 ? Lk : 1;
+    if (!attn_luong_general_clayout_of__neon(B, Lq, Lk, 0, keys, rb, threads, &lay)) return ATTN_ERR_TOO_LARGE;
+    if (attn_luong_general_hook_mem(lay.bytes, &mem) != ATTN_OK) return ATTN_ERR_NOMEM;
+    x = (float *)(void *)(mem + lay.x);
+    memset(x, 0, sizeof(float) * (size_t)(B * Lq * 1000)); /* 0 past NQ */
+    (void)Lk;
+    (void)x;
+    (void)uc;
 
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads)
 #endif
     {
-        attn_luong_general_cscratch__neon ws;
-        const size_t keys = (size_t)(args->seq_k > 0 ? args->seq_k : 1);
-        int64_t unit;
-        ws.keys = (int64_t)keys;
-        ws.e = (float *)attn_alloc(sizeof(float) * keys * (size_t)rb);
-        ws.w = (float *)attn_alloc(sizeof(float) * keys * (size_t)rb);
-        ws.vis = (int64_t *)attn_alloc(sizeof(int64_t) * keys * (size_t)rb);
-        ws.hp = (const float **)attn_alloc(sizeof(*ws.hp) * keys * (size_t)rb);
-        ws.cs = (float *)attn_alloc(sizeof(float) * 1000 * (size_t)rb);
-        if (!ws.e || !ws.w || !ws.vis || !ws.hp || !ws.cs) {
 #ifdef _OPENMP
-#pragma omp critical
+        char *tm = (char *)(mem + lay.scr + (size_t)omp_get_thread_num() * lay.tb);
+#else
+        char *tm = (char *)(mem + lay.scr);
 #endif
-            failed = 1;
-        }
+        attn_luong_general_cscratch__neon ws;
+        int64_t unit;
+        ws.keys = keys;
+        ws.e = (float *)(void *)(tm + lay.e);
+        ws.w = (float *)(void *)(tm + lay.w);
+        ws.vis = (int64_t *)(void *)(tm + lay.vis);
+        ws.hp = (const float * *)(void *)(tm + lay.hp);
+        ws.cs = (float *)(void *)(tm + lay.cs);
         /* 1. X = S W^T, 4 weight rows a unit */
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
@@ -1288,20 +1387,12 @@ attn_status attn_luong_general_fwd__neon(const attn_classic_args *args)
 #endif
         for (unit = 0; unit < B * nrb; unit++) {
             const int64_t b = unit / nrb, i0 = (unit % nrb) * rb;
-            if (ws.e && ws.w && ws.vis && ws.hp && ws.cs)
-                attn_luong_general_cblock__neon(args, b, i0, Lq - i0 < rb ? Lq - i0 : rb, x + (b * Lq + i0) * 1000,
-                    NULL, va, &ws);
+            attn_luong_general_cblock__neon(args, b, i0, Lq - i0 < rb ? Lq - i0 : rb, x + (b * Lq + i0) * 1000,
+                NULL, va, &ws);
         }
-        attn_free(ws.e);
-        attn_free(ws.w);
-        attn_free(ws.vis);
-        attn_free((void *)ws.hp);
-        attn_free(ws.cs);
     }
-    attn_free(x);
-    attn_free(uc);
-    attn_free(va);
-    return failed ? ATTN_ERR_NOMEM : ATTN_OK;
+    attn_free(mem);
+    return ATTN_OK;
 }
 #endif /* defined(__aarch64__) */
 #endif /* build part of neon */
@@ -1568,13 +1659,53 @@ ATTN_NO_AUTOVEC static void attn_luong_general_cblock__scalar(const attn_classic
         attn_luong_general_cstore__scalar(ws->cs + r * 1000, n[r] > 0 ? 1.0f / sum[r] : 0.0f, attn_luong_general_c_row(args, b, i0 + r));
 }
 
+/* The call's block (one allocation of the hook's, lib/threads), each part on ATTN_ALIGN
+ * bytes: X (B * Lq * 1000 floats), then each of
+ * nth threads' scratch of rb decoder rows of keys keys (planner/classic.lua's scratch,
+ * cscratch: its parts at their offsets in a thread's tb bytes).  0 where a size overflows. */
+ATTN_NO_AUTOVEC static int attn_luong_general_clayout_of__scalar(int64_t B, int64_t Lq, int64_t Lk, int ucomp, int64_t keys, int64_t rb, int nth,
+        attn_luong_general_clayout *lay)
+{
+    const uint64_t A = ATTN_ALIGN, big = (uint64_t)INT64_MAX / 8;
+    uint64_t at = 0, t = 0;
+    if (B < 0 || Lq < 0 || Lk < 0 || keys <= 0 || rb <= 0 || nth <= 0) return 0;
+    if ((uint64_t)Lq + (uint64_t)Lk > 0 && (uint64_t)B > big / ((uint64_t)Lq + (uint64_t)Lk) / 4000) return 0;
+    if ((uint64_t)keys > big / (uint64_t)rb / 32) return 0;
+    lay->x = 0;
+    at += ((uint64_t)B * (uint64_t)Lq * 1000 * sizeof(float) + A - 1) / A * A;
+    lay->uc = (size_t)at;
+    if (ucomp) at += ((uint64_t)B * (uint64_t)Lk * 0 * sizeof(float) + A - 1) / A * A;
+    lay->va = (size_t)at;
+    at += (0 * sizeof(float) + A - 1) / A * A;
+    lay->e = (size_t)t;
+    t += ((uint64_t)keys * (uint64_t)rb * sizeof(float) + A - 1) / A * A;
+    lay->w = (size_t)t;
+    t += ((uint64_t)keys * (uint64_t)rb * sizeof(float) + A - 1) / A * A;
+    lay->vis = (size_t)t;
+    t += ((uint64_t)keys * (uint64_t)rb * sizeof(int64_t) + A - 1) / A * A;
+    lay->hp = (size_t)t;
+    t += ((uint64_t)keys * (uint64_t)rb * sizeof(const float *) + A - 1) / A * A;
+    lay->cs = (size_t)t;
+    t += ((uint64_t)rb * 1000 * sizeof(float) + A - 1) / A * A;
+    lay->tb = (size_t)t;
+    lay->scr = (size_t)at;
+    if ((uint64_t)nth > big / t) return 0;
+    at += (uint64_t)nth * t;
+    if (at + A > (uint64_t)SIZE_MAX) return 0;
+    lay->bytes = (size_t)at;
+    return 1;
+}
+
 /* Phases 1 and 2 (the projections) split weight rows among threads, phase
- * 3 blocks of decoder rows (cblock); see the top of the file. */
+ * 3 blocks of decoder rows (cblock); see the top of the file.  Every buffer
+ * of the call, each thread's scratch too, is one allocation (clayout_of). */
 ATTN_NO_AUTOVEC attn_status attn_luong_general_fwd__scalar(const attn_classic_args *args)
 {
     const attn_status st = attn_check_classic_args(&attn_luong_general_kernel.spec, args);
-    int64_t B, Lq, Lk, rb, nrb;
-    int threads, failed = 0;
+    int64_t B, Lq, Lk, rb, nrb, keys;
+    int threads;
+    attn_luong_general_clayout lay;
+    char *mem;
     float *x = NULL, *uc = NULL, *va = NULL;
 
     if (st != ATTN_OK) return st;
@@ -1582,47 +1713,38 @@ ATTN_NO_AUTOVEC attn_status attn_luong_general_fwd__scalar(const attn_classic_ar
     Lq = args->seq_q;
     Lk = args->seq_k;
     if (B == 0 || Lq == 0) return ATTN_OK;
-#ifdef _OPENMP
-    threads = args->threads > 0 ? args->threads : omp_get_max_threads();
-#else
-    threads = 1;
-    (void)threads;
-#endif
-    x = (float *)attn_alloc(sizeof(float) * (size_t)(B * Lq * 1000));
-    if (!x) return ATTN_ERR_NOMEM;
-    memset(x, 0, sizeof(float) * (size_t)(B * Lq * 1000)); /* 0 past NQ */
-    if (failed) {
-        attn_free(x);
-        attn_free(uc);
-        attn_free(va);
-        return ATTN_ERR_NOMEM;
-    }
-    (void)Lk;
+    threads = attn_luong_general_call_threads(args->threads);
     /* rows of a block: 8, fewer while there would be under two blocks a thread
        (the output is the same whatever the blocks) */
     rb = 8;
     while (rb > 1 && B * ((Lq + rb - 1) / rb) < 2 * threads) rb /= 2;
     nrb = (Lq + rb - 1) / rb;
+    keys = Lk > 0 ? Lk : 1;
+    if (!attn_luong_general_clayout_of__scalar(B, Lq, Lk, 0, keys, rb, threads, &lay)) return ATTN_ERR_TOO_LARGE;
+    if (attn_luong_general_hook_mem(lay.bytes, &mem) != ATTN_OK) return ATTN_ERR_NOMEM;
+    x = (float *)(void *)(mem + lay.x);
+    memset(x, 0, sizeof(float) * (size_t)(B * Lq * 1000)); /* 0 past NQ */
+    (void)Lk;
+    (void)x;
+    (void)uc;
 
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads)
 #endif
     {
-        attn_luong_general_cscratch__scalar ws;
-        const size_t keys = (size_t)(args->seq_k > 0 ? args->seq_k : 1);
-        int64_t unit;
-        ws.keys = (int64_t)keys;
-        ws.e = (float *)attn_alloc(sizeof(float) * keys * (size_t)rb);
-        ws.w = (float *)attn_alloc(sizeof(float) * keys * (size_t)rb);
-        ws.vis = (int64_t *)attn_alloc(sizeof(int64_t) * keys * (size_t)rb);
-        ws.hp = (const float **)attn_alloc(sizeof(*ws.hp) * keys * (size_t)rb);
-        ws.cs = (float *)attn_alloc(sizeof(float) * 1000 * (size_t)rb);
-        if (!ws.e || !ws.w || !ws.vis || !ws.hp || !ws.cs) {
 #ifdef _OPENMP
-#pragma omp critical
+        char *tm = (char *)(mem + lay.scr + (size_t)omp_get_thread_num() * lay.tb);
+#else
+        char *tm = (char *)(mem + lay.scr);
 #endif
-            failed = 1;
-        }
+        attn_luong_general_cscratch__scalar ws;
+        int64_t unit;
+        ws.keys = keys;
+        ws.e = (float *)(void *)(tm + lay.e);
+        ws.w = (float *)(void *)(tm + lay.w);
+        ws.vis = (int64_t *)(void *)(tm + lay.vis);
+        ws.hp = (const float * *)(void *)(tm + lay.hp);
+        ws.cs = (float *)(void *)(tm + lay.cs);
         /* 1. X = S W^T, 4 weight rows a unit */
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
@@ -1640,20 +1762,12 @@ ATTN_NO_AUTOVEC attn_status attn_luong_general_fwd__scalar(const attn_classic_ar
 #endif
         for (unit = 0; unit < B * nrb; unit++) {
             const int64_t b = unit / nrb, i0 = (unit % nrb) * rb;
-            if (ws.e && ws.w && ws.vis && ws.hp && ws.cs)
-                attn_luong_general_cblock__scalar(args, b, i0, Lq - i0 < rb ? Lq - i0 : rb, x + (b * Lq + i0) * 1000,
-                    NULL, va, &ws);
+            attn_luong_general_cblock__scalar(args, b, i0, Lq - i0 < rb ? Lq - i0 : rb, x + (b * Lq + i0) * 1000,
+                NULL, va, &ws);
         }
-        attn_free(ws.e);
-        attn_free(ws.w);
-        attn_free(ws.vis);
-        attn_free((void *)ws.hp);
-        attn_free(ws.cs);
     }
-    attn_free(x);
-    attn_free(uc);
-    attn_free(va);
-    return failed ? ATTN_ERR_NOMEM : ATTN_OK;
+    attn_free(mem);
+    return ATTN_OK;
 }
 #endif /* build part of scalar */
 

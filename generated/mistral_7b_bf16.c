@@ -3443,47 +3443,18 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_mistr
 }
 
 /* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
- * apart), by the unit's row class, with the next block's first half prefetched
- * (rows pl of pn, from key jn) over the calls or inside them. */
-__attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_mistral_7b_bf16_dscores__avx512(const attn_mistral_7b_bf16_kv kv, attn_mistral_7b_bf16_dscratch__avx512 *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int lanes, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
+ * apart) where the rows are scored by dot products (dots) or Q^T panels, with the
+ * next block's first half prefetched (rows pl of pn, from key jn) over the calls
+ * or inside them: the score phase's last classes. */
+__attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_mistral_7b_bf16_dqk__avx512(const attn_mistral_7b_bf16_kv kv, attn_mistral_7b_bf16_dscratch__avx512 *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
 {
     enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
-        ROWS_VEC = 16, /* f32 lanes of a vector: a kv head's rows in the lanes kernel at most (isa.lanes) */
-        ROWS_HALF = 8, /* half a vector: the pairs kernel's rows, two values of D a row */
-        ROWS_QUARTER = 4, /* a quarter vector: the half-width pairs kernel's rows */
         ROWS_PANEL = 32, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
         Q_STRIDE = 128, /* floats of a packed Q row (D in whole vectors) */
-        SCORE_KEYS = 8, /* keys a call of the lanes and pairs score kernels takes */
         QK_ROWS = 8 /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
     };
     int64_t r, c, hk, pl = *plp;
 
-    if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
-        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-            const float *qt = w->qt + (hk * glp / ROWS_PANEL) * ROWS_PANEL * D + (hk * glp) % ROWS_PANEL; /* its rows' Q^T */
-            for (c = 0; c < kb;) {
-                const uint16_t *k0 = attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c);
-                int64_t d;
-                if (c + SCORE_KEYS <= kb) { /* 8 keys */
-                    attn_lanes_8x1_d128_bf16_p32__avx512(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
-                    c += SCORE_KEYS;
-                } else { /* one key */
-                    __m512 a0 = _mm512_setzero_ps();
-                    for (d = 0; d < D; d++) a0 = _mm512_fmadd_ps(_mm512_set1_ps(attn_widen_bf16__scalar(k0[d])), _mm512_loadu_ps(qt + d * ROWS_PANEL), a0);
-                    _mm512_storeu_ps(w->s + c * rp + hk * glp, a0);
-                    c++;
-                }
-                for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                    const uint16_t *row = attn_mistral_7b_bf16_next_row(&kv, jn, pl);
-                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                    if (pf == ATTN_PREFETCH_L2)
-                        attn_mistral_7b_bf16_prefetch_row_l2(row, n);
-                    else
-                        attn_mistral_7b_bf16_prefetch_row(row, n);
-                }
-            }
-        }
-    } else
     if (dots) { /* keys in pairs; a lone last key pairs with itself */
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
@@ -3530,6 +3501,50 @@ __attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_mistr
             }
         }
     }
+    *plp = pl;
+}
+
+/* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
+ * apart), by the unit's row class, with the next block's first half prefetched
+ * (rows pl of pn, from key jn) over the calls or inside them. */
+__attribute__((target("avx512f,fma"))) static ATTN_ALWAYS_INLINE void attn_mistral_7b_bf16_dscores__avx512(const attn_mistral_7b_bf16_kv kv, attn_mistral_7b_bf16_dscratch__avx512 *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int lanes, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
+{
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        ROWS_VEC = 16, /* f32 lanes of a vector: a kv head's rows in the lanes kernel at most (isa.lanes) */
+        ROWS_HALF = 8, /* half a vector: the pairs kernel's rows, two values of D a row */
+        ROWS_QUARTER = 4, /* a quarter vector: the half-width pairs kernel's rows */
+        ROWS_PANEL = 32, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
+        SCORE_KEYS = 8 /* keys a call of the lanes and pairs score kernels takes */
+    };
+    int64_t c, hk, pl = *plp;
+
+    if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+            const float *qt = w->qt + (hk * glp / ROWS_PANEL) * ROWS_PANEL * D + (hk * glp) % ROWS_PANEL; /* its rows' Q^T */
+            for (c = 0; c < kb;) {
+                const uint16_t *k0 = attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c);
+                int64_t d;
+                if (c + SCORE_KEYS <= kb) { /* 8 keys */
+                    attn_lanes_8x1_d128_bf16_p32__avx512(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
+                    c += SCORE_KEYS;
+                } else { /* one key */
+                    __m512 a0 = _mm512_setzero_ps();
+                    for (d = 0; d < D; d++) a0 = _mm512_fmadd_ps(_mm512_set1_ps(attn_widen_bf16__scalar(k0[d])), _mm512_loadu_ps(qt + d * ROWS_PANEL), a0);
+                    _mm512_storeu_ps(w->s + c * rp + hk * glp, a0);
+                    c++;
+                }
+                for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
+                    const uint16_t *row = attn_mistral_7b_bf16_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_mistral_7b_bf16_prefetch_row_l2(row, n);
+                    else
+                        attn_mistral_7b_bf16_prefetch_row(row, n);
+                }
+            }
+        }
+    } else
+    attn_mistral_7b_bf16_dqk__avx512(kv, w, j0, kb, rp, glp, dots, pf, jn, pn, &pl);
     *plp = pl;
 }
 
@@ -6145,47 +6160,18 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_mis
 }
 
 /* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
- * apart), by the unit's row class, with the next block's first half prefetched
- * (rows pl of pn, from key jn) over the calls or inside them. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_mistral_7b_bf16_dscores__avx2(const attn_mistral_7b_bf16_kv kv, attn_mistral_7b_bf16_dscratch__avx2 *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int lanes, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
+ * apart) where the rows are scored by dot products (dots) or Q^T panels, with the
+ * next block's first half prefetched (rows pl of pn, from key jn) over the calls
+ * or inside them: the score phase's last classes. */
+__attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_mistral_7b_bf16_dqk__avx2(const attn_mistral_7b_bf16_kv kv, attn_mistral_7b_bf16_dscratch__avx2 *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
 {
     enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
-        ROWS_VEC = 8, /* f32 lanes of a vector: a kv head's rows in the lanes kernel at most (isa.lanes) */
-        ROWS_HALF = 4, /* half a vector: the pairs kernel's rows, two values of D a row */
-        ROWS_QUARTER = 2, /* a quarter vector: the half-width pairs kernel's rows */
         ROWS_PANEL = 16, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
         Q_STRIDE = 128, /* floats of a packed Q row (D in whole vectors) */
-        SCORE_KEYS = 8, /* keys a call of the lanes and pairs score kernels takes */
         QK_ROWS = 4 /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
     };
     int64_t r, c, hk, pl = *plp;
 
-    if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
-        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-            const float *qt = w->qt + (hk * glp / ROWS_PANEL) * ROWS_PANEL * D + (hk * glp) % ROWS_PANEL; /* its rows' Q^T */
-            for (c = 0; c < kb;) {
-                const uint16_t *k0 = attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c);
-                int64_t d;
-                if (c + SCORE_KEYS <= kb) { /* 8 keys */
-                    attn_lanes_8x1_d128_bf16_p16__avx2(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
-                    c += SCORE_KEYS;
-                } else { /* one key */
-                    __m256 a0 = _mm256_setzero_ps();
-                    for (d = 0; d < D; d++) a0 = _mm256_fmadd_ps(_mm256_set1_ps(attn_widen_bf16__scalar(k0[d])), _mm256_loadu_ps(qt + d * ROWS_PANEL), a0);
-                    _mm256_storeu_ps(w->s + c * rp + hk * glp, a0);
-                    c++;
-                }
-                for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                    const uint16_t *row = attn_mistral_7b_bf16_next_row(&kv, jn, pl);
-                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                    if (pf == ATTN_PREFETCH_L2)
-                        attn_mistral_7b_bf16_prefetch_row_l2(row, n);
-                    else
-                        attn_mistral_7b_bf16_prefetch_row(row, n);
-                }
-            }
-        }
-    } else
     if (dots) { /* keys in pairs; a lone last key pairs with itself */
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
@@ -6232,6 +6218,50 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_mis
             }
         }
     }
+    *plp = pl;
+}
+
+/* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
+ * apart), by the unit's row class, with the next block's first half prefetched
+ * (rows pl of pn, from key jn) over the calls or inside them. */
+__attribute__((target("avx2,fma,f16c"))) static ATTN_ALWAYS_INLINE void attn_mistral_7b_bf16_dscores__avx2(const attn_mistral_7b_bf16_kv kv, attn_mistral_7b_bf16_dscratch__avx2 *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int lanes, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
+{
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        ROWS_VEC = 8, /* f32 lanes of a vector: a kv head's rows in the lanes kernel at most (isa.lanes) */
+        ROWS_HALF = 4, /* half a vector: the pairs kernel's rows, two values of D a row */
+        ROWS_QUARTER = 2, /* a quarter vector: the half-width pairs kernel's rows */
+        ROWS_PANEL = 16, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
+        SCORE_KEYS = 8 /* keys a call of the lanes and pairs score kernels takes */
+    };
+    int64_t c, hk, pl = *plp;
+
+    if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+            const float *qt = w->qt + (hk * glp / ROWS_PANEL) * ROWS_PANEL * D + (hk * glp) % ROWS_PANEL; /* its rows' Q^T */
+            for (c = 0; c < kb;) {
+                const uint16_t *k0 = attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c);
+                int64_t d;
+                if (c + SCORE_KEYS <= kb) { /* 8 keys */
+                    attn_lanes_8x1_d128_bf16_p16__avx2(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
+                    c += SCORE_KEYS;
+                } else { /* one key */
+                    __m256 a0 = _mm256_setzero_ps();
+                    for (d = 0; d < D; d++) a0 = _mm256_fmadd_ps(_mm256_set1_ps(attn_widen_bf16__scalar(k0[d])), _mm256_loadu_ps(qt + d * ROWS_PANEL), a0);
+                    _mm256_storeu_ps(w->s + c * rp + hk * glp, a0);
+                    c++;
+                }
+                for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
+                    const uint16_t *row = attn_mistral_7b_bf16_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_mistral_7b_bf16_prefetch_row_l2(row, n);
+                    else
+                        attn_mistral_7b_bf16_prefetch_row(row, n);
+                }
+            }
+        }
+    } else
+    attn_mistral_7b_bf16_dqk__avx2(kv, w, j0, kb, rp, glp, dots, pf, jn, pn, &pl);
     *plp = pl;
 }
 
@@ -9299,47 +9329,18 @@ static ATTN_ALWAYS_INLINE void attn_mistral_7b_bf16_drows__neon(const attn_args 
 }
 
 /* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
- * apart), by the unit's row class, with the next block's first half prefetched
- * (rows pl of pn, from key jn) over the calls or inside them. */
-static ATTN_ALWAYS_INLINE void attn_mistral_7b_bf16_dscores__neon(const attn_mistral_7b_bf16_kv kv, attn_mistral_7b_bf16_dscratch__neon *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int lanes, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
+ * apart) where the rows are scored by dot products (dots) or Q^T panels, with the
+ * next block's first half prefetched (rows pl of pn, from key jn) over the calls
+ * or inside them: the score phase's last classes. */
+static ATTN_ALWAYS_INLINE void attn_mistral_7b_bf16_dqk__neon(const attn_mistral_7b_bf16_kv kv, attn_mistral_7b_bf16_dscratch__neon *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
 {
     enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
-        ROWS_VEC = 4, /* f32 lanes of a vector: a kv head's rows in the lanes kernel at most (isa.lanes) */
-        ROWS_HALF = 2, /* half a vector: the pairs kernel's rows, two values of D a row */
-        ROWS_QUARTER = 1, /* a quarter vector: the half-width pairs kernel's rows */
         ROWS_PANEL = 8, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
         Q_STRIDE = 128, /* floats of a packed Q row (D in whole vectors) */
-        SCORE_KEYS = 8, /* keys a call of the lanes and pairs score kernels takes */
         QK_ROWS = 8 /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
     };
     int64_t r, c, hk, pl = *plp;
 
-    if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
-        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-            const float *qt = w->qt + (hk * glp / ROWS_PANEL) * ROWS_PANEL * D + (hk * glp) % ROWS_PANEL; /* its rows' Q^T */
-            for (c = 0; c < kb;) {
-                const uint16_t *k0 = attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c);
-                int64_t d;
-                if (c + SCORE_KEYS <= kb) { /* 8 keys */
-                    attn_lanes_8x1_d128_bf16_p8__neon(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
-                    c += SCORE_KEYS;
-                } else { /* one key */
-                    float32x4_t a0 = vdupq_n_f32(0.0f);
-                    for (d = 0; d < D; d++) a0 = vfmaq_f32(a0, vdupq_n_f32(attn_widen_bf16__scalar(k0[d])), vld1q_f32(qt + d * ROWS_PANEL));
-                    vst1q_f32(w->s + c * rp + hk * glp, a0);
-                    c++;
-                }
-                for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                    const uint16_t *row = attn_mistral_7b_bf16_next_row(&kv, jn, pl);
-                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
-                    if (pf == ATTN_PREFETCH_L2)
-                        attn_mistral_7b_bf16_prefetch_row_l2(row, n);
-                    else
-                        attn_mistral_7b_bf16_prefetch_row(row, n);
-                }
-            }
-        }
-    } else
     if (dots) { /* keys in pairs; a lone last key pairs with itself */
         for (c = 0; c < kb; c += 2) {
             const int64_t c1 = c + 1 < kb ? c + 1 : c;
@@ -9386,6 +9387,50 @@ static ATTN_ALWAYS_INLINE void attn_mistral_7b_bf16_dscores__neon(const attn_mis
             }
         }
     }
+    *plp = pl;
+}
+
+/* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
+ * apart), by the unit's row class, with the next block's first half prefetched
+ * (rows pl of pn, from key jn) over the calls or inside them. */
+static ATTN_ALWAYS_INLINE void attn_mistral_7b_bf16_dscores__neon(const attn_mistral_7b_bf16_kv kv, attn_mistral_7b_bf16_dscratch__neon *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int lanes, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
+{
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        ROWS_VEC = 4, /* f32 lanes of a vector: a kv head's rows in the lanes kernel at most (isa.lanes) */
+        ROWS_HALF = 2, /* half a vector: the pairs kernel's rows, two values of D a row */
+        ROWS_QUARTER = 1, /* a quarter vector: the half-width pairs kernel's rows */
+        ROWS_PANEL = 8, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
+        SCORE_KEYS = 8 /* keys a call of the lanes and pairs score kernels takes */
+    };
+    int64_t c, hk, pl = *plp;
+
+    if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
+        for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
+            const float *qt = w->qt + (hk * glp / ROWS_PANEL) * ROWS_PANEL * D + (hk * glp) % ROWS_PANEL; /* its rows' Q^T */
+            for (c = 0; c < kb;) {
+                const uint16_t *k0 = attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c);
+                int64_t d;
+                if (c + SCORE_KEYS <= kb) { /* 8 keys */
+                    attn_lanes_8x1_d128_bf16_p8__neon(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
+                    c += SCORE_KEYS;
+                } else { /* one key */
+                    float32x4_t a0 = vdupq_n_f32(0.0f);
+                    for (d = 0; d < D; d++) a0 = vfmaq_f32(a0, vdupq_n_f32(attn_widen_bf16__scalar(k0[d])), vld1q_f32(qt + d * ROWS_PANEL));
+                    vst1q_f32(w->s + c * rp + hk * glp, a0);
+                    c++;
+                }
+                for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
+                    const uint16_t *row = attn_mistral_7b_bf16_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_mistral_7b_bf16_prefetch_row_l2(row, n);
+                    else
+                        attn_mistral_7b_bf16_prefetch_row(row, n);
+                }
+            }
+        }
+    } else
+    attn_mistral_7b_bf16_dqk__neon(kv, w, j0, kb, rp, glp, dots, pf, jn, pn, &pl);
     *plp = pl;
 }
 
@@ -10984,134 +11029,8 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_softmax_t__scalar(float *restri
 ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_qpack_bf16__scalar(const uint16_t *restrict src, float *restrict dst)
 {
     const float vs = (0.127517431f);
-    *(dst + 0) = (attn_widen_bf16__scalar(*(src + 0)) * vs);
-    *(dst + 1) = (attn_widen_bf16__scalar(*(src + 1)) * vs);
-    *(dst + 2) = (attn_widen_bf16__scalar(*(src + 2)) * vs);
-    *(dst + 3) = (attn_widen_bf16__scalar(*(src + 3)) * vs);
-    *(dst + 4) = (attn_widen_bf16__scalar(*(src + 4)) * vs);
-    *(dst + 5) = (attn_widen_bf16__scalar(*(src + 5)) * vs);
-    *(dst + 6) = (attn_widen_bf16__scalar(*(src + 6)) * vs);
-    *(dst + 7) = (attn_widen_bf16__scalar(*(src + 7)) * vs);
-    *(dst + 8) = (attn_widen_bf16__scalar(*(src + 8)) * vs);
-    *(dst + 9) = (attn_widen_bf16__scalar(*(src + 9)) * vs);
-    *(dst + 10) = (attn_widen_bf16__scalar(*(src + 10)) * vs);
-    *(dst + 11) = (attn_widen_bf16__scalar(*(src + 11)) * vs);
-    *(dst + 12) = (attn_widen_bf16__scalar(*(src + 12)) * vs);
-    *(dst + 13) = (attn_widen_bf16__scalar(*(src + 13)) * vs);
-    *(dst + 14) = (attn_widen_bf16__scalar(*(src + 14)) * vs);
-    *(dst + 15) = (attn_widen_bf16__scalar(*(src + 15)) * vs);
-    *(dst + 16) = (attn_widen_bf16__scalar(*(src + 16)) * vs);
-    *(dst + 17) = (attn_widen_bf16__scalar(*(src + 17)) * vs);
-    *(dst + 18) = (attn_widen_bf16__scalar(*(src + 18)) * vs);
-    *(dst + 19) = (attn_widen_bf16__scalar(*(src + 19)) * vs);
-    *(dst + 20) = (attn_widen_bf16__scalar(*(src + 20)) * vs);
-    *(dst + 21) = (attn_widen_bf16__scalar(*(src + 21)) * vs);
-    *(dst + 22) = (attn_widen_bf16__scalar(*(src + 22)) * vs);
-    *(dst + 23) = (attn_widen_bf16__scalar(*(src + 23)) * vs);
-    *(dst + 24) = (attn_widen_bf16__scalar(*(src + 24)) * vs);
-    *(dst + 25) = (attn_widen_bf16__scalar(*(src + 25)) * vs);
-    *(dst + 26) = (attn_widen_bf16__scalar(*(src + 26)) * vs);
-    *(dst + 27) = (attn_widen_bf16__scalar(*(src + 27)) * vs);
-    *(dst + 28) = (attn_widen_bf16__scalar(*(src + 28)) * vs);
-    *(dst + 29) = (attn_widen_bf16__scalar(*(src + 29)) * vs);
-    *(dst + 30) = (attn_widen_bf16__scalar(*(src + 30)) * vs);
-    *(dst + 31) = (attn_widen_bf16__scalar(*(src + 31)) * vs);
-    *(dst + 32) = (attn_widen_bf16__scalar(*(src + 32)) * vs);
-    *(dst + 33) = (attn_widen_bf16__scalar(*(src + 33)) * vs);
-    *(dst + 34) = (attn_widen_bf16__scalar(*(src + 34)) * vs);
-    *(dst + 35) = (attn_widen_bf16__scalar(*(src + 35)) * vs);
-    *(dst + 36) = (attn_widen_bf16__scalar(*(src + 36)) * vs);
-    *(dst + 37) = (attn_widen_bf16__scalar(*(src + 37)) * vs);
-    *(dst + 38) = (attn_widen_bf16__scalar(*(src + 38)) * vs);
-    *(dst + 39) = (attn_widen_bf16__scalar(*(src + 39)) * vs);
-    *(dst + 40) = (attn_widen_bf16__scalar(*(src + 40)) * vs);
-    *(dst + 41) = (attn_widen_bf16__scalar(*(src + 41)) * vs);
-    *(dst + 42) = (attn_widen_bf16__scalar(*(src + 42)) * vs);
-    *(dst + 43) = (attn_widen_bf16__scalar(*(src + 43)) * vs);
-    *(dst + 44) = (attn_widen_bf16__scalar(*(src + 44)) * vs);
-    *(dst + 45) = (attn_widen_bf16__scalar(*(src + 45)) * vs);
-    *(dst + 46) = (attn_widen_bf16__scalar(*(src + 46)) * vs);
-    *(dst + 47) = (attn_widen_bf16__scalar(*(src + 47)) * vs);
-    *(dst + 48) = (attn_widen_bf16__scalar(*(src + 48)) * vs);
-    *(dst + 49) = (attn_widen_bf16__scalar(*(src + 49)) * vs);
-    *(dst + 50) = (attn_widen_bf16__scalar(*(src + 50)) * vs);
-    *(dst + 51) = (attn_widen_bf16__scalar(*(src + 51)) * vs);
-    *(dst + 52) = (attn_widen_bf16__scalar(*(src + 52)) * vs);
-    *(dst + 53) = (attn_widen_bf16__scalar(*(src + 53)) * vs);
-    *(dst + 54) = (attn_widen_bf16__scalar(*(src + 54)) * vs);
-    *(dst + 55) = (attn_widen_bf16__scalar(*(src + 55)) * vs);
-    *(dst + 56) = (attn_widen_bf16__scalar(*(src + 56)) * vs);
-    *(dst + 57) = (attn_widen_bf16__scalar(*(src + 57)) * vs);
-    *(dst + 58) = (attn_widen_bf16__scalar(*(src + 58)) * vs);
-    *(dst + 59) = (attn_widen_bf16__scalar(*(src + 59)) * vs);
-    *(dst + 60) = (attn_widen_bf16__scalar(*(src + 60)) * vs);
-    *(dst + 61) = (attn_widen_bf16__scalar(*(src + 61)) * vs);
-    *(dst + 62) = (attn_widen_bf16__scalar(*(src + 62)) * vs);
-    *(dst + 63) = (attn_widen_bf16__scalar(*(src + 63)) * vs);
-    *(dst + 64) = (attn_widen_bf16__scalar(*(src + 64)) * vs);
-    *(dst + 65) = (attn_widen_bf16__scalar(*(src + 65)) * vs);
-    *(dst + 66) = (attn_widen_bf16__scalar(*(src + 66)) * vs);
-    *(dst + 67) = (attn_widen_bf16__scalar(*(src + 67)) * vs);
-    *(dst + 68) = (attn_widen_bf16__scalar(*(src + 68)) * vs);
-    *(dst + 69) = (attn_widen_bf16__scalar(*(src + 69)) * vs);
-    *(dst + 70) = (attn_widen_bf16__scalar(*(src + 70)) * vs);
-    *(dst + 71) = (attn_widen_bf16__scalar(*(src + 71)) * vs);
-    *(dst + 72) = (attn_widen_bf16__scalar(*(src + 72)) * vs);
-    *(dst + 73) = (attn_widen_bf16__scalar(*(src + 73)) * vs);
-    *(dst + 74) = (attn_widen_bf16__scalar(*(src + 74)) * vs);
-    *(dst + 75) = (attn_widen_bf16__scalar(*(src + 75)) * vs);
-    *(dst + 76) = (attn_widen_bf16__scalar(*(src + 76)) * vs);
-    *(dst + 77) = (attn_widen_bf16__scalar(*(src + 77)) * vs);
-    *(dst + 78) = (attn_widen_bf16__scalar(*(src + 78)) * vs);
-    *(dst + 79) = (attn_widen_bf16__scalar(*(src + 79)) * vs);
-    *(dst + 80) = (attn_widen_bf16__scalar(*(src + 80)) * vs);
-    *(dst + 81) = (attn_widen_bf16__scalar(*(src + 81)) * vs);
-    *(dst + 82) = (attn_widen_bf16__scalar(*(src + 82)) * vs);
-    *(dst + 83) = (attn_widen_bf16__scalar(*(src + 83)) * vs);
-    *(dst + 84) = (attn_widen_bf16__scalar(*(src + 84)) * vs);
-    *(dst + 85) = (attn_widen_bf16__scalar(*(src + 85)) * vs);
-    *(dst + 86) = (attn_widen_bf16__scalar(*(src + 86)) * vs);
-    *(dst + 87) = (attn_widen_bf16__scalar(*(src + 87)) * vs);
-    *(dst + 88) = (attn_widen_bf16__scalar(*(src + 88)) * vs);
-    *(dst + 89) = (attn_widen_bf16__scalar(*(src + 89)) * vs);
-    *(dst + 90) = (attn_widen_bf16__scalar(*(src + 90)) * vs);
-    *(dst + 91) = (attn_widen_bf16__scalar(*(src + 91)) * vs);
-    *(dst + 92) = (attn_widen_bf16__scalar(*(src + 92)) * vs);
-    *(dst + 93) = (attn_widen_bf16__scalar(*(src + 93)) * vs);
-    *(dst + 94) = (attn_widen_bf16__scalar(*(src + 94)) * vs);
-    *(dst + 95) = (attn_widen_bf16__scalar(*(src + 95)) * vs);
-    *(dst + 96) = (attn_widen_bf16__scalar(*(src + 96)) * vs);
-    *(dst + 97) = (attn_widen_bf16__scalar(*(src + 97)) * vs);
-    *(dst + 98) = (attn_widen_bf16__scalar(*(src + 98)) * vs);
-    *(dst + 99) = (attn_widen_bf16__scalar(*(src + 99)) * vs);
-    *(dst + 100) = (attn_widen_bf16__scalar(*(src + 100)) * vs);
-    *(dst + 101) = (attn_widen_bf16__scalar(*(src + 101)) * vs);
-    *(dst + 102) = (attn_widen_bf16__scalar(*(src + 102)) * vs);
-    *(dst + 103) = (attn_widen_bf16__scalar(*(src + 103)) * vs);
-    *(dst + 104) = (attn_widen_bf16__scalar(*(src + 104)) * vs);
-    *(dst + 105) = (attn_widen_bf16__scalar(*(src + 105)) * vs);
-    *(dst + 106) = (attn_widen_bf16__scalar(*(src + 106)) * vs);
-    *(dst + 107) = (attn_widen_bf16__scalar(*(src + 107)) * vs);
-    *(dst + 108) = (attn_widen_bf16__scalar(*(src + 108)) * vs);
-    *(dst + 109) = (attn_widen_bf16__scalar(*(src + 109)) * vs);
-    *(dst + 110) = (attn_widen_bf16__scalar(*(src + 110)) * vs);
-    *(dst + 111) = (attn_widen_bf16__scalar(*(src + 111)) * vs);
-    *(dst + 112) = (attn_widen_bf16__scalar(*(src + 112)) * vs);
-    *(dst + 113) = (attn_widen_bf16__scalar(*(src + 113)) * vs);
-    *(dst + 114) = (attn_widen_bf16__scalar(*(src + 114)) * vs);
-    *(dst + 115) = (attn_widen_bf16__scalar(*(src + 115)) * vs);
-    *(dst + 116) = (attn_widen_bf16__scalar(*(src + 116)) * vs);
-    *(dst + 117) = (attn_widen_bf16__scalar(*(src + 117)) * vs);
-    *(dst + 118) = (attn_widen_bf16__scalar(*(src + 118)) * vs);
-    *(dst + 119) = (attn_widen_bf16__scalar(*(src + 119)) * vs);
-    *(dst + 120) = (attn_widen_bf16__scalar(*(src + 120)) * vs);
-    *(dst + 121) = (attn_widen_bf16__scalar(*(src + 121)) * vs);
-    *(dst + 122) = (attn_widen_bf16__scalar(*(src + 122)) * vs);
-    *(dst + 123) = (attn_widen_bf16__scalar(*(src + 123)) * vs);
-    *(dst + 124) = (attn_widen_bf16__scalar(*(src + 124)) * vs);
-    *(dst + 125) = (attn_widen_bf16__scalar(*(src + 125)) * vs);
-    *(dst + 126) = (attn_widen_bf16__scalar(*(src + 126)) * vs);
-    *(dst + 127) = (attn_widen_bf16__scalar(*(src + 127)) * vs);
+    int64_t c; /* 128 vectors, more than the planner unrolls (STORE_UNROLL_MAX): loops */
+    for (c = 0; c < 128; c += 1) *(dst + c) = (attn_widen_bf16__scalar(*(src + c)) * vs);
 }
 
 /* Packs keys [j0, j0 + 2) of kv head hk of the rows kv (a batch's, or a
@@ -11241,17 +11160,14 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_mistral_7b_bf16_drows__scala
 }
 
 /* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
- * apart), by the unit's row class, with the next block's first half prefetched
- * (rows pl of pn, from key jn) over the calls or inside them. */
-ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_mistral_7b_bf16_dscores__scalar(const attn_mistral_7b_bf16_kv kv, attn_mistral_7b_bf16_dscratch__scalar *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
+ * apart) where the rows are scored by dot products (dots) or Q^T panels, with the
+ * next block's first half prefetched (rows pl of pn, from key jn) over the calls
+ * or inside them: the score phase's last classes. */
+ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_mistral_7b_bf16_dqk__scalar(const attn_mistral_7b_bf16_kv kv, attn_mistral_7b_bf16_dscratch__scalar *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
 {
     enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
-        ROWS_VEC = 1, /* f32 lanes of a vector: a kv head's rows in the lanes kernel at most (isa.lanes) */
-        ROWS_HALF = 0, /* half a vector: the pairs kernel's rows, two values of D a row */
-        ROWS_QUARTER = 0, /* a quarter vector: the half-width pairs kernel's rows */
         ROWS_PANEL = 2, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
         Q_STRIDE = 128, /* floats of a packed Q row (D in whole vectors) */
-        SCORE_KEYS = 8, /* keys a call of the lanes and pairs score kernels takes */
         QK_ROWS = 4 /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
     };
     int64_t r, c, hk, pl = *plp;
@@ -11302,6 +11218,24 @@ ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_mistral_7b_bf16_dscores__sca
             }
         }
     }
+    *plp = pl;
+}
+
+/* One block's scores S^T (keys [j0, j0 + kb) against the unit's rows, key-major, rp
+ * apart), by the unit's row class, with the next block's first half prefetched
+ * (rows pl of pn, from key jn) over the calls or inside them. */
+ATTN_NO_AUTOVEC static ATTN_ALWAYS_INLINE void attn_mistral_7b_bf16_dscores__scalar(const attn_mistral_7b_bf16_kv kv, attn_mistral_7b_bf16_dscratch__scalar *w, int64_t j0, int64_t kb, int64_t rp, int64_t glp, int dots, int pf, int64_t jn, int64_t pn, int64_t *plp)
+{
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        ROWS_VEC = 1, /* f32 lanes of a vector: a kv head's rows in the lanes kernel at most (isa.lanes) */
+        ROWS_HALF = 0, /* half a vector: the pairs kernel's rows, two values of D a row */
+        ROWS_QUARTER = 0, /* a quarter vector: the half-width pairs kernel's rows */
+        ROWS_PANEL = 2, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
+        SCORE_KEYS = 8 /* keys a call of the lanes and pairs score kernels takes */
+    };
+    int64_t pl = *plp;
+
+    attn_mistral_7b_bf16_dqk__scalar(kv, w, j0, kb, rp, glp, dots, pf, jn, pn, &pl);
     *plp = pl;
 }
 

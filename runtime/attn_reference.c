@@ -580,6 +580,22 @@ static const float *int8_query(const attn_spec *spec, const float *q, float *buf
     return buf;
 }
 
+/* Row i of head h of batch b of the weights output: P_ij = exp(s_ij - LSE_i) for
+   visible keys (after dropout where the spec has it), 0 for every other j (and
+   for the whole row of a query that sees no key: seen = 0). */
+static void weights_row(const attn_spec *spec, const attn_args *args, int64_t b, int h, int64_t i,
+                        const double *s, const unsigned char *vis, int seen, double lse)
+{
+    float *pw = args->weights + b * args->weights_stride[0] + h * args->weights_stride[1] +
+                i * args->weights_stride[2];
+    int64_t j;
+    for (j = 0; j < args->seq_k; j++)
+        pw[j * args->weights_stride[3]] =
+            vis[j] && seen ? (float)(spec->dropout ? dropout_weight(spec, args, b, h, i, j, exp(s[j] - lse))
+                                                   : exp(s[j] - lse))
+                           : 0.0f;
+}
+
 attn_status attn_reference(const attn_spec *spec, const attn_args *args)
 {
     float qq[512];
@@ -717,18 +733,8 @@ attn_status attn_reference(const attn_spec *spec, const attn_args *args)
                     args->lse[(b * spec->heads_q + h) * args->seq_q + i] = (float)lse;
                 if (spec->entropy && args->entropy != NULL)
                     args->entropy[(b * spec->heads_q + h) * args->seq_q + i] = (float)ent;
-                if (spec->weights && args->weights != NULL) {
-                    /* P_ij = exp(s_ij - LSE_i) for visible keys, 0 for every
-                       other j (and for the whole row of a query that sees no key) */
-                    float *pw = args->weights + b * args->weights_stride[0] +
-                                h * args->weights_stride[1] + i * args->weights_stride[2];
-                    for (j = 0; j < args->seq_k; j++)
-                        pw[j * args->weights_stride[3]] =
-                            vis[j] && m != -INFINITY
-                                ? (float)(spec->dropout ? dropout_weight(spec, args, b, h, i, j, exp(s[j] - lse))
-                                                        : exp(s[j] - lse))
-                                : 0.0f;
-                }
+                if (spec->weights && args->weights != NULL)
+                    weights_row(spec, args, b, h, i, s, vis, m != -INFINITY, lse);
             }
         }
     }

@@ -9,12 +9,16 @@
  * its own, each case with its own buffers (attn_verify_case: guard pages,
  * strided layouts, ragged seqlens_k) checked against the reference.
  * Criterion runs each test in a fresh process, so the dispatch is cold.
+ * Last, a linear or classic call's memory: every thread's scratch in one
+ * request of the allocator hook (lib/threads), freed once.
  */
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "attn_cases.h"
 #include "attn_runtime.h"
 #include "attn_verify.h"
 
@@ -112,3 +116,85 @@ Test(threads, different_kernels_at_once) { run_workers(NULL); }
    softcap, ALiBi), each with its own shapes and buffers */
 Test(threads, one_kernel_from_eight_threads) { run_workers(&attn_t_everything_kernel); }
 Test(threads, one_preset_from_eight_threads) { run_workers(&attn_llama3_8b_kernel); }
+
+/* ---- a call's memory: one request of the hook's ---------------------------- */
+
+/* The allocator hook of Test(threads, one_allocation_a_call): counts its calls
+   and frees, and fails every call where told to. */
+static int hook_allocs, hook_frees, hook_fails;
+static void *counting_alloc(size_t bytes, void *user)
+{
+    void *p = NULL;
+    (void)user;
+    hook_allocs++;
+    if (hook_fails || posix_memalign(&p, ATTN_ALIGN, bytes) != 0) return NULL;
+    return p;
+}
+static void counting_free(void *ptr, void *user)
+{
+    (void)user;
+    if (ptr != NULL) hook_frees++;
+    free(ptr);
+}
+
+/* The linear and classic kernels take every thread's scratch, and a classic
+   call's projections, in one request of the allocator hook a call, freed
+   once; where it fails, the call returns ATTN_ERR_NOMEM, asking for nothing
+   more.  Every variant this CPU runs, 1 and 3 threads, against the reference. */
+Test(threads, one_allocation_a_call)
+{
+    const attn_kernel *const ks[] = { &attn_t_linear_causal_kernel, &attn_t_linear_state_kernel,
+                                      &attn_t_additive_bias_mask_kernel, &attn_t_luong_concat_kernel };
+    size_t i;
+    int j, t, runs = 0;
+    for (i = 0; i < sizeof ks / sizeof ks[0]; i++) {
+        const attn_case_ops *ops = attn_case_ops_for(&ks[i]->spec, ATTN_DIR_FWD);
+        attn_case c;
+        void *state;
+        cr_assert(ops != NULL, "%s: no case ops", ks[i]->spec.name);
+        memset(&c, 0, sizeof c);
+        c.batch = 2, c.seq_q = 37, c.seq_k = 45, c.seed = 11;
+        c.ragged = ks[i]->spec.padding;
+        state = calloc(1, ops->state_size);
+        cr_assert(state != NULL);
+        cr_assert_eq(ops->build(state, &ks[i]->spec, &c), ATTN_OK, "%s", ks[i]->spec.name);
+        cr_assert_eq(ops->reference(state), ATTN_OK, "%s", ks[i]->spec.name);
+        for (j = 0; j < ks[i]->n_variants; j++)
+            for (t = 1; t <= 3; t += 2) {
+                const attn_variant *v = &ks[i]->variants[j];
+                attn_case_kernel kc = { NULL, v, NULL, NULL };
+                attn_verify_result res;
+                attn_status st;
+                if (!attn_isa_supported(v->isa)) continue;
+                ops->reset(state);
+                hook_allocs = hook_frees = hook_fails = 0;
+                attn_set_allocator(counting_alloc, counting_free, NULL);
+                st = ops->run(state, &kc, t);
+                attn_set_allocator(NULL, NULL, NULL);
+                cr_expect_eq(st, ATTN_OK, "%s/%s, %d threads: %s", ks[i]->spec.name, attn_isa_name(v->isa), t,
+                             attn_status_string(st));
+                cr_expect_eq(hook_allocs, 1, "%s/%s, %d threads: %d requests", ks[i]->spec.name,
+                             attn_isa_name(v->isa), t, hook_allocs);
+                cr_expect_eq(hook_frees, 1, "%s/%s, %d threads: %d frees", ks[i]->spec.name, attn_isa_name(v->isa),
+                             t, hook_frees);
+                memset(&res, 0, sizeof res);
+                ops->compare(state, "one allocation", &res);
+                cr_expect_eq(res.failures, 0, "%s/%s, %d threads: %d values off", ks[i]->spec.name,
+                             attn_isa_name(v->isa), t, res.failures);
+                ops->reset(state);
+                hook_allocs = hook_frees = 0;
+                hook_fails = 1;
+                attn_set_allocator(counting_alloc, counting_free, NULL);
+                st = ops->run(state, &kc, t);
+                attn_set_allocator(NULL, NULL, NULL);
+                cr_expect_eq(st, ATTN_ERR_NOMEM, "%s/%s, %d threads, a failing hook: %s", ks[i]->spec.name,
+                             attn_isa_name(v->isa), t, attn_status_string(st));
+                cr_expect_eq(hook_allocs, 1, "%s/%s, %d threads, a failing hook: %d requests", ks[i]->spec.name,
+                             attn_isa_name(v->isa), t, hook_allocs);
+                runs++;
+            }
+        ops->free(state);
+        free(state);
+    }
+    cr_assert_gt(runs, 0);
+}

@@ -56,6 +56,25 @@ end
 --- The classic kernels have no tiles.
 function M.default_tile() return { q = 0, kv = 0 } end
 
+--- A thread's scratch of a variant (cscratch; the call takes every thread's
+-- in one block, lib/threads): for each of a block's decoder rows, a part
+-- of each type a key (per = "key": the scores, the visible keys' weights,
+-- the visible keys and their encoder rows) and the context sums (per: the
+-- elements a row), each part on ATTN_ALIGN bytes; key_bytes_max bounds the
+-- bytes of a key's parts for the size checks.
+function M.scratch(p, v)
+  return {
+    parts = {
+      { name = "e", ctype = "float", per = "key" },
+      { name = "w", ctype = "float", per = "key" },
+      { name = "vis", ctype = "int64_t", per = "key" },
+      { name = "hp", ctype = ("const %s *"):format(p.ctype.kv), per = "key" },
+      { name = "cs", ctype = "float", per = v.dhp },
+    },
+    key_bytes_max = 32,
+  }
+end
+
 --- Turns a normalized additive or luong config into the plan.
 function M.plan(cfg, opts)
   local p = common.common(cfg, opts or {})
@@ -149,6 +168,7 @@ function M.plan(cfg, opts)
       v.tanh_types[1] = "f32"
       if p.score == "additive" and p.dtype.kv ~= "f32" then v.tanh_types[2] = p.dtype.kv end
     end
+    v.scratch = M.scratch(p, v)
     p.variants[#p.variants + 1] = v
   end
   p.spec_fields = M.spec_fields(p)

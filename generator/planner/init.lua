@@ -33,7 +33,8 @@ M.UNROLL_MAX_VECTORS = 8
 -- "vector", or a wide Dv) is stored by a C loop over its vectors, so that
 -- the epilogue holding it stays a short function (t_dv512's plain C one
 -- would be 512 stores).  64 keeps the unrolled stores of every x86 vector
--- ISA up to Dv = 512.
+-- ISA up to Dv = 512.  A packed query row (lib/pack's qpack: D scaled
+-- into f32) is written the same way past this many vectors of D.
 M.STORE_UNROLL_MAX = 64
 
 --- Bytes of a cache line: the prefetch step of the decode path.
@@ -143,6 +144,7 @@ function M.variant(cfg, plan, isa)
   v.dvp = pv.nv * isa.lanes -- O and packed V rows: Dv in whole vectors
   v.store_loop = pv.nv > M.STORE_UNROLL_MAX -- an output row's stores in a C loop (lib/store_o)
   v.dqs = math.ceil(plan.D / isa.lanes) * isa.lanes -- packed Q rows: D in whole vectors
+  v.pack_loop = v.dqs / isa.lanes > M.STORE_UNROLL_MAX -- a query row's packing in C loops (lib/pack)
   -- matmul = "int8": the decode path scores q8_0-quantized query rows by
   -- integer block dots (isa/int8.lua), its packed rows holding codes,
   -- corrections and block scales in the same DQS floats (lib/pack's qpacki)

@@ -8,6 +8,9 @@ local util = require("util")
 
 local M = {}
 
+--- Floats of ATTN_ALIGN (64) bytes: the parts of a thread's scratch start on one.
+local ALIGN_FLOATS = 16
+
 --- Heuristic tiles when the config says "auto" and no tuning result exists:
 -- q is the chunk of the causal algorithm (query rows of a tile, and at most
 -- as many keys in its diagonal block), kv the keys packed at a time when
@@ -46,6 +49,31 @@ function M.spec_fields(p)
     { "tile_q", p.tile.q }, { "tile_kv", p.tile.kv }, { "eps", p.c.eps }, { "state", flag(p.state) },
   }) do f[#f + 1] = x end
   return f
+end
+
+--- A thread's scratch of a variant, in floats (the call takes every
+-- thread's in one block, lib/threads): the tile's (lscratch: the diagonal
+-- block's phi(K)^T panels and scores where causal, the tile's output rows
+-- and denominators), then for each kv head of the thread's run of heads its
+-- running S and z (sz), its packed block of keys with their sums (kbh) and
+-- its group's tile of phi(Q) (qbh).  A thread of a run of n kv heads takes
+-- fixed + n * head floats: the tile's, then n of each kv head part at its
+-- stride (sz_up, kbh_up), every part in whole ATTN_ALIGN bytes, so that each
+-- starts on a cache line.
+function M.scratch(p, v)
+  local function up(n) return math.ceil(n / ALIGN_FLOATS) * ALIGN_FLOATS end
+  local scw = v.panels * v.qk.nc -- scores of a row of the diagonal block
+  local tile = p.tile.q * v.dvp + p.tile.q
+  if p.causal then tile = tile + v.panels * v.dqs * v.qk.nc + p.tile.q * scw end
+  local s = {
+    tile = tile,
+    sz = p.D * v.dvp + v.dqs,
+    kbh = v.kb * (v.dqs + v.dvp) + v.dqs,
+    qbh = p.group * p.tile.q * v.dqs,
+  }
+  s.fixed, s.sz_up, s.kbh_up = up(tile), up(s.sz), up(s.kbh)
+  s.head = s.sz_up + s.kbh_up + up(s.qbh)
+  return s
 end
 
 --- Turns a normalized linear config into the plan.
@@ -93,6 +121,7 @@ function M.plan(cfg, opts)
     v.panels = math.ceil(p.tile.q / v.qk.nc)
     v.kb = math.max(p.tile.kv, v.panels * v.qk.nc)
     v.transpose_pack = p.causal and isa.transpose ~= nil
+    v.scratch = M.scratch(p, v)
     p.variants[#p.variants + 1] = v
   end
   -- FLOPs of a full causal tile of one query head, for the cost comment:
