@@ -243,7 +243,7 @@ else
 fi
 
 echo "== examples/decode_loop.c: a serving loop, appending with RoPE, checked step by step"
-check decode_loop make -s decode-loop
+check decode_loop make -s -j"$JOBS" decode-loop
 
 echo "== concurrency: 16 attngen processes on one cache and one output folder"
 check concurrency tests/concurrency.sh
@@ -251,7 +251,7 @@ check concurrency tests/concurrency.sh
 echo "== sanitizers (ASan + UBSan), valgrind, libFuzzer"
 check sanitize make -s -j"$JOBS" sanitize && tail -n 1 "$LOG/sanitize.log"
 check valgrind make -s -j"$JOBS" valgrind-run && tail -n 1 "$LOG/valgrind.log"
-check fuzz make -s fuzz FUZZ_SECONDS=30 && grep '^fuzz: ' "$LOG/fuzz.log"
+check fuzz make -s -j"$JOBS" fuzz FUZZ_SECONDS=30 && grep '^fuzz: ' "$LOG/fuzz.log"
 
 echo
 [ -n "$failed_suites" ] && echo "failed suites:$failed_suites"
