@@ -1905,105 +1905,189 @@ static void check_new_rows(const attn_spec *s, const attn_args *a, const unsigne
     }
 }
 
-/* One cache of B sequences (lens[b] keys of capacity Lk, the rest NaN
-   bits), Ln new rows each: attn_<name>_fwd with k_new stores them, as the
-   reference rotation and the cache's rounding say, writes no other byte of
-   the cache, and gives the bits of a call without k_new over lens[b] + Ln
-   keys; attn_<name>_append stores the same bytes; a sequence past the
-   capacity is ATTN_ERR_CAPACITY with nothing written. */
-static void append_case(const attn_kernel *k, attn_status (*append)(const attn_args *), const int32_t *lens, int64_t B,
-                        int64_t Lk, int64_t Ln)
+/* What the phases of append_case share: the cache (kc, vc; k0, v0 its
+   bytes before the call, k1, v1 the call's), the call's inputs and args. */
+typedef struct {
+    const attn_kernel *k;
+    attn_status (*append)(const attn_args *);
+    const attn_spec *s;
+    const int32_t *lens;
+    int64_t B, Lk, Ln, Lq, Hkv, D, Dv, kvv, ksz;
+    size_t kbytes, vbytes, qsz, osz, nq, no, nkn, nvn;
+    unsigned char *kc, *vc, *k0, *v0, *k1, *v1;
+    void *q, *o, *o2, *kn, *vn;
+    float *row, *tmp, *cs;
+    float nw[2 * 512]; /* qk_norm: q_norm_w, k_norm_w */
+    int32_t bad[8];
+    int32_t *table; /* paged configs: the cache read through a table of its rows */
+    /* the cache's own layout [B][Lk][Hkv][D] (in blocks for a block type), whatever the kernel's view */
+    int64_t ks[3], vs[3];
+    int shared; /* V is the first Dv values of each K row: no V of its own */
+    uint64_t x; /* the random draws, in order: the cache, Q, the new K and V rows, qk_norm's weights */
+    attn_args a;
+} append_run;
+
+/* The sizes, the buffers (the cache all ones: NaN in every type, a block's
+   scale included) and the args' shape, strides and block table. */
+static void append_alloc(append_run *c, const attn_kernel *k, attn_status (*append)(const attn_args *),
+                         const int32_t *lens, int64_t B, int64_t Lk, int64_t Ln)
 {
     const attn_spec *s = &k->spec;
     const int64_t Lq = 2, Hkv = s->heads_kv, D = s->head_dim, Dv = s->head_dim_v;
     const int64_t kvv = attn_dtype_values(s->dtype_kv), ksz = (int64_t)attn_dtype_size(s->dtype_kv);
-    const size_t kbytes = (size_t)(B * Lk * Hkv * D / kvv * ksz), vbytes = (size_t)(B * Lk * Hkv * Dv / kvv * ksz);
-    const size_t qsz = attn_dtype_size(s->dtype_q), osz = attn_dtype_size(s->dtype_o);
-    const size_t nq = (size_t)(B * Lq * s->heads_q * D), no = (size_t)(B * Lq * s->heads_q * Dv);
-    const size_t nkn = (size_t)(B * Ln * Hkv * D), nvn = (size_t)(B * Ln * Hkv * Dv);
-    unsigned char *kc = malloc(kbytes + 1), *vc = malloc(vbytes + 1), *k0 = malloc(kbytes + 1), *v0 = malloc(vbytes + 1);
-    unsigned char *k1 = malloc(kbytes + 1), *v1 = malloc(vbytes + 1);
-    void *q = malloc(nq * qsz + 1), *o = malloc(no * osz + 1), *o2 = malloc(no * osz + 1);
-    void *kn = malloc(nkn * qsz + 1), *vn = malloc(nvn * qsz + 1);
-    float *row = malloc(sizeof(float) * (size_t)(D > Dv ? D : Dv) * 2 + 1), *tmp;
-    float *cs = NULL;
-    float nw[2 * 512]; /* qk_norm: q_norm_w, k_norm_w */
-    int32_t lens2[8], bad[8];
-    int32_t *table = NULL; /* paged configs: the cache read through a table of its rows */
-    /* the cache's own layout [B][Lk][Hkv][D] (in blocks for a block type), whatever the kernel's view */
-    const int64_t ks[3] = { Lk * Hkv * (D / kvv), Hkv * (D / kvv), D / kvv };
-    const int64_t vs[3] = { Lk * Hkv * (Dv / kvv), Hkv * (Dv / kvv), Dv / kvv };
-    const int shared = s->shared_kv; /* V is the first Dv values of each K row: no V of its own */
-    uint64_t x = 99;
-    attn_args a, a2;
+    size_t nq, nkn, nvn;
+
+    memset(c, 0, sizeof *c);
+    c->k = k;
+    c->append = append;
+    c->s = s;
+    c->lens = lens;
+    c->B = B;
+    c->Lk = Lk;
+    c->Ln = Ln;
+    c->Lq = Lq;
+    c->Hkv = Hkv;
+    c->D = D;
+    c->Dv = Dv;
+    c->kvv = kvv;
+    c->ksz = ksz;
+    c->kbytes = (size_t)(B * Lk * Hkv * D / kvv * ksz);
+    c->vbytes = (size_t)(B * Lk * Hkv * Dv / kvv * ksz);
+    c->qsz = attn_dtype_size(s->dtype_q);
+    c->osz = attn_dtype_size(s->dtype_o);
+    c->nq = nq = (size_t)(B * Lq * s->heads_q * D);
+    c->no = (size_t)(B * Lq * s->heads_q * Dv);
+    c->nkn = nkn = (size_t)(B * Ln * Hkv * D);
+    c->nvn = nvn = (size_t)(B * Ln * Hkv * Dv);
+    c->kc = malloc(c->kbytes + 1);
+    c->vc = malloc(c->vbytes + 1);
+    c->k0 = malloc(c->kbytes + 1);
+    c->v0 = malloc(c->vbytes + 1);
+    c->k1 = malloc(c->kbytes + 1);
+    c->v1 = malloc(c->vbytes + 1);
+    c->q = malloc(nq * c->qsz + 1);
+    c->o = malloc(c->no * c->osz + 1);
+    c->o2 = malloc(c->no * c->osz + 1);
+    c->kn = malloc(nkn * c->qsz + 1);
+    c->vn = malloc(nvn * c->qsz + 1);
+    c->row = malloc(sizeof(float) * (size_t)(D > Dv ? D : Dv) * 2 + 1);
+    c->ks[0] = Lk * Hkv * (D / kvv);
+    c->ks[1] = Hkv * (D / kvv);
+    c->ks[2] = D / kvv;
+    c->vs[0] = Lk * Hkv * (Dv / kvv);
+    c->vs[1] = Hkv * (Dv / kvv);
+    c->vs[2] = Dv / kvv;
+    c->shared = s->shared_kv;
+    c->x = 99;
+
+    cr_assert(c->kc && c->vc && c->k0 && c->v0 && c->k1 && c->v1 && c->q && c->o && c->o2 && c->kn && c->vn &&
+              c->row && B <= 8);
+    c->tmp = malloc(sizeof(float) * (nq > nkn ? (nq > nvn ? nq : nvn) : (nkn > nvn ? nkn : nvn)) + 1);
+    cr_assert(c->tmp != NULL);
+    memset(c->kc, 0xff, c->kbytes); /* NaN in every type, a block's scale included */
+    memset(c->vc, 0xff, c->vbytes);
+    c->a.batch = B;
+    c->a.seq_q = Lq;
+    c->a.seq_k = Lk;
+    attn_args_set_contiguous(&c->a, s);
+    if (s->page > 0) {
+        c->table = malloc(sizeof(int32_t) * (size_t)(B * ((Lk + s->page - 1) / s->page)) + 1);
+        cr_assert(c->table != NULL);
+        cr_assert_eq(attn_args_set_contiguous_pages(&c->a, s, c->table), ATTN_OK);
+    }
+}
+
+/* The cache's first lens[b] keys, Q and the new rows, random in +-1.5;
+   k0 and v0 the cache before the call. */
+static void append_draw(append_run *c)
+{
+    const attn_spec *s = c->s;
+    const int64_t Hkv = c->Hkv, D = c->D, Dv = c->Dv, ksz = c->ksz;
+    const int64_t *ks = c->ks, *vs = c->vs;
+    float *row = c->row, *tmp = c->tmp;
     int64_t b, j, h, d;
     size_t i;
 
-    cr_assert(kc && vc && k0 && v0 && k1 && v1 && q && o && o2 && kn && vn && row && B <= 8);
-    tmp = malloc(sizeof(float) * (nq > nkn ? (nq > nvn ? nq : nvn) : (nkn > nvn ? nkn : nvn)) + 1);
-    cr_assert(tmp != NULL);
-    memset(kc, 0xff, kbytes); /* NaN in every type, a block's scale included */
-    memset(vc, 0xff, vbytes);
-    memset(&a, 0, sizeof a);
-    a.batch = B;
-    a.seq_q = Lq;
-    a.seq_k = Lk;
-    attn_args_set_contiguous(&a, s);
-    if (s->page > 0) {
-        table = malloc(sizeof(int32_t) * (size_t)(B * ((Lk + s->page - 1) / s->page)) + 1);
-        cr_assert(table != NULL);
-        cr_assert_eq(attn_args_set_contiguous_pages(&a, s, table), ATTN_OK);
-    }
-    for (b = 0; b < B; b++)
-        for (j = 0; j < lens[b]; j++)
+    for (b = 0; b < c->B; b++)
+        for (j = 0; j < c->lens[b]; j++)
             for (h = 0; h < Hkv; h++) {
-                for (d = 0; d < D; d++) row[d] = rnd_unit(&x);
-                attn_f32_to_dtype_array(s->dtype_kv, row, kc + (size_t)((b * ks[0] + j * ks[1] + h * ks[2]) * ksz), (size_t)D);
-                for (d = 0; d < Dv; d++) row[d] = rnd_unit(&x);
-                attn_f32_to_dtype_array(s->dtype_kv, row, vc + (size_t)((b * vs[0] + j * vs[1] + h * vs[2]) * ksz), (size_t)Dv);
+                for (d = 0; d < D; d++) row[d] = rnd_unit(&c->x);
+                attn_f32_to_dtype_array(s->dtype_kv, row, c->kc + (size_t)((b * ks[0] + j * ks[1] + h * ks[2]) * ksz),
+                                        (size_t)D);
+                for (d = 0; d < Dv; d++) row[d] = rnd_unit(&c->x);
+                attn_f32_to_dtype_array(s->dtype_kv, row, c->vc + (size_t)((b * vs[0] + j * vs[1] + h * vs[2]) * ksz),
+                                        (size_t)Dv);
             }
-    for (i = 0; i < nq; i++) tmp[i] = rnd_unit(&x);
-    attn_f32_to_dtype_array(s->dtype_q, tmp, q, nq);
-    for (i = 0; i < nkn; i++) tmp[i] = rnd_unit(&x);
-    attn_f32_to_dtype_array(s->dtype_q, tmp, kn, nkn);
-    for (i = 0; i < nvn; i++) tmp[i] = rnd_unit(&x);
-    attn_f32_to_dtype_array(s->dtype_q, tmp, vn, nvn);
-    memcpy(k0, kc, kbytes);
-    memcpy(v0, vc, vbytes);
-    a.q = q;
-    a.k = kc;
-    a.v = shared ? NULL : vc;
-    a.o = o;
-    a.seqlens_k = lens;
-    a.threads = 2;
+    for (i = 0; i < c->nq; i++) tmp[i] = rnd_unit(&c->x);
+    attn_f32_to_dtype_array(s->dtype_q, tmp, c->q, c->nq);
+    for (i = 0; i < c->nkn; i++) tmp[i] = rnd_unit(&c->x);
+    attn_f32_to_dtype_array(s->dtype_q, tmp, c->kn, c->nkn);
+    for (i = 0; i < c->nvn; i++) tmp[i] = rnd_unit(&c->x);
+    attn_f32_to_dtype_array(s->dtype_q, tmp, c->vn, c->nvn);
+    memcpy(c->k0, c->kc, c->kbytes);
+    memcpy(c->v0, c->vc, c->vbytes);
+}
+
+/* The call's tensors: Q, the cache, O, the RoPE table, qk_norm's weights
+   and the new rows (contiguous). */
+static void append_args(append_run *c)
+{
+    const attn_spec *s = c->s;
+    const int64_t Lq = c->Lq, Lk = c->Lk, Ln = c->Ln, Hkv = c->Hkv, D = c->D, Dv = c->Dv;
+    attn_args *a = &c->a;
+    int64_t d;
+
+    a->q = c->q;
+    a->k = c->kc;
+    a->v = c->shared ? NULL : c->vc;
+    a->o = c->o;
+    a->seqlens_k = c->lens;
+    a->threads = 2;
     if (s->rope_table) { /* cos, sin of the angles p / 100^(2m / dim) */
         const int64_t half = s->rope_dim / 2, rows = Lk + Lq;
         int64_t p, m;
-        cs = malloc(sizeof(float) * (size_t)(2 * rows * half) + 1);
-        cr_assert(cs != NULL);
+        c->cs = malloc(sizeof(float) * (size_t)(2 * rows * half) + 1);
+        cr_assert(c->cs != NULL);
         for (p = 0; p < rows; p++)
             for (m = 0; m < half; m++) {
-                cs[p * half + m] = (float)cos((double)p * pow(100.0, -2.0 * (double)m / s->rope_dim));
-                cs[(rows + p) * half + m] = (float)sin((double)p * pow(100.0, -2.0 * (double)m / s->rope_dim));
+                c->cs[p * half + m] = (float)cos((double)p * pow(100.0, -2.0 * (double)m / s->rope_dim));
+                c->cs[(rows + p) * half + m] = (float)sin((double)p * pow(100.0, -2.0 * (double)m / s->rope_dim));
             }
-        a.rope_cos = cs;
-        a.rope_sin = cs + rows * half;
-        a.rope_rows = rows;
+        a->rope_cos = c->cs;
+        a->rope_sin = c->cs + rows * half;
+        a->rope_rows = rows;
     }
     if (s->qk_norm) { /* qk_norm's weights: factors (offset + w) in 0.5..1.5 */
-        for (d = 0; d < 2 * D; d++) nw[d] = (s->qk_norm_offset ? 0.0f : 1.0f) + rnd_unit(&x) / 3.0f;
-        a.q_norm_w = nw;
-        a.k_norm_w = nw + D;
+        for (d = 0; d < 2 * D; d++) c->nw[d] = (s->qk_norm_offset ? 0.0f : 1.0f) + rnd_unit(&c->x) / 3.0f;
+        a->q_norm_w = c->nw;
+        a->k_norm_w = c->nw + D;
     }
-    a.k_new = kn;
-    a.v_new = shared ? NULL : vn;
-    a.seq_new = Ln;
-    a.kn_stride[2] = D;
-    a.kn_stride[1] = Hkv * D;
-    a.kn_stride[0] = Ln * Hkv * D;
-    a.vn_stride[2] = Dv;
-    a.vn_stride[1] = Hkv * Dv;
-    a.vn_stride[0] = Ln * Hkv * Dv;
+    a->k_new = c->kn;
+    a->v_new = c->shared ? NULL : c->vn;
+    a->seq_new = Ln;
+    a->kn_stride[2] = D;
+    a->kn_stride[1] = Hkv * D;
+    a->kn_stride[0] = Ln * Hkv * D;
+    a->vn_stride[2] = Dv;
+    a->vn_stride[1] = Hkv * Dv;
+    a->vn_stride[0] = Ln * Hkv * Dv;
+}
+
+/* The call with k_new: the new rows stored, no other row of the cache
+   changed, O the bits of a call over lens[b] + Ln keys; append alone
+   stores the same bytes. */
+static void append_check_stored(append_run *c)
+{
+    const attn_spec *s = c->s;
+    const int64_t B = c->B, Lk = c->Lk, Ln = c->Ln, Hkv = c->Hkv, D = c->D, Dv = c->Dv, kvv = c->kvv, ksz = c->ksz;
+    const int64_t *ks = c->ks, *vs = c->vs;
+    const attn_kernel *k = c->k;
+    attn_status (*append)(const attn_args *) = c->append;
+    const int32_t *lens = c->lens;
+    unsigned char *kc = c->kc, *vc = c->vc;
+    int32_t lens2[8];
+    attn_args a = c->a, a2;
+    int64_t b, j, h;
 
     cr_assert_eq(k->fwd(&a), ATTN_OK, "%s: the call with k_new failed", s->name);
     for (b = 0; b < B; b++)
@@ -2013,29 +2097,49 @@ static void append_case(const attn_kernel *k, attn_status (*append)(const attn_a
                 const size_t vo = (size_t)((b * vs[0] + j * vs[1] + h * vs[2]) * ksz);
                 const int64_t t = j - lens[b];
                 if (t < 0 || t >= Ln) {
-                    cr_assert(memcmp(kc + ko, k0 + ko, (size_t)(D / kvv * ksz)) == 0 &&
-                                  memcmp(vc + vo, v0 + vo, (size_t)(Dv / kvv * ksz)) == 0,
+                    cr_assert(memcmp(kc + ko, c->k0 + ko, (size_t)(D / kvv * ksz)) == 0 &&
+                                  memcmp(vc + vo, c->v0 + vo, (size_t)(Dv / kvv * ksz)) == 0,
                               "%s: row b=%lld j=%lld h=%lld of the cache changed", s->name, (long long)b, (long long)j,
                               (long long)h);
                     continue;
                 }
-                check_new_rows(s, &a, kc + ko, vc + vo, b, t, j, h, Ln, row, tmp);
+                check_new_rows(s, &a, kc + ko, vc + vo, b, t, j, h, Ln, c->row, c->tmp);
             }
     /* the attention: the bits of a call over lens[b] + Ln keys */
     for (b = 0; b < B; b++) lens2[b] = lens[b] + (int32_t)Ln;
     a2 = a;
     a2.k_new = a2.v_new = NULL;
     a2.seqlens_k = lens2;
-    a2.o = o2;
+    a2.o = c->o2;
     cr_assert_eq(k->fwd(&a2), ATTN_OK);
-    cr_expect(memcmp(o, o2, no * osz) == 0, "%s: O with k_new differs from O over the stored cache", s->name);
+    cr_expect(memcmp(c->o, c->o2, c->no * c->osz) == 0, "%s: O with k_new differs from O over the stored cache", s->name);
     /* append alone: the same bytes */
-    memcpy(k1, kc, kbytes);
-    memcpy(v1, vc, vbytes);
-    memcpy(kc, k0, kbytes);
-    memcpy(vc, v0, vbytes);
+    memcpy(c->k1, kc, c->kbytes);
+    memcpy(c->v1, vc, c->vbytes);
+    memcpy(kc, c->k0, c->kbytes);
+    memcpy(vc, c->v0, c->vbytes);
     cr_assert_eq(append(&a), ATTN_OK);
-    cr_expect(memcmp(kc, k1, kbytes) == 0 && memcmp(vc, v1, vbytes) == 0, "%s: append stored other bytes", s->name);
+    cr_expect(memcmp(kc, c->k1, c->kbytes) == 0 && memcmp(vc, c->v1, c->vbytes) == 0, "%s: append stored other bytes",
+              s->name);
+}
+
+/* Refused calls write nothing: a sequence past the capacity
+   (ATTN_ERR_CAPACITY), qk_norm without a weight (ATTN_ERR_NULL_ARG), a
+   sequence left short of seq_k without padding (ATTN_ERR_SEQLENS). */
+static void append_check_refused(append_run *c)
+{
+    const attn_spec *s = c->s;
+    const attn_kernel *k = c->k;
+    attn_status (*append)(const attn_args *) = c->append;
+    const int64_t B = c->B, Lk = c->Lk, Ln = c->Ln, D = c->D;
+    const int32_t *lens = c->lens;
+    const size_t kbytes = c->kbytes, vbytes = c->vbytes, no = c->no, osz = c->osz;
+    unsigned char *kc = c->kc, *vc = c->vc, *k0 = c->k0, *v0 = c->v0;
+    void *o = c->o, *o2 = c->o2;
+    int32_t *bad = c->bad;
+    attn_args a = c->a; /* written back at the end */
+    int64_t b;
+
     /* past the capacity: nothing written */
     memcpy(kc, k0, kbytes);
     memcpy(vc, v0, vbytes);
@@ -2053,12 +2157,12 @@ static void append_case(const attn_kernel *k, attn_status (*append)(const attn_a
         a.k_norm_w = NULL;
         cr_expect_eq(k->fwd(&a), ATTN_ERR_NULL_ARG, "%s: k_new without k_norm_w", s->name);
         cr_expect_eq(append(&a), ATTN_ERR_NULL_ARG, "%s: append without k_norm_w", s->name);
-        a.k_norm_w = nw + D;
+        a.k_norm_w = c->nw + D;
         a.q_norm_w = NULL;
         cr_expect_eq(k->fwd(&a), ATTN_ERR_NULL_ARG, "%s: a call without q_norm_w", s->name);
         cr_expect(memcmp(kc, k0, kbytes) == 0 && memcmp(vc, v0, vbytes) == 0 && memcmp(o, o2, no * osz) == 0,
                   "%s: a refused call wrote", s->name);
-        a.q_norm_w = nw;
+        a.q_norm_w = c->nw;
         a.seqlens_k = bad;
     }
     if (!s->padding) { /* a sequence left short of seq_k */
@@ -2067,6 +2171,24 @@ static void append_case(const attn_kernel *k, attn_status (*append)(const attn_a
         cr_expect(memcmp(kc, k0, kbytes) == 0 && memcmp(vc, v0, vbytes) == 0, "%s: a refused call wrote", s->name);
         cr_expect_eq(append(&a), ATTN_OK); /* the store alone has no such rule */
     }
+    c->a = a;
+}
+
+/* Refused calls write nothing: a new row on an evicted page or one past
+   the pools (ATTN_ERR_PAGE), a stride past the index type
+   (ATTN_ERR_TOO_LARGE). */
+static void append_check_out_of_range(append_run *c)
+{
+    const attn_spec *s = c->s;
+    const attn_kernel *k = c->k;
+    attn_status (*append)(const attn_args *) = c->append;
+    const int32_t *lens = c->lens;
+    const size_t kbytes = c->kbytes, vbytes = c->vbytes, no = c->no, osz = c->osz;
+    unsigned char *kc = c->kc, *vc = c->vc, *k0 = c->k0, *v0 = c->v0;
+    void *o = c->o, *o2 = c->o2;
+    int32_t *table = c->table;
+    attn_args a = c->a; /* written back at the end */
+
     if (table != NULL) { /* a new row on an evicted page: ATTN_ERR_PAGE, nothing written */
         const int64_t per = a.block_table_stride, e = lens[0] / s->page;
         const int32_t keep = table[e];
@@ -2100,10 +2222,36 @@ static void append_case(const attn_kernel *k, attn_status (*append)(const attn_a
             *strides[t] = keep;
         }
     }
+    c->a = a;
+}
+
+/* The buffers append_alloc and append_args took. */
+static void append_free(append_run *c)
+{
+    free(c->kc); free(c->vc); free(c->k0); free(c->v0); free(c->k1); free(c->v1);
+    free(c->q); free(c->o); free(c->o2); free(c->kn); free(c->vn); free(c->row); free(c->tmp); free(c->cs);
+    free(c->table);
+}
+
+/* One cache of B sequences (lens[b] keys of capacity Lk, the rest NaN
+   bits), Ln new rows each: attn_<name>_fwd with k_new stores them, as the
+   reference rotation and the cache's rounding say, writes no other byte of
+   the cache, and gives the bits of a call without k_new over lens[b] + Ln
+   keys; attn_<name>_append stores the same bytes; a sequence past the
+   capacity is ATTN_ERR_CAPACITY with nothing written. */
+static void append_case(const attn_kernel *k, attn_status (*append)(const attn_args *), const int32_t *lens, int64_t B,
+                        int64_t Lk, int64_t Ln)
+{
+    append_run c;
+    append_alloc(&c, k, append, lens, B, Lk, Ln);
+    append_draw(&c);
+    append_args(&c);
+    append_check_stored(&c);
+    append_check_refused(&c);
+    append_check_out_of_range(&c);
     cr_expect_str_eq(attn_status_string(ATTN_ERR_CAPACITY),
                      "appending: seqlens_k[b] + seq_new is past the cache's seq_k");
-    free(kc); free(vc); free(k0); free(v0); free(k1); free(v1);
-    free(q); free(o); free(o2); free(kn); free(vn); free(row); free(tmp); free(cs); free(table);
+    append_free(&c);
 }
 
 Test(append, rope_f32_cache)

@@ -656,209 +656,286 @@ static float *rope_table(const attn_spec *spec, int64_t rows, int want_sin, uint
     return t;
 }
 
-/* Step 3: run an accepted call on real buffers and compare with the reference. */
-static void run_and_compare(const attn_spec *spec, attn_fwd_fn fwd, attn_args *a,
-                            uint64_t seed, int sparse)
+/* What the phases of step 3 share: the accepted call, its layouts (values_layout's
+   lkw and lvw: K and V in values), the buffers it runs on and the reference's. */
+typedef struct {
+    const attn_spec *spec;
+    attn_args *a;
+    uint64_t seed; /* the random draws, in order: Q, K, V, RoPE, mask, rel, state, sinks, norm */
+    int sparse, linear, has_mask;
+    int64_t B, Lq, Lk, Hq, Hkv, D, Dv;
+    int64_t n_s, n_z, nv, lse_count;
+    attn_dtype odt;
+    layout lq, lk, lv, lkw, lvw, lo, lm;
+    float *q, *k, *v, *o_ref, *lse, *lse_ref;
+    float *rope_cos, *rope_sin;
+    float *st_s, *st_z, *s0, *z0, *ref_s, *ref_z;
+    void *qs, *ks, *vs, *o;
+    void *mask;
+    float *sinks;
+    float *rel;
+    float *norm_w; /* qk_norm: q_norm_w [D] (k_norm_w is read only when appending) */
+    attn_args ref;
+} sdpa_run;
+
+/* The call's shapes and layouts into r; 0 where it is too large to build
+   and visit (the input is skipped). */
+static int run_layouts(sdpa_run *r, const attn_spec *spec, attn_args *a, uint64_t seed, int sparse)
 {
     const int64_t B = a->batch, Lq = a->seq_q, Lk = a->seq_k;
-    const int64_t Hq = spec->heads_q, Hkv = spec->heads_kv;
-    const int64_t D = spec->head_dim, Dv = spec->head_dim_v;
+    const int64_t Hq = spec->heads_q, D = spec->head_dim, Dv = spec->head_dim_v;
     const int linear = spec->family == ATTN_FAMILY_LINEAR;
-    const int has_mask = !linear && spec->mask != ATTN_MASK_NONE;
-    const int64_t n_s = linear && spec->state ? sat_mul(sat_mul(B, Hkv), sat_mul(D, Dv)) : 0;
-    const int64_t n_z = linear && spec->state ? sat_mul(sat_mul(B, Hkv), D) : 0;
-    const attn_dtype odt = spec->dtype_o;
-    const int64_t nv = kv_values(spec); /* K's and V's values an element */
-    layout lq, lk, lv, lkw, lvw, lo, lm;
-    float *q, *k, *v, *o_ref, *lse = NULL, *lse_ref = NULL;
-    float *rope_cos = NULL, *rope_sin = NULL;
-    float *st_s = NULL, *st_z = NULL, *s0 = NULL, *z0 = NULL, *ref_s = NULL, *ref_z = NULL;
-    void *qs, *ks, *vs, *o;
-    void *mask = NULL;
-    float *sinks = NULL;
-    float *rel = NULL;
-    float *norm_w = NULL; /* qk_norm: q_norm_w [D] (k_norm_w is read only when appending) */
-    unsigned char *written;
-    int o_injective;
-    int64_t work, lse_count = 0, bb, i, h, d;
-    attn_args ref;
-    attn_status st;
+    int64_t work;
+
+    memset(r, 0, sizeof *r);
+    r->spec = spec;
+    r->a = a;
+    r->seed = seed;
+    r->sparse = sparse;
+    r->B = B;
+    r->Lq = Lq;
+    r->Lk = Lk;
+    r->Hq = Hq;
+    r->Hkv = spec->heads_kv;
+    r->D = D;
+    r->Dv = Dv;
+    r->linear = linear;
+    r->has_mask = !linear && spec->mask != ATTN_MASK_NONE;
+    r->n_s = linear && spec->state ? sat_mul(sat_mul(B, r->Hkv), sat_mul(D, Dv)) : 0;
+    r->n_z = linear && spec->state ? sat_mul(sat_mul(B, r->Hkv), D) : 0;
+    r->odt = spec->dtype_o;
+    r->nv = kv_values(spec); /* K's and V's values an element */
 
     /* loops run over every (b, h, i) and (b, h, j) even when a dim is
        empty, and scratch memory grows with each length on its own */
     work = sat_mul(sat_mul(sat_mul(B, Hq), sat_mul(Lq > 0 ? Lq : 1, Lk > 0 ? Lk : 1)), D + Dv);
     if (work > MAX_WORK || B > MAX_LENGTH || Lq > MAX_LENGTH || Lk > MAX_LENGTH ||
-        sat_mul(n_s, Lk > 0 ? Lk : 1) > MAX_WORK)
-        return;
+        sat_mul(r->n_s, Lk > 0 ? Lk : 1) > MAX_WORK)
+        return 0;
     /* shared_kv: V's strides are ignored (any value was accepted); the
        harness lays its unread V out like K */
     if (!linear && spec->shared_kv)
         memcpy(a->v_stride, a->k_stride, sizeof a->v_stride);
-    set_layout(&lq, B, Lq, Hq, D, a->q_stride, 1);
-    kv_layouts(spec, a, &lk, &lv);
-    values_layout(&lk, nv, &lkw);
-    values_layout(&lv, nv, &lvw);
-    set_layout(&lo, B, Lq, Hq, Dv, a->o_stride, 1);
-    memset(&lm, 0, sizeof lm);
-    if (has_mask)
-        set_layout(&lm, B, Hq, Lq, Lk, a->mask_stride, a->mask_stride[3]);
-    if (too_large(&lq) || too_large(&lkw) || too_large(&lvw) || too_large(&lo) || (has_mask && too_large(&lm)) ||
+    set_layout(&r->lq, B, Lq, Hq, D, a->q_stride, 1);
+    kv_layouts(spec, a, &r->lk, &r->lv);
+    values_layout(&r->lk, r->nv, &r->lkw);
+    values_layout(&r->lv, r->nv, &r->lvw);
+    set_layout(&r->lo, B, Lq, Hq, Dv, a->o_stride, 1);
+    if (r->has_mask)
+        set_layout(&r->lm, B, Hq, Lq, Lk, a->mask_stride, a->mask_stride[3]);
+    if (too_large(&r->lq) || too_large(&r->lkw) || too_large(&r->lvw) || too_large(&r->lo) ||
+        (r->has_mask && too_large(&r->lm)) ||
         (has_rope_table(spec) && sat_mul(a->rope_rows, spec->rope_dim / 2) > MAX_ELEMS))
-        return;
+        return 0;
     if (a->lse != NULL) {
-        lse_count = sat_mul(sat_mul(B, Hq), Lq);
-        if (lse_count > MAX_ELEMS)
-            return;
+        r->lse_count = sat_mul(sat_mul(B, Hq), Lq);
+        if (r->lse_count > MAX_ELEMS)
+            return 0;
     }
+    return 1;
+}
 
-    q = make_input(&lq, &seed);
-    k = make_input(&lkw, &seed);
-    v = make_input(&lvw, &seed);
-    qs = store_input(&lq, q, spec->dtype_q);
-    if (nv > 1) { /* whole blocks, each gap block quantized from its NaNs */
-        ks = store_blocks(k, lk.span, spec->dtype_kv);
-        vs = store_blocks(v, lv.span, spec->dtype_kv);
+/* The mask a call given one reads: bool, true with probability 0.8 (0.2
+   sparse), or additive N(0,1), -inf at one element in 8 where sparse. */
+static void run_mask(sdpa_run *r)
+{
+    const layout *lm = &r->lm;
+    const int64_t B = r->B, Hq = r->Hq, Lq = r->Lq, Lk = r->Lk;
+    int64_t x, y, z, w;
+    if (r->spec->mask == ATTN_MASK_BOOL) {
+        unsigned char *m = (unsigned char *)alloc_elems(lm->span, 1);
+        if (lm->span > 0)
+            memset(m, 0, (size_t)lm->span);
+        for (x = 0; x < B; x++)
+            for (y = 0; y < Hq; y++)
+                for (z = 0; z < Lq; z++)
+                    for (w = 0; w < Lk; w++)
+                        m[offset_of(lm, x, y, z, w)] = rng_unit(&r->seed) < (r->sparse ? 0.2 : 0.8);
+        r->mask = m;
     } else {
-        ks = store_input(&lk, k, spec->dtype_kv);
-        vs = store_input(&lv, v, spec->dtype_kv);
-    }
-    if (has_rope_table(spec)) { /* exactly rope_rows rows: a read past them is caught */
-        rope_cos = rope_table(spec, a->rope_rows, 0, &seed);
-        rope_sin = rope_table(spec, a->rope_rows, 1, &seed);
-        a->rope_cos = rope_cos;
-        a->rope_sin = rope_sin;
-    }
-    o = make_output(&lo, odt);
-    o_ref = (float *)make_output(&lo, ATTN_DTYPE_F32);
-    if (has_mask && a->mask != NULL) {
-        if (spec->mask == ATTN_MASK_BOOL) {
-            unsigned char *m = (unsigned char *)alloc_elems(lm.span, 1);
-            int64_t x, y, z, w;
-            if (lm.span > 0)
-                memset(m, 0, (size_t)lm.span);
+        float *m = make_input(lm, &r->seed);
+        if (r->sparse)
             for (x = 0; x < B; x++)
                 for (y = 0; y < Hq; y++)
                     for (z = 0; z < Lq; z++)
                         for (w = 0; w < Lk; w++)
-                            m[offset_of(&lm, x, y, z, w)] =
-                                rng_unit(&seed) < (sparse ? 0.2 : 0.8);
-            mask = m;
-        } else {
-            float *m = make_input(&lm, &seed);
-            int64_t x, y, z, w;
-            if (sparse)
-                for (x = 0; x < B; x++)
-                    for (y = 0; y < Hq; y++)
-                        for (z = 0; z < Lq; z++)
-                            for (w = 0; w < Lk; w++)
-                                if ((rng_next(&seed) & 7) == 0)
-                                    m[offset_of(&lm, x, y, z, w)] = -INFINITY;
-            mask = m;
-        }
-        a->mask = mask;
+                            if ((rng_next(&r->seed) & 7) == 0)
+                                m[offset_of(lm, x, y, z, w)] = -INFINITY;
+        r->mask = m;
     }
+    r->a->mask = r->mask;
+}
+
+/* Q, K, V (N(0,1), NaN gaps) as stored and widened back, the RoPE tables,
+   O (the gap sentinel) and its reference, the mask. */
+static void run_inputs(sdpa_run *r)
+{
+    const attn_spec *spec = r->spec;
+    attn_args *a = r->a;
+    r->q = make_input(&r->lq, &r->seed);
+    r->k = make_input(&r->lkw, &r->seed);
+    r->v = make_input(&r->lvw, &r->seed);
+    r->qs = store_input(&r->lq, r->q, spec->dtype_q);
+    if (r->nv > 1) { /* whole blocks, each gap block quantized from its NaNs */
+        r->ks = store_blocks(r->k, r->lk.span, spec->dtype_kv);
+        r->vs = store_blocks(r->v, r->lv.span, spec->dtype_kv);
+    } else {
+        r->ks = store_input(&r->lk, r->k, spec->dtype_kv);
+        r->vs = store_input(&r->lv, r->v, spec->dtype_kv);
+    }
+    if (has_rope_table(spec)) { /* exactly rope_rows rows: a read past them is caught */
+        r->rope_cos = rope_table(spec, a->rope_rows, 0, &r->seed);
+        r->rope_sin = rope_table(spec, a->rope_rows, 1, &r->seed);
+        a->rope_cos = r->rope_cos;
+        a->rope_sin = r->rope_sin;
+    }
+    r->o = make_output(&r->lo, r->odt);
+    r->o_ref = (float *)make_output(&r->lo, ATTN_DTYPE_F32);
+    if (r->has_mask && a->mask != NULL)
+        run_mask(r);
+}
+
+/* The other tensors, each in a buffer of exactly its size: the relative
+   position table, LSE (the gap sentinel), a linear kernel's state (the
+   reference's a copy), the sinks, qk_norm's weights; the args point at all. */
+static void run_extras(sdpa_run *r)
+{
+    const attn_spec *spec = r->spec;
+    attn_args *a = r->a;
+    const int64_t n_s = r->n_s, n_z = r->n_z;
+    int64_t i, h, d;
     if (attn_rel_rows(spec) > 0) { /* the relative position table, exactly its size */
-        const int64_t n_rel = (int64_t)attn_rel_rows(spec) * Hq;
-        rel = (float *)alloc_elems(n_rel, sizeof(float));
+        const int64_t n_rel = (int64_t)attn_rel_rows(spec) * r->Hq;
+        r->rel = (float *)alloc_elems(n_rel, sizeof(float));
         for (i = 0; i < n_rel; i++)
-            rel[i] = 2.0f * rng_normal(&seed);
-        a->rel_table = rel;
+            r->rel[i] = 2.0f * rng_normal(&r->seed);
+        a->rel_table = r->rel;
     }
     if (a->lse != NULL) {
-        lse = (float *)alloc_elems(lse_count, sizeof(float));
-        lse_ref = (float *)alloc_elems(lse_count, sizeof(float));
-        for (i = 0; i < lse_count; i++)
-            lse[i] = lse_ref[i] = bits_float(O_GAP_BITS);
+        r->lse = (float *)alloc_elems(r->lse_count, sizeof(float));
+        r->lse_ref = (float *)alloc_elems(r->lse_count, sizeof(float));
+        for (i = 0; i < r->lse_count; i++)
+            r->lse[i] = r->lse_ref[i] = bits_float(O_GAP_BITS);
     }
-    a->q = qs;
-    a->k = ks;
-    a->v = vs;
-    a->o = o;
-    a->lse = lse;
+    a->q = r->qs;
+    a->k = r->ks;
+    a->v = r->vs;
+    a->o = r->o;
+    a->lse = r->lse;
     if (n_s > 0) { /* a random state, in buffers of exactly its size; the reference's a copy */
-        st_s = (float *)alloc_elems(n_s, sizeof(float));
-        st_z = (float *)alloc_elems(n_z, sizeof(float));
-        s0 = (float *)alloc_elems(n_s, sizeof(float));
-        z0 = (float *)alloc_elems(n_z, sizeof(float));
-        ref_s = (float *)alloc_elems(n_s, sizeof(float));
-        ref_z = (float *)alloc_elems(n_z, sizeof(float));
+        r->st_s = (float *)alloc_elems(n_s, sizeof(float));
+        r->st_z = (float *)alloc_elems(n_z, sizeof(float));
+        r->s0 = (float *)alloc_elems(n_s, sizeof(float));
+        r->z0 = (float *)alloc_elems(n_z, sizeof(float));
+        r->ref_s = (float *)alloc_elems(n_s, sizeof(float));
+        r->ref_z = (float *)alloc_elems(n_z, sizeof(float));
         for (i = 0; i < n_s; i++)
-            st_s[i] = s0[i] = ref_s[i] = 4.0f * rng_normal(&seed);
+            r->st_s[i] = r->s0[i] = r->ref_s[i] = 4.0f * rng_normal(&r->seed);
         for (i = 0; i < n_z; i++)
-            st_z[i] = z0[i] = ref_z[i] = 4.0f * fabsf(rng_normal(&seed)) + 1.0f;
-        a->state_s = st_s;
-        a->state_z = st_z;
+            r->st_z[i] = r->z0[i] = r->ref_z[i] = 4.0f * fabsf(rng_normal(&r->seed)) + 1.0f;
+        a->state_s = r->st_s;
+        a->state_z = r->st_z;
     }
-    if (!linear && spec->sinks) { /* a logit per query head, in a buffer of exactly that size */
-        sinks = (float *)alloc_elems(Hq, sizeof(float));
-        for (h = 0; h < Hq; h++)
-            sinks[h] = 2.0f + 2.0f * rng_normal(&seed);
-        a->sinks = sinks;
+    if (!r->linear && spec->sinks) { /* a logit per query head, in a buffer of exactly that size */
+        r->sinks = (float *)alloc_elems(r->Hq, sizeof(float));
+        for (h = 0; h < r->Hq; h++)
+            r->sinks[h] = 2.0f + 2.0f * rng_normal(&r->seed);
+        a->sinks = r->sinks;
     }
-    if (!linear && spec->qk_norm) { /* factors (offset + w) in 0.5..1.5, in a buffer of exactly D */
-        norm_w = (float *)alloc_elems(D, sizeof(float));
-        for (d = 0; d < D; d++)
-            norm_w[d] = (spec->qk_norm_offset ? 0.0f : 1.0f) + 0.25f * rng_normal(&seed);
-        a->q_norm_w = norm_w;
+    if (!r->linear && spec->qk_norm) { /* factors (offset + w) in 0.5..1.5, in a buffer of exactly D */
+        r->norm_w = (float *)alloc_elems(r->D, sizeof(float));
+        for (d = 0; d < r->D; d++)
+            r->norm_w[d] = (spec->qk_norm_offset ? 0.0f : 1.0f) + 0.25f * rng_normal(&r->seed);
+        a->q_norm_w = r->norm_w;
     }
+}
 
-    st = fwd(a);
+/* The kernel's call, then the reference's on the stored inputs, widened. */
+static void run_kernel_and_reference(sdpa_run *r, attn_fwd_fn fwd)
+{
+    const attn_args *a = r->a;
+    attn_args *ref = &r->ref;
+    attn_status st;
+
+    st = fwd(r->a);
     if (st != ATTN_OK)
         die("accepted args, then the entry point returned '%s'", attn_status_string(st));
-    ref = *a; /* on the stored inputs, widened */
-    ref.q = q;
-    ref.k = k;
-    ref.v = v;
-    ref.o = o_ref;
-    ref.lse = lse_ref;
-    memcpy(ref.k_stride, lkw.str, sizeof ref.k_stride); /* in values */
-    memcpy(ref.v_stride, lvw.str, sizeof ref.v_stride);
-    if (n_s > 0) { /* (else B = 0: the poisoned pointers, never touched) */
-        ref.state_s = ref_s;
-        ref.state_z = ref_z;
+    *ref = *a; /* on the stored inputs, widened */
+    ref->q = r->q;
+    ref->k = r->k;
+    ref->v = r->v;
+    ref->o = r->o_ref;
+    ref->lse = r->lse_ref;
+    memcpy(ref->k_stride, r->lkw.str, sizeof ref->k_stride); /* in values */
+    memcpy(ref->v_stride, r->lvw.str, sizeof ref->v_stride);
+    if (r->n_s > 0) { /* (else B = 0: the poisoned pointers, never touched) */
+        ref->state_s = r->ref_s;
+        ref->state_z = r->ref_z;
     }
-    st = attn_reference(spec, &ref);
+    st = attn_reference(r->spec, ref);
     if (st != ATTN_OK)
         die("the reference returned '%s' (B=%lld Lq=%lld Lk=%lld N=%lld; strides Q %lld %lld %lld, K %lld %lld %lld, "
-            "V %lld %lld %lld, O %lld %lld %lld)", attn_status_string(st), (long long)B, (long long)Lq, (long long)Lk,
-            (long long)a->num_pages, (long long)ref.q_stride[0], (long long)ref.q_stride[1], (long long)ref.q_stride[2],
-            (long long)ref.k_stride[0], (long long)ref.k_stride[1], (long long)ref.k_stride[2],
-            (long long)ref.v_stride[0], (long long)ref.v_stride[1], (long long)ref.v_stride[2],
-            (long long)ref.o_stride[0], (long long)ref.o_stride[1], (long long)ref.o_stride[2]);
-    if (n_s > 0) { /* the state written back, within ATTN_REF_TOL_STATE of its terms */
-        double *s_abs = (double *)alloc_elems(n_s, sizeof(double));
-        double *z_abs = (double *)alloc_elems(n_z, sizeof(double));
-        if (attn_reference_linear_state_bound(spec, &ref, s0, z0, s_abs, z_abs) != 0)
-            die("attn_reference_linear_state_bound refused accepted args");
-        for (i = 0; i < n_s + n_z; i++) {
-            const int is_z = i >= n_s;
-            const int64_t at = is_z ? i - n_s : i;
-            const float x = is_z ? st_z[at] : st_s[at], r = is_z ? ref_z[at] : ref_s[at];
-            if (!close_enough(x, r, ATTN_REF_TOL_STATE(is_z ? z_abs[at] : s_abs[at])))
-                die("state_%c[%lld] = %.9g, reference %.9g (B=%lld Lq=%lld Lk=%lld)", is_z ? 'z' : 's',
-                    (long long)at, x, r, (long long)B, (long long)Lq, (long long)Lk);
-        }
-        release(s_abs);
-        release(z_abs);
-        release(st_s);
-        release(st_z);
-        release(s0);
-        release(z0);
-        release(ref_s);
-        release(ref_z);
-    }
+            "V %lld %lld %lld, O %lld %lld %lld)", attn_status_string(st), (long long)r->B, (long long)r->Lq,
+            (long long)r->Lk, (long long)a->num_pages, (long long)ref->q_stride[0], (long long)ref->q_stride[1],
+            (long long)ref->q_stride[2], (long long)ref->k_stride[0], (long long)ref->k_stride[1],
+            (long long)ref->k_stride[2], (long long)ref->v_stride[0], (long long)ref->v_stride[1],
+            (long long)ref->v_stride[2], (long long)ref->o_stride[0], (long long)ref->o_stride[1],
+            (long long)ref->o_stride[2]);
+}
 
-    /* every logical element of O written and close to the reference; when
-       O's elements alias each other, only that nothing else was written */
-    o_injective = injective(&lo);
-    written = (unsigned char *)calloc((size_t)lo.span + 1, 1);
+/* A linear kernel's state written back, within ATTN_REF_TOL_STATE of its
+   terms; its buffers freed. */
+static void run_check_state(sdpa_run *r)
+{
+    const int64_t n_s = r->n_s, n_z = r->n_z;
+    double *s_abs, *z_abs;
+    int64_t i;
+    if (n_s <= 0)
+        return;
+    s_abs = (double *)alloc_elems(n_s, sizeof(double));
+    z_abs = (double *)alloc_elems(n_z, sizeof(double));
+    if (attn_reference_linear_state_bound(r->spec, &r->ref, r->s0, r->z0, s_abs, z_abs) != 0)
+        die("attn_reference_linear_state_bound refused accepted args");
+    for (i = 0; i < n_s + n_z; i++) {
+        const int is_z = i >= n_s;
+        const int64_t at = is_z ? i - n_s : i;
+        const float x = is_z ? r->st_z[at] : r->st_s[at], ref = is_z ? r->ref_z[at] : r->ref_s[at];
+        if (!close_enough(x, ref, ATTN_REF_TOL_STATE(is_z ? z_abs[at] : s_abs[at])))
+            die("state_%c[%lld] = %.9g, reference %.9g (B=%lld Lq=%lld Lk=%lld)", is_z ? 'z' : 's',
+                (long long)at, x, ref, (long long)r->B, (long long)r->Lq, (long long)r->Lk);
+    }
+    release(s_abs);
+    release(z_abs);
+    release(r->st_s);
+    release(r->st_z);
+    release(r->s0);
+    release(r->z0);
+    release(r->ref_s);
+    release(r->ref_z);
+}
+
+/* Every logical element of O written and close to the reference (when O's
+   elements alias each other, only that nothing else was written), and LSE. */
+static void run_check_o(const sdpa_run *r)
+{
+    const attn_spec *spec = r->spec;
+    const layout *lo = &r->lo;
+    const attn_dtype odt = r->odt;
+    const void *o = r->o;
+    const float *o_ref = r->o_ref;
+    const int64_t B = r->B, Lq = r->Lq, Lk = r->Lk, Hq = r->Hq, Dv = r->Dv;
+    const int o_injective = injective(lo);
+    unsigned char *written;
+    int64_t bb, i, h, d;
+
+    written = (unsigned char *)calloc((size_t)lo->span + 1, 1);
     if (written == NULL)
         die("out of memory");
     for (bb = 0; bb < B; bb++)
         for (i = 0; i < Lq; i++)
             for (h = 0; h < Hq; h++)
                 for (d = 0; d < Dv; d++) {
-                    const int64_t off = offset_of(&lo, bb, i, h, d);
+                    const int64_t off = offset_of(lo, bb, i, h, d);
                     written[off] = 1;
                     if (o_injective && !close_enough(o_value(o, odt, off), o_ref[off], ATTN_REF_TOL_O(spec, o_ref[off])))
                         die("O[b=%lld][i=%lld][h=%lld][d=%lld] = %.9g (%s), reference %.9g "
@@ -867,44 +944,63 @@ static void run_and_compare(const attn_spec *spec, attn_fwd_fn fwd, attn_args *a
                             o_value(o, odt, off), attn_dtype_name(odt), o_ref[off], (long long)B,
                             (long long)Lq, (long long)Lk);
                 }
-    for (i = 0; i < lo.span; i++) {
+    for (i = 0; i < lo->span; i++) {
         if (!written[i] && o_bits(o, odt, i) != gap_bits(odt))
             die("wrote O's gap at offset %lld (B=%lld Lq=%lld Lk=%lld)", (long long)i,
                 (long long)B, (long long)Lq, (long long)Lk);
     }
     free(written);
-    for (i = 0; i < lse_count; i++)
-        if (!close_enough(lse[i], lse_ref[i], ATTN_REF_TOL(ATTN_DTYPE_F32, lse_ref[i])))
+    for (i = 0; i < r->lse_count; i++)
+        if (!close_enough(r->lse[i], r->lse_ref[i], ATTN_REF_TOL(ATTN_DTYPE_F32, r->lse_ref[i])))
             die("LSE[%lld] = %.9g, reference %.9g (B=%lld Lq=%lld Lk=%lld)", (long long)i,
-                lse[i], lse_ref[i], (long long)B, (long long)Lq, (long long)Lk);
+                r->lse[i], r->lse_ref[i], (long long)B, (long long)Lq, (long long)Lk);
+}
 
-    if (qs != q)
-        release(qs);
-    if (ks != k)
-        release(ks);
-    if (vs != v)
-        release(vs);
-    release(q);
-    release(k);
-    release(v);
-    release(o);
-    release(o_ref);
-    if (lse != NULL) {
-        release(lse);
-        release(lse_ref);
+/* The buffers run_inputs and run_extras built (the state's are freed by run_check_state). */
+static void run_release(sdpa_run *r)
+{
+    if (r->qs != r->q)
+        release(r->qs);
+    if (r->ks != r->k)
+        release(r->ks);
+    if (r->vs != r->v)
+        release(r->vs);
+    release(r->q);
+    release(r->k);
+    release(r->v);
+    release(r->o);
+    release(r->o_ref);
+    if (r->lse != NULL) {
+        release(r->lse);
+        release(r->lse_ref);
     }
-    if (mask != NULL)
-        release(mask);
-    if (sinks != NULL)
-        release(sinks);
-    if (rel != NULL)
-        release(rel);
-    if (norm_w != NULL)
-        release(norm_w);
-    if (rope_cos != NULL) {
-        release(rope_cos);
-        release(rope_sin);
+    if (r->mask != NULL)
+        release(r->mask);
+    if (r->sinks != NULL)
+        release(r->sinks);
+    if (r->rel != NULL)
+        release(r->rel);
+    if (r->norm_w != NULL)
+        release(r->norm_w);
+    if (r->rope_cos != NULL) {
+        release(r->rope_cos);
+        release(r->rope_sin);
     }
+}
+
+/* Step 3: run an accepted call on real buffers and compare with the reference. */
+static void run_and_compare(const attn_spec *spec, attn_fwd_fn fwd, attn_args *a,
+                            uint64_t seed, int sparse)
+{
+    sdpa_run r;
+    if (!run_layouts(&r, spec, a, seed, sparse))
+        return;
+    run_inputs(&r);
+    run_extras(&r);
+    run_kernel_and_reference(&r, fwd);
+    run_check_state(&r);
+    run_check_o(&r);
+    run_release(&r);
 }
 
 /* ---- the additive and luong families ------------------------------------- */
@@ -1023,121 +1119,170 @@ static void *classic_param(int64_t n, double in, attn_dtype dtype, uint64_t *rng
     return stored;
 }
 
-static void classic_run_and_compare(const attn_spec *spec, attn_classic_fwd_fn fwd, attn_classic_args *a,
-                                    uint64_t seed)
+/* What the phases of a classic call's run share: the accepted call, its
+   layouts, the buffers it runs on (the widened S, H and U) and the reference's. */
+typedef struct {
+    const attn_spec *spec;
+    attn_classic_args *a;
+    uint64_t seed; /* the random draws, in order: S, H, W_s, W_h or W, v, b, mask */
+    int64_t B, Lq, Lk, Ds, Dh, Da;
+    int additive, tanh_score, use_u;
+    attn_score sc;
+    layout ls, lh, lu, lc, la, lm;
+    float *s_w, *h_w, *u_w, *ref_c, *ref_a;
+    double *c_tol, *w_rel;
+    void *c_buf, *params[5]; /* W_s, W_h, W, v, b */
+    float *a_buf;
+    uint8_t *m_buf;
+} classic_call;
+
+/* The call's shapes and layouts into r; 0 where it is too large to build
+   and visit, or C's or A's elements alias (the input is skipped). */
+static int classic_layouts(classic_call *r, const attn_spec *spec, attn_classic_args *a, uint64_t seed)
 {
     const int64_t B = a->batch, Lq = a->seq_q, Lk = a->seq_k;
     const int64_t Ds = spec->query_dim, Dh = spec->key_dim, Da = spec->attn_dim;
-    const int additive = spec->family == ATTN_FAMILY_ADDITIVE;
-    const attn_score sc = additive ? ATTN_SCORE_ADDITIVE : spec->score;
-    const int tanh_score = sc == ATTN_SCORE_ADDITIVE || sc == ATTN_SCORE_CONCAT;
-    /* U is additive's: a luong kernel keeps the poisoned pointer it must not read */
-    const int use_u = additive && a->u != NULL;
     const int64_t zero3[3] = { 0, 0, 0 };
-    layout ls, lh, lu, lc, la, lm;
     int64_t str3[3];
-    float *s_w, *h_w, *u_w = NULL, *ref_c, *ref_a;
-    double *c_tol, *w_rel;
-    void *c_buf, *params[5] = { NULL, NULL, NULL, NULL, NULL };
-    float *a_buf = NULL;
-    uint8_t *m_buf = NULL;
-    attn_spec ref_spec;
-    attn_classic_args ra;
-    attn_status st;
-    int64_t b, i, j, d, p;
-    int k;
+
+    memset(r, 0, sizeof *r);
+    r->spec = spec;
+    r->a = a;
+    r->seed = seed;
+    r->B = B;
+    r->Lq = Lq;
+    r->Lk = Lk;
+    r->Ds = Ds;
+    r->Dh = Dh;
+    r->Da = Da;
+    r->additive = spec->family == ATTN_FAMILY_ADDITIVE;
+    r->sc = r->additive ? ATTN_SCORE_ADDITIVE : spec->score;
+    r->tanh_score = r->sc == ATTN_SCORE_ADDITIVE || r->sc == ATTN_SCORE_CONCAT;
+    /* U is additive's: a luong kernel keeps the poisoned pointer it must not read */
+    r->use_u = r->additive && a->u != NULL;
 
     /* as for the sdpa kinds: loops run over every (b, i) and (b, j) even
        when the other length is 0, and a stride of 0 makes a tensor's
        logical elements (each visited) many more than its span */
     if (sat_mul(sat_mul(sat_mul(B, Lq > 0 ? Lq : 1), Lk > 0 ? Lk : 1), Ds + Dh + Da + 1) > MAX_WORK ||
         B > MAX_LENGTH || Lq > MAX_LENGTH || Lk > MAX_LENGTH)
-        return;
+        return 0;
     str3[0] = a->s_stride[0];
     str3[1] = a->s_stride[1];
     str3[2] = 0;
-    set_layout(&ls, B, Lq, 1, Ds, str3, 1);
+    set_layout(&r->ls, B, Lq, 1, Ds, str3, 1);
     str3[0] = a->h_stride[0];
     str3[1] = a->h_stride[1];
-    set_layout(&lh, B, Lk, 1, Dh, str3, 1);
+    set_layout(&r->lh, B, Lk, 1, Dh, str3, 1);
     str3[0] = a->u_stride[0];
     str3[1] = a->u_stride[1];
-    set_layout(&lu, B, Lk, 1, use_u ? Da : 0, str3, 1);
+    set_layout(&r->lu, B, Lk, 1, r->use_u ? Da : 0, str3, 1);
     str3[0] = a->c_stride[0];
     str3[1] = a->c_stride[1];
-    set_layout(&lc, B, Lq, 1, Dh, str3, 1);
-    set_layout(&la, B, Lq, a->weights != NULL ? Lk : 0, 1, a->weights != NULL ? a->weights_stride : zero3, 1);
-    set_layout(&lm, B, Lq, spec->mask == ATTN_MASK_BOOL ? Lk : 0, 1,
+    set_layout(&r->lc, B, Lq, 1, Dh, str3, 1);
+    set_layout(&r->la, B, Lq, a->weights != NULL ? Lk : 0, 1, a->weights != NULL ? a->weights_stride : zero3, 1);
+    set_layout(&r->lm, B, Lq, spec->mask == ATTN_MASK_BOOL ? Lk : 0, 1,
                spec->mask == ATTN_MASK_BOOL ? a->mask_stride : zero3, 1);
-    if (too_large(&ls) || too_large(&lh) || too_large(&lu) || too_large(&lc) || too_large(&la) || too_large(&lm) ||
-        !injective(&lc) || !injective(&la))
-        return;
+    return !(too_large(&r->ls) || too_large(&r->lh) || too_large(&r->lu) || too_large(&r->lc) ||
+             too_large(&r->la) || too_large(&r->lm) || !injective(&r->lc) || !injective(&r->la));
+}
 
-    /* S and H N(0,1) with NaN gaps (H NaN past seqlens_k too), the
-       parameters, U from H and a random W_h, a random mask */
-    s_w = make_input(&ls, &seed);
-    h_w = make_input(&lh, &seed);
-    for (b = 0; b < B && spec->padding; b++)
-        for (j = a->seqlens_k[b]; j < Lk; j++)
-            for (d = 0; d < Dh; d++) h_w[offset_of(&lh, b, j, 0, d)] = NAN;
-    a->s = store_input(&ls, s_w, spec->dtype_q);
-    a->h = store_input(&lh, h_w, spec->dtype_kv);
-    if (additive) {
-        params[0] = classic_param(Da * Ds, (double)Ds, spec->dtype_kv, &seed);
-        params[1] = classic_param(Da * Dh, (double)Dh, spec->dtype_kv, &seed);
-        a->w_s = params[0];
-        a->w_h = use_u ? NULL : params[1];
+/* The parameters the score reads, uniform in +-1/sqrt(fan in), stored as K's type. */
+static void classic_params(classic_call *r)
+{
+    const attn_spec *spec = r->spec;
+    attn_classic_args *a = r->a;
+    const int64_t Ds = r->Ds, Dh = r->Dh, Da = r->Da;
+    const attn_score sc = r->sc;
+    if (r->additive) {
+        r->params[0] = classic_param(Da * Ds, (double)Ds, spec->dtype_kv, &r->seed);
+        r->params[1] = classic_param(Da * Dh, (double)Dh, spec->dtype_kv, &r->seed);
+        a->w_s = r->params[0];
+        a->w_h = r->use_u ? NULL : r->params[1];
     } else if (sc == ATTN_SCORE_GENERAL || sc == ATTN_SCORE_CONCAT) {
-        params[2] = sc == ATTN_SCORE_GENERAL ? classic_param(Dh * Ds, (double)Ds, spec->dtype_kv, &seed)
-                                             : classic_param(Da * (Dh + Ds), (double)(Dh + Ds), spec->dtype_kv, &seed);
-        a->w = params[2];
+        r->params[2] = sc == ATTN_SCORE_GENERAL ? classic_param(Dh * Ds, (double)Ds, spec->dtype_kv, &r->seed)
+                                                : classic_param(Da * (Dh + Ds), (double)(Dh + Ds), spec->dtype_kv, &r->seed);
+        a->w = r->params[2];
     }
-    if (tanh_score) {
-        params[3] = classic_param(Da, (double)Da, spec->dtype_kv, &seed);
-        a->v_attn = params[3];
+    if (r->tanh_score) {
+        r->params[3] = classic_param(Da, (double)Da, spec->dtype_kv, &r->seed);
+        a->v_attn = r->params[3];
         if (spec->bias) {
-            params[4] = classic_param(Da, (double)Ds, spec->dtype_kv, &seed);
-            a->b_attn = params[4];
+            r->params[4] = classic_param(Da, (double)Ds, spec->dtype_kv, &r->seed);
+            a->b_attn = r->params[4];
         }
     }
-    if (use_u) { /* U = H W_h^T from the stored values; NaN gaps */
-        u_w = (float *)alloc_elems(lu.span, sizeof(float));
-        for (p = 0; p < lu.span; p++) u_w[p] = NAN;
+}
+
+/* S and H N(0,1) with NaN gaps (H NaN past seqlens_k too), the
+   parameters, U from H and a random W_h, a random mask; C and A the
+   gap sentinel. */
+static void classic_inputs(classic_call *r)
+{
+    const attn_spec *spec = r->spec;
+    attn_classic_args *a = r->a;
+    const layout *lh = &r->lh, *lu = &r->lu;
+    const int64_t B = r->B, Lk = r->Lk, Dh = r->Dh, Da = r->Da;
+    int64_t b, j, d, p;
+    int k;
+
+    r->s_w = make_input(&r->ls, &r->seed);
+    r->h_w = make_input(lh, &r->seed);
+    for (b = 0; b < B && spec->padding; b++)
+        for (j = a->seqlens_k[b]; j < Lk; j++)
+            for (d = 0; d < Dh; d++) r->h_w[offset_of(lh, b, j, 0, d)] = NAN;
+    a->s = store_input(&r->ls, r->s_w, spec->dtype_q);
+    a->h = store_input(lh, r->h_w, spec->dtype_kv);
+    classic_params(r);
+    if (r->use_u) { /* U = H W_h^T from the stored values; NaN gaps */
+        r->u_w = (float *)alloc_elems(lu->span, sizeof(float));
+        for (p = 0; p < lu->span; p++) r->u_w[p] = NAN;
         for (b = 0; b < B; b++)
             for (j = 0; j < (spec->padding ? a->seqlens_k[b] : Lk); j++)
                 for (k = 0; k < Da; k++) {
                     double sum = 0.0;
                     for (d = 0; d < Dh; d++)
-                        sum += (double)o_value(params[1], spec->dtype_kv, k * Dh + d) * (double)h_w[offset_of(&lh, b, j, 0, d)];
-                    u_w[offset_of(&lu, b, j, 0, k)] = (float)sum;
+                        sum += (double)o_value(r->params[1], spec->dtype_kv, k * Dh + d) *
+                               (double)r->h_w[offset_of(lh, b, j, 0, d)];
+                    r->u_w[offset_of(lu, b, j, 0, k)] = (float)sum;
                 }
-        a->u = store_input(&lu, u_w, spec->dtype_kv);
+        a->u = store_input(lu, r->u_w, spec->dtype_kv);
     }
     if (spec->mask == ATTN_MASK_BOOL) {
-        m_buf = (uint8_t *)alloc_elems(lm.span, 1);
-        for (p = 0; p < lm.span; p++) m_buf[p] = (uint8_t)(rng_next(&seed) % 5 != 0);
-        a->mask = m_buf;
+        r->m_buf = (uint8_t *)alloc_elems(r->lm.span, 1);
+        for (p = 0; p < r->lm.span; p++) r->m_buf[p] = (uint8_t)(rng_next(&r->seed) % 5 != 0);
+        a->mask = r->m_buf;
     }
-    c_buf = make_output(&lc, spec->dtype_o);
-    a->c = c_buf;
+    r->c_buf = make_output(&r->lc, spec->dtype_o);
+    a->c = r->c_buf;
     if (a->weights != NULL) {
-        a_buf = (float *)make_output(&la, ATTN_DTYPE_F32);
-        a->weights = a_buf;
+        r->a_buf = (float *)make_output(&r->la, ATTN_DTYPE_F32);
+        a->weights = r->a_buf;
     }
+}
 
-    st = fwd(a);
+/* The kernel's call, then the reference's C and A (f32, contiguous) and
+   their bounds. */
+static void classic_kernel_and_reference(classic_call *r, attn_classic_fwd_fn fwd)
+{
+    const int64_t B = r->B, Lq = r->Lq, Lk = r->Lk, Dh = r->Dh;
+    attn_spec ref_spec;
+    attn_classic_args ra;
+    attn_status st;
+
+    st = fwd(r->a);
     if (st != ATTN_OK)
         die("accepted args, then the call returned '%s'", attn_status_string(st));
 
-    ref_c = (float *)alloc_elems(B * Lq * Dh + 1, sizeof(float));
-    ref_a = (float *)alloc_elems(B * Lq * Lk + 1, sizeof(float));
-    c_tol = (double *)alloc_elems(B * Lq * Dh + 1, sizeof(double));
-    w_rel = (double *)alloc_elems(B * Lq + 1, sizeof(double));
-    ref_spec = *spec;
+    r->ref_c = (float *)alloc_elems(B * Lq * Dh + 1, sizeof(float));
+    r->ref_a = (float *)alloc_elems(B * Lq * Lk + 1, sizeof(float));
+    r->c_tol = (double *)alloc_elems(B * Lq * Dh + 1, sizeof(double));
+    r->w_rel = (double *)alloc_elems(B * Lq + 1, sizeof(double));
+    ref_spec = *r->spec;
     ref_spec.dtype_o = ATTN_DTYPE_F32;
-    ra = *a;
-    ra.c = ref_c;
-    ra.weights = ref_a;
+    ra = *r->a;
+    ra.c = r->ref_c;
+    ra.weights = r->ref_a;
     /* with B = 0 there is nothing to compare: only C's and A's gaps are checked */
     if (B > 0) {
         ra.c_stride[1] = Dh;
@@ -1146,61 +1291,100 @@ static void classic_run_and_compare(const attn_spec *spec, attn_classic_fwd_fn f
         ra.weights_stride[1] = Lk;
         ra.weights_stride[0] = Lq * Lk;
         if (attn_reference_classic(&ref_spec, &ra) != ATTN_OK ||
-            attn_reference_classic_bounds(spec, &ra, c_tol, w_rel) != ATTN_OK)
+            attn_reference_classic_bounds(r->spec, &ra, r->c_tol, r->w_rel) != ATTN_OK)
             die("the reference rejected args the kernel accepted");
     }
+}
+
+/* C and A against the reference, within its bounds; a row that sees no key 0. */
+static void classic_compare(const classic_call *r)
+{
+    const attn_spec *spec = r->spec;
+    const int64_t B = r->B, Lq = r->Lq, Lk = r->Lk, Dh = r->Dh;
+    const float *ref_c = r->ref_c, *ref_a = r->ref_a, *a_buf = r->a_buf;
+    int64_t b, i, j, d;
+
     for (b = 0; b < B; b++)
         for (i = 0; i < Lq; i++) {
             int sees = 0;
-            for (j = 0; j < Lk && !sees; j++) sees = attn_reference_classic_key_visible(spec, a, b, i, j);
+            for (j = 0; j < Lk && !sees; j++) sees = attn_reference_classic_key_visible(spec, r->a, b, i, j);
             for (d = 0; d < Dh; d++) {
                 const int64_t at = (b * Lq + i) * Dh + d;
-                const float x = o_value(c_buf, spec->dtype_o, offset_of(&lc, b, i, 0, d));
-                if (!close_enough(x, ref_c[at], c_tol[at]) || (!sees && x != 0.0f))
+                const float x = o_value(r->c_buf, spec->dtype_o, offset_of(&r->lc, b, i, 0, d));
+                if (!close_enough(x, ref_c[at], r->c_tol[at]) || (!sees && x != 0.0f))
                     die("C[%lld][%lld][%lld] = %.9g, reference %.9g (B %lld Lq %lld Lk %lld)", (long long)b, (long long)i,
                         (long long)d, (double)x, (double)ref_c[at], (long long)B, (long long)Lq, (long long)Lk);
             }
             for (j = 0; j < Lk && a_buf != NULL; j++) {
-                const float x = a_buf[offset_of(&la, b, i, j, 0)], r = ref_a[(b * Lq + i) * Lk + j];
-                if (!close_enough(x, r, ATTN_REF_TOL_P(r) + w_rel[b * Lq + i] * fabs((double)r)) || (r == 0.0f && x != 0.0f))
+                const float x = a_buf[offset_of(&r->la, b, i, j, 0)], ref = ref_a[(b * Lq + i) * Lk + j];
+                if (!close_enough(x, ref, ATTN_REF_TOL_P(ref) + r->w_rel[b * Lq + i] * fabs((double)ref)) ||
+                    (ref == 0.0f && x != 0.0f))
                     die("A[%lld][%lld][%lld] = %.9g, reference %.9g", (long long)b, (long long)i, (long long)j, (double)x,
-                        (double)r);
+                        (double)ref);
             }
         }
-    /* C's and A's gaps still hold the sentinel */
-    {
-        unsigned char *seen = (unsigned char *)calloc((size_t)(lc.span > la.span ? lc.span : la.span) + 1, 1);
-        if (seen == NULL) die("out of memory");
-        for (b = 0; b < B; b++)
-            for (i = 0; i < Lq; i++)
-                for (d = 0; d < Dh; d++) seen[offset_of(&lc, b, i, 0, d)] = 1;
-        for (p = 0; p < lc.span; p++)
-            if (!seen[p] && o_bits(c_buf, spec->dtype_o, p) != gap_bits(spec->dtype_o))
-                die("C's gap at %lld was written", (long long)p);
-        memset(seen, 0, (size_t)la.span + 1);
-        for (b = 0; b < B && a_buf != NULL; b++)
-            for (i = 0; i < Lq; i++)
-                for (j = 0; j < Lk; j++) seen[offset_of(&la, b, i, j, 0)] = 1;
-        for (p = 0; p < la.span && a_buf != NULL; p++)
-            if (!seen[p] && o_bits(a_buf, ATTN_DTYPE_F32, p) != O_GAP_BITS)
-                die("A's gap at %lld was written", (long long)p);
-        free(seen);
-    }
-    free(ref_c);
-    free(ref_a);
-    free(c_tol);
-    free(w_rel);
-    if (a->s != (const void *)s_w) release((void *)a->s);
-    if (a->h != (const void *)h_w) release((void *)a->h);
-    if (u_w != NULL && a->u != (const void *)u_w) release((void *)a->u);
-    release(s_w);
-    release(h_w);
-    if (u_w != NULL) release(u_w);
+}
+
+/* C's and A's gaps still hold the sentinel. */
+static void classic_check_gaps(const classic_call *r)
+{
+    const attn_spec *spec = r->spec;
+    const layout *lc = &r->lc, *la = &r->la;
+    const int64_t B = r->B, Lq = r->Lq, Lk = r->Lk, Dh = r->Dh;
+    const float *a_buf = r->a_buf;
+    unsigned char *seen = (unsigned char *)calloc((size_t)(lc->span > la->span ? lc->span : la->span) + 1, 1);
+    int64_t b, i, j, d, p;
+
+    if (seen == NULL) die("out of memory");
+    for (b = 0; b < B; b++)
+        for (i = 0; i < Lq; i++)
+            for (d = 0; d < Dh; d++) seen[offset_of(lc, b, i, 0, d)] = 1;
+    for (p = 0; p < lc->span; p++)
+        if (!seen[p] && o_bits(r->c_buf, spec->dtype_o, p) != gap_bits(spec->dtype_o))
+            die("C's gap at %lld was written", (long long)p);
+    memset(seen, 0, (size_t)la->span + 1);
+    for (b = 0; b < B && a_buf != NULL; b++)
+        for (i = 0; i < Lq; i++)
+            for (j = 0; j < Lk; j++) seen[offset_of(la, b, i, j, 0)] = 1;
+    for (p = 0; p < la->span && a_buf != NULL; p++)
+        if (!seen[p] && o_bits(a_buf, ATTN_DTYPE_F32, p) != O_GAP_BITS)
+            die("A's gap at %lld was written", (long long)p);
+    free(seen);
+}
+
+/* The buffers classic_inputs and classic_kernel_and_reference built. */
+static void classic_release(classic_call *r)
+{
+    const attn_classic_args *a = r->a;
+    int k;
+    free(r->ref_c);
+    free(r->ref_a);
+    free(r->c_tol);
+    free(r->w_rel);
+    if (a->s != (const void *)r->s_w) release((void *)a->s);
+    if (a->h != (const void *)r->h_w) release((void *)a->h);
+    if (r->u_w != NULL && a->u != (const void *)r->u_w) release((void *)a->u);
+    release(r->s_w);
+    release(r->h_w);
+    if (r->u_w != NULL) release(r->u_w);
     for (k = 0; k < 5; k++)
-        if (params[k] != NULL) release(params[k]);
-    release(c_buf);
-    if (a_buf != NULL) release(a_buf);
-    if (m_buf != NULL) release(m_buf);
+        if (r->params[k] != NULL) release(r->params[k]);
+    release(r->c_buf);
+    if (r->a_buf != NULL) release(r->a_buf);
+    if (r->m_buf != NULL) release(r->m_buf);
+}
+
+static void classic_run_and_compare(const attn_spec *spec, attn_classic_fwd_fn fwd, attn_classic_args *a,
+                                    uint64_t seed)
+{
+    classic_call r;
+    if (!classic_layouts(&r, spec, a, seed))
+        return;
+    classic_inputs(&r);
+    classic_kernel_and_reference(&r, fwd);
+    classic_compare(&r);
+    classic_check_gaps(&r);
+    classic_release(&r);
 }
 
 static int classic_one(const attn_kernel *kernel, input *in, unsigned entry)
