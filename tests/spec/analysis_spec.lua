@@ -35,8 +35,9 @@ describe("docs/analysis.md's commands #slow", function()
     local script = block:gsub("bin/attngen", helper.quote(helper.bin))
     helper.write_file(tmp .. "/page.sh", "set -e\n" .. script)
     assert(require("pl.dir").makepath(tmp .. "/img"))
-    local code, _, err = helper.sh("sh page.sh", { cwd = tmp,
-      env = { IMG = tmp .. "/img", ATTNGEN_CACHE = helper.build_cache(tmp), ATTNGEN_TUNE_DB = "none" } })
+    local env = helper.build_env(tmp)
+    env.IMG, env.ATTNGEN_TUNE_DB = tmp .. "/img", "none"
+    local code, _, err = helper.sh("sh page.sh", { cwd = tmp, env = env })
     assert.equal(0, code, err)
     for name in block:gmatch("%$IMG/([%w_]+%.svg)") do
       local svg = helper.read_file(tmp .. "/img/" .. name)

@@ -12,7 +12,7 @@ describe("cli #slow", function()
   setup(function()
     tmp = helper.tmpdir()
     -- the test run's cache or a private one: builds from other runs neither help nor interfere
-    env = { ATTNGEN_CACHE = helper.build_cache(tmp) }
+    env = helper.build_env(tmp)
     npy_tool = tmp .. "/npy_tool"
     local cc = os.getenv("CC") or "cc"
     local code, _, err = helper.sh(("%s -std=c99 -O2 -Iruntime tests/npy_tool.c runtime/attn_npy.c -o %s -lm")

@@ -80,16 +80,22 @@ function M.tmpdir()
   return d
 end
 
---- The build cache folder for a spec whose builds are incidental to what
--- it tests: the test run's own cache where tests/run.sh names one
--- (ATTNGEN_TEST_CACHE, made empty at the start of the run, so the specs that
--- run the same configs compile them and the runtime once, and nothing from
--- another run helps or interferes), else a private folder under tmp.  Specs
--- that look at the cache's entries keep a private one.
-function M.build_cache(tmp)
+--- The environment of a spec whose builds are incidental to what it tests
+-- (the CLI's, plot's, the analysis page's and the tutorial's): its build
+-- cache, and the compiler flags the cache compiles with.  tests/run.sh names
+-- one cache for the whole run (ATTNGEN_TEST_CACHE, made empty at its start,
+-- so the specs that run the same configs compile them and the runtime once,
+-- and nothing from another run helps or interferes) and the flags
+-- (ATTNGEN_TEST_CFLAGS: -O1 in make test, as these specs check the CLI, not
+-- gcc's -O2 code, which the kernel tests run; nothing in make test-full);
+-- run alone, a spec gets a private folder under tmp and the default flags.
+-- Specs that look at the cache's entries keep a private one.
+function M.build_env(tmp)
   local shared = os.getenv("ATTNGEN_TEST_CACHE")
-  if shared and shared ~= "" then return shared end
-  return tmp .. "/cache"
+  local env = { ATTNGEN_CACHE = (shared and shared ~= "") and shared or tmp .. "/cache" }
+  local flags = os.getenv("ATTNGEN_TEST_CFLAGS")
+  if flags and flags ~= "" then env.CFLAGS = flags end
+  return env
 end
 
 function M.rmtree(d)

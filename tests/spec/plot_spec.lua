@@ -73,7 +73,8 @@ describe("plot #slow", function()
   local tmp, env
   setup(function()
     tmp = helper.tmpdir()
-    env = { ATTNGEN_CACHE = helper.build_cache(tmp), ATTNGEN_TUNE_DB = "none" }
+    env = helper.build_env(tmp)
+    env.ATTNGEN_TUNE_DB = "none"
   end)
   teardown(function() helper.rmtree(tmp) end)
 

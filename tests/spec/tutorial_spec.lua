@@ -10,7 +10,7 @@ describe("the tutorials' worked example #slow", function()
   local tmp, env
   setup(function()
     tmp = helper.tmpdir()
-    env = { ATTNGEN_CACHE = helper.build_cache(tmp) }
+    env = helper.build_env(tmp)
     -- [B][L][H][D]: q = [1, 1, 0, 0]; k1 = [1, 1, 0, 0] (score 2), k2 = [0, 0, 1, 1] (score 0)
     assert(npy.write_f32(tmp .. "/q.npy", { 1, 1, 1, 4 }, { 1, 1, 0, 0 }))
     assert(npy.write_f32(tmp .. "/k.npy", { 1, 2, 1, 4 }, { 1, 1, 0, 0, 0, 0, 1, 1 }))
