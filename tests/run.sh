@@ -17,7 +17,7 @@ export ATTNGEN_TEST_CACHE
 # test-full
 if [ -n "${TEST_FULL:-}" ]; then ATTNGEN_TEST_CFLAGS=""; else ATTNGEN_TEST_CFLAGS="-O1"; fi
 export ATTNGEN_TEST_CFLAGS
-rm -f "$LOG/vendor.rc" "$LOG/concurrency.rc"
+rm -f "$LOG/vendor.rc"
 total_pass=0
 total_fail=0
 failed_suites=""
@@ -250,15 +250,12 @@ fi
 echo "== examples/decode_loop.c: a serving loop, appending with RoPE, checked step by step"
 check decode_loop make -s -j"$JOBS" decode-loop
 
-echo "== sanitizers (ASan + UBSan), valgrind, libFuzzer; beside valgrind, 16 attngen processes on one cache and one output folder"
+echo "== concurrency: 16 attngen processes on one cache and one output folder"
+check concurrency tests/concurrency.sh
+
+echo "== sanitizers (ASan + UBSan), valgrind, libFuzzer"
 check sanitize make -s -j"$JOBS" sanitize && tail -n 1 "$LOG/sanitize.log"
-# the concurrency test and valgrind side by side: each left a core idle
-# about a third of its time (46 s for 75 CPU s, 26 s for 36)
-{ tests/concurrency.sh >"$LOG/concurrency.log" 2>&1; echo $? >"$LOG/concurrency.rc"; } &
 check valgrind make -s -j"$JOBS" valgrind-run && tail -n 1 "$LOG/valgrind.log"
-wait
-if [ "$(cat "$LOG/concurrency.rc" 2>/dev/null || echo 1)" -eq 0 ]; then record concurrency 1 0
-else cat "$LOG/concurrency.log"; record concurrency 0 1; fi
 check fuzz make -s -j"$JOBS" fuzz FUZZ_SECONDS=30 && grep '^fuzz: ' "$LOG/fuzz.log"
 
 echo
