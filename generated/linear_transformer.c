@@ -211,12 +211,48 @@ ATTN_SHARED static int attn_linear_transformer_call_threads(int threads)
 #endif
 }
 
-/* A call's memory of `bytes`, every part inside on ATTN_ALIGN: one allocation of
- * the hook's (its blocks are aligned so), which the caller frees. */
-ATTN_SHARED static attn_status attn_linear_transformer_hook_mem(size_t bytes, char **mem)
+/* A call's memory of `bytes` (ATTN_ALIGN of them to align its start, every part
+ * inside on ATTN_ALIGN): args->workspace, aligned up inside it, where given
+ * (ATTN_ERR_WORKSPACE, before anything is written, where it is too small), else
+ * one allocation of the hook's, which the caller frees where args->workspace is NULL. */
+ATTN_SHARED static attn_status attn_linear_transformer_call_mem(const attn_args *args, size_t bytes, char **mem)
 {
-    *mem = (char *)attn_alloc(bytes);
+    if (args->workspace) {
+        const size_t pad = (size_t)((ATTN_ALIGN - (uintptr_t)args->workspace % ATTN_ALIGN) % ATTN_ALIGN);
+        if (args->workspace_bytes < bytes) return ATTN_ERR_WORKSPACE;
+        *mem = (char *)args->workspace + pad;
+        return ATTN_OK;
+    }
+    *mem = (char *)attn_alloc(bytes - ATTN_ALIGN);
     return *mem ? ATTN_OK : ATTN_ERR_NOMEM;
+}
+
+/* The sizes of a variant's thread scratch (planner/linear.lua's scratch): its ISA, floats
+ * of the tile's part and of each kv head of a thread's run of heads. */
+typedef struct { attn_isa isa; int64_t fixed, head; } attn_linear_transformer_lvariant;
+ATTN_SHARED static const attn_linear_transformer_lvariant attn_linear_transformer_lvariants[4] = {
+    { ATTN_ISA_AVX512, 5152, 22656 }, /* avx512 */
+    { ATTN_ISA_AVX2, 5152, 22656 }, /* avx2 */
+    { ATTN_ISA_NEON, 5152, 22656 }, /* neon */
+    { ATTN_ISA_SCALAR, 5152, 22656 } /* scalar */
+};
+
+/* A call's memory, one block (args->workspace, or one allocation of the hook's): every
+ * thread's scratch, a thread taking a run of at most `most` kv heads of a batch entry
+ * (`runs` runs a batch entry, as many as there are threads for it); ATTN_ALIGN bytes to
+ * align the block's start. */
+typedef struct { int64_t runs, most; size_t thread, bytes; } attn_linear_transformer_llayout;
+
+/* The layout for `batch` entries (> 0) and nth threads; 0 where a size overflows. */
+ATTN_SHARED static int attn_linear_transformer_llayout_of(int64_t batch, int nth, const attn_linear_transformer_lvariant *lv, attn_linear_transformer_llayout *lay)
+{
+    lay->runs = (nth + batch - 1) / batch; /* runs of kv heads per batch entry */
+    if (lay->runs > HKV) lay->runs = HKV;
+    lay->most = (HKV + lay->runs - 1) / lay->runs; /* kv heads of a run, at most */
+    lay->thread = sizeof(float) * (size_t)(lv->fixed + lay->most * lv->head);
+    if ((size_t)nth > (SIZE_MAX - ATTN_ALIGN) / lay->thread) return 0;
+    lay->bytes = (size_t)nth * lay->thread + ATTN_ALIGN;
+    return 1;
 }
 
 /* ======================================================================== */
@@ -1222,15 +1258,18 @@ __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_lunit
 /* Units of (batch, a run of kv heads): as many runs per batch as there are
  * threads for it, so that one thread reads every head of a key in a row.
  * Output and state do not depend on the split (lunit).  The scratch of every
- * thread is one allocation a call (lib/threads): a thread's is 5152 floats and
- * 22656 a kv head of its run (planner/linear.lua's scratch). */
+ * thread is one block a call (lib/threads: args->workspace, or one allocation of the
+ * hook's): a thread's is 5152 floats and 22656 a kv head of its run
+ * (planner/linear.lua's scratch; llayout_of). */
 __attribute__((target("avx512f,fma"))) attn_status attn_linear_transformer_fwd__avx512(const attn_args *args)
 {
     const attn_status st = attn_check_args(&attn_linear_transformer_kernel.spec, args);
+    attn_linear_transformer_llayout lay;
     int64_t B, runs, most;
     int threads, nt;
     size_t tb; /* bytes of a thread's scratch */
     char *mem;
+    attn_status mst;
 
     if (st != ATTN_OK) return st;
     B = args->batch;
@@ -1238,12 +1277,10 @@ __attribute__((target("avx512f,fma"))) attn_status attn_linear_transformer_fwd__
             sizeof(__m512));
     if (B == 0) return ATTN_OK; /* with no query rows, the keys still go into the state */
     threads = attn_linear_transformer_call_threads(args->threads);
-    runs = (threads + B - 1) / B; /* runs of kv heads per batch */
-    if (runs > HKV) runs = HKV;
-    most = (HKV + runs - 1) / runs; /* kv heads of a run, at most */
-    tb = sizeof(float) * (size_t)(5152 + most * 22656);
-    if ((size_t)threads > SIZE_MAX / tb) return ATTN_ERR_TOO_LARGE;
-    if (attn_linear_transformer_hook_mem((size_t)threads * tb, &mem) != ATTN_OK) return ATTN_ERR_NOMEM;
+    if (!attn_linear_transformer_llayout_of(B, threads, &attn_linear_transformer_lvariants[0], &lay)) return ATTN_ERR_TOO_LARGE;
+    runs = lay.runs, most = lay.most, tb = lay.thread;
+    mst = attn_linear_transformer_call_mem(args, lay.bytes, &mem);
+    if (mst != ATTN_OK) return mst;
 
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads)
@@ -1268,7 +1305,7 @@ __attribute__((target("avx512f,fma"))) attn_status attn_linear_transformer_fwd__
         }
         if (nt) _mm_sfence(); /* this thread's streamed rows before the caller reads O */
     }
-    attn_free(mem);
+    if (!args->workspace) attn_free(mem);
     return ATTN_OK;
 }
 #endif /* defined(__x86_64__) || defined(_M_X64) */
@@ -2673,15 +2710,18 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_lun
 /* Units of (batch, a run of kv heads): as many runs per batch as there are
  * threads for it, so that one thread reads every head of a key in a row.
  * Output and state do not depend on the split (lunit).  The scratch of every
- * thread is one allocation a call (lib/threads): a thread's is 5152 floats and
- * 22656 a kv head of its run (planner/linear.lua's scratch). */
+ * thread is one block a call (lib/threads: args->workspace, or one allocation of the
+ * hook's): a thread's is 5152 floats and 22656 a kv head of its run
+ * (planner/linear.lua's scratch; llayout_of). */
 __attribute__((target("avx2,fma,f16c"))) attn_status attn_linear_transformer_fwd__avx2(const attn_args *args)
 {
     const attn_status st = attn_check_args(&attn_linear_transformer_kernel.spec, args);
+    attn_linear_transformer_llayout lay;
     int64_t B, runs, most;
     int threads, nt;
     size_t tb; /* bytes of a thread's scratch */
     char *mem;
+    attn_status mst;
 
     if (st != ATTN_OK) return st;
     B = args->batch;
@@ -2689,12 +2729,10 @@ __attribute__((target("avx2,fma,f16c"))) attn_status attn_linear_transformer_fwd
             sizeof(__m256));
     if (B == 0) return ATTN_OK; /* with no query rows, the keys still go into the state */
     threads = attn_linear_transformer_call_threads(args->threads);
-    runs = (threads + B - 1) / B; /* runs of kv heads per batch */
-    if (runs > HKV) runs = HKV;
-    most = (HKV + runs - 1) / runs; /* kv heads of a run, at most */
-    tb = sizeof(float) * (size_t)(5152 + most * 22656);
-    if ((size_t)threads > SIZE_MAX / tb) return ATTN_ERR_TOO_LARGE;
-    if (attn_linear_transformer_hook_mem((size_t)threads * tb, &mem) != ATTN_OK) return ATTN_ERR_NOMEM;
+    if (!attn_linear_transformer_llayout_of(B, threads, &attn_linear_transformer_lvariants[1], &lay)) return ATTN_ERR_TOO_LARGE;
+    runs = lay.runs, most = lay.most, tb = lay.thread;
+    mst = attn_linear_transformer_call_mem(args, lay.bytes, &mem);
+    if (mst != ATTN_OK) return mst;
 
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads)
@@ -2719,7 +2757,7 @@ __attribute__((target("avx2,fma,f16c"))) attn_status attn_linear_transformer_fwd
         }
         if (nt) _mm_sfence(); /* this thread's streamed rows before the caller reads O */
     }
-    attn_free(mem);
+    if (!args->workspace) attn_free(mem);
     return ATTN_OK;
 }
 #endif /* defined(__x86_64__) || defined(_M_X64) */
@@ -4429,27 +4467,28 @@ static void attn_linear_transformer_lunit__neon(const attn_args *args, int64_t b
 /* Units of (batch, a run of kv heads): as many runs per batch as there are
  * threads for it, so that one thread reads every head of a key in a row.
  * Output and state do not depend on the split (lunit).  The scratch of every
- * thread is one allocation a call (lib/threads): a thread's is 5152 floats and
- * 22656 a kv head of its run (planner/linear.lua's scratch). */
+ * thread is one block a call (lib/threads: args->workspace, or one allocation of the
+ * hook's): a thread's is 5152 floats and 22656 a kv head of its run
+ * (planner/linear.lua's scratch; llayout_of). */
 attn_status attn_linear_transformer_fwd__neon(const attn_args *args)
 {
     const attn_status st = attn_check_args(&attn_linear_transformer_kernel.spec, args);
+    attn_linear_transformer_llayout lay;
     int64_t B, runs, most;
     int threads, nt;
     size_t tb; /* bytes of a thread's scratch */
     char *mem;
+    attn_status mst;
 
     if (st != ATTN_OK) return st;
     B = args->batch;
     nt = 0; /* O through the caches: this variant stores no whole f32 vectors past them */
     if (B == 0) return ATTN_OK; /* with no query rows, the keys still go into the state */
     threads = attn_linear_transformer_call_threads(args->threads);
-    runs = (threads + B - 1) / B; /* runs of kv heads per batch */
-    if (runs > HKV) runs = HKV;
-    most = (HKV + runs - 1) / runs; /* kv heads of a run, at most */
-    tb = sizeof(float) * (size_t)(5152 + most * 22656);
-    if ((size_t)threads > SIZE_MAX / tb) return ATTN_ERR_TOO_LARGE;
-    if (attn_linear_transformer_hook_mem((size_t)threads * tb, &mem) != ATTN_OK) return ATTN_ERR_NOMEM;
+    if (!attn_linear_transformer_llayout_of(B, threads, &attn_linear_transformer_lvariants[2], &lay)) return ATTN_ERR_TOO_LARGE;
+    runs = lay.runs, most = lay.most, tb = lay.thread;
+    mst = attn_linear_transformer_call_mem(args, lay.bytes, &mem);
+    if (mst != ATTN_OK) return mst;
 
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads)
@@ -4473,7 +4512,7 @@ attn_status attn_linear_transformer_fwd__neon(const attn_args *args)
             attn_linear_transformer_lunit__neon(args, b, hk0, hk1 - hk0, sz, kb, qb, w, nt);
         }
     }
-    attn_free(mem);
+    if (!args->workspace) attn_free(mem);
     return ATTN_OK;
 }
 #endif /* defined(__aarch64__) */
@@ -5120,27 +5159,28 @@ ATTN_NO_AUTOVEC static void attn_linear_transformer_lunit__scalar(const attn_arg
 /* Units of (batch, a run of kv heads): as many runs per batch as there are
  * threads for it, so that one thread reads every head of a key in a row.
  * Output and state do not depend on the split (lunit).  The scratch of every
- * thread is one allocation a call (lib/threads): a thread's is 5152 floats and
- * 22656 a kv head of its run (planner/linear.lua's scratch). */
+ * thread is one block a call (lib/threads: args->workspace, or one allocation of the
+ * hook's): a thread's is 5152 floats and 22656 a kv head of its run
+ * (planner/linear.lua's scratch; llayout_of). */
 ATTN_NO_AUTOVEC attn_status attn_linear_transformer_fwd__scalar(const attn_args *args)
 {
     const attn_status st = attn_check_args(&attn_linear_transformer_kernel.spec, args);
+    attn_linear_transformer_llayout lay;
     int64_t B, runs, most;
     int threads, nt;
     size_t tb; /* bytes of a thread's scratch */
     char *mem;
+    attn_status mst;
 
     if (st != ATTN_OK) return st;
     B = args->batch;
     nt = 0; /* O through the caches: this variant stores no whole f32 vectors past them */
     if (B == 0) return ATTN_OK; /* with no query rows, the keys still go into the state */
     threads = attn_linear_transformer_call_threads(args->threads);
-    runs = (threads + B - 1) / B; /* runs of kv heads per batch */
-    if (runs > HKV) runs = HKV;
-    most = (HKV + runs - 1) / runs; /* kv heads of a run, at most */
-    tb = sizeof(float) * (size_t)(5152 + most * 22656);
-    if ((size_t)threads > SIZE_MAX / tb) return ATTN_ERR_TOO_LARGE;
-    if (attn_linear_transformer_hook_mem((size_t)threads * tb, &mem) != ATTN_OK) return ATTN_ERR_NOMEM;
+    if (!attn_linear_transformer_llayout_of(B, threads, &attn_linear_transformer_lvariants[3], &lay)) return ATTN_ERR_TOO_LARGE;
+    runs = lay.runs, most = lay.most, tb = lay.thread;
+    mst = attn_linear_transformer_call_mem(args, lay.bytes, &mem);
+    if (mst != ATTN_OK) return mst;
 
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads)
@@ -5164,7 +5204,7 @@ ATTN_NO_AUTOVEC attn_status attn_linear_transformer_fwd__scalar(const attn_args 
             attn_linear_transformer_lunit__scalar(args, b, hk0, hk1 - hk0, sz, kb, qb, w, nt);
         }
     }
-    attn_free(mem);
+    if (!args->workspace) attn_free(mem);
     return ATTN_OK;
 }
 #endif /* build part of scalar */
@@ -5218,7 +5258,7 @@ const attn_kernel attn_linear_transformer_kernel = {
     (int)(sizeof(attn_linear_transformer_variants) / sizeof(attn_linear_transformer_variants[0])) - 1,
     attn_linear_transformer_variants,
     0,
-    0
+    attn_linear_transformer_workspace_size
 };
 
 attn_status attn_linear_transformer_fwd(const attn_args *args)
@@ -5242,5 +5282,23 @@ attn_status attn_linear_transformer_fwd(const attn_args *args)
 #endif
     }
     return v->fwd(args);
+}
+#endif /* build part 0 */
+#if !defined(ATTN_BUILD_PART) || ATTN_BUILD_PART == 0
+
+size_t attn_linear_transformer_workspace_size(int64_t batch, int64_t seq_q, int64_t seq_k, int threads)
+{
+    attn_linear_transformer_llayout lay;
+    size_t n = 0;
+    int i;
+    if (batch <= 0 || seq_q < 0 || seq_k < 0 || threads < 0) return 0; /* with no query rows, the keys still go into the state */
+    /* the largest block of the variants this CPU runs (the one a call runs is picked at
+       run time: attn_pick_variant, or the caller's) */
+    for (i = 0; i < 4; i++) {
+        if (!attn_isa_supported(attn_linear_transformer_lvariants[i].isa)) continue;
+        if (!attn_linear_transformer_llayout_of(batch, attn_linear_transformer_call_threads(threads), &attn_linear_transformer_lvariants[i], &lay)) return SIZE_MAX;
+        if (lay.bytes > n) n = lay.bytes;
+    }
+    return n;
 }
 #endif /* build part 0 */

@@ -42,6 +42,15 @@ extern "C" {
  */
 attn_status attn_linear_transformer_fwd(const attn_args *args);
 
+/*
+ * Bytes of the workspace a call of these sizes needs (args->workspace, kept by
+ * the caller between calls; threads as args->threads, 0: OpenMP's default):
+ * every thread's scratch, the largest of the variants this CPU runs; it does not
+ * grow with seq_q or seq_k.  0 where the call has no batch entries;
+ * SIZE_MAX where a size overflows (the call then fails with ATTN_ERR_TOO_LARGE).
+ */
+size_t attn_linear_transformer_workspace_size(int64_t batch, int64_t seq_q, int64_t seq_k, int threads);
+
 /* The spec and the ISA variants compiled in, for tests and benchmarks. */
 extern const attn_kernel attn_linear_transformer_kernel;
 

@@ -342,7 +342,7 @@ nomem:
     return ATTN_ERR_NOMEM;
 }
 
-/* An sdpa kernel's run with a workspace of the caller's (args.workspace): two-thread
+/* A kernel's run (sdpa, linear) with a workspace of the caller's (args.workspace): two-thread
  * runs bring one of exactly the size the kernel asks for, one byte past an
  * ATTN_ALIGN boundary, so the kernel must align it itself; the other runs use
  * the allocator hook.  The result must be the same (attn_verify_bitwise_threads

@@ -263,7 +263,7 @@ typedef struct attn_args {
     const void *k_new, *v_new;  /* [B][seq_new][Hkv][D], [B][seq_new][Hkv][Dv] in dtype_q */
     int64_t kn_stride[3], vn_stride[3]; /* element strides {b, t, h} of k_new, v_new */
     int64_t seq_new;            /* the new rows of each sequence, Ln >= 0 */
-    /* sdpa kernels' forward calls (prefill and decode paths): the caller's scratch memory, kept between calls, of at least
+    /* forward calls of sdpa (prefill and decode paths) and linear kernels: the caller's scratch memory, kept between calls, of at least
        attn_NAME_workspace_size(batch, seq_q, seq_k, threads) bytes (any alignment);
        NULL: the allocator hook's, once a call */
     void *workspace;
@@ -601,7 +601,7 @@ typedef struct attn_kernel {
     int n_variants;
     const attn_variant *variants;  /* best first; only those compiled in */
     attn_classic_fwd_fn classic_fwd; /* the same for additive and luong kernels (NULL otherwise) */
-    /* sdpa kernels: attn_NAME_workspace_size, the bytes of args->workspace a call needs (NULL otherwise) */
+    /* sdpa and linear kernels: attn_NAME_workspace_size, the bytes of args->workspace a call needs (NULL otherwise) */
     size_t (*workspace_size)(int64_t batch, int64_t seq_q, int64_t seq_k, int threads);
 } attn_kernel;
 

@@ -1251,90 +1251,108 @@ static void ws_counting_free(void *ptr, void *user)
     if (ptr != NULL) ws_hook_calls++;
 }
 
-/* The prefill path takes all its memory from the caller's workspace: with an
-   allocator hook that fails on every call, a workspace of
-   attn_NAME_workspace_size's bytes (at an odd address) gives the bits of a run
-   on the hook's memory, for 1 and 2 threads and every variant; half of it is
-   ATTN_ERR_WORKSPACE before O is written, and so is a byte less for the
-   variants whose block is the largest (the size is the largest block of the
-   variants the CPU runs, so at least one of them has it); on Llama-3-8B's shape run in
-   chunks (8300 keys: 2048 at a time past 8192, the rows' sums carried) and in
-   one, a config's prefill_chunk (t_everything), and both gathered passes of
-   the sparse patterns (the summary keys' panel, each thread's residue panel). */
+/* One kernel's calls on the caller's workspace (Test(prefill, workspace),
+   Test(linear, workspace)): with an allocator hook that fails on every call, a
+   workspace of attn_NAME_workspace_size's bytes (at an odd address) gives the
+   bits of a run on the hook's memory, for 1 and 2 threads and every variant;
+   half of it is ATTN_ERR_WORKSPACE before O is written, and so is a byte less
+   for the variants whose block is the largest (the size is the largest block of
+   the variants the CPU runs, so at least one of them has it). */
+static void workspace_runs(const attn_kernel *k, int64_t lq, int64_t lk)
+{
+    int j, t, largest = 0; /* runs a byte short that were ATTN_ERR_WORKSPACE */
+    for (j = 0; j < k->n_variants; j++)
+        for (t = 1; t <= 2; t++) {
+            const attn_variant *v = &k->variants[j];
+            attn_qkv_case cb;
+            attn_case c;
+            size_t n, lse_bytes;
+            char *ws, *o_hook, *o_reset, *lse_hook;
+            attn_status short_st, edge_st, st;
+            if (!attn_isa_supported(v->isa)) continue;
+            memset(&cb, 0, sizeof cb);
+            memset(&c, 0, sizeof c);
+            c.batch = 2, c.seq_q = lq, c.seq_k = lk, c.ragged = k->spec.padding, c.seed = 5;
+            c.threads = t;
+            cr_assert_eq(attn_qkv_build(&cb, &k->spec, &c), ATTN_OK);
+            cb.args.threads = t;
+            n = k->workspace_size(c.batch, c.seq_q, c.seq_k, t);
+            cr_assert(n > 0 && n != SIZE_MAX, "%s: workspace_size %zu", k->spec.name, n);
+            cr_assert_eq(v->fwd(&cb.args), ATTN_OK);
+            lse_bytes = cb.lse_count * sizeof(float); /* 0: the family writes no LSE */
+            o_hook = malloc(cb.o.bytes), o_reset = malloc(cb.o.bytes);
+            lse_hook = malloc(lse_bytes + 1);
+            ws = malloc(n + 5);
+            cr_assert(o_hook && o_reset && lse_hook && ws);
+            memcpy(o_hook, cb.o.ptr, cb.o.bytes);
+            if (lse_bytes) memcpy(lse_hook, cb.lse.ptr, lse_bytes);
+            attn_qkv_reset(&cb);
+            memcpy(o_reset, cb.o.ptr, cb.o.bytes);
+            cb.args.workspace = ws + 5, cb.args.workspace_bytes = n / 2;
+            ws_hook_calls = 0;
+            attn_set_allocator(ws_failing_alloc, ws_counting_free, NULL);
+            short_st = v->fwd(&cb.args);
+            cr_expect_eq(memcmp(cb.o.ptr, o_reset, cb.o.bytes), 0, "%s/%s: O written before the workspace was checked",
+                         k->spec.name, attn_isa_name(v->isa));
+            cb.args.workspace_bytes = n - 1;
+            edge_st = v->fwd(&cb.args);
+            if (edge_st == ATTN_ERR_WORKSPACE) {
+                largest++;
+                cr_expect_eq(memcmp(cb.o.ptr, o_reset, cb.o.bytes), 0, "%s/%s: O written a byte short",
+                             k->spec.name, attn_isa_name(v->isa));
+            }
+            attn_qkv_reset(&cb);
+            cb.args.workspace_bytes = n;
+            st = v->fwd(&cb.args);
+            attn_set_allocator(NULL, NULL, NULL);
+            cr_expect_eq(short_st, ATTN_ERR_WORKSPACE, "%s/%s, %d threads: half the size", k->spec.name,
+                         attn_isa_name(v->isa), t);
+            cr_expect(edge_st == ATTN_ERR_WORKSPACE || edge_st == ATTN_OK, "%s/%s, %d threads: a byte short: %s",
+                      k->spec.name, attn_isa_name(v->isa), t, attn_status_string(edge_st));
+            cr_expect_eq(st, ATTN_OK, "%s/%s, %d threads: %s", k->spec.name, attn_isa_name(v->isa), t,
+                         attn_status_string(st));
+            cr_expect_eq(ws_hook_calls, 0, "%s/%s, %d threads: %d calls of the allocator hook", k->spec.name,
+                         attn_isa_name(v->isa), t, ws_hook_calls);
+            cr_expect_eq(memcmp(cb.o.ptr, o_hook, cb.o.bytes), 0, "%s/%s, %d threads: O differs from the hook's run",
+                         k->spec.name, attn_isa_name(v->isa), t);
+            if (lse_bytes)
+                cr_expect_eq(memcmp(cb.lse.ptr, lse_hook, lse_bytes), 0, "%s/%s, %d threads: LSE differs",
+                             k->spec.name, attn_isa_name(v->isa), t);
+            cb.args.workspace = NULL, cb.args.workspace_bytes = 0;
+            attn_qkv_free(&cb);
+            free(o_hook), free(o_reset), free(lse_hook), free(ws);
+        }
+    cr_expect_gt(largest, 0, "%s: no variant needs all of workspace_size", k->spec.name);
+}
+
+/* The prefill path takes all its memory from the caller's workspace
+   (workspace_runs): on Llama-3-8B's shape run in chunks (8300 keys: 2048 at a
+   time past 8192, the rows' sums carried) and in one, a config's prefill_chunk
+   (t_everything), and both gathered passes of the sparse patterns (the summary
+   keys' panel, each thread's residue panel). */
 Test(prefill, workspace)
 {
-    const struct { const attn_kernel *k; int64_t lq, lk; } cs[] = {
-        { &attn_llama3_8b_kernel, 65, 8300 }, { &attn_llama3_8b_kernel, 100, 300 },
-        { &attn_t_everything_kernel, 70, 400 }, { &attn_t_sparse_fixed_kernel, 70, 200 },
-        { &attn_t_sparse_strided_kernel, 70, 200 },
-    };
-    size_t i;
-    int j, t, largest;
-    for (i = 0; i < sizeof cs / sizeof cs[0]; i++) {
-        largest = 0; /* runs a byte short that were ATTN_ERR_WORKSPACE */
-        for (j = 0; j < cs[i].k->n_variants; j++)
-            for (t = 1; t <= 2; t++) {
-                const attn_kernel *k = cs[i].k;
-                const attn_variant *v = &k->variants[j];
-                attn_qkv_case cb;
-                attn_case c;
-                size_t n;
-                char *ws, *o_hook, *o_reset;
-                float *lse_hook;
-                attn_status short_st, edge_st, st;
-                if (!attn_isa_supported(v->isa)) continue;
-                memset(&cb, 0, sizeof cb);
-                memset(&c, 0, sizeof c);
-                c.batch = 2, c.seq_q = cs[i].lq, c.seq_k = cs[i].lk, c.ragged = k->spec.padding, c.seed = 5;
-                c.threads = t;
-                cr_assert_eq(attn_qkv_build(&cb, &k->spec, &c), ATTN_OK);
-                cb.args.threads = t;
-                n = k->workspace_size(c.batch, c.seq_q, c.seq_k, t);
-                cr_assert(n > 0 && n != SIZE_MAX, "%s: workspace_size %zu", k->spec.name, n);
-                cr_assert_eq(v->fwd(&cb.args), ATTN_OK);
-                o_hook = malloc(cb.o.bytes), o_reset = malloc(cb.o.bytes);
-                lse_hook = malloc(cb.lse_count * sizeof(float));
-                ws = malloc(n + 5);
-                cr_assert(o_hook && o_reset && lse_hook && ws);
-                memcpy(o_hook, cb.o.ptr, cb.o.bytes);
-                memcpy(lse_hook, cb.lse.ptr, cb.lse_count * sizeof(float));
-                attn_qkv_reset(&cb);
-                memcpy(o_reset, cb.o.ptr, cb.o.bytes);
-                cb.args.workspace = ws + 5, cb.args.workspace_bytes = n / 2;
-                ws_hook_calls = 0;
-                attn_set_allocator(ws_failing_alloc, ws_counting_free, NULL);
-                short_st = v->fwd(&cb.args);
-                cr_expect_eq(memcmp(cb.o.ptr, o_reset, cb.o.bytes), 0, "%s/%s: O written before the workspace was checked",
-                             k->spec.name, attn_isa_name(v->isa));
-                cb.args.workspace_bytes = n - 1;
-                edge_st = v->fwd(&cb.args);
-                if (edge_st == ATTN_ERR_WORKSPACE) {
-                    largest++;
-                    cr_expect_eq(memcmp(cb.o.ptr, o_reset, cb.o.bytes), 0, "%s/%s: O written a byte short",
-                                 k->spec.name, attn_isa_name(v->isa));
-                }
-                attn_qkv_reset(&cb);
-                cb.args.workspace_bytes = n;
-                st = v->fwd(&cb.args);
-                attn_set_allocator(NULL, NULL, NULL);
-                cr_expect_eq(short_st, ATTN_ERR_WORKSPACE, "%s/%s, %d threads: half the size", k->spec.name,
-                             attn_isa_name(v->isa), t);
-                cr_expect(edge_st == ATTN_ERR_WORKSPACE || edge_st == ATTN_OK, "%s/%s, %d threads: a byte short: %s",
-                          k->spec.name, attn_isa_name(v->isa), t, attn_status_string(edge_st));
-                cr_expect_eq(st, ATTN_OK, "%s/%s, %d threads: %s", k->spec.name, attn_isa_name(v->isa), t,
-                             attn_status_string(st));
-                cr_expect_eq(ws_hook_calls, 0, "%s/%s, %d threads: %d calls of the allocator hook", k->spec.name,
-                             attn_isa_name(v->isa), t, ws_hook_calls);
-                cr_expect_eq(memcmp(cb.o.ptr, o_hook, cb.o.bytes), 0, "%s/%s, %d threads: O differs from the hook's run",
-                             k->spec.name, attn_isa_name(v->isa), t);
-                cr_expect_eq(memcmp(cb.lse.ptr, lse_hook, cb.lse_count * sizeof(float)), 0,
-                             "%s/%s, %d threads: LSE differs", k->spec.name, attn_isa_name(v->isa), t);
-                cb.args.workspace = NULL, cb.args.workspace_bytes = 0;
-                attn_qkv_free(&cb);
-                free(o_hook), free(o_reset), free(lse_hook), free(ws);
-            }
-        cr_expect_gt(largest, 0, "%s: no variant needs all of workspace_size", cs[i].k->spec.name);
-    }
+    workspace_runs(&attn_llama3_8b_kernel, 65, 8300);
+    workspace_runs(&attn_llama3_8b_kernel, 100, 300);
+    workspace_runs(&attn_t_everything_kernel, 70, 400);
+    workspace_runs(&attn_t_sparse_fixed_kernel, 70, 200);
+    workspace_runs(&attn_t_sparse_strided_kernel, 70, 200);
+}
+
+/* A linear call's every thread's scratch comes from the caller's workspace
+   (workspace_runs), causal or not, with a running state; the size grows with the
+   threads and not with the keys. */
+Test(linear, workspace)
+{
+    const attn_kernel *k = &attn_t_linear_causal_kernel;
+    cr_assert(k->workspace_size != NULL);
+    cr_expect_eq(k->workspace_size(1, 0, 64, 1), 0);
+    cr_expect_gt(attn_t_linear_state_kernel.workspace_size(1, 0, 64, 1), 0, "the keys of a call go into the state");
+    cr_expect_gt(k->workspace_size(2, 40, 64, 2), k->workspace_size(2, 40, 64, 1));
+    cr_expect_eq(k->workspace_size(1, 40, 64, 1), k->workspace_size(1, 40, 6400, 1));
+    workspace_runs(&attn_t_linear_kernel, 40, 90);
+    workspace_runs(k, 70, 70);
+    workspace_runs(&attn_t_linear_state_kernel, 33, 50);
 }
 
 /* A call with fewer than DECODE_HEAD_SPLIT splits gives each kv head a unit of its

@@ -122,11 +122,13 @@ function M.plan(cfg, opts)
     v.kb = math.max(p.tile.kv, v.panels * v.qk.nc)
     v.transpose_pack = p.causal and isa.transpose ~= nil
     v.scratch = M.scratch(p, v)
+    v.lvariant = #p.variants -- its row of the file's table of thread scratch sizes (C, from 0)
     p.variants[#p.variants + 1] = v
   end
   -- FLOPs of a full causal tile of one query head, for the cost comment:
   -- phi(Q) S, the diagonal block's scores and P*V, and folding TQ keys into S
   p.tile_flops = 2 * p.tile.q * p.D * p.Dv * 2 + 2 * p.tile.q * p.tile.q * (p.D + p.Dv)
+  p.workspace = true -- attn_NAME_workspace_size: every thread's scratch (families/linear)
   p.spec_fields = M.spec_fields(p)
   return p
 end
