@@ -83,6 +83,19 @@ typedef struct {
     void (*free)(void *state);
     int (*default_cases)(const attn_spec *spec, attn_case *out, int max, int quick);
     void (*errors)(const attn_spec *spec, const attn_verify_result *res, char *buf, size_t len);
+    /* ---- what `attngen bench` asks of a built case (attn_bench_main.c) ---- */
+    /* flops: the FLOPs the bench counts for a run of the case, named by
+       flops_counted in its --json ("visible_scores": 2 * visible * (D + Dv)
+       for sdpa, "linear_chunked": attn_reference_linear_flops, "classic":
+       attn_reference_classic_flops, "backward": 2.5 times the forward's
+       visible-score count); visible: the case's visible scores (its mask,
+       causality, window and key lengths), -1 where the family has none;
+       args: the kernel's arguments of the case (attn_args,
+       attn_classic_args or attn_bwd_args), which the baselines read */
+    double (*flops)(const void *state);
+    const char *flops_counted;
+    int64_t (*visible)(const void *state);
+    const void *(*args)(const void *state);
 } attn_case_ops;
 
 /* The ops of a spec's family for a direction; NULL when it has none. */
