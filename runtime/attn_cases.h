@@ -91,11 +91,15 @@ typedef struct {
        visible-score count); visible: the case's visible scores (its mask,
        causality, window and key lengths), -1 where the family has none;
        args: the kernel's arguments of the case (attn_args,
-       attn_classic_args or attn_bwd_args), which the baselines read */
+       attn_classic_args or attn_bwd_args), which the baselines read;
+       widened: the args with the stored inputs widened to f32, the
+       reference's (outputs as args has them), or NULL where the family
+       keeps no widened copies (the bench widens them itself) */
     double (*flops)(const void *state);
     const char *flops_counted;
     int64_t (*visible)(const void *state);
     const void *(*args)(const void *state);
+    void (*widened)(const void *state, void *args);
 } attn_case_ops;
 
 /* The ops of a spec's family for a direction; NULL when it has none. */

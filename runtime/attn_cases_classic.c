@@ -523,5 +523,5 @@ const attn_case_ops attn_cases_classic_fwd = {
     "classic",       sizeof(classic_case), classic_build,   classic_reference, classic_run,
     classic_compare, classic_reset,        classic_outputs, classic_free,      classic_default_cases,
     classic_errors,
-    classic_flops,   "classic",            classic_visible, classic_case_args,
+    classic_flops,   "classic",            classic_visible, classic_case_args, NULL,
 };

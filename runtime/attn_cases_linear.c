@@ -209,5 +209,5 @@ const attn_case_ops attn_cases_linear_fwd = {
     "linear",         sizeof(attn_qkv_case), attn_qkv_build,   attn_qkv_reference, attn_qkv_run,
     attn_qkv_compare, attn_qkv_reset,        attn_qkv_outputs, attn_qkv_free,      attn_qkv_default_cases,
     linear_errors,
-    linear_flops,     "linear_chunked",      attn_qkv_visible, attn_qkv_args,
+    linear_flops,     "linear_chunked",      attn_qkv_visible, attn_qkv_args,      attn_qkv_widened,
 };

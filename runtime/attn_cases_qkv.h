@@ -69,6 +69,7 @@ void attn_qkv_ref_free(attn_qkv_ref *ref);
 /* the bench's questions (attn_case_ops.visible, args) */
 int64_t attn_qkv_visible(const void *state);
 const void *attn_qkv_args(const void *state);
+void attn_qkv_widened(const void *state, void *args);
 
 /* linear attention's state (attn_cases_linear.c); each does nothing for a
    case without one (s_count == 0).  The int functions: 0, or -1 when out of

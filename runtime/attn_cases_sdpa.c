@@ -77,6 +77,14 @@ static void widen_layout(attn_layout4 *w, const attn_layout4 *l, int64_t n)
     w->span = l->span * (size_t)n;
 }
 
+/* A contiguous [B][L][H][dim] layout's strides made those of [B][H][L][dim]. */
+static void head_major(attn_layout4 *l)
+{
+    const int64_t len = l->ext[1], dim = l->ext[3];
+    l->str[2] = len * dim;
+    l->str[1] = dim;
+}
+
 /* The layouts of Q, K, V, O, the mask and P; ATTN_ERR_TOO_LARGE when a span
    is absurd. */
 static attn_status qkv_layouts(attn_qkv_case *cb, int weights, attn_rng *r)
@@ -92,6 +100,10 @@ static attn_status qkv_layouts(attn_qkv_case *cb, int weights, attn_rng *r)
     attn_tensor_layout(&cb->lq, B, Lq, spec->heads_q, spec->head_dim, style);
     attn_tensor_layout(&cb->lk, B, Lk, spec->heads_kv, spec->head_dim / kv_values, style);
     attn_tensor_layout(&cb->lv, B, Lk, spec->heads_kv, spec->head_dim_v / kv_values, style);
+    if (c->kv_head_major && spec->page == 0) { /* [B][Hkv][Lk][D]: a kv head's keys adjacent */
+        head_major(&cb->lk);
+        head_major(&cb->lv);
+    }
     attn_tensor_layout(&cb->lo, B, Lq, spec->heads_q, spec->head_dim_v, style);
     attn_mask_layout(&cb->lm, B, spec->heads_q, Lq, Lk, mstyle);
     if (weights)
@@ -676,9 +688,25 @@ const void *attn_qkv_args(const void *state)
     return &((const attn_qkv_case *)state)->args;
 }
 
+/* The args on the widened Q, K and V (paged: the widened pools), as the
+   reference reads them. */
+void attn_qkv_widened(const void *state, void *out)
+{
+    const attn_qkv_case *cb = (const attn_qkv_case *)state;
+    attn_args *a = (attn_args *)out;
+    *a = cb->args;
+    a->q = cb->qw;
+    a->k = cb->kw;
+    a->v = cb->vw;
+    memcpy(a->k_stride, cb->lkw.str, sizeof a->k_stride);
+    memcpy(a->v_stride, cb->lvw.str, sizeof a->v_stride);
+    if (attn_paged_spec(cb->spec))
+        attn_paged_ref_args(cb, a);
+}
+
 const attn_case_ops attn_cases_sdpa_fwd = {
     "sdpa",           sizeof(attn_qkv_case), attn_qkv_build,   attn_qkv_reference, attn_qkv_run,
     attn_qkv_compare, attn_qkv_reset,        attn_qkv_outputs, attn_qkv_free,      attn_qkv_default_cases,
     sdpa_errors,
-    sdpa_flops,       "visible_scores",      attn_qkv_visible, attn_qkv_args,
+    sdpa_flops,       "visible_scores",      attn_qkv_visible, attn_qkv_args,      attn_qkv_widened,
 };

@@ -316,5 +316,5 @@ const attn_case_ops attn_cases_sdpa_bwd = {
     "sdpa backward", sizeof(bwd_case), bwd_build,      bwd_reference,  bwd_run,
     bwd_compare,     bwd_reset,        bwd_outputs,    bwd_free_state, attn_qkv_default_cases,
     bwd_errors,
-    bwd_flops,       "backward",       bwd_visible,    bwd_case_args,
+    bwd_flops,       "backward",       bwd_visible,    bwd_case_args,  NULL,
 };

@@ -56,6 +56,7 @@ typedef struct {
        a run is the kernel's call alone (no bad block tables tried before
        it, no workspace of the caller's) */
     int bench;
+    int kv_head_major; /* K and V [B][Hkv][Lk][D], contiguous (a kv head's keys adjacent; not paged) */
 } attn_case;
 
 typedef struct {

@@ -104,14 +104,6 @@ typedef struct {
     double int8_peak; /* matmul = "int8": the int8 dot peak of the variant (its Q.K's products), GOP/s; else 0 */
 } timing;
 
-typedef attn_status (*run_fn)(const attn_spec *, const attn_args *);
-static attn_fwd_fn current_variant;
-static attn_status run_variant(const attn_spec *s, const attn_args *a)
-{
-    (void)s;
-    return current_variant(a);
-}
-
 /* Best time of call(ctx) over at least 5 runs and ~1 s, after one warm-up
    run (this machine is shared: the minimum is the least disturbed run). */
 typedef attn_status (*timed_call)(const void *ctx);
@@ -133,6 +125,9 @@ static attn_status best_time(timed_call call, const void *ctx, timing *t)
     return st;
 }
 
+#ifdef ATTN_HAVE_OPENBLAS
+/* a baseline on attn_args */
+typedef attn_status (*run_fn)(const attn_spec *, const attn_args *);
 typedef struct {
     run_fn fn;
     const attn_spec *s;
@@ -153,6 +148,7 @@ static attn_status time_fn(run_fn fn, const attn_spec *s, const attn_args *args,
     c.a = args;
     return best_time(call_sdpa, &c, t);
 }
+#endif
 
 /* The strides (batch, key, head) of a [B][heads][len][dim] tensor. */
 static void head_major_strides(int64_t stride[3], int64_t heads, int64_t len, int64_t dim)
@@ -160,15 +156,6 @@ static void head_major_strides(int64_t stride[3], int64_t heads, int64_t len, in
     stride[0] = heads * len * dim;
     stride[1] = dim;
     stride[2] = len * dim;
-}
-
-/* Visible scores: visibility does not depend on the head here (the bench's
-   mask is shared by all heads), so count one head and multiply. */
-static int64_t visible_scores(const attn_spec *spec, const attn_args *args)
-{
-    attn_spec one = *spec;
-    one.heads_q = one.heads_kv = 1;
-    return attn_reference_visible_count(&one, args) * spec->heads_q;
 }
 
 /* The command line. */
@@ -446,32 +433,6 @@ static void free_buffers(bench_buffers *buf)
     free(buf->qk_norm);
 }
 
-/* Times every variant this CPU runs (or the one opt->isa names) into rows
-   from *n on; *failed is set when one fails. */
-static void time_variants(const attn_kernel *kern, const bench_options *opt, const attn_args *args,
-                          timing *rows, int *n, int *failed)
-{
-    int i;
-    for (i = 0; i < kern->n_variants; i++) {
-        const attn_variant *var = &kern->variants[i];
-        timing *row = &rows[*n];
-        if (opt->isa && strcmp(opt->isa, attn_isa_name(var->isa))) continue;
-        if (!attn_isa_supported(var->isa)) continue;
-        snprintf(row->name, sizeof row->name, "%s", attn_isa_name(var->isa));
-        row->peak = attn_bench_fma_peak(var->isa, (int)opt->threads);
-        row->dot_peak = var->isa == ATTN_ISA_AVX512BF16 ? attn_bench_bf16_dot_peak((int)opt->threads) : 0.0;
-        row->int8_peak = kern->spec.matmul == ATTN_DTYPE_Q8_0 ? attn_bench_int8_dot_peak(var->isa, (int)opt->threads) : 0.0;
-        current_variant = var->fwd;
-        if (time_fn(run_variant, &kern->spec, args, row) != ATTN_OK) {
-            fprintf(stderr, "attngen: bench: %s failed: %s\n", row->name,
-                    attn_status_string(var->fwd(args)));
-            *failed = 1;
-            continue;
-        }
-        (*n)++;
-    }
-}
-
 /* What was measured, and the rows. */
 typedef struct {
     int64_t visible;
@@ -480,6 +441,7 @@ typedef struct {
     int sbgemm;     /* whether the OpenBLAS run with has cblas_sbgemm; -1 without OpenBLAS */
     int sbgemm_for; /* whether this run would time the bf16 baseline, had it cblas_sbgemm */
     const char *dispatch; /* the variant the entry point runs on this CPU (NULL: none) */
+    const char *flops_counted; /* how the FLOPs were counted (attn_case_ops.flops_counted) */
 } bench_totals;
 
 #ifdef ATTN_HAVE_OPENBLAS
@@ -550,7 +512,7 @@ static void report_json(const attn_spec *spec, const bench_options *opt, const b
            "\"blas_core\": %s%s%s, \"blas_sbgemm\": %s, \"results\": [",
            spec->name, opt->batch, opt->seq_q, opt->seq_k, opt->threads, spec->heads_q, spec->heads_kv,
            spec->head_dim, spec->head_dim_v, (long long)t->visible, t->flops,
-           spec->family == ATTN_FAMILY_LINEAR ? "linear_chunked" : "visible_scores", t->kv_bytes, t->read_bw,
+           t->flops_counted, t->kv_bytes, t->read_bw,
            t->dispatch ? "\"" : "", t->dispatch ? t->dispatch : "null", t->dispatch ? "\"" : "", t->blas_core ? "\"" : "", t->blas_core ? t->blas_core : "null", t->blas_core ? "\"" : "",
            t->sbgemm < 0 ? "null" : t->sbgemm ? "true" : "false");
     for (i = 0; i < n; i++) {
@@ -1037,13 +999,73 @@ static int bench_classic(const attn_kernel *kern, const bench_options *opt)
 static int bench_backward(const attn_kernel *kern, const bench_options *opt, const attn_args *args, double fwd_flops);
 static int bench_append(const attn_kernel *kern, const bench_options *opt);
 
+/* Times every variant this CPU runs (or the one opt->isa names) on the
+   case into rows from *n on; *failed is set when one fails. */
+static void time_variants(const attn_kernel *kern, const bench_options *opt, const bench_case *bc, timing *rows,
+                          int *n, int *failed)
+{
+    int i;
+    for (i = 0; i < kern->n_variants; i++) {
+        const attn_variant *var = &kern->variants[i];
+        timing *row = &rows[*n];
+        attn_status st;
+        if (opt->isa && strcmp(opt->isa, attn_isa_name(var->isa))) continue;
+        if (!attn_isa_supported(var->isa)) continue;
+        snprintf(row->name, sizeof row->name, "%s", attn_isa_name(var->isa));
+        row->peak = attn_bench_fma_peak(var->isa, (int)opt->threads);
+        row->dot_peak = var->isa == ATTN_ISA_AVX512BF16 ? attn_bench_bf16_dot_peak((int)opt->threads) : 0.0;
+        row->int8_peak = kern->spec.matmul == ATTN_DTYPE_Q8_0 ? attn_bench_int8_dot_peak(var->isa, (int)opt->threads) : 0.0;
+        st = time_case(bc, kern, var, (int)opt->threads, row);
+        if (st != ATTN_OK) {
+            fprintf(stderr, "attngen: bench: %s failed: %s\n", row->name, attn_status_string(st));
+            *failed = 1;
+            continue;
+        }
+        (*n)++;
+    }
+}
+
+/* The bench's case of the kernels that take attn_args: the shape of the
+   options, K and V head-major with --kv-layout bhsd, dropout of 10% of the
+   weights (part of what is timed); the baselines' args (the reference's
+   widened inputs, O into *o32, f32, contiguous as the case's O).  0, or 2
+   after a message. */
+static int qkv_case(const attn_spec *spec, const bench_options *opt, bench_case *bc, attn_args *base, float **o32)
+{
+    attn_case c = bench_case_of(opt->batch, opt->seq_q, opt->seq_k, (int)opt->threads);
+    const size_t no = (size_t)(opt->batch * opt->seq_q) * (size_t)spec->heads_q * (size_t)spec->head_dim_v;
+    c.kv_head_major = opt->head_major;
+    if (spec->family != ATTN_FAMILY_LINEAR && spec->dropout) {
+        c.dropout_p = 0.1f;
+        c.dropout_seed = 42;
+    }
+    *o32 = NULL;
+    if (bench_case_build(bc, spec, ATTN_DIR_FWD, &c) == ATTN_OK) {
+        *o32 = (float *)malloc(sizeof(float) * no + 1);
+        if (*o32) {
+            bc->ops->widened(bc->state, base);
+            base->o = *o32;
+            base->weights = NULL; /* the baselines compute O and LSE only */
+            base->entropy = NULL;
+            return 0;
+        }
+        bench_case_free(bc);
+    }
+    fprintf(stderr, "attngen: bench: out of memory for this shape\n");
+    return 2;
+}
+
+/* The bench of the kernels that take attn_args (sdpa, linear attention) on
+   a case of the family's table; the exit code. */
 static int bench_qkv(const attn_kernel *kern, const bench_options *options)
 {
     const attn_spec *spec = &kern->spec;
     const bench_options opt = *options;
-    bench_buffers buf;
+    bench_case bc;
     bench_totals t;
-    attn_args args, base_args;
+    const attn_args *args;
+    attn_args base_args;
+    float *o32 = NULL;
     timing rows[ATTN_ISA_COUNT + 3]; /* the variants, openblas, openblas-bf16, reference */
     float *bw_buf = NULL;
     int n = 0, failed = 0;
@@ -1057,33 +1079,34 @@ static int bench_qkv(const attn_kernel *kern, const bench_options *options)
         return 2;
     }
     if (opt.append > 0) return bench_append(kern, &opt);
-    if (make_inputs(&opt, spec, &args, &base_args, &buf) != 0) {
-        fprintf(stderr, "attngen: bench: out of memory for this shape\n");
-        return 2;
-    }
+    if (qkv_case(spec, &opt, &bc, &base_args, &o32) != 0) return 2;
+    args = (const attn_args *)bc.ops->args(bc.state);
 
     memset(&t, 0, sizeof t);
-    t.visible = visible_scores(spec, &args);
-    t.flops = spec->family == ATTN_FAMILY_LINEAR ? attn_reference_linear_flops(spec, &args)
-                                                 : 2.0 * (double)t.visible * (spec->head_dim + spec->head_dim_v);
+    t.visible = bc.ops->visible(bc.state);
+    t.flops = bc.ops->flops(bc.state);
+    t.flops_counted = bc.ops->flops_counted;
     /* Few query rows: the work is reading K and V.  Count the bytes every
        implementation must read and measure what the machine can read. */
     if (opt.seq_q <= DECODE_ROWS) {
         /* shared_kv: one row of D values a key holds both K and V */
-        t.kv_bytes = (double)attn_reference_keys_read(spec, &args) *
+        t.kv_bytes = (double)attn_reference_keys_read(spec, args) *
                      (spec->head_dim + (spec->shared_kv ? 0 : spec->head_dim_v)) *
                      (double)attn_dtype_size(spec->dtype_kv) / (double)attn_dtype_values(spec->dtype_kv);
         bw_buf = attn_tool_random_floats(READ_BW_FLOATS, 7); /* no buffer: no bandwidth reported */
         if (bw_buf) t.read_bw = attn_bench_read_bandwidth(bw_buf, (int)opt.threads);
     }
 
-    time_variants(kern, &opt, &args, rows, &n, &failed);
+    time_variants(kern, &opt, &bc, rows, &n, &failed);
     {
         const attn_variant *pick = attn_pick_variant(kern->variants, kern->n_variants);
         t.dispatch = pick ? attn_isa_name(pick->isa) : NULL;
     }
     if (opt.isa && n == 0 && !failed) {
         fprintf(stderr, "attngen: bench: no runnable variant named '%s'\n", opt.isa);
+        free(bw_buf);
+        free(o32);
+        bench_case_free(&bc);
         return 2;
     }
     /* The memory system of a shared machine changes speed within minutes:
@@ -1094,15 +1117,16 @@ static int bench_qkv(const attn_kernel *kern, const bench_options *options)
         if (again > t.read_bw) t.read_bw = again;
         free(bw_buf);
     }
-    time_baselines(spec, &opt, &args, &base_args, &t, rows, &n);
+    time_baselines(spec, &opt, args, &base_args, &t, rows, &n);
 
     if (opt.json)
         report_json(spec, &opt, &t, rows, n);
     else
         report_table(spec, &opt, &t, rows, n);
-    if (attn_entry_bwd_kernel != NULL && spec->backward && bench_backward(kern, &opt, &args, t.flops) != 0)
+    if (attn_entry_bwd_kernel != NULL && spec->backward && bench_backward(kern, &opt, args, t.flops) != 0)
         failed = 1;
-    free_buffers(&buf);
+    free(o32);
+    bench_case_free(&bc);
     return failed ? 1 : 0;
 }
 
