@@ -278,7 +278,7 @@ static void qkv_args(attn_qkv_case *cb, attn_mask_kind mask, int weights, int32_
         a->weights = (float *)cb->p.ptr;
         memcpy(a->weights_stride, cb->lp.str, sizeof a->weights_stride);
     }
-    if (cb->e.ptr != NULL)
+    if (cb->e.ptr != NULL && !c->bench) /* the bench times O, LSE and the weights */
         a->entropy = (float *)cb->e.ptr;
     attn_linear_state_args(cb);
     a->dropout_p = c->dropout_p;

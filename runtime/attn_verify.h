@@ -54,7 +54,7 @@ typedef struct {
     /* `attngen bench`'s case (attn_bench_main.c): every key visible (a mask
        of all true, one [Lq][Lk] matrix for every batch entry and head), and
        a run is the kernel's call alone (no bad block tables tried before
-       it, no workspace of the caller's) */
+       it, no workspace of the caller's), no entropy asked for */
     int bench;
     int kv_head_major; /* K and V [B][Hkv][Lk][D], contiguous (a kv head's keys adjacent; not paged) */
 } attn_case;

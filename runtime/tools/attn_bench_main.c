@@ -2,9 +2,12 @@
  * attn_bench_main.c - the program behind `attngen bench`.
  *
  * Compiled together with one generated kernel and runtime/tools/attn_entry.c,
- * which defines attn_entry_kernel.  On one shape with contiguous random inputs (K
- * and V [B][Lk][Hkv][D], or [B][Hkv][Lk][D] with --kv-layout bhsd) it
- * times, side by side in one run:
+ * which defines attn_entry_kernel.  On one shape, its inputs a case of the
+ * family's table (attn_case_ops, attn_cases.h, built with attn_case.bench:
+ * contiguous random tensors, K and V [B][Lk][Hkv][D] or [B][Hkv][Lk][D] with
+ * --kv-layout bhsd, full key lengths, every key visible), it times the
+ * family's run of the case (ops->run) and counts its FLOPs (ops->flops),
+ * side by side in one run:
  *   - every ISA variant this CPU runs (or the one --isa names),
  *   - the naive reference (when it would take less than a few seconds),
  *   - an unfused baseline, sgemm + softmax + sgemm, when built with OpenBLAS
