@@ -175,6 +175,11 @@ void attn_reset_output(attn_dtype dtype, void *base, const unsigned char *descri
 unsigned char *attn_describe(const attn_layout4 *l);
 
 int attn_guard_floats(attn_guard_buf *g, size_t n); /* 0 or -1 */
+/* From now on (on != 0), attn_guard_alloc makes buffers as a serving engine
+   holds its tensors, 2 MiB aligned and backed by transparent huge pages
+   where the system offers them on request, without guard pages: the
+   bench's cases (attn_bench_main.c); 0 goes back to guard pages. */
+void attn_guard_huge_pages(int on);
 /* n elements of dtype against a guard page, and *wide, n floats for the
    widened values (the same memory for f32; n * 32 for a block type's n
    blocks).  0 or -1. */

@@ -620,6 +620,7 @@ typedef struct {
 static attn_status bench_case_build(bench_case *bc, const attn_spec *spec, attn_direction dir, const attn_case *c)
 {
     attn_status st;
+    attn_guard_huge_pages(1); /* tensors as an engine holds them, as the baselines' and the probes' */
     bc->ops = attn_case_ops_for(spec, dir);
     bc->state = bc->ops ? calloc(1, bc->ops->state_size) : NULL;
     if (!bc->state) return ATTN_ERR_NOMEM; /* (every family has forward ops) */
