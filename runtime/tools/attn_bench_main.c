@@ -153,14 +153,6 @@ static attn_status time_fn(run_fn fn, const attn_spec *s, const attn_args *args,
 }
 #endif
 
-/* The strides (batch, key, head) of a [B][heads][len][dim] tensor. */
-static void head_major_strides(int64_t stride[3], int64_t heads, int64_t len, int64_t dim)
-{
-    stride[0] = heads * len * dim;
-    stride[1] = dim;
-    stride[2] = len * dim;
-}
-
 /* The command line. */
 typedef struct {
     long batch, seq_q, seq_k, threads;
@@ -170,27 +162,6 @@ typedef struct {
     int no_tanh; /* additive, luong concat: --no-tanh-rate */
     long append; /* sdpa: --append N, the new rows a sequence of the append timed alone; 0: none */
 } bench_options;
-
-/* The tensors of the run: Q, K, V as f32 (the baselines' inputs) and in
-   the kernel's storage types (qs, ks, vs: the same arrays for f32), O in
-   the kernel's storage type and as f32 for the baselines (o32, the same
-   array for f32 O); a bool mask as bytes. */
-typedef struct {
-    float *q, *k, *v, *o32, *lse;
-    float *weights; /* configs with weights: P [B][Hq][Lq][Lk], written on every run */
-    float *state_s, *state_z; /* linear configs with state: S and z, updated on every run */
-    void *qs, *ks, *vs, *o;
-    int32_t *seqlens;
-    void *mask;
-    float *sinks; /* configs with sinks: a logit per query head */
-    float *rel; /* the relative position table (rel_bias) */
-    /* paged configs: the kernel's K and V pools, its shuffled block table, and the
-       baselines' table (their contiguous f32 K and V through a table of their rows) */
-    void *kpool, *vpool;
-    int32_t *table, *base_table;
-    float *rope; /* rope table = true: cos then sin, [max(Lq, Lk)][rope_dim / 2] each */
-    float *qk_norm; /* configs with qk_norm: q_norm_w then k_norm_w (attn_tool_qk_norm_weights) */
-} bench_buffers;
 
 /* Parses argv into opt; 0, or 2 after a message on a usage error. */
 static int parse_options(int argc, char **argv, bench_options *opt)
@@ -251,191 +222,6 @@ static int parse_options(int argc, char **argv, bench_options *opt)
     return 0;
 }
 
-/* Paged configs: the kernel's K and V in pools of batch * ceil(Lk / P)
-   pages (random values, the layout of the config's order: the pool strides
-   of attn_args_set_contiguous), each sequence's pages in a shuffled order
-   (a cache whose pages were handed out as sequences grew); the baselines
-   read their contiguous f32 K and V through a table of their rows.  0, or
-   -1 when out of memory. */
-static int make_pages(const bench_options *opt, const attn_spec *spec, attn_args *args, attn_args *base,
-                      bench_buffers *buf)
-{
-    const int64_t pg = spec->page, per = (opt->seq_k + pg - 1) / pg, n = opt->batch * per;
-    const size_t nk = (size_t)(n * pg * spec->heads_kv * spec->head_dim);
-    const size_t nv = (size_t)(n * pg * spec->heads_kv * spec->head_dim_v);
-    float *k = attn_tool_random_floats(nk, 5), *v = attn_tool_random_floats(nv, 6);
-    uint64_t state = 0x2545F4914F6CDD1Dull;
-    int64_t i;
-    buf->kpool = attn_tool_stored(spec->dtype_kv, k, nk);
-    buf->vpool = attn_tool_stored(spec->dtype_kv, v, nv);
-    attn_tool_free_stored(k, buf->kpool); /* the f32 values, unless they are the pool */
-    attn_tool_free_stored(v, buf->vpool);
-    buf->table = (int32_t *)malloc(sizeof(int32_t) * (size_t)n + 1);
-    buf->base_table = (int32_t *)malloc(sizeof(int32_t) * (size_t)n + 1);
-    if (!buf->kpool || !buf->vpool || !buf->table || !buf->base_table || n > INT32_MAX)
-        return -1;
-    for (i = 0; i < n; i++) buf->table[i] = (int32_t)i;
-    for (i = n - 1; i > 0; i--) { /* Fisher-Yates on xorshift64 */
-        int64_t j;
-        int32_t t;
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        j = (int64_t)(state % (uint64_t)(i + 1));
-        t = buf->table[i];
-        buf->table[i] = buf->table[j];
-        buf->table[j] = t;
-    }
-    args->k = buf->kpool;
-    args->v = buf->vpool;
-    args->block_table = buf->table;
-    args->block_table_stride = per;
-    args->num_pages = n;
-    return attn_args_set_contiguous_pages(base, spec, buf->base_table) == ATTN_OK ? 0 : -1;
-}
-
-/* Fills args (shape, strides, threads) and its tensors: random Q, K, V in
-   the kernel's storage types, an all-visible mask shared by every batch and
-   head, full key lengths; base_args the same on f32 tensors, for the
-   baselines.  0, or -1 when out of memory. */
-static int make_inputs(const bench_options *opt, const attn_spec *spec, attn_args *args, attn_args *base_args,
-                       bench_buffers *buf)
-{
-    const long batch = opt->batch, seq_q = opt->seq_q, seq_k = opt->seq_k;
-    const size_t nq = (size_t)(batch * seq_q * spec->heads_q * spec->head_dim);
-    const size_t nk = (size_t)(batch * seq_k * spec->heads_kv * spec->head_dim);
-    const size_t nv = (size_t)(batch * seq_k * spec->heads_kv * spec->head_dim_v);
-    const size_t no = (size_t)(batch * seq_q * spec->heads_q * spec->head_dim_v);
-    const int linear = spec->family == ATTN_FAMILY_LINEAR;
-    const int has_state = linear && spec->state;
-    const int has_mask = !linear && spec->mask != ATTN_MASK_NONE, has_weights = !linear && spec->weights;
-    long i;
-
-    memset(args, 0, sizeof *args);
-    memset(buf, 0, sizeof *buf);
-    args->batch = batch;
-    args->seq_q = seq_q;
-    args->seq_k = seq_k;
-    args->threads = (int)opt->threads;
-    attn_args_set_contiguous(args, spec);
-    if (opt->head_major && spec->page == 0) { /* K and V as [B][Hkv][Lk][D]: a kv head's keys adjacent */
-        const int64_t values = attn_dtype_values(spec->dtype_kv); /* a block type's strides count blocks */
-        head_major_strides(args->k_stride, spec->heads_kv, seq_k, spec->head_dim / values);
-        head_major_strides(args->v_stride, spec->heads_kv, seq_k, spec->head_dim_v / values);
-    }
-    buf->q = attn_tool_random_floats(nq, 1);
-    buf->k = attn_tool_random_floats(nk, 2);
-    buf->v = attn_tool_random_floats(nv, 3);
-    buf->qs = attn_tool_stored(spec->dtype_q, buf->q, nq);
-    buf->ks = attn_tool_stored(spec->dtype_kv, buf->k, nk);
-    buf->vs = attn_tool_stored(spec->dtype_kv, buf->v, nv);
-    /* outputs in memory like the inputs' (an engine's output tensors are as aligned as its inputs) */
-    buf->o = attn_tool_tensor_alloc(attn_dtype_size(spec->dtype_o) * no + 1);
-    buf->o32 = spec->dtype_o == ATTN_DTYPE_F32 ? (float *)buf->o : (float *)malloc(sizeof(float) * no + 1);
-    buf->lse = (float *)attn_tool_tensor_alloc(sizeof(float) * (size_t)(batch * spec->heads_q * seq_q) + 1);
-    if (has_weights) /* the kernel writes the weights too: part of what is timed */
-        buf->weights = (float *)attn_tool_tensor_alloc(sizeof(float) * (size_t)(batch * spec->heads_q) *
-                                                       (size_t)(seq_q * seq_k) + 1);
-    if (spec->padding) {
-        buf->seqlens = (int32_t *)malloc(sizeof(int32_t) * (size_t)batch);
-        if (buf->seqlens)
-            for (i = 0; i < batch; i++) buf->seqlens[i] = (int32_t)seq_k;
-    }
-    if (has_state) { /* a zero state: S [B][Hkv][D][Dv], z [B][Hkv][D] */
-        buf->state_s = (float *)calloc((size_t)(batch * spec->heads_kv) * (size_t)spec->head_dim *
-                                           (size_t)spec->head_dim_v + 1, sizeof(float));
-        buf->state_z = (float *)calloc((size_t)(batch * spec->heads_kv) * (size_t)spec->head_dim + 1, sizeof(float));
-    }
-    if (!linear && spec->sinks) { /* the sinks of trained heads are of the scores' size */
-        buf->sinks = (float *)malloc(sizeof(float) * (size_t)spec->heads_q);
-        if (buf->sinks)
-            for (i = 0; i < spec->heads_q; i++) buf->sinks[i] = 0.5f * (float)(i % 4);
-    }
-    if (has_mask) {
-        const size_t cells = (size_t)(seq_q * seq_k);
-        buf->mask = calloc(cells, spec->mask == ATTN_MASK_BOOL ? 1 : sizeof(float));
-        if (buf->mask && spec->mask == ATTN_MASK_BOOL) memset(buf->mask, 1, cells);
-        args->mask_stride[0] = args->mask_stride[1] = 0; /* one [Lq][Lk] mask for all */
-        args->mask_stride[2] = seq_k;
-        args->mask_stride[3] = 1;
-    }
-    if (attn_rel_rows(spec) > 0) /* a random relative position table */
-        buf->rel = attn_tool_random_floats((size_t)attn_rel_rows(spec) * (size_t)spec->heads_q, 4);
-    if (!linear && spec->rope_table) { /* any angles: the kernel only reads them */
-        args->rope_rows = seq_q > seq_k ? seq_q : seq_k;
-        buf->rope = attn_tool_random_floats(2 * (size_t)args->rope_rows * (size_t)(spec->rope_dim / 2) + 1, 1);
-        if (buf->rope) {
-            args->rope_cos = buf->rope;
-            args->rope_sin = buf->rope + args->rope_rows * (spec->rope_dim / 2);
-        }
-    }
-    if (!buf->q || !buf->k || !buf->v || !buf->qs || !buf->ks || !buf->vs || !buf->o || !buf->o32 ||
-        !buf->lse || (spec->padding && !buf->seqlens) || (has_mask && !buf->mask) ||
-        (attn_rel_rows(spec) > 0 && !buf->rel) ||
-        (has_weights && !buf->weights) || (has_state && (!buf->state_s || !buf->state_z)) ||
-        (!linear && spec->sinks && !buf->sinks) || (!linear && spec->rope_table && !buf->rope))
-        return -1;
-    buf->qk_norm = attn_tool_qk_norm_weights(spec, args); /* copied into base_args below */
-    if (!linear && spec->qk_norm && !buf->qk_norm)
-        return -1;
-    args->q = buf->qs;
-    args->k = buf->ks;
-    args->v = buf->vs;
-    args->o = buf->o;
-    args->lse = buf->lse;
-    args->seqlens_k = buf->seqlens;
-    args->mask = buf->mask;
-    args->rel_table = buf->rel;
-    args->weights = buf->weights; /* weights_stride: contiguous (attn_args_set_contiguous) */
-    args->state_s = buf->state_s;
-    args->state_z = buf->state_z;
-    args->sinks = buf->sinks;
-    if (!linear && spec->dropout) { /* the kernel drops weights: 10% of them, part of what is timed */
-        args->dropout_p = 0.1f;
-        args->dropout_seed = 42;
-        args->dropout_offset = 0;
-    }
-    *base_args = *args;
-    base_args->weights = NULL; /* the baselines compute O and LSE only */
-    base_args->q = buf->q;
-    base_args->k = buf->k;
-    base_args->v = buf->v;
-    base_args->o = buf->o32;
-    if (spec->page > 0 && make_pages(opt, spec, args, base_args, buf) != 0)
-        return -1;
-    for (i = 0; i < 3; i++) { /* K/V in a block type: the f32 values' strides (the kernel's count blocks) */
-        base_args->k_stride[i] *= attn_dtype_values(spec->dtype_kv);
-        base_args->v_stride[i] *= attn_dtype_values(spec->dtype_kv);
-    }
-    return 0;
-}
-
-static void free_buffers(bench_buffers *buf)
-{
-    attn_tool_free_stored(buf->qs, buf->q);
-    attn_tool_free_stored(buf->ks, buf->k);
-    attn_tool_free_stored(buf->vs, buf->v);
-    if ((void *)buf->o32 != buf->o) free(buf->o32);
-    free(buf->q);
-    free(buf->k);
-    free(buf->v);
-    free(buf->o);
-    free(buf->lse);
-    free(buf->weights);
-    free(buf->state_s);
-    free(buf->state_z);
-    free(buf->seqlens);
-    free(buf->mask);
-    free(buf->sinks);
-    free(buf->rel);
-    free(buf->kpool);
-    free(buf->vpool);
-    free(buf->table);
-    free(buf->base_table);
-    free(buf->rope);
-    free(buf->qk_norm);
-}
-
 /* What was measured, and the rows. */
 typedef struct {
     int64_t visible;
@@ -461,7 +247,7 @@ static void time_baseline(const char *name, run_fn fn, const attn_spec *spec, co
 
 /* The baselines after the kernels, rows from *n on: the unfused OpenBLAS
    one (when built with it, for the masks it models, while one group's
-   scores fit in 2 GB) on f32 tensors (base: the base args of make_inputs);
+   scores fit in 2 GB) on f32 tensors (base: the case's widened inputs);
    for a kernel with bf16 Q, K and V, the same with cblas_sbgemm on the
    kernel's bf16 tensors (args), O in f32, when this OpenBLAS has it; and
    the reference (below REFERENCE_LIMIT) on f32 tensors.  Sets t->blas_core
@@ -1280,7 +1066,7 @@ static double copy_bandwidth(char *dst, char *src, int threads)
 }
 
 /* Times attn_<name>_append of opt->append new rows a sequence into the
-   cache of make_inputs (contiguous, or its shuffled pages), whose
+   cache of the bench's case (contiguous, or its shuffled pages), whose
    sequences hold seq_k - append keys already: every run stores the same
    rows at the same positions, as a step of a serving loop stores its
    sequences' new rows.  Reports the cache bytes written and the new rows'
@@ -1295,8 +1081,9 @@ static int bench_append(const attn_kernel *kern, const bench_options *opt)
     const double values = (double)nk + (has_v ? (double)nv : 0.0);
     const double written = values * (double)attn_dtype_size(spec->dtype_kv) / (double)attn_dtype_values(spec->dtype_kv);
     const double read = values * (double)attn_dtype_size(spec->dtype_q);
-    bench_buffers buf;
-    attn_args args, base_args;
+    attn_case c = bench_case_of(opt->batch, opt->seq_q, opt->seq_k, (int)opt->threads);
+    bench_case bc;
+    attn_args args;
     float *kn32 = NULL, *vn32 = NULL;
     void *kn = NULL, *vn = NULL;
     int32_t *seqlens = NULL;
@@ -1321,7 +1108,9 @@ static int bench_append(const attn_kernel *kern, const bench_options *opt)
     kn = kn32 ? attn_tool_stored(spec->dtype_q, kn32, nk) : NULL;
     vn = vn32 ? attn_tool_stored(spec->dtype_q, vn32, nv) : NULL;
     seqlens = (int32_t *)malloc(sizeof(int32_t) * (size_t)opt->batch);
-    if (make_inputs(opt, spec, &args, &base_args, &buf) != 0 || !kn || (has_v && !vn) || !seqlens) {
+    if (bench_case_build(&bc, spec, ATTN_DIR_FWD, &c) == ATTN_OK) /* the cache: the case's K and V */
+        args = *(const attn_args *)bc.ops->args(bc.state);
+    if (!bc.state || !kn || (has_v && !vn) || !seqlens) {
         fprintf(stderr, "attngen: bench: out of memory for this shape\n");
         code = 2;
         goto done;
@@ -1378,7 +1167,7 @@ static int bench_append(const attn_kernel *kern, const bench_options *opt)
                written * 1e-6, read * 1e-6, (int)(COPY_BW_BYTES >> 20), opt->threads, opt->threads == 1 ? "" : "s");
     }
 done:
-    free_buffers(&buf);
+    bench_case_free(&bc);
     attn_tool_free_stored(kn, kn32);
     attn_tool_free_stored(vn, vn32);
     free(kn32);
