@@ -466,6 +466,39 @@ static attn_status time_case(const bench_case *bc, const attn_kernel *kern, cons
     return best_time(call_case, &c, t);
 }
 
+/* A family's own measurement of a variant just timed, row k of the rows
+   (the classic families' tanh rate); ctx the family's. */
+typedef void (*variant_hook)(const attn_kernel *kern, const attn_variant *var, const bench_options *opt, int k,
+                             void *ctx);
+
+/* Times every variant this CPU runs (or the one opt->isa names) on the
+   case into rows from *n on, each with its peaks, then hook (when not
+   NULL); *failed is set when one fails. */
+static void time_variants(const attn_kernel *kern, const bench_options *opt, const bench_case *bc, timing *rows,
+                          int *n, int *failed, variant_hook hook, void *ctx)
+{
+    int i;
+    for (i = 0; i < kern->n_variants; i++) {
+        const attn_variant *var = &kern->variants[i];
+        timing *row = &rows[*n];
+        attn_status st;
+        if (opt->isa && strcmp(opt->isa, attn_isa_name(var->isa))) continue;
+        if (!attn_isa_supported(var->isa)) continue;
+        snprintf(row->name, sizeof row->name, "%s", attn_isa_name(var->isa));
+        row->peak = attn_bench_fma_peak(var->isa, (int)opt->threads);
+        row->dot_peak = var->isa == ATTN_ISA_AVX512BF16 ? attn_bench_bf16_dot_peak((int)opt->threads) : 0.0;
+        row->int8_peak = kern->spec.matmul == ATTN_DTYPE_Q8_0 ? attn_bench_int8_dot_peak(var->isa, (int)opt->threads) : 0.0;
+        st = time_case(bc, kern, var, (int)opt->threads, row);
+        if (st != ATTN_OK) {
+            fprintf(stderr, "attngen: bench: %s failed: %s\n", row->name, attn_status_string(st));
+            *failed = 1;
+            continue;
+        }
+        if (hook) hook(kern, var, opt, *n, ctx);
+        (*n)++;
+    }
+}
+
 /* ---- additive and luong: the baseline's f32 tensors ----------------------- */
 
 /* The f32 tensors of a classic case's args (the case is contiguous): each
@@ -609,6 +642,16 @@ typedef struct {
     const char *blas_core;
 } classic_totals;
 
+/* The classic families' hook of time_variants: the variant's tanh loop
+   rate (tanh scores, unless --no-tanh-rate). */
+static void classic_tanh_hook(const attn_kernel *kern, const attn_variant *var, const bench_options *opt, int k,
+                              void *ctx)
+{
+    classic_totals *t = (classic_totals *)ctx;
+    memset(&t->tanh[k], 0, sizeof t->tanh[k]);
+    if (t->tanh_score && !opt->no_tanh) time_tanh(kern, var, (int)opt->threads, t->rows[k].peak, &t->tanh[k]);
+}
+
 static void classic_report_json(const attn_spec *spec, const bench_options *opt, const classic_totals *t)
 {
     const timing *rows = t->rows;
@@ -736,7 +779,7 @@ static int bench_classic(const attn_kernel *kern, const bench_options *opt)
     attn_case c = bench_case_of(opt->batch, opt->seq_q, opt->seq_k, (int)opt->threads);
     classic_totals t;
     bench_case bc;
-    int failed = 0, i;
+    int failed = 0;
 
     if (classic_options(spec, opt) != 0) return 2;
     memset(&t, 0, sizeof t);
@@ -750,25 +793,7 @@ static int bench_classic(const attn_kernel *kern, const bench_options *opt)
     }
     t.flops = bc.ops->flops(bc.state);
 
-    for (i = 0; i < kern->n_variants; i++) {
-        const attn_variant *var = &kern->variants[i];
-        timing *row = &t.rows[t.n];
-        attn_status st;
-        if (opt->isa && strcmp(opt->isa, attn_isa_name(var->isa))) continue;
-        if (!attn_isa_supported(var->isa)) continue;
-        snprintf(row->name, sizeof row->name, "%s", attn_isa_name(var->isa));
-        row->peak = attn_bench_fma_peak(var->isa, (int)opt->threads);
-        row->dot_peak = 0.0;
-        st = time_case(&bc, kern, var, (int)opt->threads, row);
-        if (st != ATTN_OK) {
-            fprintf(stderr, "attngen: bench: %s failed: %s\n", row->name, attn_status_string(st));
-            failed = 1;
-            continue;
-        }
-        memset(&t.tanh[t.n], 0, sizeof t.tanh[t.n]);
-        if (t.tanh_score && !opt->no_tanh) time_tanh(kern, var, (int)opt->threads, row->peak, &t.tanh[t.n]);
-        t.n++;
-    }
+    time_variants(kern, opt, &bc, t.rows, &t.n, &failed, classic_tanh_hook, &t);
     t.n_var = t.n;
     if (opt->isa && t.n == 0 && !failed) {
         fprintf(stderr, "attngen: bench: no runnable variant named '%s'\n", opt->isa);
@@ -788,32 +813,6 @@ static int bench_classic(const attn_kernel *kern, const bench_options *opt)
    the exit code. */
 static int bench_backward(const attn_kernel *kern, const bench_options *opt, const attn_args *args, double fwd_flops);
 static int bench_append(const attn_kernel *kern, const bench_options *opt);
-
-/* Times every variant this CPU runs (or the one opt->isa names) on the
-   case into rows from *n on; *failed is set when one fails. */
-static void time_variants(const attn_kernel *kern, const bench_options *opt, const bench_case *bc, timing *rows,
-                          int *n, int *failed)
-{
-    int i;
-    for (i = 0; i < kern->n_variants; i++) {
-        const attn_variant *var = &kern->variants[i];
-        timing *row = &rows[*n];
-        attn_status st;
-        if (opt->isa && strcmp(opt->isa, attn_isa_name(var->isa))) continue;
-        if (!attn_isa_supported(var->isa)) continue;
-        snprintf(row->name, sizeof row->name, "%s", attn_isa_name(var->isa));
-        row->peak = attn_bench_fma_peak(var->isa, (int)opt->threads);
-        row->dot_peak = var->isa == ATTN_ISA_AVX512BF16 ? attn_bench_bf16_dot_peak((int)opt->threads) : 0.0;
-        row->int8_peak = kern->spec.matmul == ATTN_DTYPE_Q8_0 ? attn_bench_int8_dot_peak(var->isa, (int)opt->threads) : 0.0;
-        st = time_case(bc, kern, var, (int)opt->threads, row);
-        if (st != ATTN_OK) {
-            fprintf(stderr, "attngen: bench: %s failed: %s\n", row->name, attn_status_string(st));
-            *failed = 1;
-            continue;
-        }
-        (*n)++;
-    }
-}
 
 /* The bench's case of the kernels that take attn_args: the shape of the
    options, K and V head-major with --kv-layout bhsd, dropout of 10% of the
@@ -887,7 +886,7 @@ static int bench_qkv(const attn_kernel *kern, const bench_options *options)
         if (bw_buf) t.read_bw = attn_bench_read_bandwidth(bw_buf, (int)opt.threads);
     }
 
-    time_variants(kern, &opt, &bc, rows, &n, &failed);
+    time_variants(kern, &opt, &bc, rows, &n, &failed, NULL, NULL);
     {
         const attn_variant *pick = attn_pick_variant(kern->variants, kern->n_variants);
         t.dispatch = pick ? attn_isa_name(pick->isa) : NULL;
