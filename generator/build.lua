@@ -29,6 +29,10 @@ local RUNTIME_HEADERS = { "attn_cases.h", "attn_cases_qkv.h", "attn_cpu_profiles
 -- a tool's unit besides its main (runtime/tools/), linked into it alone;
 -- the bench's OpenBLAS baselines are compiled and linked where OpenBLAS is
 local TOOL_PARTS = { bench = { "attn_bench_peak.c" } }
+-- a tool's generated units, by the generator module that renders each
+-- (render() its C text, FILE its name), compiled into the runtime entry
+-- beside the tool's parts: the bench's peak probes (probes.lua)
+local TOOL_GENERATED = { bench = { "probes" } }
 local TOOL_HEADERS = { "attn_tool_inputs.h", "attn_bench.h" }
 local BENCH_BLAS = "attn_bench_blas.c"
 
@@ -227,8 +231,29 @@ end
 
 local function cflags() return "-std=c99 -O2 -D_POSIX_C_SOURCE=200809L " .. (os.getenv("CFLAGS") or "") end
 
+--- The generated units of tool t: { {file, text} ... } (TOOL_GENERATED).
+local function generated_units(t)
+  local units = {}
+  for _, m in ipairs(TOOL_GENERATED[t] or {}) do
+    local mod = require(m)
+    units[#units + 1] = { file = mod.FILE, text = mod.render() }
+  end
+  return units
+end
+
+--- The text the shared objects are made of: the runtime's sources and
+-- headers (runtime_inputs, below) and the generated units, for the keys.
+local runtime_inputs
+local function runtime_text()
+  local parts = { read_all(runtime_inputs()) }
+  for _, t in ipairs(M.TOOLS) do
+    for _, u in ipairs(generated_units(t)) do parts[#parts + 1] = u.text end
+  end
+  return table.concat(parts)
+end
+
 --- The inputs of the objects every config's tools share (runtime/).
-local function runtime_inputs()
+function runtime_inputs()
   local rt = util.root .. "/runtime"
   local inputs = {}
   for _, f in ipairs(RUNTIME_SOURCES) do
@@ -253,7 +278,7 @@ end
 -- build then compiles only its kernel.  Returns the folder, or nil, err.
 local build_runtime
 local function ensure_runtime(cid, openmp)
-  local key = M.hash(read_all(runtime_inputs()) .. version.string .. cid .. cflags() .. blas_probe()
+  local key = M.hash(runtime_text() .. version.string .. cid .. cflags() .. blas_probe()
     .. (openmp and " -fopenmp" or ""))
   local cache = M.cache_dir()
   local entry = ("%s/runtime-%s"):format(cache, key)
@@ -281,6 +306,15 @@ function build_runtime(cache, entry, openmp)
     for _, f in ipairs(TOOL_PARTS[t] or {}) do
       local pobj = tmp .. "/" .. f:gsub("%.c$", ".o")
       jobs[#jobs + 1] = { cmd = ("%s -c %s -o %s"):format(common, q(rt .. "/tools/" .. f), q(pobj)), obj = pobj }
+    end
+    for _, u in ipairs(generated_units(t)) do -- written into the entry, compiled there
+      local src, uobj = tmp .. "/" .. u.file, tmp .. "/" .. u.file:gsub("%.c$", ".o")
+      local w, werr = util.write_atomic(src, u.text)
+      if w == nil then
+        dir.rmtree(tmp)
+        return nil, werr
+      end
+      jobs[#jobs + 1] = { cmd = ("%s -I%s -c %s -o %s"):format(common, q(rt .. "/tools"), q(src), q(uobj)), obj = uobj }
     end
   end
   local built, out = compile_all(jobs)
@@ -319,7 +353,7 @@ function M.ensure(cfg, display, sets)
   local cid, cerr = compiler_id()
   if not cid then return nil, cerr end
 
-  local key = M.hash(files[1].text .. files[2].text .. read_all(runtime_inputs()) .. version.string .. cid
+  local key = M.hash(files[1].text .. files[2].text .. runtime_text() .. version.string .. cid
     .. (os.getenv("CFLAGS") or "") .. blas_probe())
   local cache = M.cache_dir()
   local entry = ("%s/%s-%s"):format(cache, cfg.name, key)
@@ -373,7 +407,7 @@ function build_tools(cfg, files, plan, cid, cache, entry)
     local built, out = compile_all(jobs)
     if not built then return nil, out end
     for _, f in ipairs(RUNTIME_SOURCES) do objs[#objs + 1] = q(shared .. "/" .. f:gsub("%.c$", ".o")) end
-    -- mains: the tool's main and its parts (TOOL_PARTS: one at most today)
+    -- mains: the tool's main and its parts (TOOL_PARTS, then TOOL_GENERATED)
     local function link(mains, libs, exe)
       for i, m in ipairs(mains) do mains[i] = q(m) end
       return util.run_capture(("%s%s %s %s -o %s%s -lm"):format(q(M.compiler()), omp, table.concat(mains, " "),
@@ -383,14 +417,19 @@ function build_tools(cfg, files, plan, cid, cache, entry)
       local exe = tmp .. "/attn_" .. t
       local parts = {}
       for _, f in ipairs(TOOL_PARTS[t] or {}) do parts[#parts + 1] = shared .. "/" .. f:gsub("%.c$", ".o") end
+      for _, u in ipairs(generated_units(t)) do parts[#parts + 1] = shared .. "/" .. u.file:gsub("%.c$", ".o") end
+      local function with_parts(mains)
+        for _, p in ipairs(parts) do mains[#mains + 1] = p end
+        return mains
+      end
       -- the bench adds the unfused OpenBLAS baselines when OpenBLAS links
       -- (-ldl: its look-up of cblas_sbgemm; part of libc from glibc 2.34 on)
       local blas_obj = shared .. "/" .. BENCH_BLAS:gsub("%.c$", ".o")
       local okl = t == "bench" and path.isfile(shared .. "/main_bench_blas.o") and path.isfile(blas_obj)
-        and link({ shared .. "/main_bench_blas.o", blas_obj, parts[1] }, " -lopenblas -ldl", exe)
+        and link(with_parts({ shared .. "/main_bench_blas.o", blas_obj }), " -lopenblas -ldl", exe)
       if not okl then
         local lout
-        okl, lout = link({ shared .. "/main_" .. t .. ".o", parts[1] }, "", exe)
+        okl, lout = link(with_parts({ shared .. "/main_" .. t .. ".o" }), "", exe)
         if not okl then return nil, lout end
       end
     end

@@ -83,6 +83,23 @@ typedef struct {
     void (*free)(void *state);
     int (*default_cases)(const attn_spec *spec, attn_case *out, int max, int quick);
     void (*errors)(const attn_spec *spec, const attn_verify_result *res, char *buf, size_t len);
+    /* ---- what `attngen bench` asks of a built case (attn_bench_main.c) ---- */
+    /* flops: the FLOPs the bench counts for a run of the case, named by
+       flops_counted in its --json ("visible_scores": 2 * visible * (D + Dv)
+       for sdpa, "linear_chunked": attn_reference_linear_flops, "classic":
+       attn_reference_classic_flops, "backward": 2.5 times the forward's
+       visible-score count); visible: the case's visible scores (its mask,
+       causality, window and key lengths), -1 where the family has none;
+       args: the kernel's arguments of the case (attn_args,
+       attn_classic_args or attn_bwd_args), which the baselines read;
+       widened: the args with the stored inputs widened to f32, the
+       reference's (outputs as args has them), or NULL where the family
+       keeps no widened copies (the bench widens them itself) */
+    double (*flops)(const void *state);
+    const char *flops_counted;
+    int64_t (*visible)(const void *state);
+    const void *(*args)(const void *state);
+    void (*widened)(const void *state, void *args);
 } attn_case_ops;
 
 /* The ops of a spec's family for a direction; NULL when it has none. */
@@ -158,6 +175,11 @@ void attn_reset_output(attn_dtype dtype, void *base, const unsigned char *descri
 unsigned char *attn_describe(const attn_layout4 *l);
 
 int attn_guard_floats(attn_guard_buf *g, size_t n); /* 0 or -1 */
+/* From now on (on != 0), attn_guard_alloc makes buffers as a serving engine
+   holds its tensors, 2 MiB aligned and backed by transparent huge pages
+   where the system offers them on request, without guard pages: the
+   bench's cases (attn_bench_main.c); 0 goes back to guard pages. */
+void attn_guard_huge_pages(int on);
 /* n elements of dtype against a guard page, and *wide, n floats for the
    widened values (the same memory for f32; n * 32 for a block type's n
    blocks).  0 or -1. */

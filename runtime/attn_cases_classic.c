@@ -133,6 +133,7 @@ static attn_status classic_layouts(classic_case *cb, attn_rng *r)
     int style, mstyle;
 
     attn_case_styles(c, r, &style, &mstyle);
+    if (c->bench) mstyle = 2; /* the bench's: one [Lq][Lk] mask for every batch entry */
     attn_tensor_layout(&cb->ls, B, Lq, 1, cb->spec->query_dim, style);
     attn_tensor_layout(&cb->lh, B, Lk, 1, cb->spec->key_dim, style);
     attn_tensor_layout(&cb->lc, B, Lq, 1, cb->spec->key_dim, style);
@@ -226,7 +227,7 @@ static int classic_mask(classic_case *cb, attn_rng *r)
     for (b = 0; b < nb; b++)
         for (i = 0; i < cb->c.seq_q; i++)
             for (j = 0; j < cb->c.seq_k; j++)
-                m[attn_offset4(&cb->lm, b, 0, i, j)] = attn_rng_uniform(r) < 0.8;
+                m[attn_offset4(&cb->lm, b, 0, i, j)] = cb->c.bench || attn_rng_uniform(r) < 0.8; /* bench: all */
     return 0;
 }
 
@@ -499,8 +500,28 @@ static void classic_errors(const attn_spec *spec, const attn_verify_result *res,
     snprintf(buf, len, "C %.1e A %.1e", res->max_err_o, res->max_err_p);
 }
 
+/* ---- what the bench asks (attn_case_ops.flops, visible, args) ------------ */
+
+static double classic_flops(const void *state)
+{
+    const classic_case *cb = (const classic_case *)state;
+    return attn_reference_classic_flops(cb->spec, &cb->args);
+}
+
+static int64_t classic_visible(const void *state)
+{
+    (void)state;
+    return -1; /* the bench reports FLOPs of the projections, scores and context */
+}
+
+static const void *classic_case_args(const void *state)
+{
+    return &((const classic_case *)state)->args;
+}
+
 const attn_case_ops attn_cases_classic_fwd = {
     "classic",       sizeof(classic_case), classic_build,   classic_reference, classic_run,
     classic_compare, classic_reset,        classic_outputs, classic_free,      classic_default_cases,
     classic_errors,
+    classic_flops,   "classic",            classic_visible, classic_case_args, NULL,
 };

@@ -198,8 +198,16 @@ static void linear_errors(const attn_spec *spec, const attn_verify_result *res, 
         snprintf(buf, len, "O %.1e", res->max_err_o);
 }
 
+/* the FLOPs of the chunked algorithm the kernels run */
+static double linear_flops(const void *state)
+{
+    const attn_qkv_case *cb = (const attn_qkv_case *)state;
+    return attn_reference_linear_flops(cb->spec, &cb->args);
+}
+
 const attn_case_ops attn_cases_linear_fwd = {
     "linear",         sizeof(attn_qkv_case), attn_qkv_build,   attn_qkv_reference, attn_qkv_run,
     attn_qkv_compare, attn_qkv_reset,        attn_qkv_outputs, attn_qkv_free,      attn_qkv_default_cases,
     linear_errors,
+    linear_flops,     "linear_chunked",      attn_qkv_visible, attn_qkv_args,      attn_qkv_widened,
 };

@@ -66,6 +66,10 @@ int attn_qkv_outputs(const void *state, attn_case_output *out);
 void attn_qkv_free(void *state);
 int attn_qkv_default_cases(const attn_spec *spec, attn_case *out, int max, int quick);
 void attn_qkv_ref_free(attn_qkv_ref *ref);
+/* the bench's questions (attn_case_ops.visible, args) */
+int64_t attn_qkv_visible(const void *state);
+const void *attn_qkv_args(const void *state);
+void attn_qkv_widened(const void *state, void *args);
 
 /* linear attention's state (attn_cases_linear.c); each does nothing for a
    case without one (s_count == 0).  The int functions: 0, or -1 when out of

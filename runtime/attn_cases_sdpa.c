@@ -77,6 +77,14 @@ static void widen_layout(attn_layout4 *w, const attn_layout4 *l, int64_t n)
     w->span = l->span * (size_t)n;
 }
 
+/* A contiguous [B][L][H][dim] layout's strides made those of [B][H][L][dim]. */
+static void head_major(attn_layout4 *l)
+{
+    const int64_t len = l->ext[1], dim = l->ext[3];
+    l->str[2] = len * dim;
+    l->str[1] = dim;
+}
+
 /* The layouts of Q, K, V, O, the mask and P; ATTN_ERR_TOO_LARGE when a span
    is absurd. */
 static attn_status qkv_layouts(attn_qkv_case *cb, int weights, attn_rng *r)
@@ -88,13 +96,18 @@ static attn_status qkv_layouts(attn_qkv_case *cb, int weights, attn_rng *r)
     int style, mstyle;
 
     attn_case_styles(c, r, &style, &mstyle);
+    if (c->bench) mstyle = 2; /* the bench's: one [Lq][Lk] mask for every batch entry and head */
     attn_tensor_layout(&cb->lq, B, Lq, spec->heads_q, spec->head_dim, style);
     attn_tensor_layout(&cb->lk, B, Lk, spec->heads_kv, spec->head_dim / kv_values, style);
     attn_tensor_layout(&cb->lv, B, Lk, spec->heads_kv, spec->head_dim_v / kv_values, style);
+    if (c->kv_head_major && spec->page == 0) { /* [B][Hkv][Lk][D]: a kv head's keys adjacent */
+        head_major(&cb->lk);
+        head_major(&cb->lv);
+    }
     attn_tensor_layout(&cb->lo, B, Lq, spec->heads_q, spec->head_dim_v, style);
     attn_mask_layout(&cb->lm, B, spec->heads_q, Lq, Lk, mstyle);
     if (weights)
-        attn_mask_layout(&cb->lp, B, spec->heads_q, Lq, Lk, attn_weights_style(c));
+        attn_mask_layout(&cb->lp, B, spec->heads_q, Lq, Lk, c->bench ? 0 : attn_weights_style(c));
     if (attn_layout_span(&cb->lq) || attn_layout_span(&cb->lk) || attn_layout_span(&cb->lv) ||
         attn_layout_span(&cb->lo) || attn_layout_span(&cb->lm) || attn_layout_span(&cb->lp))
         return ATTN_ERR_TOO_LARGE;
@@ -172,10 +185,10 @@ static int qkv_mask(attn_qkv_case *cb, attn_mask_kind mask, attn_rng *r)
             for (i = 0; i < Lq; i++)
                 for (j = 0; j < Lk; j++) {
                     const int64_t off = attn_offset4(&cb->lm, b, h, i, j);
-                    if (is_bool)
-                        ((unsigned char *)cb->mask.ptr)[off] = attn_rng_uniform(r) < 0.8;
+                    if (is_bool) /* the bench's case: every key visible */
+                        ((unsigned char *)cb->mask.ptr)[off] = cb->c.bench || attn_rng_uniform(r) < 0.8;
                     else
-                        ((float *)cb->mask.ptr)[off] = attn_rng_normal(r);
+                        ((float *)cb->mask.ptr)[off] = cb->c.bench ? 0.0f : attn_rng_normal(r);
                 }
     return 0;
 }
@@ -265,7 +278,7 @@ static void qkv_args(attn_qkv_case *cb, attn_mask_kind mask, int weights, int32_
         a->weights = (float *)cb->p.ptr;
         memcpy(a->weights_stride, cb->lp.str, sizeof a->weights_stride);
     }
-    if (cb->e.ptr != NULL)
+    if (cb->e.ptr != NULL && !c->bench) /* the bench times O, LSE and the weights */
         a->entropy = (float *)cb->e.ptr;
     attn_linear_state_args(cb);
     a->dropout_p = c->dropout_p;
@@ -373,6 +386,8 @@ attn_status attn_qkv_run(void *state, const attn_case_kernel *k, int threads)
     const attn_kernel *kernel = k->fwd;
     const attn_variant *variant = k->fwd_variant;
     cb->args.threads = threads;
+    if (cb->c.bench) /* the kernel's call alone */
+        return variant != NULL ? variant->fwd(&cb->args) : kernel->fwd(&cb->args);
     if (attn_paged_spec(cb->spec))
         attn_paged_bad_tables(cb, kernel, variant);
     if (kernel != NULL && kernel->workspace_size != NULL && threads == 2)
@@ -645,8 +660,53 @@ static void sdpa_errors(const attn_spec *spec, const attn_verify_result *res, ch
     }
 }
 
+/* ---- what the bench asks (attn_case_ops.flops, visible, args) ------------ */
+
+int64_t attn_qkv_visible(const void *state)
+{
+    const attn_qkv_case *cb = (const attn_qkv_case *)state;
+    const attn_spec *spec = cb->spec;
+    attn_spec one;
+    /* a mask shared by the heads (or none): visibility does not depend on
+       the head, so count one and multiply */
+    if (cb->args.mask != NULL && cb->args.mask_stride[1] != 0)
+        return attn_reference_visible_count(spec, &cb->args);
+    one = *spec;
+    one.heads_q = one.heads_kv = 1;
+    return attn_reference_visible_count(&one, &cb->args) * spec->heads_q;
+}
+
+/* 2 * visible * (D + Dv): the count of the README's benchmark tables */
+static double sdpa_flops(const void *state)
+{
+    const attn_qkv_case *cb = (const attn_qkv_case *)state;
+    return 2.0 * (double)attn_qkv_visible(state) * (cb->spec->head_dim + cb->spec->head_dim_v);
+}
+
+const void *attn_qkv_args(const void *state)
+{
+    return &((const attn_qkv_case *)state)->args;
+}
+
+/* The args on the widened Q, K and V (paged: the widened pools), as the
+   reference reads them. */
+void attn_qkv_widened(const void *state, void *out)
+{
+    const attn_qkv_case *cb = (const attn_qkv_case *)state;
+    attn_args *a = (attn_args *)out;
+    *a = cb->args;
+    a->q = cb->qw;
+    a->k = cb->kw;
+    a->v = cb->vw;
+    memcpy(a->k_stride, cb->lkw.str, sizeof a->k_stride);
+    memcpy(a->v_stride, cb->lvw.str, sizeof a->v_stride);
+    if (attn_paged_spec(cb->spec))
+        attn_paged_ref_args(cb, a);
+}
+
 const attn_case_ops attn_cases_sdpa_fwd = {
     "sdpa",           sizeof(attn_qkv_case), attn_qkv_build,   attn_qkv_reference, attn_qkv_run,
     attn_qkv_compare, attn_qkv_reset,        attn_qkv_outputs, attn_qkv_free,      attn_qkv_default_cases,
     sdpa_errors,
+    sdpa_flops,       "visible_scores",      attn_qkv_visible, attn_qkv_args,      attn_qkv_widened,
 };

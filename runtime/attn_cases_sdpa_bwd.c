@@ -293,8 +293,28 @@ static void bwd_errors(const attn_spec *spec, const attn_verify_result *res, cha
         snprintf(buf + n, len - (size_t)n, " dq_norm_w %.1e", res->max_err_dq_norm_w);
 }
 
+/* ---- what the bench asks (attn_case_ops.flops, visible, args) ------------ */
+
+static int64_t bwd_visible(const void *state)
+{
+    return attn_qkv_visible(&((const bwd_case *)state)->f);
+}
+
+/* five products of the visible scores' size against the forward's two */
+static double bwd_flops(const void *state)
+{
+    const bwd_case *cb = (const bwd_case *)state;
+    return 2.5 * 2.0 * (double)bwd_visible(state) * (cb->f.spec->head_dim + cb->f.spec->head_dim_v);
+}
+
+static const void *bwd_case_args(const void *state)
+{
+    return &((const bwd_case *)state)->args;
+}
+
 const attn_case_ops attn_cases_sdpa_bwd = {
     "sdpa backward", sizeof(bwd_case), bwd_build,      bwd_reference,  bwd_run,
     bwd_compare,     bwd_reset,        bwd_outputs,    bwd_free_state, attn_qkv_default_cases,
     bwd_errors,
+    bwd_flops,       "backward",       bwd_visible,    bwd_case_args,  NULL,
 };

@@ -107,6 +107,37 @@ static size_t page_size(void)
     return p > 0 ? (size_t)p : 4096;
 }
 
+/* attn_guard_huge_pages: the buffers of the bench's cases */
+static int guard_huge;
+#define GUARD_HUGE_ALIGN ((size_t)2 << 20)
+
+void attn_guard_huge_pages(int on)
+{
+    guard_huge = on;
+}
+
+/* A buffer 2 MiB aligned and, where the kernel offers transparent huge
+   pages on request, backed by them (as a serving engine holds a tensor); no
+   guard pages.  Faulted in by its first writes, so that they can be huge. */
+static int huge_alloc(attn_guard_buf *g, size_t bytes)
+{
+    const size_t len = bytes + 2 * GUARD_HUGE_ALIGN;
+    unsigned char *map;
+    if (bytes > SIZE_MAX - 2 * GUARD_HUGE_ALIGN)
+        return -1;
+    map = (unsigned char *)mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (map == (unsigned char *)MAP_FAILED)
+        return -1;
+    g->map = map;
+    g->map_len = len;
+    g->bytes = bytes;
+    g->ptr = map + (GUARD_HUGE_ALIGN - (size_t)((uintptr_t)map % GUARD_HUGE_ALIGN));
+#ifdef MADV_HUGEPAGE
+    madvise(g->ptr, (bytes + GUARD_HUGE_ALIGN - 1) / GUARD_HUGE_ALIGN * GUARD_HUGE_ALIGN, MADV_HUGEPAGE);
+#endif
+    return 0;
+}
+
 int attn_guard_alloc(attn_guard_buf *g, size_t bytes)
 {
     const size_t ps = page_size();
@@ -114,6 +145,8 @@ int attn_guard_alloc(attn_guard_buf *g, size_t bytes)
     unsigned char *map;
 
     memset(g, 0, sizeof *g);
+    if (guard_huge)
+        return huge_alloc(g, bytes);
     if (bytes > SIZE_MAX - ps)
         return -1;
     pages = (bytes + ps - 1) / ps;

@@ -51,6 +51,12 @@ typedef struct {
     /* additive and luong specs (attn_classic_args); 0 in the other families */
     int with_u;              /* additive: pass U = H W_h^T (stored in dtype_kv) and w_h = NULL */
     int no_weights;          /* pass no A (args.weights = NULL); 0: A is written and compared */
+    /* `attngen bench`'s case (attn_bench_main.c): every key visible (a mask
+       of all true, one [Lq][Lk] matrix for every batch entry and head), and
+       a run is the kernel's call alone (no bad block tables tried before
+       it, no workspace of the caller's), no entropy asked for */
+    int bench;
+    int kv_head_major; /* K and V [B][Hkv][Lk][D], contiguous (a kv head's keys adjacent; not paged) */
 } attn_case;
 
 typedef struct {

@@ -87,6 +87,22 @@ local function stores(R, NK, sum)
   return table.concat(t, "\n")
 end
 
+--- x86: the vpdpbusd intrinsic on W-bit vectors (512: AVX512-VNNI's; 256:
+-- the ISA's own, I.dp_dot, or AVX512-VL's where its dots are 512 bits wide):
+-- acc + u8 x s8 products, 4 a lane (the kernels' spelling, and the bench's
+-- int8 peak probe's: generator/probes.lua)
+function M.dp_intrinsic(I, W)
+  if W == 512 then return "_mm512_dpbusd_epi32" end
+  return I.dp_width == 512 and "_mm256_dpbusd_epi32" or I.dp_dot
+end
+
+--- x86, 256 bits: acc + the u8 x s8 products of u and s in pairs, the form
+-- without the extension (vpmaddubsw, vpmaddwd by `ones`, a C name of a
+-- vector of 16-bit ones, and vpaddd)
+function M.mad(u, s, acc)
+  return ("_mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(%s, %s), ones), %s)"):format(u, s, acc)
+end
+
 --- x86: one block's K codes (the block blk, a C lvalue), as vpdpbusd (u8)
 -- or the sign trick takes them (256 bits); q4_0's nibbles unsigned: the 16
 -- bytes in both halves, shifted by 0 and 4 bits (shift), and 15 (low)
@@ -187,11 +203,11 @@ local function x86_body(I, isa, R, NK, kv, mode, name, attr)
       for kk = 0, NK - 1 do
         local t
         if two then
-          t = ("_mm512_dpbusd_epi32(nv, x%d, qv)"):format(kk)
+          t = ("%s(nv, x%d, qv)"):format(M.dp_intrinsic(I, 512), kk)
         elseif mode == "dp" then
-          t = ("%s(nv, x%d, qv)"):format(W == 512 and "_mm256_dpbusd_epi32" or I.dp_dot, kk)
+          t = ("%s(nv, x%d, qv)"):format(M.dp_intrinsic(I, 256), kk)
         elseif kv == "q4_0" then
-          t = ("_mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(x%d, qv), ones), nv)"):format(kk)
+          t = M.mad(("x%d"):format(kk), "qv", "nv")
         else
           t = ("_mm256_madd_epi16(_mm256_maddubs_epi16(u%d, _mm256_sign_epi8(qv, x%d)), ones)"):format(kk, kk)
         end
@@ -343,7 +359,7 @@ local function keys_body(I, R, kv, name, attr)
   local LN = W / 32 -- keys a vector: 16 (AVX-512), or 8 (AVX2: two sets of keys)
   local P, VI, VF = ("_mm%d_"):format(W), ("__m%di"):format(W), ("__m%d"):format(W)
   local SI = ("si%d"):format(W)
-  local DP = W == 512 and "_mm512_dpbusd_epi32" or I.dp_dot
+  local DP = M.dp_intrinsic(I, W)
   local L = {}
   local function add(s) L[#L + 1] = s end
   add(([[

@@ -1,8 +1,8 @@
 /*
  * attn_bench.h - the parts of `attngen bench` (docs/architecture.md,
  * "Runtime and tools"): attn_bench_main.c (options, inputs, timing,
- * report), attn_bench_peak.c (the machine's FMA, bf16 and int8 dot peaks and its
- * read and copy bandwidths) and attn_bench_blas.c (the unfused OpenBLAS baselines,
+ * report), attn_bench_peak.c (the machine's FMA, bf16 and int8 dot peaks, timing
+ * the generated probes of attn_bench_probes.c, and its read and copy bandwidths) and attn_bench_blas.c (the unfused OpenBLAS baselines,
  * linked only where OpenBLAS is: ATTN_HAVE_OPENBLAS).
  */
 #ifndef ATTN_BENCH_H
@@ -29,6 +29,28 @@ double attn_bench_bf16_dot_peak(int threads);
    else vpmaddubsw) on `threads` threads, GOP/s counting a product as 2; 0
    where the variant has no such loop here (scalar, NEON) or cannot run. */
 double attn_bench_int8_dot_peak(attn_isa isa, int threads);
+
+/* The loops of the peak probes, in attn_bench_probes.c, which the build
+   renders from the ISA modules (generator/probes.lua: the kernels'
+   spellings of the f32 FMA, the bf16 dot and the int8 dots) into the build
+   cache's runtime entry: each runs independent chains of one instruction
+   for iters steps, `ops` operations a step (FLOPs; int8: a product counted
+   as 2).  attn_probes ends with an entry whose loop is NULL. */
+typedef enum {
+    ATTN_PROBE_FMA,      /* f32 FMA, the ISA's vectors */
+    ATTN_PROBE_BF16_DOT, /* vdpbf16ps (avx512bf16) */
+    ATTN_PROBE_INT8_DP,  /* vpdpbusd: AVX512-VNNI's (avx512) or AVX-VNNI's (avx2) */
+    ATTN_PROBE_INT8_MAD  /* vpmaddubsw, vpmaddwd, vpaddd (avx2): the form without VNNI */
+} attn_probe_kind;
+
+typedef struct {
+    attn_probe_kind kind;
+    attn_isa isa;
+    void (*loop)(long iters);
+    double ops;
+} attn_probe;
+
+extern const attn_probe attn_probes[];
 
 /* The buffer of the read bandwidth: 1 GiB of floats, far larger than the
    caches.  Allocated once a run (faulting in 1 GiB takes seconds). */

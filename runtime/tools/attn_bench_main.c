@@ -2,9 +2,12 @@
  * attn_bench_main.c - the program behind `attngen bench`.
  *
  * Compiled together with one generated kernel and runtime/tools/attn_entry.c,
- * which defines attn_entry_kernel.  On one shape with contiguous random inputs (K
- * and V [B][Lk][Hkv][D], or [B][Hkv][Lk][D] with --kv-layout bhsd) it
- * times, side by side in one run:
+ * which defines attn_entry_kernel.  On one shape, its inputs a case of the
+ * family's table (attn_case_ops, attn_cases.h, built with attn_case.bench:
+ * contiguous random tensors, K and V [B][Lk][Hkv][D] or [B][Hkv][Lk][D] with
+ * --kv-layout bhsd, full key lengths, every key visible), it times the
+ * family's run of the case (ops->run) and counts its FLOPs (ops->flops),
+ * side by side in one run:
  *   - every ISA variant this CPU runs (or the one --isa names),
  *   - the naive reference (when it would take less than a few seconds),
  *   - an unfused baseline, sgemm + softmax + sgemm, when built with OpenBLAS
@@ -60,6 +63,7 @@
 #include <cblas.h>
 #endif
 
+#include "attn_cases.h"
 #include "attn_reference.h"
 #include "attn_runtime.h"
 #include "attn_bench.h"
@@ -103,14 +107,6 @@ typedef struct {
     double int8_peak; /* matmul = "int8": the int8 dot peak of the variant (its Q.K's products), GOP/s; else 0 */
 } timing;
 
-typedef attn_status (*run_fn)(const attn_spec *, const attn_args *);
-static attn_fwd_fn current_variant;
-static attn_status run_variant(const attn_spec *s, const attn_args *a)
-{
-    (void)s;
-    return current_variant(a);
-}
-
 /* Best time of call(ctx) over at least 5 runs and ~1 s, after one warm-up
    run (this machine is shared: the minimum is the least disturbed run). */
 typedef attn_status (*timed_call)(const void *ctx);
@@ -132,6 +128,9 @@ static attn_status best_time(timed_call call, const void *ctx, timing *t)
     return st;
 }
 
+#ifdef ATTN_HAVE_OPENBLAS
+/* a baseline on attn_args */
+typedef attn_status (*run_fn)(const attn_spec *, const attn_args *);
 typedef struct {
     run_fn fn;
     const attn_spec *s;
@@ -152,23 +151,7 @@ static attn_status time_fn(run_fn fn, const attn_spec *s, const attn_args *args,
     c.a = args;
     return best_time(call_sdpa, &c, t);
 }
-
-/* The strides (batch, key, head) of a [B][heads][len][dim] tensor. */
-static void head_major_strides(int64_t stride[3], int64_t heads, int64_t len, int64_t dim)
-{
-    stride[0] = heads * len * dim;
-    stride[1] = dim;
-    stride[2] = len * dim;
-}
-
-/* Visible scores: visibility does not depend on the head here (the bench's
-   mask is shared by all heads), so count one head and multiply. */
-static int64_t visible_scores(const attn_spec *spec, const attn_args *args)
-{
-    attn_spec one = *spec;
-    one.heads_q = one.heads_kv = 1;
-    return attn_reference_visible_count(&one, args) * spec->heads_q;
-}
+#endif
 
 /* The command line. */
 typedef struct {
@@ -179,27 +162,6 @@ typedef struct {
     int no_tanh; /* additive, luong concat: --no-tanh-rate */
     long append; /* sdpa: --append N, the new rows a sequence of the append timed alone; 0: none */
 } bench_options;
-
-/* The tensors of the run: Q, K, V as f32 (the baselines' inputs) and in
-   the kernel's storage types (qs, ks, vs: the same arrays for f32), O in
-   the kernel's storage type and as f32 for the baselines (o32, the same
-   array for f32 O); a bool mask as bytes. */
-typedef struct {
-    float *q, *k, *v, *o32, *lse;
-    float *weights; /* configs with weights: P [B][Hq][Lq][Lk], written on every run */
-    float *state_s, *state_z; /* linear configs with state: S and z, updated on every run */
-    void *qs, *ks, *vs, *o;
-    int32_t *seqlens;
-    void *mask;
-    float *sinks; /* configs with sinks: a logit per query head */
-    float *rel; /* the relative position table (rel_bias) */
-    /* paged configs: the kernel's K and V pools, its shuffled block table, and the
-       baselines' table (their contiguous f32 K and V through a table of their rows) */
-    void *kpool, *vpool;
-    int32_t *table, *base_table;
-    float *rope; /* rope table = true: cos then sin, [max(Lq, Lk)][rope_dim / 2] each */
-    float *qk_norm; /* configs with qk_norm: q_norm_w then k_norm_w (attn_tool_qk_norm_weights) */
-} bench_buffers;
 
 /* Parses argv into opt; 0, or 2 after a message on a usage error. */
 static int parse_options(int argc, char **argv, bench_options *opt)
@@ -260,217 +222,6 @@ static int parse_options(int argc, char **argv, bench_options *opt)
     return 0;
 }
 
-/* Paged configs: the kernel's K and V in pools of batch * ceil(Lk / P)
-   pages (random values, the layout of the config's order: the pool strides
-   of attn_args_set_contiguous), each sequence's pages in a shuffled order
-   (a cache whose pages were handed out as sequences grew); the baselines
-   read their contiguous f32 K and V through a table of their rows.  0, or
-   -1 when out of memory. */
-static int make_pages(const bench_options *opt, const attn_spec *spec, attn_args *args, attn_args *base,
-                      bench_buffers *buf)
-{
-    const int64_t pg = spec->page, per = (opt->seq_k + pg - 1) / pg, n = opt->batch * per;
-    const size_t nk = (size_t)(n * pg * spec->heads_kv * spec->head_dim);
-    const size_t nv = (size_t)(n * pg * spec->heads_kv * spec->head_dim_v);
-    float *k = attn_tool_random_floats(nk, 5), *v = attn_tool_random_floats(nv, 6);
-    uint64_t state = 0x2545F4914F6CDD1Dull;
-    int64_t i;
-    buf->kpool = attn_tool_stored(spec->dtype_kv, k, nk);
-    buf->vpool = attn_tool_stored(spec->dtype_kv, v, nv);
-    attn_tool_free_stored(k, buf->kpool); /* the f32 values, unless they are the pool */
-    attn_tool_free_stored(v, buf->vpool);
-    buf->table = (int32_t *)malloc(sizeof(int32_t) * (size_t)n + 1);
-    buf->base_table = (int32_t *)malloc(sizeof(int32_t) * (size_t)n + 1);
-    if (!buf->kpool || !buf->vpool || !buf->table || !buf->base_table || n > INT32_MAX)
-        return -1;
-    for (i = 0; i < n; i++) buf->table[i] = (int32_t)i;
-    for (i = n - 1; i > 0; i--) { /* Fisher-Yates on xorshift64 */
-        int64_t j;
-        int32_t t;
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        j = (int64_t)(state % (uint64_t)(i + 1));
-        t = buf->table[i];
-        buf->table[i] = buf->table[j];
-        buf->table[j] = t;
-    }
-    args->k = buf->kpool;
-    args->v = buf->vpool;
-    args->block_table = buf->table;
-    args->block_table_stride = per;
-    args->num_pages = n;
-    return attn_args_set_contiguous_pages(base, spec, buf->base_table) == ATTN_OK ? 0 : -1;
-}
-
-/* Fills args (shape, strides, threads) and its tensors: random Q, K, V in
-   the kernel's storage types, an all-visible mask shared by every batch and
-   head, full key lengths; base_args the same on f32 tensors, for the
-   baselines.  0, or -1 when out of memory. */
-static int make_inputs(const bench_options *opt, const attn_spec *spec, attn_args *args, attn_args *base_args,
-                       bench_buffers *buf)
-{
-    const long batch = opt->batch, seq_q = opt->seq_q, seq_k = opt->seq_k;
-    const size_t nq = (size_t)(batch * seq_q * spec->heads_q * spec->head_dim);
-    const size_t nk = (size_t)(batch * seq_k * spec->heads_kv * spec->head_dim);
-    const size_t nv = (size_t)(batch * seq_k * spec->heads_kv * spec->head_dim_v);
-    const size_t no = (size_t)(batch * seq_q * spec->heads_q * spec->head_dim_v);
-    const int linear = spec->family == ATTN_FAMILY_LINEAR;
-    const int has_state = linear && spec->state;
-    const int has_mask = !linear && spec->mask != ATTN_MASK_NONE, has_weights = !linear && spec->weights;
-    long i;
-
-    memset(args, 0, sizeof *args);
-    memset(buf, 0, sizeof *buf);
-    args->batch = batch;
-    args->seq_q = seq_q;
-    args->seq_k = seq_k;
-    args->threads = (int)opt->threads;
-    attn_args_set_contiguous(args, spec);
-    if (opt->head_major && spec->page == 0) { /* K and V as [B][Hkv][Lk][D]: a kv head's keys adjacent */
-        const int64_t values = attn_dtype_values(spec->dtype_kv); /* a block type's strides count blocks */
-        head_major_strides(args->k_stride, spec->heads_kv, seq_k, spec->head_dim / values);
-        head_major_strides(args->v_stride, spec->heads_kv, seq_k, spec->head_dim_v / values);
-    }
-    buf->q = attn_tool_random_floats(nq, 1);
-    buf->k = attn_tool_random_floats(nk, 2);
-    buf->v = attn_tool_random_floats(nv, 3);
-    buf->qs = attn_tool_stored(spec->dtype_q, buf->q, nq);
-    buf->ks = attn_tool_stored(spec->dtype_kv, buf->k, nk);
-    buf->vs = attn_tool_stored(spec->dtype_kv, buf->v, nv);
-    /* outputs in memory like the inputs' (an engine's output tensors are as aligned as its inputs) */
-    buf->o = attn_tool_tensor_alloc(attn_dtype_size(spec->dtype_o) * no + 1);
-    buf->o32 = spec->dtype_o == ATTN_DTYPE_F32 ? (float *)buf->o : (float *)malloc(sizeof(float) * no + 1);
-    buf->lse = (float *)attn_tool_tensor_alloc(sizeof(float) * (size_t)(batch * spec->heads_q * seq_q) + 1);
-    if (has_weights) /* the kernel writes the weights too: part of what is timed */
-        buf->weights = (float *)attn_tool_tensor_alloc(sizeof(float) * (size_t)(batch * spec->heads_q) *
-                                                       (size_t)(seq_q * seq_k) + 1);
-    if (spec->padding) {
-        buf->seqlens = (int32_t *)malloc(sizeof(int32_t) * (size_t)batch);
-        if (buf->seqlens)
-            for (i = 0; i < batch; i++) buf->seqlens[i] = (int32_t)seq_k;
-    }
-    if (has_state) { /* a zero state: S [B][Hkv][D][Dv], z [B][Hkv][D] */
-        buf->state_s = (float *)calloc((size_t)(batch * spec->heads_kv) * (size_t)spec->head_dim *
-                                           (size_t)spec->head_dim_v + 1, sizeof(float));
-        buf->state_z = (float *)calloc((size_t)(batch * spec->heads_kv) * (size_t)spec->head_dim + 1, sizeof(float));
-    }
-    if (!linear && spec->sinks) { /* the sinks of trained heads are of the scores' size */
-        buf->sinks = (float *)malloc(sizeof(float) * (size_t)spec->heads_q);
-        if (buf->sinks)
-            for (i = 0; i < spec->heads_q; i++) buf->sinks[i] = 0.5f * (float)(i % 4);
-    }
-    if (has_mask) {
-        const size_t cells = (size_t)(seq_q * seq_k);
-        buf->mask = calloc(cells, spec->mask == ATTN_MASK_BOOL ? 1 : sizeof(float));
-        if (buf->mask && spec->mask == ATTN_MASK_BOOL) memset(buf->mask, 1, cells);
-        args->mask_stride[0] = args->mask_stride[1] = 0; /* one [Lq][Lk] mask for all */
-        args->mask_stride[2] = seq_k;
-        args->mask_stride[3] = 1;
-    }
-    if (attn_rel_rows(spec) > 0) /* a random relative position table */
-        buf->rel = attn_tool_random_floats((size_t)attn_rel_rows(spec) * (size_t)spec->heads_q, 4);
-    if (!linear && spec->rope_table) { /* any angles: the kernel only reads them */
-        args->rope_rows = seq_q > seq_k ? seq_q : seq_k;
-        buf->rope = attn_tool_random_floats(2 * (size_t)args->rope_rows * (size_t)(spec->rope_dim / 2) + 1, 1);
-        if (buf->rope) {
-            args->rope_cos = buf->rope;
-            args->rope_sin = buf->rope + args->rope_rows * (spec->rope_dim / 2);
-        }
-    }
-    if (!buf->q || !buf->k || !buf->v || !buf->qs || !buf->ks || !buf->vs || !buf->o || !buf->o32 ||
-        !buf->lse || (spec->padding && !buf->seqlens) || (has_mask && !buf->mask) ||
-        (attn_rel_rows(spec) > 0 && !buf->rel) ||
-        (has_weights && !buf->weights) || (has_state && (!buf->state_s || !buf->state_z)) ||
-        (!linear && spec->sinks && !buf->sinks) || (!linear && spec->rope_table && !buf->rope))
-        return -1;
-    buf->qk_norm = attn_tool_qk_norm_weights(spec, args); /* copied into base_args below */
-    if (!linear && spec->qk_norm && !buf->qk_norm)
-        return -1;
-    args->q = buf->qs;
-    args->k = buf->ks;
-    args->v = buf->vs;
-    args->o = buf->o;
-    args->lse = buf->lse;
-    args->seqlens_k = buf->seqlens;
-    args->mask = buf->mask;
-    args->rel_table = buf->rel;
-    args->weights = buf->weights; /* weights_stride: contiguous (attn_args_set_contiguous) */
-    args->state_s = buf->state_s;
-    args->state_z = buf->state_z;
-    args->sinks = buf->sinks;
-    if (!linear && spec->dropout) { /* the kernel drops weights: 10% of them, part of what is timed */
-        args->dropout_p = 0.1f;
-        args->dropout_seed = 42;
-        args->dropout_offset = 0;
-    }
-    *base_args = *args;
-    base_args->weights = NULL; /* the baselines compute O and LSE only */
-    base_args->q = buf->q;
-    base_args->k = buf->k;
-    base_args->v = buf->v;
-    base_args->o = buf->o32;
-    if (spec->page > 0 && make_pages(opt, spec, args, base_args, buf) != 0)
-        return -1;
-    for (i = 0; i < 3; i++) { /* K/V in a block type: the f32 values' strides (the kernel's count blocks) */
-        base_args->k_stride[i] *= attn_dtype_values(spec->dtype_kv);
-        base_args->v_stride[i] *= attn_dtype_values(spec->dtype_kv);
-    }
-    return 0;
-}
-
-static void free_buffers(bench_buffers *buf)
-{
-    attn_tool_free_stored(buf->qs, buf->q);
-    attn_tool_free_stored(buf->ks, buf->k);
-    attn_tool_free_stored(buf->vs, buf->v);
-    if ((void *)buf->o32 != buf->o) free(buf->o32);
-    free(buf->q);
-    free(buf->k);
-    free(buf->v);
-    free(buf->o);
-    free(buf->lse);
-    free(buf->weights);
-    free(buf->state_s);
-    free(buf->state_z);
-    free(buf->seqlens);
-    free(buf->mask);
-    free(buf->sinks);
-    free(buf->rel);
-    free(buf->kpool);
-    free(buf->vpool);
-    free(buf->table);
-    free(buf->base_table);
-    free(buf->rope);
-    free(buf->qk_norm);
-}
-
-/* Times every variant this CPU runs (or the one opt->isa names) into rows
-   from *n on; *failed is set when one fails. */
-static void time_variants(const attn_kernel *kern, const bench_options *opt, const attn_args *args,
-                          timing *rows, int *n, int *failed)
-{
-    int i;
-    for (i = 0; i < kern->n_variants; i++) {
-        const attn_variant *var = &kern->variants[i];
-        timing *row = &rows[*n];
-        if (opt->isa && strcmp(opt->isa, attn_isa_name(var->isa))) continue;
-        if (!attn_isa_supported(var->isa)) continue;
-        snprintf(row->name, sizeof row->name, "%s", attn_isa_name(var->isa));
-        row->peak = attn_bench_fma_peak(var->isa, (int)opt->threads);
-        row->dot_peak = var->isa == ATTN_ISA_AVX512BF16 ? attn_bench_bf16_dot_peak((int)opt->threads) : 0.0;
-        row->int8_peak = kern->spec.matmul == ATTN_DTYPE_Q8_0 ? attn_bench_int8_dot_peak(var->isa, (int)opt->threads) : 0.0;
-        current_variant = var->fwd;
-        if (time_fn(run_variant, &kern->spec, args, row) != ATTN_OK) {
-            fprintf(stderr, "attngen: bench: %s failed: %s\n", row->name,
-                    attn_status_string(var->fwd(args)));
-            *failed = 1;
-            continue;
-        }
-        (*n)++;
-    }
-}
-
 /* What was measured, and the rows. */
 typedef struct {
     int64_t visible;
@@ -479,6 +230,7 @@ typedef struct {
     int sbgemm;     /* whether the OpenBLAS run with has cblas_sbgemm; -1 without OpenBLAS */
     int sbgemm_for; /* whether this run would time the bf16 baseline, had it cblas_sbgemm */
     const char *dispatch; /* the variant the entry point runs on this CPU (NULL: none) */
+    const char *flops_counted; /* how the FLOPs were counted (attn_case_ops.flops_counted) */
 } bench_totals;
 
 #ifdef ATTN_HAVE_OPENBLAS
@@ -495,7 +247,7 @@ static void time_baseline(const char *name, run_fn fn, const attn_spec *spec, co
 
 /* The baselines after the kernels, rows from *n on: the unfused OpenBLAS
    one (when built with it, for the masks it models, while one group's
-   scores fit in 2 GB) on f32 tensors (base: the base args of make_inputs);
+   scores fit in 2 GB) on f32 tensors (base: the case's widened inputs);
    for a kernel with bf16 Q, K and V, the same with cblas_sbgemm on the
    kernel's bf16 tensors (args), O in f32, when this OpenBLAS has it; and
    the reference (below REFERENCE_LIMIT) on f32 tensors.  Sets t->blas_core
@@ -549,7 +301,7 @@ static void report_json(const attn_spec *spec, const bench_options *opt, const b
            "\"blas_core\": %s%s%s, \"blas_sbgemm\": %s, \"results\": [",
            spec->name, opt->batch, opt->seq_q, opt->seq_k, opt->threads, spec->heads_q, spec->heads_kv,
            spec->head_dim, spec->head_dim_v, (long long)t->visible, t->flops,
-           spec->family == ATTN_FAMILY_LINEAR ? "linear_chunked" : "visible_scores", t->kv_bytes, t->read_bw,
+           t->flops_counted, t->kv_bytes, t->read_bw,
            t->dispatch ? "\"" : "", t->dispatch ? t->dispatch : "null", t->dispatch ? "\"" : "", t->blas_core ? "\"" : "", t->blas_core ? t->blas_core : "null", t->blas_core ? "\"" : "",
            t->sbgemm < 0 ? "null" : t->sbgemm ? "true" : "false");
     for (i = 0; i < n; i++) {
@@ -633,161 +385,170 @@ static void report_table(const attn_spec *spec, const bench_options *opt, const 
 /* The tensors of attn_classic_args, by index. */
 enum { CT_S, CT_H, CT_U, CT_W_S, CT_W_H, CT_W, CT_V, CT_B, CT_COUNT };
 
-/* The run's tensors: each one as f32 (the baseline's inputs) and in the
-   kernel's storage type (S: dtype_q, the others dtype_kv; the same array
-   for f32), NULL when the config's score does not read it; C in dtype_o
-   and as f32 for the baselines (the same array for an f32 C). */
-typedef struct {
-    float *f32[CT_COUNT];
-    void *stored[CT_COUNT];
-    void *c;
-    float *c32;
-    int32_t *seqlens;
-    uint8_t *mask;
-} classic_buffers;
-
 static int classic_uses_tanh(const attn_spec *spec)
 {
     return spec->family == ATTN_FAMILY_ADDITIVE || spec->score == ATTN_SCORE_CONCAT;
 }
 
-/* Random inputs for one shape: S and H uniform in [-1.7, 1.7), the weights
-   scaled by 1 / sqrt(fan in) as nn.Linear initializes them (so the tanh
-   arguments are O(1), as in a trained model, not saturated), U with about
-   the spread of H W_h^T; full key lengths, an all-visible mask.  Fills args
-   (the kernel's storage types) and base (f32, C f32).  0, or -1 when out of
-   memory. */
-static int classic_make_inputs(const attn_spec *spec, long batch, long seq_q, long seq_k, int use_u, int threads,
-                               attn_classic_args *args, attn_classic_args *base, classic_buffers *buf)
+/* ---- a case of the family's table (attn_cases.h) ------------------------- */
+
+/* A built case of the bench's shape: the ops of the config's family and
+   direction (attn_case_ops_for) and its state. */
+typedef struct {
+    const attn_case_ops *ops;
+    void *state;
+} bench_case;
+
+/* Builds the family's case of one shape for the bench (attn_case.bench:
+   contiguous tensors, full key lengths, every key visible, a run the
+   kernel's call alone), its inputs random: case->c its description.
+   ATTN_OK, or the build's error with nothing to free. */
+static attn_status bench_case_build(bench_case *bc, const attn_spec *spec, attn_direction dir, const attn_case *c)
 {
-    const int additive = spec->family == ATTN_FAMILY_ADDITIVE;
-    const int concat = !additive && spec->score == ATTN_SCORE_CONCAT;
-    const int general = !additive && spec->score == ATTN_SCORE_GENERAL;
-    const size_t ds = (size_t)spec->query_dim, dh = (size_t)spec->key_dim, da = (size_t)spec->attn_dim;
-    const size_t nc = (size_t)batch * (size_t)seq_q * dh;
-    size_t n[CT_COUNT];
-    double fan[CT_COUNT];
-    const void **field[CT_COUNT], **base_field[CT_COUNT];
-    int t;
-    long i;
-
-    memset(args, 0, sizeof *args);
-    memset(buf, 0, sizeof *buf);
-    for (t = 0; t < CT_COUNT; t++) {
-        n[t] = 0;
-        fan[t] = 1.0;
+    attn_status st;
+    attn_guard_huge_pages(1); /* tensors as an engine holds them, as the baselines' and the probes' */
+    bc->ops = attn_case_ops_for(spec, dir);
+    bc->state = bc->ops ? calloc(1, bc->ops->state_size) : NULL;
+    if (!bc->state) return ATTN_ERR_NOMEM; /* (every family has forward ops) */
+    st = bc->ops->build(bc->state, spec, c);
+    if (st != ATTN_OK) {
+        free(bc->state);
+        bc->state = NULL;
     }
-    n[CT_S] = (size_t)batch * (size_t)seq_q * ds;
-    n[CT_H] = (size_t)batch * (size_t)seq_k * dh;
-    if (additive) {
-        n[CT_W_S] = da * ds, fan[CT_W_S] = (double)ds;
-        n[CT_V] = da, fan[CT_V] = (double)da;
-        if (use_u)
-            n[CT_U] = (size_t)batch * (size_t)seq_k * da, fan[CT_U] = 9.0; /* std about 0.57, that of H W_h^T */
-        else
-            n[CT_W_H] = da * dh, fan[CT_W_H] = (double)dh;
-    }
-    if (general)
-        n[CT_W] = dh * ds, fan[CT_W] = (double)ds;
-    if (concat) {
-        n[CT_W] = da * (dh + ds), fan[CT_W] = (double)(dh + ds);
-        n[CT_V] = da, fan[CT_V] = (double)da;
-    }
-    if (spec->bias && (additive || concat))
-        n[CT_B] = da, fan[CT_B] = (double)ds;
-    for (t = 0; t < CT_COUNT; t++) {
-        const attn_dtype dt = t == CT_S ? spec->dtype_q : spec->dtype_kv;
-        const float scale = (float)(1.0 / sqrt(fan[t]));
-        size_t e;
-        if (n[t] == 0) continue;
-        buf->f32[t] = attn_tool_random_floats(n[t], (uint64_t)(11 + t));
-        if (!buf->f32[t]) return -1;
-        if (fan[t] != 1.0)
-            for (e = 0; e < n[t]; e++) buf->f32[t][e] *= scale;
-        buf->stored[t] = attn_tool_stored(dt, buf->f32[t], n[t]);
-        if (!buf->stored[t]) return -1;
-    }
-    buf->c = malloc(attn_dtype_size(spec->dtype_o) * nc + 1);
-    buf->c32 = spec->dtype_o == ATTN_DTYPE_F32 ? (float *)buf->c : (float *)malloc(sizeof(float) * nc + 1);
-    if (!buf->c || !buf->c32) return -1;
-    if (spec->padding) {
-        buf->seqlens = (int32_t *)malloc(sizeof(int32_t) * (size_t)batch);
-        if (!buf->seqlens) return -1;
-        for (i = 0; i < batch; i++) buf->seqlens[i] = (int32_t)seq_k;
-    }
-    if (spec->mask == ATTN_MASK_BOOL) {
-        buf->mask = (uint8_t *)malloc((size_t)(seq_q * seq_k) + 1);
-        if (!buf->mask) return -1;
-        memset(buf->mask, 1, (size_t)(seq_q * seq_k));
-    }
-
-    args->batch = batch;
-    args->seq_q = seq_q;
-    args->seq_k = seq_k;
-    args->threads = threads;
-    attn_classic_args_set_contiguous(args, spec);
-    args->mask_stride[0] = 0; /* one [Lq][Lk] mask for every batch entry */
-    args->seqlens_k = buf->seqlens;
-    args->mask = buf->mask;
-    *base = *args;
-    field[CT_S] = &args->s, base_field[CT_S] = &base->s;
-    field[CT_H] = &args->h, base_field[CT_H] = &base->h;
-    field[CT_U] = &args->u, base_field[CT_U] = &base->u;
-    field[CT_W_S] = &args->w_s, base_field[CT_W_S] = &base->w_s;
-    field[CT_W_H] = &args->w_h, base_field[CT_W_H] = &base->w_h;
-    field[CT_W] = &args->w, base_field[CT_W] = &base->w;
-    field[CT_V] = &args->v_attn, base_field[CT_V] = &base->v_attn;
-    field[CT_B] = &args->b_attn, base_field[CT_B] = &base->b_attn;
-    for (t = 0; t < CT_COUNT; t++) {
-        *field[t] = buf->stored[t];
-        *base_field[t] = buf->f32[t];
-    }
-    args->c = buf->c;
-    base->c = buf->c32;
-    return 0;
+    return st;
 }
 
-static void classic_free_buffers(classic_buffers *buf)
+static void bench_case_free(bench_case *bc)
 {
-    int t;
-    for (t = 0; t < CT_COUNT; t++) {
-        attn_tool_free_stored(buf->stored[t], buf->f32[t]);
-        free(buf->f32[t]);
+    if (bc->state) {
+        bc->ops->free(bc->state);
+        free(bc->state);
     }
-    if ((void *)buf->c32 != buf->c) free(buf->c32);
-    free(buf->c);
-    free(buf->seqlens);
-    free(buf->mask);
-    memset(buf, 0, sizeof *buf);
+    bc->state = NULL;
 }
 
-typedef attn_status (*classic_run_fn)(const attn_spec *, const attn_classic_args *);
-static attn_classic_fwd_fn current_classic;
-static attn_status run_classic_variant(const attn_spec *s, const attn_classic_args *a)
+/* The bench's case of a shape: seed 1, threads, every key visible. */
+static attn_case bench_case_of(long batch, long seq_q, long seq_k, int threads)
 {
-    (void)s;
-    return current_classic(a);
+    attn_case c;
+    memset(&c, 0, sizeof c);
+    c.batch = batch;
+    c.seq_q = seq_q;
+    c.seq_k = seq_k;
+    c.threads = threads;
+    c.seed = 1;
+    c.bench = 1;
+    return c;
 }
 
 typedef struct {
-    classic_run_fn fn;
-    const attn_spec *s;
-    const attn_classic_args *a;
-} classic_call;
-static attn_status call_classic(const void *ctx)
+    const bench_case *bc;
+    attn_case_kernel k;
+    int threads;
+} case_call;
+static attn_status call_case(const void *ctx)
 {
-    const classic_call *c = (const classic_call *)ctx;
-    return c->fn(c->s, c->a);
+    const case_call *c = (const case_call *)ctx;
+    return c->bc->ops->run(c->bc->state, &c->k, c->threads);
 }
 
-/* As time_fn, for a classic call. */
-static attn_status time_classic(classic_run_fn fn, const attn_spec *s, const attn_classic_args *args, timing *t)
+/* The best time of the family's run (ops->run) of a variant of the
+   forward kernel on the case. */
+static attn_status time_case(const bench_case *bc, const attn_kernel *kern, const attn_variant *var, int threads,
+                             timing *t)
 {
-    classic_call c;
-    c.fn = fn;
-    c.s = s;
-    c.a = args;
-    return best_time(call_classic, &c, t);
+    case_call c;
+    memset(&c, 0, sizeof c);
+    c.bc = bc;
+    c.k.fwd = kern;
+    c.k.fwd_variant = var;
+    c.threads = threads;
+    return best_time(call_case, &c, t);
+}
+
+/* A family's own measurement of a variant just timed, row k of the rows
+   (the classic families' tanh rate); ctx the family's. */
+typedef void (*variant_hook)(const attn_kernel *kern, const attn_variant *var, const bench_options *opt, int k,
+                             void *ctx);
+
+/* Times every variant this CPU runs (or the one opt->isa names) on the
+   case into rows from *n on, each with its peaks, then hook (when not
+   NULL); *failed is set when one fails. */
+static void time_variants(const attn_kernel *kern, const bench_options *opt, const bench_case *bc, timing *rows,
+                          int *n, int *failed, variant_hook hook, void *ctx)
+{
+    int i;
+    for (i = 0; i < kern->n_variants; i++) {
+        const attn_variant *var = &kern->variants[i];
+        timing *row = &rows[*n];
+        attn_status st;
+        if (opt->isa && strcmp(opt->isa, attn_isa_name(var->isa))) continue;
+        if (!attn_isa_supported(var->isa)) continue;
+        snprintf(row->name, sizeof row->name, "%s", attn_isa_name(var->isa));
+        row->peak = attn_bench_fma_peak(var->isa, (int)opt->threads);
+        row->dot_peak = var->isa == ATTN_ISA_AVX512BF16 ? attn_bench_bf16_dot_peak((int)opt->threads) : 0.0;
+        row->int8_peak = kern->spec.matmul == ATTN_DTYPE_Q8_0 ? attn_bench_int8_dot_peak(var->isa, (int)opt->threads) : 0.0;
+        st = time_case(bc, kern, var, (int)opt->threads, row);
+        if (st != ATTN_OK) {
+            fprintf(stderr, "attngen: bench: %s failed: %s\n", row->name, attn_status_string(st));
+            *failed = 1;
+            continue;
+        }
+        if (hook) hook(kern, var, opt, *n, ctx);
+        (*n)++;
+    }
+}
+
+/* ---- additive and luong: the baseline's f32 tensors ----------------------- */
+
+/* The f32 tensors of a classic case's args (the case is contiguous): each
+   stored tensor widened, or the stored one where it is f32, and C an f32
+   array of the baseline's own; owned[] what was allocated. */
+typedef struct {
+    float *owned[CT_COUNT + 1];
+} classic_widened;
+
+static int classic_widen(const attn_spec *spec, const attn_classic_args *a, attn_classic_args *base,
+                         classic_widened *w)
+{
+    const size_t ds = (size_t)spec->query_dim, dh = (size_t)spec->key_dim, da = (size_t)spec->attn_dim;
+    const size_t lq = (size_t)(a->batch * a->seq_q), lk = (size_t)(a->batch * a->seq_k);
+    const int concat = spec->family != ATTN_FAMILY_ADDITIVE && spec->score == ATTN_SCORE_CONCAT;
+    const void *src[CT_COUNT];
+    const void **dst[CT_COUNT];
+    size_t n[CT_COUNT];
+    int t;
+
+    memset(w, 0, sizeof *w);
+    *base = *a;
+    src[CT_S] = a->s, dst[CT_S] = &base->s, n[CT_S] = lq * ds;
+    src[CT_H] = a->h, dst[CT_H] = &base->h, n[CT_H] = lk * dh;
+    src[CT_U] = a->u, dst[CT_U] = &base->u, n[CT_U] = lk * da;
+    src[CT_W_S] = a->w_s, dst[CT_W_S] = &base->w_s, n[CT_W_S] = da * ds;
+    src[CT_W_H] = a->w_h, dst[CT_W_H] = &base->w_h, n[CT_W_H] = da * dh;
+    src[CT_W] = a->w, dst[CT_W] = &base->w, n[CT_W] = concat ? da * (dh + ds) : dh * ds;
+    src[CT_V] = a->v_attn, dst[CT_V] = &base->v_attn, n[CT_V] = da;
+    src[CT_B] = a->b_attn, dst[CT_B] = &base->b_attn, n[CT_B] = da;
+    for (t = 0; t < CT_COUNT; t++) {
+        const attn_dtype dt = t == CT_S ? spec->dtype_q : spec->dtype_kv;
+        if (src[t] == NULL || dt == ATTN_DTYPE_F32) continue;
+        w->owned[t] = (float *)malloc(sizeof(float) * n[t] + 1);
+        if (!w->owned[t]) return -1;
+        attn_dtype_to_f32_array(dt, src[t], w->owned[t], n[t]);
+        *dst[t] = w->owned[t];
+    }
+    w->owned[CT_COUNT] = (float *)malloc(sizeof(float) * lq * dh + 1);
+    base->c = w->owned[CT_COUNT];
+    base->c_stride[0] = a->seq_q * (int64_t)dh; /* contiguous f32 C */
+    base->c_stride[1] = (int64_t)dh;
+    return base->c ? 0 : -1;
+}
+
+static void classic_widened_free(classic_widened *w)
+{
+    int t;
+    for (t = 0; t <= CT_COUNT; t++) free(w->owned[t]);
+    memset(w, 0, sizeof *w);
 }
 
 /* The reference on the kernel's stored inputs, C unrounded into an f32
@@ -798,6 +559,18 @@ static attn_status classic_reference(const attn_spec *s, const attn_classic_args
     rs.dtype_o = ATTN_DTYPE_F32;
     return attn_reference_classic(&rs, a);
 }
+
+#ifdef ATTN_HAVE_OPENBLAS
+typedef struct {
+    const attn_spec *s;
+    const attn_classic_args *a;
+} classic_call;
+static attn_status call_classic_blas(const void *ctx)
+{
+    const classic_call *c = (const classic_call *)ctx;
+    return attn_bench_blas_classic(c->s, c->a);
+}
+#endif
 
 /* The classic command line's extras, checked against the config. */
 static int classic_options(const attn_spec *spec, const bench_options *opt)
@@ -823,34 +596,34 @@ typedef struct {
 } tanh_rate;
 
 /* Times the variant on the shape where the tanh terms dominate (U
-   precomputed for additive): the call's FMAs, TANH_FMAS_PER_TERM per tanh
-   term and one per multiply-add of the projections and the context, over
-   the whole call's time, against the peak.  The softmax and the rest of
-   the call count as time but not as FMAs, so this is a lower bound of the
-   tanh loop's own rate. */
+   precomputed for additive), a case of the family's own: the call's FMAs,
+   TANH_FMAS_PER_TERM per tanh term and one per multiply-add of the
+   projections and the context, over the whole call's time, against the
+   peak.  The softmax and the rest of the call count as time but not as
+   FMAs, so this is a lower bound of the tanh loop's own rate. */
 static void time_tanh(const attn_kernel *kern, const attn_variant *var, int threads, double peak, tanh_rate *r)
 {
     const attn_spec *spec = &kern->spec;
     const int additive = spec->family == ATTN_FAMILY_ADDITIVE;
     const long lq = additive ? TANH_ADDITIVE_Q : TANH_CONCAT_Q, lk = additive ? TANH_ADDITIVE_K : TANH_CONCAT_K;
-    attn_classic_args args, base;
-    classic_buffers buf;
+    attn_case c = bench_case_of(1, lq, lk, threads);
+    bench_case bc;
     timing t;
     memset(r, 0, sizeof *r);
     if (peak <= 0.0) return;
-    if (classic_make_inputs(spec, 1, lq, lk, additive, threads, &args, &base, &buf) == 0) {
-        current_classic = var->classic_fwd;
-        if (time_classic(run_classic_variant, spec, &args, &t) == ATTN_OK) {
-            r->seconds = t.seconds;
-            double other_fmas;
-            r->terms = (double)lq * (double)lk * spec->attn_dim;
-            /* attn_reference_classic_flops counts 3 FLOPs a tanh term (every key is visible here) */
-            other_fmas = (attn_reference_classic_flops(spec, &args) - 3.0 * r->terms) / 2.0;
-            r->fraction = (r->terms * TANH_FMAS_PER_TERM + other_fmas) * 2.0 / t.seconds * 1e-9 / peak;
-            r->measured = 1;
-        }
+    c.with_u = additive;
+    c.no_weights = 1;
+    if (bench_case_build(&bc, spec, ATTN_DIR_FWD, &c) != ATTN_OK) return;
+    if (time_case(&bc, kern, var, threads, &t) == ATTN_OK) {
+        double other_fmas;
+        r->seconds = t.seconds;
+        r->terms = (double)lq * (double)lk * spec->attn_dim;
+        /* the case's FLOPs count 3 a tanh term (every key is visible here) */
+        other_fmas = (bc.ops->flops(bc.state) - 3.0 * r->terms) / 2.0;
+        r->fraction = (r->terms * TANH_FMAS_PER_TERM + other_fmas) * 2.0 / t.seconds * 1e-9 / peak;
+        r->measured = 1;
     }
-    classic_free_buffers(&buf);
+    bench_case_free(&bc);
 }
 
 static const char *score_name(const attn_spec *spec)
@@ -859,143 +632,180 @@ static const char *score_name(const attn_spec *spec)
     return spec->score >= ATTN_SCORE_NONE && spec->score <= ATTN_SCORE_CONCAT ? names[spec->score] : "unknown";
 }
 
-/* `attngen bench` for an additive or luong kernel: the variants, the
-   unfused OpenBLAS baseline and the reference on one shape, and for tanh
-   scores each variant's tanh loop rate; FLOPs as
-   attn_reference_classic_flops counts them. */
-static int bench_classic(const attn_kernel *kern, const bench_options *opt)
-{
-    const attn_spec *spec = &kern->spec;
-    const int use_u = spec->family == ATTN_FAMILY_ADDITIVE && opt->u_mode != 0; /* default: precomputed */
-    const int tanh_score = classic_uses_tanh(spec);
-    attn_classic_args args, base;
-    classic_buffers buf;
+/* What a classic bench measured: the rows (variants first), their tanh
+   rates, the FLOPs and the baseline's time. */
+typedef struct {
     timing rows[ATTN_ISA_COUNT + 2]; /* the variants, openblas, reference */
     tanh_rate tanh[ATTN_ISA_COUNT];
-    const char *blas_core = NULL;
-    double flops, blas_seconds = 0.0;
-    int n = 0, n_var = 0, failed = 0, i;
+    int n, n_var, use_u, tanh_score;
+    double flops, blas_seconds;
+    const char *blas_core;
+} classic_totals;
 
-    if (classic_options(spec, opt) != 0) return 2;
-    if (classic_make_inputs(spec, opt->batch, opt->seq_q, opt->seq_k, use_u, (int)opt->threads, &args, &base, &buf)) {
-        fprintf(stderr, "attngen: bench: out of memory for this shape\n");
-        return 2;
-    }
-    flops = attn_reference_classic_flops(spec, &args);
+/* The classic families' hook of time_variants: the variant's tanh loop
+   rate (tanh scores, unless --no-tanh-rate). */
+static void classic_tanh_hook(const attn_kernel *kern, const attn_variant *var, const bench_options *opt, int k,
+                              void *ctx)
+{
+    classic_totals *t = (classic_totals *)ctx;
+    memset(&t->tanh[k], 0, sizeof t->tanh[k]);
+    if (t->tanh_score && !opt->no_tanh) time_tanh(kern, var, (int)opt->threads, t->rows[k].peak, &t->tanh[k]);
+}
 
-    for (i = 0; i < kern->n_variants; i++) {
-        const attn_variant *var = &kern->variants[i];
-        timing *row = &rows[n];
-        if (opt->isa && strcmp(opt->isa, attn_isa_name(var->isa))) continue;
-        if (!attn_isa_supported(var->isa)) continue;
-        snprintf(row->name, sizeof row->name, "%s", attn_isa_name(var->isa));
-        row->peak = attn_bench_fma_peak(var->isa, (int)opt->threads);
-        row->dot_peak = 0.0;
-        current_classic = var->classic_fwd;
-        if (time_classic(run_classic_variant, spec, &args, row) != ATTN_OK) {
-            fprintf(stderr, "attngen: bench: %s failed: %s\n", row->name,
-                    attn_status_string(var->classic_fwd(&args)));
-            failed = 1;
-            continue;
-        }
-        memset(&tanh[n], 0, sizeof tanh[n]);
-        if (tanh_score && !opt->no_tanh) time_tanh(kern, var, (int)opt->threads, row->peak, &tanh[n]);
-        n++;
+static void classic_report_json(const attn_spec *spec, const bench_options *opt, const classic_totals *t)
+{
+    const timing *rows = t->rows;
+    int i;
+    printf("{\"config\": \"%s\", \"kind\": \"%s\", \"score\": \"%s\", \"batch\": %ld, \"seq_q\": %ld, "
+           "\"seq_k\": %ld, \"threads\": %ld, \"query_dim\": %d, \"key_dim\": %d, \"attn_dim\": %d, "
+           "\"bias\": %s, \"precomputed_u\": %s, \"flops\": %.0f, \"flops_counted\": \"classic\", "
+           "\"blas_core\": %s%s%s, ",
+           spec->name, attn_family_name(spec->family), score_name(spec), opt->batch, opt->seq_q, opt->seq_k,
+           opt->threads, spec->query_dim, spec->key_dim, spec->attn_dim, spec->bias ? "true" : "false",
+           spec->family != ATTN_FAMILY_ADDITIVE ? "null" : t->use_u ? "true" : "false", t->flops,
+           t->blas_core ? "\"" : "", t->blas_core ? t->blas_core : "null", t->blas_core ? "\"" : "");
+    if (t->tanh_score && !opt->no_tanh)
+        printf("\"tanh\": {\"batch\": 1, \"seq_q\": %d, \"seq_k\": %d, \"precomputed_u\": %s, "
+               "\"fmas_per_term\": %d}, ",
+               spec->family == ATTN_FAMILY_ADDITIVE ? TANH_ADDITIVE_Q : TANH_CONCAT_Q,
+               spec->family == ATTN_FAMILY_ADDITIVE ? TANH_ADDITIVE_K : TANH_CONCAT_K,
+               spec->family == ATTN_FAMILY_ADDITIVE ? "true" : "false", TANH_FMAS_PER_TERM);
+    printf("\"results\": [");
+    for (i = 0; i < t->n; i++) {
+        printf("%s{\"impl\": \"%s\", \"seconds\": %.6g, \"gflops\": %.5g, \"peak_gflops\": %.5g, \"runs\": %d",
+               i ? ", " : "", rows[i].name, rows[i].seconds, t->flops / rows[i].seconds * 1e-9, rows[i].peak,
+               rows[i].runs);
+        if (i < t->n_var && t->blas_seconds > 0)
+            printf(", \"speedup_vs_openblas\": %.5g", t->blas_seconds / rows[i].seconds);
+        if (i < t->n_var && t->tanh[i].measured)
+            printf(", \"tanh_seconds\": %.6g, \"tanh_terms\": %.0f, \"tanh_gterms_per_s\": %.5g, "
+                   "\"tanh_fraction_of_peak\": %.5g",
+                   t->tanh[i].seconds, t->tanh[i].terms, t->tanh[i].terms / t->tanh[i].seconds * 1e-9,
+                   t->tanh[i].fraction);
+        printf("}");
     }
-    n_var = n;
-    if (opt->isa && n == 0 && !failed) {
-        fprintf(stderr, "attngen: bench: no runnable variant named '%s'\n", opt->isa);
-        classic_free_buffers(&buf);
-        return 2;
+    printf("]}\n");
+}
+
+static void classic_report_table(const attn_spec *spec, const bench_options *opt, const classic_totals *t)
+{
+    const timing *rows = t->rows;
+    char da[32] = "";
+    int i;
+    if (spec->attn_dim > 0) snprintf(da, sizeof da, " Da=%d", spec->attn_dim);
+    printf("%s: %s, B=%ld Lq=%ld Lk=%ld Ds=%d Dh=%d%s%s threads=%ld%s\n", spec->name,
+           spec->family == ATTN_FAMILY_ADDITIVE ? "additive" : score_name(spec), opt->batch, opt->seq_q,
+           opt->seq_k, spec->query_dim, spec->key_dim, da, spec->bias ? " bias" : "", opt->threads,
+           spec->family != ATTN_FAMILY_ADDITIVE ? "" : t->use_u ? ", U precomputed" : ", U from W_h");
+    printf("  (GFLOP/s of %.4g FLOPs: the projections, scores and context; tanh and softmax not counted)\n",
+           t->flops);
+    printf("  %-13s %12s %10s %16s %12s\n", "impl", "time (ms)", "GFLOP/s", "of peak", "vs openblas");
+    for (i = 0; i < t->n; i++) {
+        const double gf = t->flops / rows[i].seconds * 1e-9;
+        printf("  %-13s %12.3f %10.2f ", rows[i].name, rows[i].seconds * 1e3, gf);
+        if (rows[i].peak > 0) printf("%6.1f%% of %4.0f", 100.0 * gf / rows[i].peak, rows[i].peak);
+        else printf("%16s", "-");
+        if (i < t->n_var && t->blas_seconds > 0) printf(" %11.2fx", t->blas_seconds / rows[i].seconds);
+        printf("\n");
+    }
+    for (i = 0; i < t->n_var; i++)
+        if (t->tanh[i].measured)
+            printf("  tanh loop (%s): B=1 Lq=%d Lk=%d%s, %.4g terms in %.3f ms, %.3g Gterms/s; at %d FMAs a "
+                   "term and 1 a multiply-add elsewhere: %.2f of the FMA peak (%.0f GFLOP/s)\n",
+                   rows[i].name, spec->family == ATTN_FAMILY_ADDITIVE ? TANH_ADDITIVE_Q : TANH_CONCAT_Q,
+                   spec->family == ATTN_FAMILY_ADDITIVE ? TANH_ADDITIVE_K : TANH_CONCAT_K,
+                   spec->family == ATTN_FAMILY_ADDITIVE ? ", U precomputed" : "", t->tanh[i].terms,
+                   t->tanh[i].seconds * 1e3, t->tanh[i].terms / t->tanh[i].seconds * 1e-9, TANH_FMAS_PER_TERM,
+                   t->tanh[i].fraction, rows[i].peak);
+    if (t->tanh_score && t->n_var > 0 && !opt->no_tanh)
+        printf("  (tanh loop: the whole call's time, softmax included; a lower bound of the loop's own rate)\n");
+    if (t->blas_core) printf("  (openblas core: %s)\n", t->blas_core);
+#ifdef ATTN_HAVE_OPENBLAS
+    if (!opt->no_blas && spec->mask != ATTN_MASK_NONE)
+        printf("  (no openblas baseline: it does not model the bool mask)\n");
+#endif
+}
+
+/* The unfused OpenBLAS baseline and the reference after the variants, on
+   the case's inputs (f32: classic_widen), rows from t->n on. */
+static void classic_baselines(const attn_spec *spec, const bench_options *opt, const bench_case *bc,
+                              classic_totals *t)
+{
+    const attn_classic_args *args = (const attn_classic_args *)bc->ops->args(bc->state);
+    classic_widened w;
+    attn_classic_args base;
+    if (classic_widen(spec, args, &base, &w) != 0) {
+        classic_widened_free(&w);
+        return;
     }
 #ifdef ATTN_HAVE_OPENBLAS
     if (!opt->no_blas && spec->mask == ATTN_MASK_NONE) {
+        classic_call cc;
+        timing *row = &t->rows[t->n];
+        cc.s = spec;
+        cc.a = &base;
         openblas_set_num_threads((int)opt->threads);
-        blas_core = openblas_get_corename();
-        snprintf(rows[n].name, sizeof rows[n].name, "openblas");
-        rows[n].peak = rows[n].dot_peak = 0.0;
-        if (time_classic(attn_bench_blas_classic, spec, &base, &rows[n]) == ATTN_OK) blas_seconds = rows[n++].seconds;
+        t->blas_core = openblas_get_corename();
+        snprintf(row->name, sizeof row->name, "openblas");
+        row->peak = row->dot_peak = 0.0;
+        if (best_time(call_classic_blas, &cc, row) == ATTN_OK) t->blas_seconds = t->rows[t->n++].seconds;
     }
 #endif
-    if (!opt->no_ref && flops <= CLASSIC_REFERENCE_LIMIT) {
-        attn_classic_args ra = args; /* the stored inputs, C f32 */
+    if (!opt->no_ref && t->flops <= CLASSIC_REFERENCE_LIMIT) {
+        attn_classic_args ra = *args; /* the stored inputs, C f32 */
         double t0;
         ra.c = base.c;
+        ra.c_stride[0] = base.c_stride[0];
+        ra.c_stride[1] = base.c_stride[1];
         t0 = attn_bench_now();
         if (classic_reference(spec, &ra) == ATTN_OK) {
-            snprintf(rows[n].name, sizeof rows[n].name, "reference");
-            rows[n].seconds = attn_bench_now() - t0;
-            rows[n].runs = 1;
-            rows[n].peak = rows[n].dot_peak = 0.0;
-            n++;
+            timing *row = &t->rows[t->n++];
+            snprintf(row->name, sizeof row->name, "reference");
+            row->seconds = attn_bench_now() - t0;
+            row->runs = 1;
+            row->peak = row->dot_peak = 0.0;
         }
     }
+    classic_widened_free(&w);
+}
 
-    if (opt->json) {
-        printf("{\"config\": \"%s\", \"kind\": \"%s\", \"score\": \"%s\", \"batch\": %ld, \"seq_q\": %ld, "
-               "\"seq_k\": %ld, \"threads\": %ld, \"query_dim\": %d, \"key_dim\": %d, \"attn_dim\": %d, "
-               "\"bias\": %s, \"precomputed_u\": %s, \"flops\": %.0f, \"flops_counted\": \"classic\", "
-               "\"blas_core\": %s%s%s, ",
-               spec->name, attn_family_name(spec->family), score_name(spec), opt->batch, opt->seq_q, opt->seq_k,
-               opt->threads, spec->query_dim, spec->key_dim, spec->attn_dim, spec->bias ? "true" : "false",
-               spec->family != ATTN_FAMILY_ADDITIVE ? "null" : use_u ? "true" : "false", flops,
-               blas_core ? "\"" : "", blas_core ? blas_core : "null", blas_core ? "\"" : "");
-        if (tanh_score && !opt->no_tanh)
-            printf("\"tanh\": {\"batch\": 1, \"seq_q\": %d, \"seq_k\": %d, \"precomputed_u\": %s, "
-                   "\"fmas_per_term\": %d}, ",
-                   spec->family == ATTN_FAMILY_ADDITIVE ? TANH_ADDITIVE_Q : TANH_CONCAT_Q,
-                   spec->family == ATTN_FAMILY_ADDITIVE ? TANH_ADDITIVE_K : TANH_CONCAT_K,
-                   spec->family == ATTN_FAMILY_ADDITIVE ? "true" : "false", TANH_FMAS_PER_TERM);
-        printf("\"results\": [");
-        for (i = 0; i < n; i++) {
-            printf("%s{\"impl\": \"%s\", \"seconds\": %.6g, \"gflops\": %.5g, \"peak_gflops\": %.5g, \"runs\": %d",
-                   i ? ", " : "", rows[i].name, rows[i].seconds, flops / rows[i].seconds * 1e-9, rows[i].peak,
-                   rows[i].runs);
-            if (i < n_var && blas_seconds > 0)
-                printf(", \"speedup_vs_openblas\": %.5g", blas_seconds / rows[i].seconds);
-            if (i < n_var && tanh[i].measured)
-                printf(", \"tanh_seconds\": %.6g, \"tanh_terms\": %.0f, \"tanh_gterms_per_s\": %.5g, "
-                       "\"tanh_fraction_of_peak\": %.5g",
-                       tanh[i].seconds, tanh[i].terms, tanh[i].terms / tanh[i].seconds * 1e-9, tanh[i].fraction);
-            printf("}");
-        }
-        printf("]}\n");
-    } else {
-        char da[32] = "";
-        if (spec->attn_dim > 0) snprintf(da, sizeof da, " Da=%d", spec->attn_dim);
-        printf("%s: %s, B=%ld Lq=%ld Lk=%ld Ds=%d Dh=%d%s%s threads=%ld%s\n", spec->name,
-               spec->family == ATTN_FAMILY_ADDITIVE ? "additive" : score_name(spec), opt->batch, opt->seq_q,
-               opt->seq_k, spec->query_dim, spec->key_dim, da, spec->bias ? " bias" : "", opt->threads,
-               spec->family != ATTN_FAMILY_ADDITIVE ? "" : use_u ? ", U precomputed" : ", U from W_h");
-        printf("  (GFLOP/s of %.4g FLOPs: the projections, scores and context; tanh and softmax not counted)\n",
-               flops);
-        printf("  %-13s %12s %10s %16s %12s\n", "impl", "time (ms)", "GFLOP/s", "of peak", "vs openblas");
-        for (i = 0; i < n; i++) {
-            const double gf = flops / rows[i].seconds * 1e-9;
-            printf("  %-13s %12.3f %10.2f ", rows[i].name, rows[i].seconds * 1e3, gf);
-            if (rows[i].peak > 0) printf("%6.1f%% of %4.0f", 100.0 * gf / rows[i].peak, rows[i].peak);
-            else printf("%16s", "-");
-            if (i < n_var && blas_seconds > 0) printf(" %11.2fx", blas_seconds / rows[i].seconds);
-            printf("\n");
-        }
-        for (i = 0; i < n_var; i++)
-            if (tanh[i].measured)
-                printf("  tanh loop (%s): B=1 Lq=%d Lk=%d%s, %.4g terms in %.3f ms, %.3g Gterms/s; at %d FMAs a "
-                       "term and 1 a multiply-add elsewhere: %.2f of the FMA peak (%.0f GFLOP/s)\n",
-                       rows[i].name, spec->family == ATTN_FAMILY_ADDITIVE ? TANH_ADDITIVE_Q : TANH_CONCAT_Q,
-                       spec->family == ATTN_FAMILY_ADDITIVE ? TANH_ADDITIVE_K : TANH_CONCAT_K,
-                       spec->family == ATTN_FAMILY_ADDITIVE ? ", U precomputed" : "", tanh[i].terms,
-                       tanh[i].seconds * 1e3, tanh[i].terms / tanh[i].seconds * 1e-9, TANH_FMAS_PER_TERM,
-                       tanh[i].fraction, rows[i].peak);
-        if (tanh_score && n_var > 0 && !opt->no_tanh)
-            printf("  (tanh loop: the whole call's time, softmax included; a lower bound of the loop's own rate)\n");
-        if (blas_core) printf("  (openblas core: %s)\n", blas_core);
-#ifdef ATTN_HAVE_OPENBLAS
-        if (!opt->no_blas && spec->mask != ATTN_MASK_NONE)
-            printf("  (no openblas baseline: it does not model the bool mask)\n");
-#endif
+/* `attngen bench` for an additive or luong kernel: the variants, the
+   unfused OpenBLAS baseline and the reference on one case of the family's
+   table, and for tanh scores each variant's tanh loop rate; FLOPs as the
+   case counts them (attn_reference_classic_flops). */
+static int bench_classic(const attn_kernel *kern, const bench_options *opt)
+{
+    const attn_spec *spec = &kern->spec;
+    attn_case c = bench_case_of(opt->batch, opt->seq_q, opt->seq_k, (int)opt->threads);
+    classic_totals t;
+    bench_case bc;
+    int failed = 0;
+
+    if (classic_options(spec, opt) != 0) return 2;
+    memset(&t, 0, sizeof t);
+    t.use_u = spec->family == ATTN_FAMILY_ADDITIVE && opt->u_mode != 0; /* default: precomputed */
+    t.tanh_score = classic_uses_tanh(spec);
+    c.with_u = t.use_u;
+    c.no_weights = 1;
+    if (bench_case_build(&bc, spec, ATTN_DIR_FWD, &c) != ATTN_OK) {
+        fprintf(stderr, "attngen: bench: out of memory for this shape\n");
+        return 2;
     }
-    classic_free_buffers(&buf);
+    t.flops = bc.ops->flops(bc.state);
+
+    time_variants(kern, opt, &bc, t.rows, &t.n, &failed, classic_tanh_hook, &t);
+    t.n_var = t.n;
+    if (opt->isa && t.n == 0 && !failed) {
+        fprintf(stderr, "attngen: bench: no runnable variant named '%s'\n", opt->isa);
+        bench_case_free(&bc);
+        return 2;
+    }
+    classic_baselines(spec, opt, &bc, &t);
+    if (opt->json)
+        classic_report_json(spec, opt, &t);
+    else
+        classic_report_table(spec, opt, &t);
+    bench_case_free(&bc);
     return failed ? 1 : 0;
 }
 
@@ -1004,13 +814,47 @@ static int bench_classic(const attn_kernel *kern, const bench_options *opt)
 static int bench_backward(const attn_kernel *kern, const bench_options *opt, const attn_args *args, double fwd_flops);
 static int bench_append(const attn_kernel *kern, const bench_options *opt);
 
+/* The bench's case of the kernels that take attn_args: the shape of the
+   options, K and V head-major with --kv-layout bhsd, dropout of 10% of the
+   weights (part of what is timed); the baselines' args (the reference's
+   widened inputs, O into *o32, f32, contiguous as the case's O).  0, or 2
+   after a message. */
+static int qkv_case(const attn_spec *spec, const bench_options *opt, bench_case *bc, attn_args *base, float **o32)
+{
+    attn_case c = bench_case_of(opt->batch, opt->seq_q, opt->seq_k, (int)opt->threads);
+    const size_t no = (size_t)(opt->batch * opt->seq_q) * (size_t)spec->heads_q * (size_t)spec->head_dim_v;
+    c.kv_head_major = opt->head_major;
+    if (spec->family != ATTN_FAMILY_LINEAR && spec->dropout) {
+        c.dropout_p = 0.1f;
+        c.dropout_seed = 42;
+    }
+    *o32 = NULL;
+    if (bench_case_build(bc, spec, ATTN_DIR_FWD, &c) == ATTN_OK) {
+        *o32 = (float *)malloc(sizeof(float) * no + 1);
+        if (*o32) {
+            bc->ops->widened(bc->state, base);
+            base->o = *o32;
+            base->weights = NULL; /* the baselines compute O and LSE only */
+            base->entropy = NULL;
+            return 0;
+        }
+        bench_case_free(bc);
+    }
+    fprintf(stderr, "attngen: bench: out of memory for this shape\n");
+    return 2;
+}
+
+/* The bench of the kernels that take attn_args (sdpa, linear attention) on
+   a case of the family's table; the exit code. */
 static int bench_qkv(const attn_kernel *kern, const bench_options *options)
 {
     const attn_spec *spec = &kern->spec;
     const bench_options opt = *options;
-    bench_buffers buf;
+    bench_case bc;
     bench_totals t;
-    attn_args args, base_args;
+    const attn_args *args;
+    attn_args base_args;
+    float *o32 = NULL;
     timing rows[ATTN_ISA_COUNT + 3]; /* the variants, openblas, openblas-bf16, reference */
     float *bw_buf = NULL;
     int n = 0, failed = 0;
@@ -1024,33 +868,34 @@ static int bench_qkv(const attn_kernel *kern, const bench_options *options)
         return 2;
     }
     if (opt.append > 0) return bench_append(kern, &opt);
-    if (make_inputs(&opt, spec, &args, &base_args, &buf) != 0) {
-        fprintf(stderr, "attngen: bench: out of memory for this shape\n");
-        return 2;
-    }
+    if (qkv_case(spec, &opt, &bc, &base_args, &o32) != 0) return 2;
+    args = (const attn_args *)bc.ops->args(bc.state);
 
     memset(&t, 0, sizeof t);
-    t.visible = visible_scores(spec, &args);
-    t.flops = spec->family == ATTN_FAMILY_LINEAR ? attn_reference_linear_flops(spec, &args)
-                                                 : 2.0 * (double)t.visible * (spec->head_dim + spec->head_dim_v);
+    t.visible = bc.ops->visible(bc.state);
+    t.flops = bc.ops->flops(bc.state);
+    t.flops_counted = bc.ops->flops_counted;
     /* Few query rows: the work is reading K and V.  Count the bytes every
        implementation must read and measure what the machine can read. */
     if (opt.seq_q <= DECODE_ROWS) {
         /* shared_kv: one row of D values a key holds both K and V */
-        t.kv_bytes = (double)attn_reference_keys_read(spec, &args) *
+        t.kv_bytes = (double)attn_reference_keys_read(spec, args) *
                      (spec->head_dim + (spec->shared_kv ? 0 : spec->head_dim_v)) *
                      (double)attn_dtype_size(spec->dtype_kv) / (double)attn_dtype_values(spec->dtype_kv);
         bw_buf = attn_tool_random_floats(READ_BW_FLOATS, 7); /* no buffer: no bandwidth reported */
         if (bw_buf) t.read_bw = attn_bench_read_bandwidth(bw_buf, (int)opt.threads);
     }
 
-    time_variants(kern, &opt, &args, rows, &n, &failed);
+    time_variants(kern, &opt, &bc, rows, &n, &failed, NULL, NULL);
     {
         const attn_variant *pick = attn_pick_variant(kern->variants, kern->n_variants);
         t.dispatch = pick ? attn_isa_name(pick->isa) : NULL;
     }
     if (opt.isa && n == 0 && !failed) {
         fprintf(stderr, "attngen: bench: no runnable variant named '%s'\n", opt.isa);
+        free(bw_buf);
+        free(o32);
+        bench_case_free(&bc);
         return 2;
     }
     /* The memory system of a shared machine changes speed within minutes:
@@ -1061,15 +906,16 @@ static int bench_qkv(const attn_kernel *kern, const bench_options *options)
         if (again > t.read_bw) t.read_bw = again;
         free(bw_buf);
     }
-    time_baselines(spec, &opt, &args, &base_args, &t, rows, &n);
+    time_baselines(spec, &opt, args, &base_args, &t, rows, &n);
 
     if (opt.json)
         report_json(spec, &opt, &t, rows, n);
     else
         report_table(spec, &opt, &t, rows, n);
-    if (attn_entry_bwd_kernel != NULL && spec->backward && bench_backward(kern, &opt, &args, t.flops) != 0)
+    if (attn_entry_bwd_kernel != NULL && spec->backward && bench_backward(kern, &opt, args, t.flops) != 0)
         failed = 1;
-    free_buffers(&buf);
+    free(o32);
+    bench_case_free(&bc);
     return failed ? 1 : 0;
 }
 
@@ -1219,7 +1065,7 @@ static double copy_bandwidth(char *dst, char *src, int threads)
 }
 
 /* Times attn_<name>_append of opt->append new rows a sequence into the
-   cache of make_inputs (contiguous, or its shuffled pages), whose
+   cache of the bench's case (contiguous, or its shuffled pages), whose
    sequences hold seq_k - append keys already: every run stores the same
    rows at the same positions, as a step of a serving loop stores its
    sequences' new rows.  Reports the cache bytes written and the new rows'
@@ -1234,8 +1080,9 @@ static int bench_append(const attn_kernel *kern, const bench_options *opt)
     const double values = (double)nk + (has_v ? (double)nv : 0.0);
     const double written = values * (double)attn_dtype_size(spec->dtype_kv) / (double)attn_dtype_values(spec->dtype_kv);
     const double read = values * (double)attn_dtype_size(spec->dtype_q);
-    bench_buffers buf;
-    attn_args args, base_args;
+    attn_case c = bench_case_of(opt->batch, opt->seq_q, opt->seq_k, (int)opt->threads);
+    bench_case bc;
+    attn_args args;
     float *kn32 = NULL, *vn32 = NULL;
     void *kn = NULL, *vn = NULL;
     int32_t *seqlens = NULL;
@@ -1260,7 +1107,9 @@ static int bench_append(const attn_kernel *kern, const bench_options *opt)
     kn = kn32 ? attn_tool_stored(spec->dtype_q, kn32, nk) : NULL;
     vn = vn32 ? attn_tool_stored(spec->dtype_q, vn32, nv) : NULL;
     seqlens = (int32_t *)malloc(sizeof(int32_t) * (size_t)opt->batch);
-    if (make_inputs(opt, spec, &args, &base_args, &buf) != 0 || !kn || (has_v && !vn) || !seqlens) {
+    if (bench_case_build(&bc, spec, ATTN_DIR_FWD, &c) == ATTN_OK) /* the cache: the case's K and V */
+        args = *(const attn_args *)bc.ops->args(bc.state);
+    if (!bc.state || !kn || (has_v && !vn) || !seqlens) {
         fprintf(stderr, "attngen: bench: out of memory for this shape\n");
         code = 2;
         goto done;
@@ -1317,7 +1166,7 @@ static int bench_append(const attn_kernel *kern, const bench_options *opt)
                written * 1e-6, read * 1e-6, (int)(COPY_BW_BYTES >> 20), opt->threads, opt->threads == 1 ? "" : "s");
     }
 done:
-    free_buffers(&buf);
+    bench_case_free(&bc);
     attn_tool_free_stored(kn, kn32);
     attn_tool_free_stored(vn, vn32);
     free(kn32);

@@ -74,7 +74,11 @@ static void attn_tool_free_stored(void *stored, const float *src)
 
 /* qk_norm's weights of a spec with qk_norm (NULL otherwise, or when out of
    memory): q_norm_w then k_norm_w, [head_dim] each, random in 0.5..1.5 as
-   the factor (offset + w) the rows are multiplied by.  Released with free(). */
+   the factor (offset + w) the rows are multiplied by.  Released with free().
+   (The tuner's; the bench's cases make their own, so it may go unused.) */
+#if defined(__GNUC__)
+__attribute__((unused))
+#endif
 static float *attn_tool_qk_norm_weights(const attn_spec *spec, attn_args *args)
 {
     float *w;

@@ -864,4 +864,27 @@ describe("cli #slow", function()
       end)
     end)
   end)
+
+  -- the bench's inputs are a case of the family's table (attn_case.bench):
+  -- every key of its bool mask visible, FLOPs as the case counts them
+  describe("bench", function()
+    it("counts the visible scores of its case, the bool mask all true, and their FLOPs (--json)", function()
+      local code, out, err = attngen({ "bench", "configs/test/t_bool_mask.lua", "--seq-q", "70", "--seq-k", "70",
+        "--json", "--isa", "scalar", "--no-blas", "--no-reference" })
+      assert.equal(0, code, err)
+      local line = out:match("[^\n]*\"visible_scores\"[^\n]*") or ""
+      -- causal: 2 heads x 70 x 71 / 2 keys; 2 (D + Dv) = 80 FLOPs each
+      assert.truthy(line:find('"visible_scores": 4970, "flops": 397600, "flops_counted": "visible_scores"', 1, true),
+        out)
+      assert.truthy(line:find('{"impl": "scalar", ', 1, true), out)
+    end)
+
+    it("counts an additive case's FLOPs as the classic families do (--json)", function()
+      local code, out, err = attngen({ "bench", "configs/test/t_additive.lua", "--seq-q", "5", "--seq-k", "9",
+        "--json", "--isa", "scalar", "--no-blas", "--no-reference", "--no-tanh-rate" })
+      assert.equal(0, code, err)
+      assert.truthy(out:find('"flops_counted": "classic"', 1, true), out)
+      assert.truthy(out:find('{"impl": "scalar", ', 1, true), out)
+    end)
+  end)
 end)
