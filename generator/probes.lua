@@ -103,13 +103,19 @@ local function bf16_probe(I)
   }
 end
 
---- An int8 probe on W-bit integer vectors: DOT_CHAINS chains of step(acc)
--- on u = 3 and s = -2 in every byte; mode "dp" (vpdpbusd: W / 8 products
--- an instruction) or "mad" (vpmaddubsw, vpmaddwd, vpaddd: 32).
+--- An int8 probe on W-bit integer vectors: DOT_CHAINS chains of step(acc);
+-- mode "dp" (vpdpbusd of u = 3 and s = -2 in every byte: W / 8 products an
+-- instruction) or "mad" (vpmaddubsw, vpmaddwd, vpaddd: 32).  The "mad" step
+-- multiplies the chain's own accumulator (as unsigned bytes) by s: products
+-- of constants alone the compiler would hoist out of the loop, leaving the
+-- adds.  Its chain (two multiplies and an add) is shorter than the
+-- multiplies' throughput over DOT_CHAINS chains, so the probe times that.
 local function int8_probe(I, W, mode)
   local P, VI = ("_mm%d_"):format(W), ("__m%di"):format(W)
   local consts = { ("const %s u = %sset1_epi8(3), s = %sset1_epi8(-2)"):format(VI, P, P) }
-  if mode == "mad" then consts[2] = "const __m256i ones = _mm256_set1_epi16(1)" end
+  if mode == "mad" then
+    consts = { ("const %s s = %sset1_epi8(-2)"):format(VI, P), "const __m256i ones = _mm256_set1_epi16(1)" }
+  end
   local dp = mode == "dp" and int8.dp_intrinsic(I.int8, W)
   return {
     name = ("attn_probe_int8_%s__%s"):format(mode, I.name),
@@ -121,7 +127,7 @@ local function int8_probe(I, W, mode)
     start = function(i) return ("%sset1_epi32(%d)"):format(P, i) end,
     step = function(a)
       if mode == "dp" then return ("%s(%s, u, s)"):format(dp, a) end
-      return int8.mad("u", "s", a)
+      return int8.mad(a, "s", a)
     end,
     add = function(a, b) return ("%sadd_epi32(%s, %s)"):format(P, a, b) end,
     store = function(p, v)
