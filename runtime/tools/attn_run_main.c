@@ -1311,35 +1311,22 @@ static void compute(const attn_kernel *kernel, const attn_variant *variant, int 
         fail(spec->name, "%s", attn_status_string(st));
 }
 
-/* Files staged next to their paths and renamed into place together. */
-typedef struct {
-    const char *path[8];
-    char *staged[8];
-    int n;
-} staged_files;
-
-/* Removes the staged files from the from'th on, and fails on path. */
-static void unstage_and_fail(staged_files *sf, int from, const char *path, const char *msg)
-{
-    int t;
-    for (t = from; t < sf->n; t++)
-        if (sf->staged[t] != NULL)
-            remove(sf->staged[t]);
-    fail(path, "%s", msg);
-}
-
-/* Writes one output next to its path (none where path is NULL). */
-static void stage(staged_files *sf, const char *path, int ndim, const int64_t *shape, const void *data,
+/* Writes one output next to its path (none where path is NULL; attn_npy_stage). */
+static void stage(attn_npy_staged *sf, const char *path, int ndim, const int64_t *shape, const void *data,
                   attn_npy_dtype dtype)
 {
     char err[256];
-    if (path == NULL)
-        return;
-    sf->path[sf->n] = path;
-    sf->staged[sf->n] = attn_npy_write_staged(path, dtype, ndim, shape, data, err, sizeof err);
-    sf->n++;
-    if (sf->staged[sf->n - 1] == NULL)
-        unstage_and_fail(sf, 0, path, err);
+    if (attn_npy_stage(sf, path, dtype, ndim, shape, data, err, sizeof err) != 0)
+        fail(path, "%s", err);
+}
+
+/* Renames the staged outputs into place (attn_npy_publish). */
+static void publish(attn_npy_staged *sf)
+{
+    char err[256];
+    const char *failed = NULL;
+    if (attn_npy_publish(sf, &failed, err, sizeof err) != 0)
+        fail(failed, "%s", err);
 }
 
 /* Writes O (and LSE, the weights, the entropy, the state) next to their
@@ -1348,7 +1335,7 @@ static void stage(staged_files *sf, const char *path, int ndim, const int64_t *s
    without one. */
 static void publish_outputs(const run_options *opt, int drop_batch, run_outputs *out)
 {
-    staged_files sf;
+    attn_npy_staged sf;
     const void *o_data = out->o;
     int t;
     attn_npy_dtype o_npy = ATTN_NPY_F32;
@@ -1372,14 +1359,7 @@ static void publish_outputs(const run_options *opt, int drop_batch, run_outputs 
     for (t = 0; t < 2; t++) /* appending: the caches after the call, shaped as read */
         if (out->kv[t] != NULL)
             stage(&sf, opt->kv_out[t], out->kv_ndim[t], out->kv_shape[t], out->kv[t], out->kv_npy[t]);
-    for (t = 0; t < sf.n; t++)
-        if (rename(sf.staged[t], sf.path[t]) != 0) {
-            char msg[256];
-            snprintf(msg, sizeof msg, "cannot rename the finished file over it: %s", strerror(errno));
-            unstage_and_fail(&sf, t, sf.path[t], msg);
-        }
-    for (t = 0; t < sf.n; t++)
-        free(sf.staged[t]);
+    publish(&sf);
 }
 
 static void free_all(const run_options *opt, run_inputs *in, run_outputs *out)
@@ -1889,19 +1869,13 @@ static void check_bwd_paths(const run_options *opt, const attn_spec *spec)
 /* One gradient, written as a .npy file: f32 or f16 as stored, bf16 widened. */
 static void write_grad(const char *path, attn_dtype dtype, const void *data, size_t n, int ndim, const int64_t *shape)
 {
-    char err[256];
     float *wide = dtype == ATTN_DTYPE_BF16 ? widen_copy(path, dtype, data, n) : NULL;
-    char *staged = attn_npy_write_staged(path, dtype == ATTN_DTYPE_F16 ? ATTN_NPY_F16 : ATTN_NPY_F32, ndim, shape,
-                                         wide != NULL ? (const void *)wide : data, err, sizeof err);
+    attn_npy_staged sf;
+    memset(&sf, 0, sizeof sf);
+    stage(&sf, path, ndim, shape, wide != NULL ? (const void *)wide : data,
+          dtype == ATTN_DTYPE_F16 ? ATTN_NPY_F16 : ATTN_NPY_F32);
     free(wide);
-    if (staged == NULL)
-        fail(path, "%s", err);
-    if (rename(staged, path) != 0) {
-        remove(staged);
-        free(staged);
-        fail(path, "cannot rename the finished file over it: %s", strerror(errno));
-    }
-    free(staged);
+    publish(&sf);
 }
 
 /* The backward pass after the forward: dO read as O's type, dQ, dK, dV from
