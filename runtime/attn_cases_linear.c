@@ -202,4 +202,5 @@ const attn_case_ops attn_cases_linear_fwd = {
     "linear",         sizeof(attn_qkv_case), attn_qkv_build,   attn_qkv_reference, attn_qkv_run,
     attn_qkv_compare, attn_qkv_reset,        attn_qkv_outputs, attn_qkv_free,      attn_qkv_default_cases,
     linear_errors,
+    attn_qkv_tensors, /* sdpa's: the same arguments */
 };
