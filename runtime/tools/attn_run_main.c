@@ -424,23 +424,32 @@ typedef struct {
     float *qn[2];            /* and as f32 */
 } run_inputs;
 
-/* The outputs, written by the kernel and then published. */
+/* One output of the call: its entry in the family's tensors, the path it
+   is written to (NULL: the kernel writes it, run does not keep it), its
+   shape and data as held (in O's storage type, f32 with --reference, or
+   f32), and how the file stores it. */
 typedef struct {
-    void *o;                 /* O in the kernel's storage type (f32 with --reference) */
-    attn_dtype o_dtype;
-    float *o_wide;           /* a bf16 O widened for the file */
-    float *lse;
-    float *p;                /* the weights [B][Hq][Lq][Lk] (--weights) */
-    float *e;                /* the entropy [B][Hq][Lq] (--entropy) */
+    const attn_case_tensor *t;
+    const char *path;
+    int ndim, batched;       /* batched: shape[0] is the batch, left out after a 3-D input */
+    int64_t shape[4];
+    void *data;
+    int borrowed;            /* data is an input's (the state, the caches): not freed here */
+    attn_dtype dtype;
+    attn_npy_dtype npy;
+    size_t count;
+    float *wide;             /* a bf16 output widened for the file */
+} run_output;
+
+#define RUN_MAX_OUTPUTS 8
+
+/* The outputs, written by the kernel and then published in order. */
+typedef struct {
+    run_output slot[RUN_MAX_OUTPUTS];
+    int n;
     float *state[2];         /* linear configs with state: S and z, in and out */
-    size_t o_count;
-    int o_ndim, p_ndim;      /* with the batch dim: 4 (sdpa, linear), 3 (additive, luong) */
-    int64_t o_shape[4], lse_shape[3], p_shape[4], state_shape[2][4];
-    const void *kv[2];       /* --k-out, --v-out: the caches after appending, as written */
-    float *kv_wide[2];       /* a bf16 or block-type cache widened for the file */
-    attn_npy_dtype kv_npy[2];
-    int kv_ndim[2];
-    int64_t kv_shape[2][4];
+    int64_t state_shape[2][4];
+    float *kv_wide[2];       /* --k-out, --v-out: a bf16 or block-type cache widened for the file */
 } run_outputs;
 
 /* Where an option of the additive and luong families goes; NULL: not one. */
@@ -1170,76 +1179,117 @@ static void load_state(const run_options *opt, const attn_spec *spec, run_inputs
     args->state_z = out->state[1];
 }
 
-/* O [B][Lq][Hq][Dv] in O's storage type (f32 for the reference), LSE
-   [B][Hq][Lq], f32, with p_path the weights [B][Hq][Lq][Lk], f32, and with
-   e_path the entropy [B][Hq][Lq], f32, attached to the args. */
-static void alloc_outputs(const char *o_path, const char *p_path, const char *e_path, const attn_spec *spec,
-                          int use_reference, attn_args *args, run_outputs *out)
+/* The family's tensor for an option (attn_case_tensor_find). */
+static const attn_case_tensor *tensor_of(const attn_spec *spec, attn_direction dir, const char *opt_name)
 {
-    size_t o_count, lse_count;
+    const attn_case_ops *ops = attn_case_ops_for(spec, dir);
+    const attn_case_tensor *t = ops != NULL ? attn_case_tensor_find(ops->tensors, opt_name, spec) : NULL;
+    if (t == NULL)
+        fail(spec->name, "the config's kind has no %s", opt_name);
+    return t;
+}
 
-    out->o_shape[0] = args->batch;
-    out->o_shape[1] = args->seq_q;
-    out->o_shape[2] = spec->heads_q;
-    out->o_shape[3] = spec->head_dim_v;
-    out->o_ndim = out->p_ndim = 4;
-    out->lse_shape[0] = args->batch;
-    out->lse_shape[1] = spec->heads_q;
-    out->lse_shape[2] = args->seq_q;
-    o_count = (size_t)args->batch * (size_t)args->seq_q * (size_t)spec->heads_q;
-    lse_count = o_count;
-    if (o_count > SIZE_MAX / sizeof(float) / ((size_t)spec->head_dim_v + 1))
-        fail(o_path, "the output is too large");
-    o_count *= (size_t)spec->head_dim_v;
-    out->o_count = o_count;
-    out->o_dtype = use_reference ? ATTN_DTYPE_F32 : spec->dtype_o;
-    out->o = malloc(o_count * attn_dtype_size(out->o_dtype) + 1);
-    out->lse = (float *)malloc(lse_count * sizeof *out->lse + 1);
-    if (out->o == NULL || out->lse == NULL)
-        fail(o_path, "out of memory");
-    args->o = out->o;
-    args->lse = out->lse;
-    if (e_path != NULL) {
-        out->e = (float *)malloc(lse_count * sizeof *out->e + 1);
-        if (out->e == NULL)
-            fail(e_path, "out of memory");
-        args->entropy = out->e;
+/* An output of data held elsewhere (the state, the caches), written to path
+   as npy with the shape given. */
+static void add_output(run_outputs *out, const attn_spec *spec, const char *opt_name, const char *path, int ndim,
+                       const int64_t *shape, const void *data, attn_npy_dtype npy, int batched)
+{
+    run_output *o = &out->slot[out->n++];
+    int d;
+    o->t = tensor_of(spec, ATTN_DIR_FWD, opt_name);
+    o->path = path;
+    o->ndim = ndim;
+    o->batched = batched;
+    for (d = 0; d < ndim; d++)
+        o->shape[d] = shape[d];
+    o->data = (void *)(uintptr_t)data;
+    o->borrowed = 1;
+    o->dtype = ATTN_DTYPE_F32;
+    o->npy = npy;
+}
+
+/* The outputs the options name in the family's tensors (O's storage type
+   with ATTN_STORE_O, f32 with --reference and otherwise), shaped by their
+   named dims for the call's batch, seq_q and seq_k, allocated in order; the
+   first n_always also without a path (the kernel writes them whatever);
+   label names the file a failure is reported on when a path is NULL.
+   Returns the first output's slot. */
+static run_output *alloc_outputs(run_outputs *out, const attn_spec *spec, const run_options *opt,
+                                 const char *const *names, const char *const *paths, int n_names, int n_always,
+                                 const int64_t call[3])
+{
+    run_output *first = &out->slot[out->n];
+    int i, d;
+    for (i = 0; i < n_names; i++) {
+        const attn_case_tensor *t = tensor_of(spec, ATTN_DIR_FWD, names[i]);
+        const char *label = paths[i] != NULL ? paths[i] : paths[0];
+        run_output *o = &out->slot[out->n];
+        size_t n = 1;
+        if (paths[i] == NULL && i >= n_always)
+            continue;
+        out->n++;
+        o->t = t;
+        o->path = paths[i];
+        o->ndim = t->ndim;
+        o->batched = t->dims[0] == ATTN_DIM_BATCH;
+        o->dtype = t->store == ATTN_STORE_O && !opt->use_reference ? spec->dtype_o : ATTN_DTYPE_F32;
+        o->npy = o->dtype == ATTN_DTYPE_F16 ? ATTN_NPY_F16 : ATTN_NPY_F32;
+        for (d = 0; d < t->ndim; d++) {
+            o->shape[d] = attn_dim_value(t->dims[d], spec, call[0], call[1], call[2]);
+            if (o->shape[d] > 0 && n > SIZE_MAX / sizeof(float) / ((size_t)o->shape[d] + 1))
+                fail(label, strcmp(names[i], "--weights") == 0 ? "the weights are too large"
+                                                                : "the output is too large");
+            n *= (size_t)o->shape[d];
+        }
+        o->count = n;
+        o->data = malloc(n * attn_dtype_size(o->dtype) + 1);
+        if (o->data == NULL)
+            fail(label, "out of memory");
     }
-    if (p_path != NULL) {
-        size_t p_count = (size_t)args->batch * (size_t)spec->heads_q;
-        out->p_shape[0] = args->batch;
-        out->p_shape[1] = spec->heads_q;
-        out->p_shape[2] = args->seq_q;
-        out->p_shape[3] = args->seq_k;
-        if (args->seq_q > 0 && p_count > SIZE_MAX / sizeof(float) / (size_t)args->seq_q)
-            fail(p_path, "the weights are too large");
-        p_count *= (size_t)args->seq_q;
-        if (args->seq_k > 0 && p_count > SIZE_MAX / sizeof(float) / (size_t)args->seq_k)
-            fail(p_path, "the weights are too large");
-        p_count *= (size_t)args->seq_k;
-        out->p = (float *)malloc(p_count * sizeof *out->p + 1);
-        if (out->p == NULL)
-            fail(p_path, "out of memory");
-        args->weights = out->p; /* weights_stride: contiguous (attn_args_set_contiguous) */
+    return first;
+}
+
+/* The data of an output by option, NULL when not allocated. */
+static void *output_data(const run_outputs *out, const char *opt_name)
+{
+    int i;
+    for (i = 0; i < out->n; i++)
+        if (strcmp(out->slot[i].t->opt, opt_name) == 0)
+            return out->slot[i].data;
+    return NULL;
+}
+
+static void free_outputs(run_outputs *out)
+{
+    int i;
+    for (i = 0; i < out->n; i++) {
+        if (!out->slot[i].borrowed)
+            free(out->slot[i].data);
+        free(out->slot[i].wide);
     }
+    free(out->state[0]);
+    free(out->state[1]);
+    free(out->kv_wide[0]);
+    free(out->kv_wide[1]);
 }
 
 /* --average-heads: the weights' mean over the query heads, in place:
    [B][Hq][Lq][Lk] becomes [B][Lq][Lk] (summed in double). */
-static void average_heads(run_outputs *out)
+static void average_heads(run_output *w)
 {
-    const int64_t B = out->p_shape[0], H = out->p_shape[1], n = out->p_shape[2] * out->p_shape[3];
+    const int64_t B = w->shape[0], H = w->shape[1], n = w->shape[2] * w->shape[3];
+    float *p = (float *)w->data;
     int64_t b, h, e;
     for (b = 0; b < B; b++)
         for (e = 0; e < n; e++) {
             double sum = 0.0;
             for (h = 0; h < H; h++)
-                sum += out->p[(b * H + h) * n + e];
-            out->p[b * n + e] = (float)(sum / (double)H); /* b * n + e <= (b * H) * n + e */
+                sum += p[(b * H + h) * n + e];
+            p[b * n + e] = (float)(sum / (double)H); /* b * n + e <= (b * H) * n + e */
         }
-    out->p_shape[1] = out->p_shape[2];
-    out->p_shape[2] = out->p_shape[3];
-    out->p_ndim = 3;
+    w->shape[1] = w->shape[2];
+    w->shape[2] = w->shape[3];
+    w->ndim = 3;
 }
 
 /* --isa with --k-new: a variant's entry point attends only, so the kernel's
@@ -1329,36 +1379,29 @@ static void publish(attn_npy_staged *sf)
         fail(failed, "%s", err);
 }
 
-/* Writes O (and LSE, the weights, the entropy, the state) next to their
-   paths, then renames them into place: every output complete before any
-   replaces what was there.  A 3-D input (no batch dim) gives outputs
-   without one. */
+/* Writes the outputs with a path next to their paths, in order, then
+   renames them into place: every output complete before any replaces what
+   was there.  A 3-D input (no batch dim) gives outputs without one. */
 static void publish_outputs(const run_options *opt, int drop_batch, run_outputs *out)
 {
     attn_npy_staged sf;
-    const void *o_data = out->o;
     int t;
-    attn_npy_dtype o_npy = ATTN_NPY_F32;
 
     memset(&sf, 0, sizeof sf);
-    if (out->o_dtype == ATTN_DTYPE_F16) {
-        o_npy = ATTN_NPY_F16;
-    } else if (out->o_dtype == ATTN_DTYPE_BF16) { /* .npy has no bf16: f32, exactly */
-        out->o_wide = widen_copy(opt->o_path, ATTN_DTYPE_BF16, out->o, out->o_count);
-        o_data = out->o_wide;
+    for (t = 0; t < out->n; t++) {
+        run_output *o = &out->slot[t];
+        const int drop = o->batched ? drop_batch : 0;
+        const void *data = o->data;
+        if (o->path == NULL)
+            continue;
+        if (o->dtype == ATTN_DTYPE_BF16) { /* .npy has no bf16: f32, exactly */
+            o->wide = widen_copy(o->path, ATTN_DTYPE_BF16, o->data, o->count);
+            data = o->wide;
+        }
+        if (opt->average_heads && strcmp(o->t->opt, "--weights") == 0)
+            average_heads(o);
+        stage(&sf, o->path, o->ndim - drop, o->shape + drop, data, o->npy);
     }
-    stage(&sf, opt->o_path, out->o_ndim - drop_batch, out->o_shape + drop_batch, o_data, o_npy);
-    stage(&sf, opt->lse_path, 3 - drop_batch, out->lse_shape + drop_batch, out->lse, ATTN_NPY_F32);
-    if (opt->p_path != NULL && opt->average_heads)
-        average_heads(out);
-    stage(&sf, opt->p_path, out->p_ndim - drop_batch, out->p_shape + drop_batch, out->p, ATTN_NPY_F32);
-    stage(&sf, opt->e_path, 3 - drop_batch, out->lse_shape + drop_batch, out->e, ATTN_NPY_F32);
-    for (t = 0; t < 2 && opt->s_out[0] != NULL; t++) /* the state after the call: S, z */
-        stage(&sf, opt->s_out[t], 4 - t - drop_batch, out->state_shape[t] + drop_batch, out->state[t],
-              ATTN_NPY_F32);
-    for (t = 0; t < 2; t++) /* appending: the caches after the call, shaped as read */
-        if (out->kv[t] != NULL)
-            stage(&sf, opt->kv_out[t], out->kv_ndim[t], out->kv_shape[t], out->kv[t], out->kv_npy[t]);
     publish(&sf);
 }
 
@@ -1394,13 +1437,7 @@ static void free_all(const run_options *opt, run_inputs *in, run_outputs *out)
         attn_npy_free(&in->rope_a[0]);
         attn_npy_free(&in->rope_a[1]);
     }
-    free(out->o);
-    free(out->o_wide);
-    free(out->lse);
-    free(out->p);
-    free(out->e);
-    free(out->state[0]);
-    free(out->state[1]);
+    free_outputs(out);
     attn_npy_free(&in->state_a[0]);
     attn_npy_free(&in->state_a[1]);
     if (opt->kn_path != NULL)
@@ -1410,8 +1447,6 @@ static void free_all(const run_options *opt, run_inputs *in, run_outputs *out)
     free(in->kn);
     free(in->vn);
     free(in->after);
-    free(out->kv_wide[0]);
-    free(out->kv_wide[1]);
 }
 
 /* ---- additive and luong configs (attn_classic_args) --------------------- */
@@ -1684,36 +1719,6 @@ static void load_classic_mask(const char *path, classic_inputs *in, attn_classic
     args->mask = (const uint8_t *)ma->data; /* bytes, nonzero = keep */
 }
 
-/* C [B][Lq][Dh] in C's storage type (f32 for the reference) and with
-   --weights A [B][Lq][Lk], f32, attached to the args. */
-static void alloc_classic_outputs(const run_options *opt, const attn_spec *spec, attn_classic_args *args,
-                                  run_outputs *out)
-{
-    const size_t rows = (size_t)args->batch * (size_t)args->seq_q;
-    out->o_ndim = out->p_ndim = 3;
-    out->o_shape[0] = out->p_shape[0] = args->batch;
-    out->o_shape[1] = out->p_shape[1] = args->seq_q;
-    out->o_shape[2] = spec->key_dim;
-    out->p_shape[2] = args->seq_k;
-    if (args->seq_q > 0 && (size_t)args->batch > SIZE_MAX / sizeof(float) / (size_t)args->seq_q)
-        fail(opt->o_path, "the output is too large");
-    if (rows > SIZE_MAX / sizeof(float) / ((size_t)spec->key_dim + 1))
-        fail(opt->o_path, "the output is too large");
-    out->o_count = rows * (size_t)spec->key_dim;
-    out->o_dtype = opt->use_reference ? ATTN_DTYPE_F32 : spec->dtype_o;
-    out->o = malloc(out->o_count * attn_dtype_size(out->o_dtype) + 1);
-    if (out->o == NULL)
-        fail(opt->o_path, "out of memory");
-    args->c = out->o;
-    if (opt->p_path != NULL) {
-        if (args->seq_k > 0 && rows > SIZE_MAX / sizeof(float) / (size_t)args->seq_k)
-            fail(opt->p_path, "the weights are too large");
-        out->p = (float *)malloc(rows * (size_t)args->seq_k * sizeof(float) + 1);
-        if (out->p == NULL)
-            fail(opt->p_path, "out of memory");
-        args->weights = out->p; /* weights_stride: contiguous (attn_classic_args_set_contiguous) */
-    }
-}
 
 /* The reference (on the stored inputs; C unrounded, f32), the variant
    --isa names, or the kernel's dispatch. */
@@ -1784,7 +1789,14 @@ static int run_classic(const attn_kernel *kernel, const run_options *opt)
     }
     if (opt->m_path != NULL)
         load_classic_mask(opt->m_path, &in, &args);
-    alloc_classic_outputs(opt, spec, &args, &out);
+    {
+        static const char *const names[2] = { "-o", "--weights" };
+        const char *const paths[2] = { opt->o_path, opt->p_path };
+        const int64_t call[3] = { batch, seq_q, seq_k };
+        alloc_outputs(&out, spec, opt, names, paths, 2, 1, call);
+        args.c = output_data(&out, "-o");
+        args.weights = output_data(&out, "--weights"); /* weights_stride: contiguous */
+    }
 
     compute_classic(kernel, variant, opt->use_reference, &args);
     publish_outputs(opt, in.drop_batch, &out);
@@ -1797,9 +1809,7 @@ static int run_classic(const attn_kernel *kernel, const run_options *opt)
     attn_npy_free(&in.sa);
     attn_npy_free(&in.ma);
     free(in.seqlens);
-    free(out.o);
-    free(out.o_wide);
-    free(out.p);
+    free_outputs(&out);
     return 0;
 }
 
@@ -2164,24 +2174,21 @@ static void reference_append(const attn_spec *spec, run_inputs *in, attn_args *a
    blocks, else dequantized to f32. */
 static void kv_outputs(const run_options *opt, const attn_spec *spec, const run_inputs *in, run_outputs *out)
 {
-    int t, d;
+    int t;
     for (t = 0; t < 2; t++) {
         const attn_npy *a = t ? &in->va : &in->ka;
         const void *data = t ? in->v : in->k;
         const int blocks = attn_dtype_values(spec->dtype_kv) > 1;
+        attn_npy_dtype npy = spec->dtype_kv == ATTN_DTYPE_F16 ? ATTN_NPY_F16 : ATTN_NPY_F32;
         if (opt->kv_out[t] == NULL)
             continue;
-        out->kv_ndim[t] = a->ndim;
-        for (d = 0; d < a->ndim; d++)
-            out->kv_shape[t][d] = a->shape[d];
-        out->kv[t] = data;
-        out->kv_npy[t] = spec->dtype_kv == ATTN_DTYPE_F16 ? ATTN_NPY_F16 : ATTN_NPY_F32;
         if (blocks && a->dtype == ATTN_NPY_U8) {
-            out->kv_npy[t] = ATTN_NPY_U8;
+            npy = ATTN_NPY_U8;
         } else if (blocks || spec->dtype_kv == ATTN_DTYPE_BF16) {
             out->kv_wide[t] = widen_copy(opt->kv_out[t], spec->dtype_kv, data, a->count);
-            out->kv[t] = out->kv_wide[t];
+            data = out->kv_wide[t];
         }
+        add_output(out, spec, t ? "--v-out" : "--k-out", opt->kv_out[t], a->ndim, a->shape, data, npy, 0);
     }
 }
 
@@ -2193,6 +2200,7 @@ static int run_qkv(const attn_kernel *kernel, const run_options *options)
     run_inputs in;
     run_outputs out;
     attn_args args;
+    int t;
 
     check_paths(&opt, spec);
     check_bwd_paths(&opt, spec);
@@ -2217,13 +2225,26 @@ static int run_qkv(const attn_kernel *kernel, const run_options *options)
         load_qk_norm(&opt, spec, &in, &args);
     if (opt.kn_path != NULL)
         load_append(&opt, spec, &in, &args);
-    alloc_outputs(opt.o_path, opt.p_path, opt.e_path, spec, opt.use_reference, &args, &out);
+    {
+        static const char *const names[4] = { "-o", "--lse", "--weights", "--entropy" };
+        const char *const paths[4] = { opt.o_path, opt.lse_path, opt.p_path, opt.e_path };
+        const int64_t call[3] = { args.batch, args.seq_q, args.seq_k };
+        alloc_outputs(&out, spec, &opt, names, paths, 4, 2, call);
+        args.o = output_data(&out, "-o");
+        args.lse = (float *)output_data(&out, "--lse");
+        args.weights = (float *)output_data(&out, "--weights"); /* weights_stride: contiguous */
+        args.entropy = (float *)output_data(&out, "--entropy");
+    }
     if (spec->family == ATTN_FAMILY_LINEAR && spec->state)
         load_state(&opt, spec, &in, &args, &out);
 
     if (opt.kn_path != NULL && opt.use_reference)
         reference_append(spec, &in, &args);
     compute(kernel, variant, opt.use_reference, &in, &args);
+    if (opt.s_out[0] != NULL) /* the state after the call: S, z */
+        for (t = 0; t < 2; t++)
+            add_output(&out, spec, "--state-out", opt.s_out[t], 4 - t, out.state_shape[t], out.state[t], ATTN_NPY_F32,
+                       1);
     if (opt.kv_out[0] != NULL || opt.kv_out[1] != NULL)
         kv_outputs(&opt, spec, &in, &out);
     if (opt.do_path != NULL)
