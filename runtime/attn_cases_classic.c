@@ -532,7 +532,7 @@ static attn_takes takes_v_attn(const attn_spec *spec, char *why, size_t len)
 static attn_takes takes_bias(const attn_spec *spec, char *why, size_t len)
 {
     return attn_takes_when(spec->bias && (is_additive(spec) || spec->score == ATTN_SCORE_CONCAT), 1, why, len,
-                           "has bias = true", "has no bias (bias = true)");
+                           "", "has no bias (bias = true)");
 }
 
 static attn_takes takes_optional(const attn_spec *spec, char *why, size_t len)
@@ -560,7 +560,7 @@ static const attn_case_tensor classic_tensors[] = {
     { "--w", "W", 0, 2, { DH, DS }, ATTN_STORE_KV, takes_w_general, 0 },
     { "--w", "W", 0, 2, { DA, ATTN_DIM_KEY_QUERY_DIM }, ATTN_STORE_KV, takes_concat, 0 },
     { "--v-attn", "v", 0, 1, { DA }, ATTN_STORE_KV, takes_v_attn, 0 },
-    { "--b", "b", 0, 1, { DA }, ATTN_STORE_KV, takes_bias, 0 },
+    { "--b", "b", 0, 1, { DA }, ATTN_STORE_KV, takes_bias, 1 },
     { "--seqlens-k", "one key length per batch", 0, 1, { B_ }, ATTN_STORE_I32, attn_takes_padding, 0 },
     { "--mask", "the mask", 0, 3, { B_, LQ, LK }, ATTN_STORE_MASK, attn_takes_mask, 0 },
     { "-o", "the context C", 1, 3, { B_, LQ, DH }, ATTN_STORE_O, NULL, 0 },

@@ -704,8 +704,7 @@ static attn_takes takes_state(const attn_spec *spec, char *why, size_t len)
 
 static attn_takes takes_new_rows(const attn_spec *spec, char *why, size_t len)
 {
-    return attn_takes_when(spec->family == ATTN_FAMILY_SDPA, 0, why, len, "",
-                    is_linear(spec) ? "has kind = \"linear\"" : "has another kind");
+    return attn_takes_when(spec->family == ATTN_FAMILY_SDPA, 0, why, len, "", ""); /* run's appending checks say why */
 }
 
 static attn_takes takes_lse(const attn_spec *spec, char *why, size_t len)
@@ -742,8 +741,8 @@ const attn_case_tensor attn_qkv_tensors[] = {
     { "--k", "the key tensor", 0, 4, { B_, LK, HK, D_ }, ATTN_STORE_KV, NULL, 0 },
     { "--v", "the value tensor", 0, 4, { B_, LK, HK, DV }, ATTN_STORE_KV, takes_v, 0 },
     { "--seqlens-k", "one key length per batch", 0, 1, { B_ }, ATTN_STORE_I32, attn_takes_padding, 0 },
-    { "--mask", "the mask", 0, 4, { B_, HQ, LQ, LK }, ATTN_STORE_MASK, attn_takes_mask, 0 },
     { "--sinks", "one logit per query head", 0, 1, { HQ }, ATTN_STORE_F32, takes_sinks, 0 },
+    { "--mask", "the mask", 0, 4, { B_, HQ, LQ, LK }, ATTN_STORE_MASK, attn_takes_mask, 0 },
     { "--rel-table", "the relative position table", 0, 2, { ATTN_DIM_REL_ROWS, HQ }, ATTN_STORE_F32, takes_rel, 0 },
     { "--block-table", "the block table", 0, 2, { B_, ROWS }, ATTN_STORE_I32, takes_table, 0 },
     { "--rope-cos", "a position's cos of each rotated pair", 0, 2, { ROWS, ATTN_DIM_ROPE_PAIRS }, ATTN_STORE_F32,

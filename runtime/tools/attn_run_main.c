@@ -55,6 +55,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <stddef.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -452,14 +453,75 @@ typedef struct {
     float *kv_wide[2];       /* --k-out, --v-out: a bf16 or block-type cache widened for the file */
 } run_outputs;
 
-/* Where an option of the additive and luong families goes; NULL: not one. */
-static const char **classic_dest(run_options *opt, const char *arg)
+/* Where each option that names a file keeps it (a pair's second file, z of
+   --state-in and --state-out, next to its first). */
+#define RUN_OPT(name, field) { name, offsetof(run_options, field) }
+#define RUN_OPT_AT(name, field, i) { name, offsetof(run_options, field) + (i) * sizeof(const char *) }
+static const struct {
+    const char *opt;
+    size_t off;
+} option_paths[] = {
+    RUN_OPT("--q", q_path), RUN_OPT("--k", k_path), RUN_OPT("--v", v_path), RUN_OPT("--seqlens-k", s_path),
+    RUN_OPT("--mask", m_path), RUN_OPT("--rel-table", r_path), RUN_OPT("-o", o_path), RUN_OPT("--lse", lse_path),
+    RUN_OPT("--weights", p_path), RUN_OPT("--sinks", sinks_path), RUN_OPT("--entropy", e_path),
+    RUN_OPT("--block-table", bt_path), RUN_OPT_AT("--rope-cos", rope_path, 0), RUN_OPT_AT("--rope-sin", rope_path, 1),
+    RUN_OPT("--isa", isa_name), RUN_OPT("--do", do_path), RUN_OPT_AT("--dq", grad_path, 0),
+    RUN_OPT_AT("--dk", grad_path, 1), RUN_OPT_AT("--dv", grad_path, 2), RUN_OPT("--k-new", kn_path),
+    RUN_OPT("--v-new", vn_path), RUN_OPT_AT("--k-out", kv_out, 0), RUN_OPT_AT("--v-out", kv_out, 1),
+    RUN_OPT_AT("--q-norm-w", qn_path, 0), RUN_OPT_AT("--k-norm-w", qn_path, 1), RUN_OPT("--dsinks", dsinks_path),
+    RUN_OPT("--drel", drel_path), RUN_OPT("--dq-norm-w", dnorm_path), RUN_OPT_AT("--s", cl, CL_S),
+    RUN_OPT_AT("--h", cl, CL_H), RUN_OPT_AT("--u", cl, CL_U), RUN_OPT_AT("--w-s", cl, CL_W_S),
+    RUN_OPT_AT("--w-h", cl, CL_W_H), RUN_OPT_AT("--w", cl, CL_W), RUN_OPT_AT("--v-attn", cl, CL_V),
+    RUN_OPT_AT("--b", cl, CL_B), RUN_OPT_AT("--state-in", s_in, 0), RUN_OPT_AT("--state-out", s_out, 0),
+};
+
+/* Where option arg keeps its value; NULL: not one of option_paths. */
+static const char **option_dest(const run_options *opt, const char *arg)
 {
-    int c;
-    for (c = 0; c < CL_COUNT; c++)
-        if (strcmp(arg, classic_opt[c]) == 0)
-            return &opt->cl[c];
+    size_t i;
+    for (i = 0; i < sizeof option_paths / sizeof option_paths[0]; i++)
+        if (strcmp(arg, option_paths[i].opt) == 0)
+            return (const char **)(uintptr_t)((const char *)opt + option_paths[i].off);
     return NULL;
+}
+
+/* The file the options name for a tensor of the family's table (z: the
+   second file of its option), or NULL. */
+static const char *tensor_path(const run_options *opt, const attn_case_tensor *t)
+{
+    const char **dest = option_dest(opt, t->opt);
+    return dest == NULL ? NULL : dest[strcmp(t->name, "z") == 0];
+}
+
+/* The family's tensor for an option (attn_case_tensor_find). */
+static const attn_case_tensor *tensor_of(const attn_spec *spec, attn_direction dir, const char *opt_name)
+{
+    const attn_case_ops *ops = attn_case_ops_for(spec, dir);
+    const attn_case_tensor *t = ops != NULL ? attn_case_tensor_find(ops->tensors, opt_name, spec) : NULL;
+    if (t == NULL)
+        fail(spec->name, "the config's kind has no %s", opt_name);
+    return t;
+}
+
+/* A 1-D input of the family's tensors (its dim for the call's batch), read
+   into *a and returned as its storage type, f32 or int32 (malloc'ed). */
+static void *load_vector(const char *path, const attn_spec *spec, const char *opt_name, int64_t batch, attn_npy *a)
+{
+    const attn_case_tensor *t = tensor_of(spec, ATTN_DIR_FWD, opt_name);
+    const int64_t n = attn_dim_value(t->dims[0], spec, batch, 0, 0);
+    char err[256], shp[160];
+    int32_t *ints = NULL;
+    float *floats = NULL;
+    int st;
+    load(path, a);
+    if (a->ndim != 1 || a->shape[0] != n)
+        fail(path, "expected shape (%lld,) (%s), got %s", (long long)n, t->name,
+             attn_npy_shape_string(a, shp, sizeof shp));
+    st = t->store == ATTN_STORE_I32 ? attn_npy_to_i32(a, &ints, err, sizeof err)
+                                    : attn_npy_to_f32(a, &floats, err, sizeof err);
+    if (st != 0)
+        fail(path, "%s", err);
+    return ints != NULL ? (void *)ints : (void *)floats;
 }
 
 /* Parses argv into opt; --help prints the usage and exits 0. */
@@ -518,35 +580,7 @@ static void parse_options(int argc, char **argv, run_options *opt)
             pair[1] = argv[++i];
             continue;
         }
-        if (strcmp(arg, "--q") == 0) dest = &opt->q_path;
-        else if (strcmp(arg, "--k") == 0) dest = &opt->k_path;
-        else if (strcmp(arg, "--v") == 0) dest = &opt->v_path;
-        else if (strcmp(arg, "--seqlens-k") == 0) dest = &opt->s_path;
-        else if (strcmp(arg, "--mask") == 0) dest = &opt->m_path;
-        else if (strcmp(arg, "--rel-table") == 0) dest = &opt->r_path;
-        else if (strcmp(arg, "-o") == 0) dest = &opt->o_path;
-        else if (strcmp(arg, "--lse") == 0) dest = &opt->lse_path;
-        else if (strcmp(arg, "--weights") == 0) dest = &opt->p_path;
-        else if (strcmp(arg, "--sinks") == 0) dest = &opt->sinks_path;
-        else if (strcmp(arg, "--entropy") == 0) dest = &opt->e_path;
-        else if (strcmp(arg, "--block-table") == 0) dest = &opt->bt_path;
-        else if (strcmp(arg, "--rope-cos") == 0) dest = &opt->rope_path[0];
-        else if (strcmp(arg, "--rope-sin") == 0) dest = &opt->rope_path[1];
-        else if (strcmp(arg, "--isa") == 0) dest = &opt->isa_name;
-        else if (strcmp(arg, "--do") == 0) dest = &opt->do_path;
-        else if (strcmp(arg, "--dq") == 0) dest = &opt->grad_path[0];
-        else if (strcmp(arg, "--dk") == 0) dest = &opt->grad_path[1];
-        else if (strcmp(arg, "--dv") == 0) dest = &opt->grad_path[2];
-        else if (strcmp(arg, "--k-new") == 0) dest = &opt->kn_path;
-        else if (strcmp(arg, "--v-new") == 0) dest = &opt->vn_path;
-        else if (strcmp(arg, "--k-out") == 0) dest = &opt->kv_out[0];
-        else if (strcmp(arg, "--v-out") == 0) dest = &opt->kv_out[1];
-        else if (strcmp(arg, "--q-norm-w") == 0) dest = &opt->qn_path[0];
-        else if (strcmp(arg, "--k-norm-w") == 0) dest = &opt->qn_path[1];
-        else if (strcmp(arg, "--dsinks") == 0) dest = &opt->dsinks_path;
-        else if (strcmp(arg, "--drel") == 0) dest = &opt->drel_path;
-        else if (strcmp(arg, "--dq-norm-w") == 0) dest = &opt->dnorm_path;
-        else if (strcmp(arg, "--threads") != 0 && (dest = classic_dest(opt, arg)) == NULL)
+        if (strcmp(arg, "--threads") != 0 && (dest = option_dest(opt, arg)) == NULL)
             fail(arg, "unknown option (expected --q, --k, --v, --seqlens-k, --mask, --rel-table, -o, "
                       "--lse, --weights, --average-heads, --entropy, --random-inputs, --batch, --seq-q, "
                       "--seq-k, --threads, --isa, --reference, --block-table, "
@@ -562,21 +596,39 @@ static void parse_options(int argc, char **argv, run_options *opt)
     }
 }
 
-/* --rope-cos and --rope-sin: both, and only for a config with rope table = true. */
-static void check_rope_paths(const run_options *opt, const attn_spec *spec)
+/* The options against the family's tensors: a tensor the config does not
+   take is refused, one it requires must be given (but for what
+   --random-inputs draws), each output given must be a file that run may
+   replace.  Tensors whose condition has no words (why "") are the family's
+   own checks' (the classic inputs, appending, --lse, the state). */
+static void check_taken(const run_options *opt, const attn_spec *spec, const attn_case_tensor *table)
+{
+    const attn_case_tensor *t;
+    char why[160];
+    for (t = table; t->opt != NULL; t++) {
+        const char *path = tensor_path(opt, t);
+        const attn_takes takes = attn_case_tensor_takes(t, spec, why, sizeof why);
+        const int drawn = opt->random && strcmp(t->opt, "--block-table") == 0;
+        if (t->takes != NULL && why[0] != '\0') {
+            if (path != NULL && takes == ATTN_TAKES_NOT && attn_case_tensor_find(table, t->opt, spec) == t)
+                fail(t->by_option ? t->opt : path, "the config '%s' %s, so %s is not accepted", spec->name, why,
+                     t->opt);
+            if (path == NULL && takes == ATTN_TAKES_REQUIRED && !drawn)
+                fail(t->opt, "required: the config '%s' %s", spec->name, why);
+        }
+        if (t->output && path != NULL)
+            check_output_path(path);
+    }
+}
+
+/* --rope-cos and --rope-sin (a config with rope table = true: check_taken): neither replaced by -o. */
+static void check_rope_paths(const run_options *opt)
 {
     static const char *const names[2] = { "--rope-cos", "--rope-sin" };
-    const int table = spec->family == ATTN_FAMILY_SDPA && spec->rope_style != ATTN_ROPE_NONE && spec->rope_table;
     int a;
-    for (a = 0; a < 2; a++) {
-        if (opt->rope_path[a] != NULL && !table)
-            fail(names[a], "the config '%s' has no rope table (rope = {table = true}), so %s is not accepted",
-                 spec->name, names[a]);
-        if (opt->rope_path[a] == NULL && table)
-            fail(names[a], "required: the config '%s' has rope = {table = true}", spec->name);
+    for (a = 0; a < 2; a++)
         if (opt->rope_path[a] != NULL && same_file(opt->rope_path[a], opt->o_path))
             fail("-o", "'%s' is the %s input; not replacing an input", opt->o_path, names[a]);
-    }
 }
 
 /* ---- qk_norm (--q-norm-w, --k-norm-w) ------------------------------------ */
@@ -605,19 +657,10 @@ static void check_qk_norm_paths(const run_options *opt, const attn_spec *spec)
 /* --q-norm-w, --k-norm-w: shape (D,) each, read as f32. */
 static void load_qk_norm(const run_options *opt, const attn_spec *spec, run_inputs *in, attn_args *args)
 {
-    char err[256], shp[160];
     int a;
-    for (a = 0; a < 2; a++) {
-        const char *path = opt->qn_path[a];
-        if (path == NULL)
-            continue;
-        load(path, &in->qn_a[a]);
-        if (in->qn_a[a].ndim != 1 || in->qn_a[a].shape[0] != spec->head_dim)
-            fail(path, "expected shape (%d,) (a weight per head dim), got %s", spec->head_dim,
-                 attn_npy_shape_string(&in->qn_a[a], shp, sizeof shp));
-        if (attn_npy_to_f32(&in->qn_a[a], &in->qn[a], err, sizeof err) != 0)
-            fail(path, "%s", err);
-    }
+    for (a = 0; a < 2; a++)
+        if (opt->qn_path[a] != NULL)
+            in->qn[a] = (float *)load_vector(opt->qn_path[a], spec, a ? "--k-norm-w" : "--q-norm-w", 0, &in->qn_a[a]);
     args->q_norm_w = in->qn[0];
     args->k_norm_w = in->qn[1];
 }
@@ -695,12 +738,6 @@ static void check_paths(const run_options *opt, const attn_spec *spec)
         fail(opt->s_in[0] != NULL ? "--state-in" : "--state-out",
              "the config '%s' has no state (kind = \"linear\" with state = true), so it is not accepted",
              spec->name);
-    if (opt->p_path != NULL && !spec->weights)
-        fail(opt->p_path, "the config '%s' has no weights (weights = true), so --weights is not accepted",
-             spec->name);
-    if (opt->e_path != NULL && (linear || !spec->entropy))
-        fail(opt->e_path, "the config '%s' has no entropy (entropy = true), so --entropy is not accepted",
-             spec->name);
     if (opt->dropout_opt != NULL && !spec->dropout)
         fail(opt->dropout_opt, "the config '%s' has no dropout (dropout = true), so %s is not accepted",
              spec->name, opt->dropout_opt);
@@ -742,42 +779,11 @@ static void check_paths(const run_options *opt, const attn_spec *spec)
             if (out_path[a] != NULL && in_path[b] != NULL && same_file(out_path[a], in_path[b]))
                 fail(out_opt[a], "'%s' is the %s input; not replacing an input", out_path[a], in_opt[b]);
         }
-    for (a = 3; a < 6; a++)
-        if (out_path[a] != NULL)
-            check_output_path(out_path[a]);
-    check_output_path(opt->o_path);
-    if (opt->lse_path != NULL)
-        check_output_path(opt->lse_path);
-    if (opt->p_path != NULL)
-        check_output_path(opt->p_path);
-    if (opt->s_path != NULL && !spec->padding)
-        fail(opt->s_path, "the config '%s' has no padding, so --seqlens-k is not accepted",
-             spec->name);
-    if (opt->s_path == NULL && spec->padding)
-        fail("--seqlens-k", "required: the config '%s' has padding", spec->name);
-    if (opt->sinks_path != NULL && (linear || !spec->sinks))
-        fail(opt->sinks_path, "the config '%s' has no sinks (sinks = true), so --sinks is not accepted", spec->name);
-    if (opt->sinks_path == NULL && !linear && spec->sinks)
-        fail("--sinks", "required: the config '%s' has sinks (a logit per query head)", spec->name);
-    if (opt->m_path != NULL && spec->mask == ATTN_MASK_NONE)
-        fail(opt->m_path, "the config '%s' has no mask, so --mask is not accepted", spec->name);
-    if (opt->m_path == NULL && spec->mask != ATTN_MASK_NONE)
-        fail("--mask", "required: the config '%s' has mask \"%s\"", spec->name,
-             spec->mask == ATTN_MASK_BOOL ? "bool" : "bias");
-    if (opt->r_path != NULL && attn_rel_rows(spec) == 0)
-        fail(opt->r_path, "the config '%s' has no rel_bias, so --rel-table is not accepted", spec->name);
-    if (opt->r_path == NULL && attn_rel_rows(spec) > 0)
-        fail("--rel-table", "required: the config '%s' has rel_bias", spec->name);
-    if (opt->bt_path != NULL && (linear || spec->page == 0))
-        fail(opt->bt_path, "the config '%s' is not paged (paged = {page, order}), so --block-table is not accepted",
-             spec->name);
+    check_taken(opt, spec, attn_case_ops_for(spec, ATTN_DIR_FWD)->tensors);
     if (opt->bt_path != NULL && opt->random)
         fail("--block-table", "not with --random-inputs, which draws K and V in the contiguous layout (read "
                               "through a table of their rows)");
-    if (opt->bt_path == NULL && !linear && spec->page > 0 && !opt->random)
-        fail("--block-table", "required: the config '%s' is paged (K and V are pools of %d keys a page)", spec->name,
-             spec->page);
-    check_rope_paths(opt, spec);
+    check_rope_paths(opt);
     check_qk_norm_paths(opt, spec);
 }
 
@@ -1008,18 +1014,10 @@ static void fill_qkv_args(const run_options *opt, const attn_spec *spec, const r
 
 /* seqlens_k: one valid key length per batch, each in 0..seq_k; read into
    *sa, returned as int32 (malloc'ed). */
-static int32_t *read_seqlens(const char *path, attn_npy *sa, int64_t batch, int64_t seq_k)
+static int32_t *read_seqlens(const char *path, const attn_spec *spec, attn_npy *sa, int64_t batch, int64_t seq_k)
 {
-    char err[256], shp[160];
-    int32_t *seqlens;
+    int32_t *seqlens = (int32_t *)load_vector(path, spec, "--seqlens-k", batch, sa);
     int64_t b;
-
-    load(path, sa);
-    if (sa->ndim != 1 || sa->shape[0] != batch)
-        fail(path, "expected shape (%lld,) (one key length per batch), got %s", (long long)batch,
-             attn_npy_shape_string(sa, shp, sizeof shp));
-    if (attn_npy_to_i32(sa, &seqlens, err, sizeof err) != 0)
-        fail(path, "%s", err);
     for (b = 0; b < batch; b++)
         if (seqlens[b] < 0 || seqlens[b] > seq_k)
             fail(path, "seqlens_k[%d] = %ld is outside 0..%lld (seq_k)", (int)b, (long)seqlens[b],
@@ -1030,13 +1028,7 @@ static int32_t *read_seqlens(const char *path, attn_npy *sa, int64_t batch, int6
 /* --sinks: a logit per query head, shape (Hq,), read as f32. */
 static void load_sinks(const char *path, const attn_spec *spec, run_inputs *in, attn_args *args)
 {
-    char err[256], shp[160];
-    load(path, &in->sinks_a);
-    if (in->sinks_a.ndim != 1 || in->sinks_a.shape[0] != spec->heads_q)
-        fail(path, "expected shape (%d,) (one logit per query head), got %s", spec->heads_q,
-             attn_npy_shape_string(&in->sinks_a, shp, sizeof shp));
-    if (attn_npy_to_f32(&in->sinks_a, &in->sinks, err, sizeof err) != 0)
-        fail(path, "%s", err);
+    in->sinks = (float *)load_vector(path, spec, "--sinks", 0, &in->sinks_a);
     args->sinks = in->sinks;
 }
 
@@ -1062,9 +1054,9 @@ static void load_rope(const run_options *opt, const attn_spec *spec, run_inputs 
     args->rope_rows = in->rope_a[0].shape[0];
 }
 
-static void load_seqlens(const char *path, run_inputs *in, attn_args *args)
+static void load_seqlens(const char *path, const attn_spec *spec, run_inputs *in, attn_args *args)
 {
-    in->seqlens = read_seqlens(path, &in->sa, args->batch, args->seq_k);
+    in->seqlens = read_seqlens(path, spec, &in->sa, args->batch, args->seq_k);
     args->seqlens_k = in->seqlens;
 }
 
@@ -1177,16 +1169,6 @@ static void load_state(const run_options *opt, const attn_spec *spec, run_inputs
     }
     args->state_s = out->state[0];
     args->state_z = out->state[1];
-}
-
-/* The family's tensor for an option (attn_case_tensor_find). */
-static const attn_case_tensor *tensor_of(const attn_spec *spec, attn_direction dir, const char *opt_name)
-{
-    const attn_case_ops *ops = attn_case_ops_for(spec, dir);
-    const attn_case_tensor *t = ops != NULL ? attn_case_tensor_find(ops->tensors, opt_name, spec) : NULL;
-    if (t == NULL)
-        fail(spec->name, "the config's kind has no %s", opt_name);
-    return t;
 }
 
 /* An output of data held elsewhere (the state, the caches), written to path
@@ -1475,49 +1457,33 @@ static const char *classic_kind(const attn_spec *spec, char *buf, size_t len)
     return buf;
 }
 
-/* Which inputs a config reads (CL_*): 1 required, 0 not accepted, -1
-   optional.  Additive takes W_h or U (U replaces W_h: one of the two). */
+/* Which inputs a config reads (CL_*), by the family's tensors: 1 required,
+   0 not accepted, -1 optional (additive: W_h or U, one of the two). */
 static void classic_takes(const attn_spec *spec, int take[CL_COUNT])
 {
-    const int additive = spec->family == ATTN_FAMILY_ADDITIVE;
-    const int concat = spec->score == ATTN_SCORE_CONCAT;
+    char why[160];
     int c;
-    for (c = 0; c < CL_COUNT; c++)
-        take[c] = 0;
-    take[CL_S] = take[CL_H] = 1;
-    if (additive) {
-        take[CL_W_S] = take[CL_V] = 1;
-        take[CL_W_H] = take[CL_U] = -1;
+    for (c = 0; c < CL_COUNT; c++) {
+        const attn_takes t = attn_case_tensor_takes(tensor_of(spec, ATTN_DIR_FWD, classic_opt[c]), spec, why, sizeof why);
+        take[c] = t == ATTN_TAKES_REQUIRED ? 1 : t == ATTN_TAKES_OPTIONAL ? -1 : 0;
     }
-    if (!additive && (spec->score == ATTN_SCORE_GENERAL || concat))
-        take[CL_W] = 1;
-    if (!additive && concat)
-        take[CL_V] = 1;
-    if (spec->bias && (additive || concat))
-        take[CL_B] = 1;
 }
 
-/* What an input holds, named by the config's keys, and the shape it must
-   have (batch, seq_q and seq_k: from S and H). */
+/* The shape input c must have, by its named dims in the family's tensors
+   (batch, seq_q and seq_k: from S and H), and the dims' names. */
 static int classic_want(const attn_spec *spec, int c, int64_t batch, int64_t seq_q, int64_t seq_k,
-                        int64_t dims[3], const char **names)
+                        int64_t dims[3], char *names, size_t len)
 {
-    const int64_t ds = spec->query_dim, dh = spec->key_dim, da = spec->attn_dim;
-    switch (c) {
-    case CL_S: dims[0] = batch; dims[1] = seq_q; dims[2] = ds; *names = "batch, seq_q, query_dim"; return 3;
-    case CL_H: dims[0] = batch; dims[1] = seq_k; dims[2] = dh; *names = "batch, seq_k, key_dim"; return 3;
-    case CL_U: dims[0] = batch; dims[1] = seq_k; dims[2] = da; *names = "batch, seq_k, attn_dim"; return 3;
-    case CL_W_S: dims[0] = da; dims[1] = ds; *names = "attn_dim, query_dim"; return 2;
-    case CL_W_H: dims[0] = da; dims[1] = dh; *names = "attn_dim, key_dim"; return 2;
-    case CL_W:
-        if (spec->score == ATTN_SCORE_CONCAT) {
-            dims[0] = da; dims[1] = dh + ds; *names = "attn_dim, key_dim + query_dim";
-        } else {
-            dims[0] = dh; dims[1] = ds; *names = "key_dim, query_dim";
-        }
-        return 2;
-    default: dims[0] = da; *names = "attn_dim"; return 1; /* v, b */
+    const attn_case_tensor *t = tensor_of(spec, ATTN_DIR_FWD, classic_opt[c]);
+    int d;
+    names[0] = '\0';
+    for (d = 0; d < t->ndim; d++) {
+        dims[d] = attn_dim_value(t->dims[d], spec, batch, seq_q, seq_k);
+        if (d > 0)
+            strncat(names, ", ", len - strlen(names) - 1);
+        strncat(names, attn_dim_name(t->dims[d]), len - strlen(names) - 1);
     }
+    return t->ndim;
 }
 
 /* The inputs as read: each one's label ("--w-s W.npy"), array and data in
@@ -1621,17 +1587,7 @@ static void check_classic_paths(const run_options *opt, const attn_spec *spec)
         if (opt->p_path != NULL && same_file(opt->p_path, in_path[c]))
             fail("--weights", "'%s' is the %s input; not replacing an input", opt->p_path, in_opt[c]);
     }
-    check_output_path(opt->o_path);
-    if (opt->p_path != NULL)
-        check_output_path(opt->p_path);
-    if (opt->s_path != NULL && !spec->padding)
-        fail(opt->s_path, "the config '%s' has no padding, so --seqlens-k is not accepted", spec->name);
-    if (opt->s_path == NULL && spec->padding)
-        fail("--seqlens-k", "required: the config '%s' has padding", spec->name);
-    if (opt->m_path != NULL && spec->mask == ATTN_MASK_NONE)
-        fail(opt->m_path, "the config '%s' has no mask, so --mask is not accepted", spec->name);
-    if (opt->m_path == NULL && spec->mask != ATTN_MASK_NONE)
-        fail("--mask", "required: the config '%s' has mask \"bool\"", spec->name);
+    check_taken(opt, spec, attn_case_ops_for(spec, ATTN_DIR_FWD)->tensors);
 }
 
 /* Reads input c and checks its shape against what the config and S (batch,
@@ -1642,7 +1598,7 @@ static void load_classic_input(const run_options *opt, const attn_spec *spec, in
     const char *path = opt->cl[c];
     attn_npy *a = &in->a[c];
     int64_t want[3];
-    const char *names;
+    char names[96];
     char shp[160], exp[160], from[400] = "", sshp[160], hshp[160];
     const size_t len = strlen(classic_opt[c]) + strlen(path) + 2;
     int nd, ok, d, off;
@@ -1652,7 +1608,7 @@ static void load_classic_input(const run_options *opt, const attn_spec *spec, in
         fail(path, "out of memory");
     snprintf(in->label[c], len, "%s %s", classic_opt[c], path);
     load_label(in->label[c], path, a);
-    nd = classic_want(spec, c, *batch, *seq_q, *seq_k, want, &names);
+    nd = classic_want(spec, c, *batch, *seq_q, *seq_k, want, names, sizeof names);
     if (nd == 3) {
         /* [batch][len][dim], or [len][dim] for batch 1 */
         if (a->ndim != 3 && a->ndim != 2)
@@ -1784,7 +1740,7 @@ static int run_classic(const attn_kernel *kernel, const run_options *opt)
     args.b_attn = in.stored[CL_B];
     args.threads = opt->threads;
     if (opt->s_path != NULL) {
-        in.seqlens = read_seqlens(opt->s_path, &in.sa, batch, seq_k);
+        in.seqlens = read_seqlens(opt->s_path, spec, &in.sa, batch, seq_k);
         args.seqlens_k = in.seqlens;
     }
     if (opt->m_path != NULL)
@@ -2212,7 +2168,7 @@ static int run_qkv(const attn_kernel *kernel, const run_options *options)
     memset(&out, 0, sizeof out);
     load_qkv(&opt, spec, &in, &args);
     if (opt.s_path != NULL)
-        load_seqlens(opt.s_path, &in, &args);
+        load_seqlens(opt.s_path, spec, &in, &args);
     if (opt.m_path != NULL)
         load_mask(opt.m_path, spec, &in, &args);
     if (opt.sinks_path != NULL)
