@@ -104,7 +104,9 @@ typedef enum { ATTN_TAKES_NOT, ATTN_TAKES_OPTIONAL, ATTN_TAKES_REQUIRED } attn_t
  * padding", "has no padding"); NULL: every spec takes it.  by_option: the
  * messages about it start with the option rather than the file.  A table
  * ends with an entry whose opt is NULL; an option may have several entries
- * (one per condition, or the two files of --state-in).
+ * (one per condition, or the two files of --state-in, S and z).  replaces:
+ * for an output updated in place, the option of the input whose file it may
+ * name (every other input's file it must not).
  */
 typedef struct {
     const char *opt;
@@ -115,6 +117,7 @@ typedef struct {
     attn_store store;
     attn_takes (*takes)(const attn_spec *spec, char *why, size_t len);
     int by_option;
+    const char *replaces;
 } attn_case_tensor;
 
 /* A dim's name ("seq_q", "key_dim + query_dim") and its value for a spec and

@@ -552,20 +552,20 @@ static attn_takes takes_optional(const attn_spec *spec, char *why, size_t len)
    reads (S in dtype_q, the rest in dtype_kv), the padding's lengths and the
    mask; C and the weights A. */
 static const attn_case_tensor classic_tensors[] = {
-    { "--s", "the decoder states S", 0, 3, { B_, LQ, DS }, ATTN_STORE_Q, NULL, 0 },
-    { "--h", "the encoder states H", 0, 3, { B_, LK, DH }, ATTN_STORE_KV, NULL, 0 },
-    { "--u", "U = H W_h^T", 0, 3, { B_, LK, DA }, ATTN_STORE_KV, takes_w_h_or_u, 0 },
-    { "--w-s", "W_s", 0, 2, { DA, DS }, ATTN_STORE_KV, takes_additive, 0 },
-    { "--w-h", "W_h", 0, 2, { DA, DH }, ATTN_STORE_KV, takes_w_h_or_u, 0 },
-    { "--w", "W", 0, 2, { DH, DS }, ATTN_STORE_KV, takes_w_general, 0 },
-    { "--w", "W", 0, 2, { DA, ATTN_DIM_KEY_QUERY_DIM }, ATTN_STORE_KV, takes_concat, 0 },
-    { "--v-attn", "v", 0, 1, { DA }, ATTN_STORE_KV, takes_v_attn, 0 },
-    { "--b", "b", 0, 1, { DA }, ATTN_STORE_KV, takes_bias, 1 },
-    { "--seqlens-k", "one key length per batch", 0, 1, { B_ }, ATTN_STORE_I32, attn_takes_padding, 0 },
-    { "--mask", "the mask", 0, 3, { B_, LQ, LK }, ATTN_STORE_MASK, attn_takes_mask, 0 },
-    { "-o", "the context C", 1, 3, { B_, LQ, DH }, ATTN_STORE_O, NULL, 0 },
-    { "--weights", "the attention weights A", 1, 3, { B_, LQ, LK }, ATTN_STORE_F32, takes_optional, 0 },
-    { NULL, NULL, 0, 0, { B_ }, ATTN_STORE_F32, NULL, 0 },
+    { "--s", "the decoder states S", 0, 3, { B_, LQ, DS }, ATTN_STORE_Q, NULL, 0, NULL },
+    { "--h", "the encoder states H", 0, 3, { B_, LK, DH }, ATTN_STORE_KV, NULL, 0, NULL },
+    { "--u", "U = H W_h^T", 0, 3, { B_, LK, DA }, ATTN_STORE_KV, takes_w_h_or_u, 0, NULL },
+    { "--w-s", "W_s", 0, 2, { DA, DS }, ATTN_STORE_KV, takes_additive, 0, NULL },
+    { "--w-h", "W_h", 0, 2, { DA, DH }, ATTN_STORE_KV, takes_w_h_or_u, 0, NULL },
+    { "--w", "W", 0, 2, { DH, DS }, ATTN_STORE_KV, takes_w_general, 0, NULL },
+    { "--w", "W", 0, 2, { DA, ATTN_DIM_KEY_QUERY_DIM }, ATTN_STORE_KV, takes_concat, 0, NULL },
+    { "--v-attn", "v", 0, 1, { DA }, ATTN_STORE_KV, takes_v_attn, 0, NULL },
+    { "--b", "b", 0, 1, { DA }, ATTN_STORE_KV, takes_bias, 1, NULL },
+    { "--seqlens-k", "one key length per batch", 0, 1, { B_ }, ATTN_STORE_I32, attn_takes_padding, 0, NULL },
+    { "--mask", "the mask", 0, 3, { B_, LQ, LK }, ATTN_STORE_MASK, attn_takes_mask, 0, NULL },
+    { "-o", "the context C", 1, 3, { B_, LQ, DH }, ATTN_STORE_O, NULL, 0, NULL },
+    { "--weights", "the attention weights A", 1, 3, { B_, LQ, LK }, ATTN_STORE_F32, takes_optional, 0, NULL },
+    { NULL, NULL, 0, 0, { B_ }, ATTN_STORE_F32, NULL, 0, NULL },
 };
 
 #undef B_

@@ -315,18 +315,18 @@ static attn_takes takes_dnorm(const attn_spec *spec, char *why, size_t len)
    norm's weights; the forward's inputs are the forward ops' (attn_qkv_tensors). */
 static const attn_case_tensor bwd_tensors[] = {
     { "--do", "the gradient of the output", 0, 4,
-      { ATTN_DIM_BATCH, ATTN_DIM_SEQ_Q, ATTN_DIM_HEADS_Q, ATTN_DIM_HEAD_DIM_V }, ATTN_STORE_O, NULL, 0 },
+      { ATTN_DIM_BATCH, ATTN_DIM_SEQ_Q, ATTN_DIM_HEADS_Q, ATTN_DIM_HEAD_DIM_V }, ATTN_STORE_O, NULL, 0, NULL },
     { "--dq", "the gradient of Q", 1, 4, { ATTN_DIM_BATCH, ATTN_DIM_SEQ_Q, ATTN_DIM_HEADS_Q, ATTN_DIM_HEAD_DIM },
-      ATTN_STORE_GRAD_Q, NULL, 0 },
+      ATTN_STORE_GRAD_Q, NULL, 0, NULL },
     { "--dk", "the gradient of K", 1, 4, { ATTN_DIM_BATCH, ATTN_DIM_SEQ_K, ATTN_DIM_HEADS_KV, ATTN_DIM_HEAD_DIM },
-      ATTN_STORE_GRAD_KV, NULL, 0 },
+      ATTN_STORE_GRAD_KV, NULL, 0, NULL },
     { "--dv", "the gradient of V", 1, 4, { ATTN_DIM_BATCH, ATTN_DIM_SEQ_K, ATTN_DIM_HEADS_KV, ATTN_DIM_HEAD_DIM_V },
-      ATTN_STORE_GRAD_KV, NULL, 0 },
-    { "--dsinks", "sinks gradient", 1, 1, { ATTN_DIM_HEADS_Q }, ATTN_STORE_F32, takes_dsinks, 0 },
+      ATTN_STORE_GRAD_KV, NULL, 0, NULL },
+    { "--dsinks", "sinks gradient", 1, 1, { ATTN_DIM_HEADS_Q }, ATTN_STORE_F32, takes_dsinks, 0, NULL },
     { "--drel", "relative position table's gradient", 1, 2, { ATTN_DIM_REL_ROWS, ATTN_DIM_HEADS_Q }, ATTN_STORE_F32,
-      takes_drel, 0 },
-    { "--dq-norm-w", "query norm weights' gradient", 1, 1, { ATTN_DIM_HEAD_DIM }, ATTN_STORE_F32, takes_dnorm, 0 },
-    { NULL, NULL, 0, 0, { ATTN_DIM_BATCH }, ATTN_STORE_F32, NULL, 0 },
+      takes_drel, 0, NULL },
+    { "--dq-norm-w", "query norm weights' gradient", 1, 1, { ATTN_DIM_HEAD_DIM }, ATTN_STORE_F32, takes_dnorm, 0, NULL },
+    { NULL, NULL, 0, 0, { ATTN_DIM_BATCH }, ATTN_STORE_F32, NULL, 0, NULL },
 };
 
 const attn_case_ops attn_cases_sdpa_bwd = {

@@ -621,14 +621,27 @@ static void check_taken(const run_options *opt, const attn_spec *spec, const att
     }
 }
 
-/* --rope-cos and --rope-sin (a config with rope table = true: check_taken): neither replaced by -o. */
-static void check_rope_paths(const run_options *opt)
+/* No output of the family's tensors may name an input's file, but the
+   input it updates in place (its replaces: S over S, z over z, a cache over
+   itself). */
+static void check_replaces(const run_options *opt, const attn_case_tensor *table)
 {
-    static const char *const names[2] = { "--rope-cos", "--rope-sin" };
-    int a;
-    for (a = 0; a < 2; a++)
-        if (opt->rope_path[a] != NULL && same_file(opt->rope_path[a], opt->o_path))
-            fail("-o", "'%s' is the %s input; not replacing an input", opt->o_path, names[a]);
+    const attn_case_tensor *o, *i;
+    for (o = table; o->opt != NULL; o++) {
+        const char *out = o->output ? tensor_path(opt, o) : NULL;
+        if (out == NULL)
+            continue;
+        for (i = table; i->opt != NULL; i++) {
+            const char *in = i->output ? NULL : tensor_path(opt, i);
+            if (in == NULL || (o->replaces != NULL && strcmp(o->replaces, i->opt) == 0 &&
+                               (strcmp(o->name, "z") == 0) == (strcmp(i->name, "z") == 0)))
+                continue;
+            if (i > table && strcmp(i[-1].opt, i->opt) == 0 && strcmp(i->name, "z") != 0)
+                continue; /* one option, several conditions: its file once */
+            if (same_file(out, in))
+                fail(o->opt, "'%s' is the %s input; not replacing an input", out, i->opt);
+        }
+    }
 }
 
 /* ---- qk_norm (--q-norm-w, --k-norm-w) ------------------------------------ */
@@ -644,8 +657,6 @@ static void check_qk_norm_paths(const run_options *opt, const attn_spec *spec)
     for (a = 0; a < 2; a++) {
         if (opt->qn_path[a] != NULL && !norm)
             fail(names[a], "the config '%s' has no qk_norm, so %s is not accepted", spec->name, names[a]);
-        if (opt->qn_path[a] != NULL && same_file(opt->qn_path[a], opt->o_path))
-            fail("-o", "'%s' is the %s input; not replacing an input", opt->o_path, names[a]);
     }
     if (norm && opt->qn_path[0] == NULL)
         fail("--q-norm-w", "required: the config '%s' has qk_norm (the weights of the query rows' norm)", spec->name);
@@ -694,11 +705,7 @@ static void qk_norm_new_row(const attn_spec *spec, const attn_args *args, float 
    ones given, outputs that replace no input, inputs the config takes. */
 static void check_paths(const run_options *opt, const attn_spec *spec)
 {
-    /* an output must not replace an input */
-    enum { N_IN = 10, N_OUT = 6 };
-    const char *in_opt[N_IN] = { "--q", "--k", "--v", "--seqlens-k", "--mask", "--state-in", "--state-in", "--sinks",
-                                 "--rel-table", "--block-table" };
-    const char *in_path[N_IN];
+    enum { N_OUT = 6 };
     const char *out_opt[N_OUT] = { "-o", "--lse", "--weights", "--entropy", "--state-out", "--state-out" };
     const char *out_path[N_OUT];
     const int linear = spec->family == ATTN_FAMILY_LINEAR;
@@ -746,16 +753,6 @@ static void check_paths(const run_options *opt, const attn_spec *spec)
     if (opt->p_path != NULL && (same_file(opt->p_path, opt->o_path) ||
                                 (opt->lse_path != NULL && same_file(opt->p_path, opt->lse_path))))
         fail("--weights", "must differ from -o and --lse");
-    in_path[0] = opt->q_path;
-    in_path[1] = opt->k_path;
-    in_path[2] = opt->v_path;
-    in_path[3] = opt->s_path;
-    in_path[4] = opt->m_path;
-    in_path[5] = opt->s_in[0];
-    in_path[6] = opt->s_in[1];
-    in_path[7] = opt->sinks_path;
-    in_path[8] = opt->r_path;
-    in_path[9] = opt->bt_path;
     out_path[0] = opt->o_path;
     out_path[1] = opt->lse_path;
     out_path[2] = opt->p_path;
@@ -771,19 +768,11 @@ static void check_paths(const run_options *opt, const attn_spec *spec)
             else if (a < 4 && (b >= 4 || b == 3) && out_path[a] != NULL && out_path[b] != NULL &&
                      same_file(out_path[a], out_path[b]))
                 fail(out_opt[b], "must differ from %s", out_opt[a]);
-    for (a = 0; a < N_OUT; a++)
-        for (b = 0; b < N_IN; b++) {
-            /* the state after the call may replace the state before it (S over S, z over z) */
-            if (a >= 4 && b >= 5 && a - 4 == b - 5)
-                continue;
-            if (out_path[a] != NULL && in_path[b] != NULL && same_file(out_path[a], in_path[b]))
-                fail(out_opt[a], "'%s' is the %s input; not replacing an input", out_path[a], in_opt[b]);
-        }
+    check_replaces(opt, attn_case_ops_for(spec, ATTN_DIR_FWD)->tensors);
     check_taken(opt, spec, attn_case_ops_for(spec, ATTN_DIR_FWD)->tensors);
     if (opt->bt_path != NULL && opt->random)
         fail("--block-table", "not with --random-inputs, which draws K and V in the contiguous layout (read "
                               "through a table of their rows)");
-    check_rope_paths(opt);
     check_qk_norm_paths(opt, spec);
 }
 
@@ -1504,9 +1493,8 @@ static void check_classic_paths(const run_options *opt, const attn_spec *spec)
 {
     static const char *const sdpa_opt[3] = { "--q", "--k", "--v" };
     const char *sdpa_path[3];
-    const char *in_opt[CL_COUNT + 2], *in_path[CL_COUNT + 2];
     char kind[64], takes[160] = "";
-    int take[CL_COUNT], c, n_in = 0;
+    int take[CL_COUNT], c;
 
     classic_kind(spec, kind, sizeof kind);
     classic_takes(spec, take);
@@ -1566,27 +1554,9 @@ static void check_classic_paths(const run_options *opt, const attn_spec *spec)
         fail("-o", "required (where to write the context C)");
 
     /* outputs: never an input, never each other */
-    for (c = 0; c < CL_COUNT; c++)
-        if (opt->cl[c] != NULL) {
-            in_opt[n_in] = classic_opt[c];
-            in_path[n_in++] = opt->cl[c];
-        }
-    if (opt->s_path != NULL) {
-        in_opt[n_in] = "--seqlens-k";
-        in_path[n_in++] = opt->s_path;
-    }
-    if (opt->m_path != NULL) {
-        in_opt[n_in] = "--mask";
-        in_path[n_in++] = opt->m_path;
-    }
     if (opt->p_path != NULL && same_file(opt->p_path, opt->o_path))
         fail("--weights", "must differ from -o");
-    for (c = 0; c < n_in; c++) {
-        if (same_file(opt->o_path, in_path[c]))
-            fail("-o", "'%s' is the %s input; not replacing an input", opt->o_path, in_opt[c]);
-        if (opt->p_path != NULL && same_file(opt->p_path, in_path[c]))
-            fail("--weights", "'%s' is the %s input; not replacing an input", opt->p_path, in_opt[c]);
-    }
+    check_replaces(opt, attn_case_ops_for(spec, ATTN_DIR_FWD)->tensors);
     check_taken(opt, spec, attn_case_ops_for(spec, ATTN_DIR_FWD)->tensors);
 }
 
@@ -1950,15 +1920,10 @@ static void run_backward(const run_options *opt, const attn_spec *spec, const ru
 /* --k-new and --v-new: both or neither (shared_kv: --k-new alone), for an
    sdpa config, read from files; --k-out and --v-out only with them, each a
    new file or the cache it updates (--k-out may name --k: written in place,
-   atomically), never another input or output. */
+   atomically), never another output (nor an input: check_replaces). */
 static void check_append_paths(const run_options *opt, const attn_spec *spec)
 {
-    enum { N_IN = 12, N_OUT = 6 };
-    const char *in_path[N_IN] = { opt->q_path, opt->k_path, opt->v_path, opt->s_path, opt->m_path, opt->sinks_path,
-                                  opt->r_path, opt->bt_path, opt->rope_path[0], opt->rope_path[1], opt->kn_path,
-                                  opt->vn_path };
-    static const char *const in_opt[N_IN] = { "--q", "--k", "--v", "--seqlens-k", "--mask", "--sinks", "--rel-table",
-                                              "--block-table", "--rope-cos", "--rope-sin", "--k-new", "--v-new" };
+    enum { N_OUT = 6 };
     const char *out_path[N_OUT] = { opt->o_path, opt->lse_path, opt->p_path, opt->e_path, opt->kv_out[0],
                                     opt->kv_out[1] };
     static const char *const out_opt[N_OUT] = { "-o", "--lse", "--weights", "--entropy", "--k-out", "--v-out" };
@@ -1993,13 +1958,6 @@ static void check_append_paths(const run_options *opt, const attn_spec *spec)
             if (out_path[b] != NULL && same_file(out_path[a], out_path[b]))
                 fail(out_opt[a], "must differ from %s", out_opt[b]);
     }
-    for (a = 0; a < N_OUT; a++)
-        for (b = 0; b < N_IN; b++) {
-            if ((a == 4 && b == 1) || (a == 5 && b == 2)) /* the cache after the call over the cache */
-                continue;
-            if (out_path[a] != NULL && in_path[b] != NULL && same_file(out_path[a], in_path[b]))
-                fail(out_opt[a], "'%s' is the %s input; not replacing an input", out_path[a], in_opt[b]);
-        }
 }
 
 /* One file of new rows [B][Ln][Hkv][dim] (or 3-D), its batch Q's, read in
