@@ -442,7 +442,7 @@ typedef struct {
     float *wide;             /* a bf16 output widened for the file */
 } run_output;
 
-#define RUN_MAX_OUTPUTS 8
+#define RUN_MAX_OUTPUTS 16
 
 /* The outputs, written by the kernel and then published in order. */
 typedef struct {
@@ -1179,20 +1179,21 @@ static void add_output(run_outputs *out, const attn_spec *spec, const char *opt_
     o->npy = npy;
 }
 
-/* The outputs the options name in the family's tensors (O's storage type
-   with ATTN_STORE_O, f32 with --reference and otherwise), shaped by their
+/* The outputs the options name in the family's tensors for a direction (O's
+   or a gradient's storage type as their store says, f32 with --reference
+   and otherwise), shaped by their
    named dims for the call's batch, seq_q and seq_k, allocated in order; the
    first n_always also without a path (the kernel writes them whatever);
    label names the file a failure is reported on when a path is NULL.
    Returns the first output's slot. */
-static run_output *alloc_outputs(run_outputs *out, const attn_spec *spec, const run_options *opt,
+static run_output *alloc_outputs(run_outputs *out, const attn_spec *spec, const run_options *opt, attn_direction dir,
                                  const char *const *names, const char *const *paths, int n_names, int n_always,
                                  const int64_t call[3])
 {
     run_output *first = &out->slot[out->n];
     int i, d;
     for (i = 0; i < n_names; i++) {
-        const attn_case_tensor *t = tensor_of(spec, ATTN_DIR_FWD, names[i]);
+        const attn_case_tensor *t = tensor_of(spec, dir, names[i]);
         const char *label = paths[i] != NULL ? paths[i] : paths[0];
         run_output *o = &out->slot[out->n];
         size_t n = 1;
@@ -1203,7 +1204,11 @@ static run_output *alloc_outputs(run_outputs *out, const attn_spec *spec, const 
         o->path = paths[i];
         o->ndim = t->ndim;
         o->batched = t->dims[0] == ATTN_DIM_BATCH;
-        o->dtype = t->store == ATTN_STORE_O && !opt->use_reference ? spec->dtype_o : ATTN_DTYPE_F32;
+        o->dtype = opt->use_reference           ? ATTN_DTYPE_F32
+                   : t->store == ATTN_STORE_O      ? spec->dtype_o
+                   : t->store == ATTN_STORE_GRAD_Q  ? spec->dtype_grad_q
+                   : t->store == ATTN_STORE_GRAD_KV ? spec->dtype_grad_kv
+                                                    : ATTN_DTYPE_F32;
         o->npy = o->dtype == ATTN_DTYPE_F16 ? ATTN_NPY_F16 : ATTN_NPY_F32;
         for (d = 0; d < t->ndim; d++) {
             o->shape[d] = attn_dim_value(t->dims[d], spec, call[0], call[1], call[2]);
@@ -1719,7 +1724,7 @@ static int run_classic(const attn_kernel *kernel, const run_options *opt)
         static const char *const names[2] = { "-o", "--weights" };
         const char *const paths[2] = { opt->o_path, opt->p_path };
         const int64_t call[3] = { batch, seq_q, seq_k };
-        alloc_outputs(&out, spec, opt, names, paths, 2, 1, call);
+        alloc_outputs(&out, spec, opt, ATTN_DIR_FWD, names, paths, 2, 1, call);
         args.c = output_data(&out, "-o");
         args.weights = output_data(&out, "--weights"); /* weights_stride: contiguous */
     }
@@ -1802,32 +1807,17 @@ static void check_bwd_paths(const run_options *opt, const attn_spec *spec)
     }
 }
 
-/* One gradient, written as a .npy file: f32 or f16 as stored, bf16 widened. */
-static void write_grad(const char *path, attn_dtype dtype, const void *data, size_t n, int ndim, const int64_t *shape)
-{
-    float *wide = dtype == ATTN_DTYPE_BF16 ? widen_copy(path, dtype, data, n) : NULL;
-    attn_npy_staged sf;
-    memset(&sf, 0, sizeof sf);
-    stage(&sf, path, ndim, shape, wide != NULL ? (const void *)wide : data,
-          dtype == ATTN_DTYPE_F16 ? ATTN_NPY_F16 : ATTN_NPY_F32);
-    free(wide);
-    publish(&sf);
-}
-
 /* The backward pass after the forward: dO read as O's type, dQ, dK, dV from
    the kernel's backward (the variant of --isa), or from the float64
    reference with --reference (on the widened inputs and the reference's O). */
 static void run_backward(const run_options *opt, const attn_spec *spec, const run_inputs *in, const attn_args *args,
-                         const run_outputs *out)
+                         run_outputs *out)
 {
+    static const char *const names[6] = { "--dq", "--dk", "--dv", "--dsinks", "--drel", "--dq-norm-w" };
+    const char *const paths[6] = { opt->grad_path[0], opt->grad_path[1], opt->grad_path[2], opt->dsinks_path,
+                                   opt->drel_path, opt->dnorm_path };
+    const int64_t call[3] = { args->batch, args->seq_q, args->seq_k };
     const attn_bwd_kernel *bk = attn_entry_bwd_kernel;
-    const int drop = in->qt.ndim == 3;
-    const attn_dtype gt[3] = { opt->use_reference ? ATTN_DTYPE_F32 : spec->dtype_grad_q,
-                               opt->use_reference ? ATTN_DTYPE_F32 : spec->dtype_grad_kv,
-                               opt->use_reference ? ATTN_DTYPE_F32 : spec->dtype_grad_kv };
-    int64_t shape[3][4];
-    size_t n[3];
-    void *grad[3];
     attn_npy da;
     attn_bwd_args ba;
     attn_status st;
@@ -1847,35 +1837,13 @@ static void run_backward(const run_options *opt, const attn_spec *spec, const ru
     ba.fwd.weights = NULL;
     ba.fwd.entropy = NULL;
     ba.d_o = d_o;
-    for (g = 0; g < 3; g++) {
-        const int64_t len = g == 0 ? args->seq_q : args->seq_k;
-        shape[g][0] = args->batch;
-        shape[g][1] = len;
-        shape[g][2] = g == 0 ? spec->heads_q : spec->heads_kv;
-        shape[g][3] = g == 2 ? spec->head_dim_v : spec->head_dim;
-        n[g] = (size_t)args->batch * (size_t)len * (size_t)shape[g][2] * (size_t)shape[g][3];
-        grad[g] = malloc(n[g] * attn_dtype_size(gt[g]) + 1);
-        if (grad[g] == NULL)
-            fail(opt->grad_path[g], "out of memory");
-    }
-    ba.dq = grad[0];
-    ba.dk = grad[1];
-    ba.dv = grad[2];
-    if (opt->dsinks_path != NULL) {
-        ba.dsinks = (float *)malloc((size_t)spec->heads_q * sizeof(float) + 1);
-        if (ba.dsinks == NULL)
-            fail(opt->dsinks_path, "out of memory");
-    }
-    if (opt->drel_path != NULL) {
-        ba.drel_table = (float *)malloc((size_t)attn_rel_rows(spec) * (size_t)spec->heads_q * sizeof(float) + 1);
-        if (ba.drel_table == NULL)
-            fail(opt->drel_path, "out of memory");
-    }
-    if (opt->dnorm_path != NULL) {
-        ba.dq_norm_w = (float *)malloc((size_t)spec->head_dim * sizeof(float) + 1);
-        if (ba.dq_norm_w == NULL)
-            fail(opt->dnorm_path, "out of memory");
-    }
+    alloc_outputs(out, spec, opt, ATTN_DIR_BWD, names, paths, 6, 3, call); /* published with O */
+    ba.dq = output_data(out, "--dq");
+    ba.dk = output_data(out, "--dk");
+    ba.dv = output_data(out, "--dv");
+    ba.dsinks = (float *)output_data(out, "--dsinks");
+    ba.drel_table = (float *)output_data(out, "--drel");
+    ba.dq_norm_w = (float *)output_data(out, "--dq-norm-w");
     if (opt->use_reference) { /* compute() left the widened inputs; O is the reference's, f32 */
         ba.fwd.q = in->qw;
         ba.fwd.k = in->kw;
@@ -1890,28 +1858,8 @@ static void run_backward(const run_options *opt, const attn_spec *spec, const ru
     } else {
         st = bk->bwd(&ba);
     }
-    (void)out;
     if (st != ATTN_OK)
         fail(spec->name, "backward: %s", attn_status_string(st));
-    for (g = 0; g < 3; g++) {
-        write_grad(opt->grad_path[g], gt[g], grad[g], n[g], 4 - drop, shape[g] + drop);
-        free(grad[g]);
-    }
-    if (ba.dsinks != NULL) {
-        const int64_t hq = spec->heads_q;
-        write_grad(opt->dsinks_path, ATTN_DTYPE_F32, ba.dsinks, (size_t)hq, 1, &hq);
-        free(ba.dsinks);
-    }
-    if (ba.drel_table != NULL) {
-        const int64_t ts[2] = { attn_rel_rows(spec), spec->heads_q };
-        write_grad(opt->drel_path, ATTN_DTYPE_F32, ba.drel_table, (size_t)ts[0] * (size_t)ts[1], 2, ts);
-        free(ba.drel_table);
-    }
-    if (ba.dq_norm_w != NULL) {
-        const int64_t d = spec->head_dim;
-        write_grad(opt->dnorm_path, ATTN_DTYPE_F32, ba.dq_norm_w, (size_t)d, 1, &d);
-        free(ba.dq_norm_w);
-    }
     free(d_o);
 }
 
@@ -2143,7 +2091,7 @@ static int run_qkv(const attn_kernel *kernel, const run_options *options)
         static const char *const names[4] = { "-o", "--lse", "--weights", "--entropy" };
         const char *const paths[4] = { opt.o_path, opt.lse_path, opt.p_path, opt.e_path };
         const int64_t call[3] = { args.batch, args.seq_q, args.seq_k };
-        alloc_outputs(&out, spec, &opt, names, paths, 4, 2, call);
+        alloc_outputs(&out, spec, &opt, ATTN_DIR_FWD, names, paths, 4, 2, call);
         args.o = output_data(&out, "-o");
         args.lse = (float *)output_data(&out, "--lse");
         args.weights = (float *)output_data(&out, "--weights"); /* weights_stride: contiguous */
