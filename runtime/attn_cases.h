@@ -56,6 +56,86 @@ typedef struct {
 
 #define ATTN_CASE_MAX_OUTPUTS 8
 
+/* ---- a family's tensors, by name (`attngen run`) ------------------------ */
+
+/* A dimension of a tensor, named as the spec and the case name it. */
+typedef enum {
+    ATTN_DIM_BATCH,
+    ATTN_DIM_SEQ_Q,
+    ATTN_DIM_SEQ_K,
+    ATTN_DIM_HEADS_Q,
+    ATTN_DIM_HEADS_KV,
+    ATTN_DIM_HEAD_DIM,
+    ATTN_DIM_HEAD_DIM_V,
+    ATTN_DIM_QUERY_DIM,     /* additive and luong: S's dim */
+    ATTN_DIM_KEY_DIM,       /* H's dim */
+    ATTN_DIM_ATTN_DIM,      /* the score's hidden dim */
+    ATTN_DIM_KEY_QUERY_DIM, /* key_dim + query_dim (luong concat's W) */
+    ATTN_DIM_REL_ROWS,      /* the relative position table's rows (attn_rel_rows) */
+    ATTN_DIM_ROPE_PAIRS,    /* rope dim / 2 */
+    ATTN_DIM_ROWS,          /* any length, given by the file (rope's positions, pages, new rows) */
+    ATTN_DIM_COUNT
+} attn_dim;
+
+/* How a tensor is stored: in Q's, K and V's or O's storage type, as f32
+   (read from float32 or float64), as int32 (read from int32 or int64), as
+   the spec's mask (bytes for "bool", f32 for "bias"), or in the storage
+   type of the gradients of Q or of K and V. */
+typedef enum {
+    ATTN_STORE_Q,
+    ATTN_STORE_KV,
+    ATTN_STORE_O,
+    ATTN_STORE_F32,
+    ATTN_STORE_I32,
+    ATTN_STORE_MASK,
+    ATTN_STORE_GRAD_Q,
+    ATTN_STORE_GRAD_KV
+} attn_store;
+
+/* Whether a spec takes a tensor. */
+typedef enum { ATTN_TAKES_NOT, ATTN_TAKES_OPTIONAL, ATTN_TAKES_REQUIRED } attn_takes;
+
+/*
+ * One input or output of a family's call, as `attngen run` names it: its
+ * option, what it holds (as the messages say it), its shape as named dims
+ * (a leading ATTN_DIM_BATCH may be left out of a file where the batch is 1),
+ * its storage type, and the condition under which a spec takes it: takes
+ * returns it and writes the condition in words for the messages ("has
+ * padding", "has no padding"); NULL: every spec takes it.  by_option: the
+ * messages about it start with the option rather than the file.  A table
+ * ends with an entry whose opt is NULL; an option may have several entries
+ * (one per condition, or the two files of --state-in, S and z).  replaces:
+ * for an output updated in place, the option of the input whose file it may
+ * name (every other input's file it must not).
+ */
+typedef struct {
+    const char *opt;
+    const char *name;
+    int output;
+    int ndim;
+    attn_dim dims[4];
+    attn_store store;
+    attn_takes (*takes)(const attn_spec *spec, char *why, size_t len);
+    int by_option;
+    const char *replaces;
+} attn_case_tensor;
+
+/* A dim's name ("seq_q", "key_dim + query_dim") and its value for a spec and
+   a call's batch, seq_q and seq_k (-1 for ATTN_DIM_ROWS). */
+const char *attn_dim_name(attn_dim d);
+int64_t attn_dim_value(attn_dim d, const attn_spec *spec, int64_t batch, int64_t seq_q, int64_t seq_k);
+/* The entry of table for opt that spec takes (else its first entry for opt);
+   NULL when the table has none. */
+const attn_case_tensor *attn_case_tensor_find(const attn_case_tensor *table, const char *opt, const attn_spec *spec);
+/* Whether spec takes t (ATTN_TAKES_*), and why in words in why. */
+attn_takes attn_case_tensor_takes(const attn_case_tensor *t, const attn_spec *spec, char *why, size_t len);
+/* A takes() answer: not taken unless cond, then required or optional; why
+   is yes or no. */
+attn_takes attn_takes_when(int cond, int required, char *why, size_t len, const char *yes, const char *no);
+/* The conditions every family shares: padding (--seqlens-k), a mask. */
+attn_takes attn_takes_padding(const attn_spec *spec, char *why, size_t len);
+attn_takes attn_takes_mask(const attn_spec *spec, char *why, size_t len);
+
 /*
  * What the harness asks of a family.  A case's state is the family's own
  * struct (state_size bytes, allocated by the harness, zeroed).  build
@@ -70,6 +150,9 @@ typedef struct {
  * releases everything build and reference made; default_cases writes the
  * family's shape matrix; errors names the worst errors of a result by the
  * family's outputs (attn_verify_errors_string).
+ *
+ * tensors lists the family's inputs and outputs by name (attn_case_tensor):
+ * what `attngen run` reads and writes, checks and allocates.
  */
 typedef struct {
     const char *name;
@@ -100,6 +183,8 @@ typedef struct {
     int64_t (*visible)(const void *state);
     const void *(*args)(const void *state);
     void (*widened)(const void *state, void *args);
+    /* `attngen run`'s view of the family */
+    const attn_case_tensor *tensors;
 } attn_case_ops;
 
 /* The ops of a spec's family for a direction; NULL when it has none. */

@@ -519,9 +519,86 @@ static const void *classic_case_args(const void *state)
     return &((const classic_case *)state)->args;
 }
 
+/* ---- the tensors of a call (`attngen run`) ------------------------------ */
+
+static int is_additive(const attn_spec *spec) { return spec->family == ATTN_FAMILY_ADDITIVE; }
+
+static attn_takes takes_additive(const attn_spec *spec, char *why, size_t len)
+{
+    return attn_takes_when(is_additive(spec), 1, why, len, "", "");
+}
+
+/* W_h or U (U = H W_h^T replaces W_h): one of the two, in additive configs */
+static attn_takes takes_w_h_or_u(const attn_spec *spec, char *why, size_t len)
+{
+    return attn_takes_when(is_additive(spec), 0, why, len, "", "");
+}
+
+static attn_takes takes_w_general(const attn_spec *spec, char *why, size_t len)
+{
+    return attn_takes_when(!is_additive(spec) && spec->score == ATTN_SCORE_GENERAL, 1, why, len, "", "");
+}
+
+static attn_takes takes_concat(const attn_spec *spec, char *why, size_t len)
+{
+    return attn_takes_when(!is_additive(spec) && spec->score == ATTN_SCORE_CONCAT, 1, why, len, "", "");
+}
+
+static attn_takes takes_v_attn(const attn_spec *spec, char *why, size_t len)
+{
+    return attn_takes_when(is_additive(spec) || spec->score == ATTN_SCORE_CONCAT, 1, why, len, "", "");
+}
+
+static attn_takes takes_bias(const attn_spec *spec, char *why, size_t len)
+{
+    return attn_takes_when(spec->bias && (is_additive(spec) || spec->score == ATTN_SCORE_CONCAT), 1, why, len,
+                           "", "has no bias (bias = true)");
+}
+
+static attn_takes takes_optional(const attn_spec *spec, char *why, size_t len)
+{
+    (void)spec;
+    return attn_takes_when(1, 0, why, len, "", "");
+}
+
+#define B_ ATTN_DIM_BATCH
+#define LQ ATTN_DIM_SEQ_Q
+#define LK ATTN_DIM_SEQ_K
+#define DS ATTN_DIM_QUERY_DIM
+#define DH ATTN_DIM_KEY_DIM
+#define DA ATTN_DIM_ATTN_DIM
+
+/* S and H (which give batch, seq_q and seq_k), the parameters the score
+   reads (S in dtype_q, the rest in dtype_kv), the padding's lengths and the
+   mask; C and the weights A. */
+static const attn_case_tensor classic_tensors[] = {
+    { "--s", "the decoder states S", 0, 3, { B_, LQ, DS }, ATTN_STORE_Q, NULL, 0, NULL },
+    { "--h", "the encoder states H", 0, 3, { B_, LK, DH }, ATTN_STORE_KV, NULL, 0, NULL },
+    { "--u", "U = H W_h^T", 0, 3, { B_, LK, DA }, ATTN_STORE_KV, takes_w_h_or_u, 0, NULL },
+    { "--w-s", "W_s", 0, 2, { DA, DS }, ATTN_STORE_KV, takes_additive, 0, NULL },
+    { "--w-h", "W_h", 0, 2, { DA, DH }, ATTN_STORE_KV, takes_w_h_or_u, 0, NULL },
+    { "--w", "W", 0, 2, { DH, DS }, ATTN_STORE_KV, takes_w_general, 0, NULL },
+    { "--w", "W", 0, 2, { DA, ATTN_DIM_KEY_QUERY_DIM }, ATTN_STORE_KV, takes_concat, 0, NULL },
+    { "--v-attn", "v", 0, 1, { DA }, ATTN_STORE_KV, takes_v_attn, 0, NULL },
+    { "--b", "b", 0, 1, { DA }, ATTN_STORE_KV, takes_bias, 1, NULL },
+    { "--seqlens-k", "one key length per batch", 0, 1, { B_ }, ATTN_STORE_I32, attn_takes_padding, 0, NULL },
+    { "--mask", "the mask", 0, 3, { B_, LQ, LK }, ATTN_STORE_MASK, attn_takes_mask, 0, NULL },
+    { "-o", "the context C", 1, 3, { B_, LQ, DH }, ATTN_STORE_O, NULL, 0, NULL },
+    { "--weights", "the attention weights A", 1, 3, { B_, LQ, LK }, ATTN_STORE_F32, takes_optional, 0, NULL },
+    { NULL, NULL, 0, 0, { B_ }, ATTN_STORE_F32, NULL, 0, NULL },
+};
+
+#undef B_
+#undef LQ
+#undef LK
+#undef DS
+#undef DH
+#undef DA
+
 const attn_case_ops attn_cases_classic_fwd = {
     "classic",       sizeof(classic_case), classic_build,   classic_reference, classic_run,
     classic_compare, classic_reset,        classic_outputs, classic_free,      classic_default_cases,
     classic_errors,
     classic_flops,   "classic",            classic_visible, classic_case_args, NULL,
+    classic_tensors,
 };

@@ -210,4 +210,5 @@ const attn_case_ops attn_cases_linear_fwd = {
     attn_qkv_compare, attn_qkv_reset,        attn_qkv_outputs, attn_qkv_free,      attn_qkv_default_cases,
     linear_errors,
     linear_flops,     "linear_chunked",      attn_qkv_visible, attn_qkv_args,      attn_qkv_widened,
+    attn_qkv_tensors, /* sdpa's: the same arguments */
 };

@@ -96,4 +96,8 @@ void attn_paged_bad_tables(attn_qkv_case *cb, const attn_kernel *kernel, const a
 void attn_paged_compare(const attn_qkv_case *cb, const char *shape, attn_verify_result *res);
 void attn_paged_free(attn_qkv_case *cb);
 
+/* The inputs and outputs of a call that takes attn_args, by option
+   (attn_cases_sdpa.c; linear attention's ops list them too). */
+extern const attn_case_tensor attn_qkv_tensors[];
+
 #endif /* ATTN_CASES_QKV_H */

@@ -704,9 +704,140 @@ void attn_qkv_widened(const void *state, void *out)
         attn_paged_ref_args(cb, a);
 }
 
+/* ---- the tensors of a call (`attngen run`; linear attention's too) ------ */
+
+/* Each takes() answers whether a spec takes its tensor, with the reason in
+   words (the run tool's messages: "the config 'x' has no sinks (sinks =
+   true), so ..."; attn_takes_when). */
+static int is_linear(const attn_spec *spec) { return spec->family == ATTN_FAMILY_LINEAR; }
+
+static attn_takes takes_v(const attn_spec *spec, char *why, size_t len)
+{
+    return attn_takes_when(is_linear(spec) || !spec->shared_kv, 1, why, len, "",
+                    "has shared_kv (V is the first head_dim_v values of each K row)");
+}
+
+static attn_takes takes_sinks(const attn_spec *spec, char *why, size_t len)
+{
+    return attn_takes_when(!is_linear(spec) && spec->sinks, 1, why, len, "has sinks (a logit per query head)",
+                    "has no sinks (sinks = true)");
+}
+
+static attn_takes takes_rel(const attn_spec *spec, char *why, size_t len)
+{
+    return attn_takes_when(attn_rel_rows(spec) > 0, 1, why, len, "has rel_bias", "has no rel_bias");
+}
+
+static attn_takes takes_table(const attn_spec *spec, char *why, size_t len)
+{
+    const attn_takes t = attn_takes_when(!is_linear(spec) && spec->page > 0, 1, why, len, "",
+                                  "is not paged (paged = {page, order})");
+    if (t != ATTN_TAKES_NOT)
+        snprintf(why, len, "is paged (K and V are pools of %d keys a page)", spec->page);
+    return t;
+}
+
+static attn_takes takes_rope(const attn_spec *spec, char *why, size_t len)
+{
+    return attn_takes_when(spec->family == ATTN_FAMILY_SDPA && spec->rope_style != ATTN_ROPE_NONE && spec->rope_table, 1,
+                    why, len, "has rope = {table = true}", "has no rope table (rope = {table = true})");
+}
+
+static attn_takes takes_q_norm(const attn_spec *spec, char *why, size_t len)
+{
+    return attn_takes_when(spec->family == ATTN_FAMILY_SDPA && spec->qk_norm, 1, why, len,
+                    "has qk_norm (the weights of the query rows' norm)", "has no qk_norm");
+}
+
+static attn_takes takes_k_norm(const attn_spec *spec, char *why, size_t len) /* required with --k-new */
+{
+    return attn_takes_when(spec->family == ATTN_FAMILY_SDPA && spec->qk_norm, 0, why, len,
+                    "has qk_norm (the new key rows are normed)", "has no qk_norm");
+}
+
+static attn_takes takes_state(const attn_spec *spec, char *why, size_t len)
+{
+    return attn_takes_when(is_linear(spec) && spec->state, 0, why, len, "",
+                    "has no state (kind = \"linear\" with state = true)");
+}
+
+static attn_takes takes_new_rows(const attn_spec *spec, char *why, size_t len)
+{
+    return attn_takes_when(spec->family == ATTN_FAMILY_SDPA, 0, why, len, "", ""); /* run's appending checks say why */
+}
+
+static attn_takes takes_lse(const attn_spec *spec, char *why, size_t len)
+{
+    return attn_takes_when(!is_linear(spec), 0, why, len, "", "is linear attention, which has no LSE");
+}
+
+static attn_takes takes_weights(const attn_spec *spec, char *why, size_t len)
+{
+    return attn_takes_when(spec->weights, 0, why, len, "", "has no weights (weights = true)");
+}
+
+static attn_takes takes_entropy(const attn_spec *spec, char *why, size_t len)
+{
+    return attn_takes_when(!is_linear(spec) && spec->entropy, 0, why, len, "", "has no entropy (entropy = true)");
+}
+
+#define B_ ATTN_DIM_BATCH
+#define LQ ATTN_DIM_SEQ_Q
+#define LK ATTN_DIM_SEQ_K
+#define HQ ATTN_DIM_HEADS_Q
+#define HK ATTN_DIM_HEADS_KV
+#define D_ ATTN_DIM_HEAD_DIM
+#define DV ATTN_DIM_HEAD_DIM_V
+#define ROWS ATTN_DIM_ROWS
+
+/* Q, K, V [B][L][H][dim] (a paged config's K and V: pools of pages, read
+   through --block-table), the padding's lengths, the mask [B|1][Hq|1][Lq][Lk]
+   (or [Lq][Lk]), the per-head and per-dim parameters, linear attention's
+   state (S and z, in and out), appending's new rows and the caches after
+   them; O, LSE, the weights and the entropy. */
+const attn_case_tensor attn_qkv_tensors[] = {
+    { "--q", "the query tensor", 0, 4, { B_, LQ, HQ, D_ }, ATTN_STORE_Q, NULL, 0, NULL },
+    { "--k", "the key tensor", 0, 4, { B_, LK, HK, D_ }, ATTN_STORE_KV, NULL, 0, NULL },
+    { "--v", "the value tensor", 0, 4, { B_, LK, HK, DV }, ATTN_STORE_KV, takes_v, 0, NULL },
+    { "--seqlens-k", "one key length per batch", 0, 1, { B_ }, ATTN_STORE_I32, attn_takes_padding, 0, NULL },
+    { "--sinks", "one logit per query head", 0, 1, { HQ }, ATTN_STORE_F32, takes_sinks, 0, NULL },
+    { "--mask", "the mask", 0, 4, { B_, HQ, LQ, LK }, ATTN_STORE_MASK, attn_takes_mask, 0, NULL },
+    { "--rel-table", "the relative position table", 0, 2, { ATTN_DIM_REL_ROWS, HQ }, ATTN_STORE_F32, takes_rel, 0, NULL },
+    { "--block-table", "the block table", 0, 2, { B_, ROWS }, ATTN_STORE_I32, takes_table, 0, NULL },
+    { "--rope-cos", "a position's cos of each rotated pair", 0, 2, { ROWS, ATTN_DIM_ROPE_PAIRS }, ATTN_STORE_F32,
+      takes_rope, 1, NULL },
+    { "--rope-sin", "a position's sin of each rotated pair", 0, 2, { ROWS, ATTN_DIM_ROPE_PAIRS }, ATTN_STORE_F32,
+      takes_rope, 1, NULL },
+    { "--q-norm-w", "a weight per head dim", 0, 1, { D_ }, ATTN_STORE_F32, takes_q_norm, 1, NULL },
+    { "--k-norm-w", "a weight per head dim", 0, 1, { D_ }, ATTN_STORE_F32, takes_k_norm, 1, NULL },
+    { "--state-in", "S", 0, 4, { B_, HK, D_, DV }, ATTN_STORE_F32, takes_state, 0, NULL },
+    { "--state-in", "z", 0, 3, { B_, HK, D_ }, ATTN_STORE_F32, takes_state, 0, NULL },
+    { "--k-new", "the new keys", 0, 4, { B_, ROWS, HK, D_ }, ATTN_STORE_Q, takes_new_rows, 0, NULL },
+    { "--v-new", "the new values", 0, 4, { B_, ROWS, HK, DV }, ATTN_STORE_Q, takes_new_rows, 0, NULL },
+    { "-o", "the output", 1, 4, { B_, LQ, HQ, DV }, ATTN_STORE_O, NULL, 0, NULL },
+    { "--lse", "the log-sum-exp of each row", 1, 3, { B_, HQ, LQ }, ATTN_STORE_F32, takes_lse, 0, NULL },
+    { "--weights", "the attention weights", 1, 4, { B_, HQ, LQ, LK }, ATTN_STORE_F32, takes_weights, 0, NULL },
+    { "--entropy", "each row's attention entropy", 1, 3, { B_, HQ, LQ }, ATTN_STORE_F32, takes_entropy, 0, NULL },
+    { "--state-out", "S", 1, 4, { B_, HK, D_, DV }, ATTN_STORE_F32, takes_state, 0, "--state-in" },
+    { "--state-out", "z", 1, 3, { B_, HK, D_ }, ATTN_STORE_F32, takes_state, 0, "--state-in" },
+    { "--k-out", "the key cache after appending", 1, 4, { B_, LK, HK, D_ }, ATTN_STORE_KV, takes_new_rows, 0, "--k" },
+    { "--v-out", "the value cache after appending", 1, 4, { B_, LK, HK, DV }, ATTN_STORE_KV, takes_new_rows, 0, "--v" },
+    { NULL, NULL, 0, 0, { B_ }, ATTN_STORE_F32, NULL, 0, NULL },
+};
+
+#undef B_
+#undef LQ
+#undef LK
+#undef HQ
+#undef HK
+#undef D_
+#undef DV
+#undef ROWS
+
 const attn_case_ops attn_cases_sdpa_fwd = {
     "sdpa",           sizeof(attn_qkv_case), attn_qkv_build,   attn_qkv_reference, attn_qkv_run,
     attn_qkv_compare, attn_qkv_reset,        attn_qkv_outputs, attn_qkv_free,      attn_qkv_default_cases,
     sdpa_errors,
     sdpa_flops,       "visible_scores",      attn_qkv_visible, attn_qkv_args,      attn_qkv_widened,
+    attn_qkv_tensors,
 };

@@ -312,9 +312,46 @@ static const void *bwd_case_args(const void *state)
     return &((const bwd_case *)state)->args;
 }
 
+/* ---- the tensors of the backward pass (`attngen run`) -------------------- */
+
+static attn_takes takes_dsinks(const attn_spec *spec, char *why, size_t len)
+{
+    return attn_takes_when(spec->sinks, 0, why, len, "", "has no sinks (sinks = true)");
+}
+
+static attn_takes takes_drel(const attn_spec *spec, char *why, size_t len)
+{
+    return attn_takes_when(attn_rel_rows(spec) > 0, 0, why, len, "", "has no relative position bias (rel_bias)");
+}
+
+static attn_takes takes_dnorm(const attn_spec *spec, char *why, size_t len)
+{
+    return attn_takes_when(spec->qk_norm, 0, why, len, "", "has no qk_norm");
+}
+
+/* dO, shaped like O (in O's storage type), and the gradients written: of Q,
+   K and V, of the sinks, of the relative position table and of the query
+   norm's weights; the forward's inputs are the forward ops' (attn_qkv_tensors). */
+static const attn_case_tensor bwd_tensors[] = {
+    { "--do", "the gradient of the output", 0, 4,
+      { ATTN_DIM_BATCH, ATTN_DIM_SEQ_Q, ATTN_DIM_HEADS_Q, ATTN_DIM_HEAD_DIM_V }, ATTN_STORE_O, NULL, 0, NULL },
+    { "--dq", "the gradient of Q", 1, 4, { ATTN_DIM_BATCH, ATTN_DIM_SEQ_Q, ATTN_DIM_HEADS_Q, ATTN_DIM_HEAD_DIM },
+      ATTN_STORE_GRAD_Q, NULL, 0, NULL },
+    { "--dk", "the gradient of K", 1, 4, { ATTN_DIM_BATCH, ATTN_DIM_SEQ_K, ATTN_DIM_HEADS_KV, ATTN_DIM_HEAD_DIM },
+      ATTN_STORE_GRAD_KV, NULL, 0, NULL },
+    { "--dv", "the gradient of V", 1, 4, { ATTN_DIM_BATCH, ATTN_DIM_SEQ_K, ATTN_DIM_HEADS_KV, ATTN_DIM_HEAD_DIM_V },
+      ATTN_STORE_GRAD_KV, NULL, 0, NULL },
+    { "--dsinks", "sinks gradient", 1, 1, { ATTN_DIM_HEADS_Q }, ATTN_STORE_F32, takes_dsinks, 0, NULL },
+    { "--drel", "relative position table's gradient", 1, 2, { ATTN_DIM_REL_ROWS, ATTN_DIM_HEADS_Q }, ATTN_STORE_F32,
+      takes_drel, 0, NULL },
+    { "--dq-norm-w", "query norm weights' gradient", 1, 1, { ATTN_DIM_HEAD_DIM }, ATTN_STORE_F32, takes_dnorm, 0, NULL },
+    { NULL, NULL, 0, 0, { ATTN_DIM_BATCH }, ATTN_STORE_F32, NULL, 0, NULL },
+};
+
 const attn_case_ops attn_cases_sdpa_bwd = {
     "sdpa backward", sizeof(bwd_case), bwd_build,      bwd_reference,  bwd_run,
     bwd_compare,     bwd_reset,        bwd_outputs,    bwd_free_state, attn_qkv_default_cases,
     bwd_errors,
     bwd_flops,       "backward",       bwd_visible,    bwd_case_args,  NULL,
+    bwd_tensors,
 };

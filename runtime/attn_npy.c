@@ -769,3 +769,48 @@ char *attn_npy_write_staged(const char *path, attn_npy_dtype dtype, int ndim, co
     }
     return staged;
 }
+
+int attn_npy_stage(attn_npy_staged *sf, const char *path, attn_npy_dtype dtype, int ndim, const int64_t *shape,
+                   const void *data, char *err, size_t errlen)
+{
+    if (path == NULL)
+        return 0;
+    if (sf->n >= ATTN_NPY_MAX_STAGED) {
+        set_err(err, errlen, "too many outputs");
+        attn_npy_unstage(sf, 0);
+        return -1;
+    }
+    sf->path[sf->n] = path;
+    sf->staged[sf->n] = attn_npy_write_staged(path, dtype, ndim, shape, data, err, errlen);
+    sf->n++;
+    if (sf->staged[sf->n - 1] != NULL)
+        return 0;
+    attn_npy_unstage(sf, 0);
+    return -1;
+}
+
+int attn_npy_publish(attn_npy_staged *sf, const char **failed, char *err, size_t errlen)
+{
+    int t;
+    for (t = 0; t < sf->n; t++)
+        if (rename(sf->staged[t], sf->path[t]) != 0) {
+            set_err(err, errlen, "cannot rename the finished file over it: %s", strerror(errno));
+            *failed = sf->path[t];
+            attn_npy_unstage(sf, t);
+            return -1;
+        }
+    attn_npy_unstage(sf, sf->n);
+    return 0;
+}
+
+void attn_npy_unstage(attn_npy_staged *sf, int from)
+{
+    int t;
+    for (t = 0; t < sf->n; t++) {
+        if (t >= from && sf->staged[t] != NULL)
+            remove(sf->staged[t]);
+        free(sf->staged[t]);
+        sf->staged[t] = NULL;
+    }
+    sf->n = 0;
+}

@@ -101,6 +101,30 @@ int attn_npy_to_stored(const attn_npy *a, const attn_npy_storage *to, void **out
 char *attn_npy_write_staged(const char *path, attn_npy_dtype dtype, int ndim, const int64_t *shape,
                             const void *data, char *err, size_t errlen);
 
+/*
+ * Several outputs published together: each written next to its path
+ * (attn_npy_write_staged), then all renamed into place, so that every output
+ * is complete before any replaces what was there.  Zero the set before the
+ * first stage.
+ */
+#define ATTN_NPY_MAX_STAGED 16
+typedef struct {
+    const char *path[ATTN_NPY_MAX_STAGED];
+    char *staged[ATTN_NPY_MAX_STAGED];
+    int n;
+} attn_npy_staged;
+
+/* Writes one output next to path (nothing where path is NULL); on failure
+   every file staged so far is removed. */
+int attn_npy_stage(attn_npy_staged *sf, const char *path, attn_npy_dtype dtype, int ndim, const int64_t *shape,
+                   const void *data, char *err, size_t errlen);
+/* Renames the staged files over their paths, in order; on failure *failed
+   names the path that could not be replaced and the files not yet renamed
+   are removed.  The set is empty afterwards either way. */
+int attn_npy_publish(attn_npy_staged *sf, const char **failed, char *err, size_t errlen);
+/* Removes the staged files from the from'th on and empties the set. */
+void attn_npy_unstage(attn_npy_staged *sf, int from);
+
 #ifdef __cplusplus
 }
 #endif

@@ -828,3 +828,73 @@ int attn_verify_default_cases(const attn_spec *spec, attn_case *out, int max, in
     const attn_case_ops *ops = attn_case_ops_for(spec, ATTN_DIR_FWD);
     return ops != NULL ? ops->default_cases(spec, out, max, quick) : 0;
 }
+
+/* ---- a family's tensors, by name ---------------------------------------- */
+
+const char *attn_dim_name(attn_dim d)
+{
+    static const char *const names[ATTN_DIM_COUNT] = {
+        "batch",    "seq_q",    "seq_k",    "heads_q",           "heads_kv", "head_dim", "head_dim_v",
+        "query_dim", "key_dim", "attn_dim", "key_dim + query_dim", "rows",    "rope dim / 2", "rows",
+    };
+    return (int)d >= 0 && d < ATTN_DIM_COUNT ? names[d] : "?";
+}
+
+int64_t attn_dim_value(attn_dim d, const attn_spec *spec, int64_t batch, int64_t seq_q, int64_t seq_k)
+{
+    switch (d) {
+    case ATTN_DIM_BATCH: return batch;
+    case ATTN_DIM_SEQ_Q: return seq_q;
+    case ATTN_DIM_SEQ_K: return seq_k;
+    case ATTN_DIM_HEADS_Q: return spec->heads_q;
+    case ATTN_DIM_HEADS_KV: return spec->heads_kv;
+    case ATTN_DIM_HEAD_DIM: return spec->head_dim;
+    case ATTN_DIM_HEAD_DIM_V: return spec->head_dim_v;
+    case ATTN_DIM_QUERY_DIM: return spec->query_dim;
+    case ATTN_DIM_KEY_DIM: return spec->key_dim;
+    case ATTN_DIM_ATTN_DIM: return spec->attn_dim;
+    case ATTN_DIM_KEY_QUERY_DIM: return (int64_t)spec->key_dim + spec->query_dim;
+    case ATTN_DIM_REL_ROWS: return attn_rel_rows(spec);
+    case ATTN_DIM_ROPE_PAIRS: return spec->rope_dim / 2;
+    default: return -1;
+    }
+}
+
+attn_takes attn_case_tensor_takes(const attn_case_tensor *t, const attn_spec *spec, char *why, size_t len)
+{
+    if (len > 0)
+        why[0] = '\0';
+    return t->takes != NULL ? t->takes(spec, why, len) : ATTN_TAKES_REQUIRED;
+}
+
+const attn_case_tensor *attn_case_tensor_find(const attn_case_tensor *table, const char *opt, const attn_spec *spec)
+{
+    const attn_case_tensor *first = NULL;
+    char why[160];
+    for (; table != NULL && table->opt != NULL; table++) {
+        if (strcmp(table->opt, opt) != 0)
+            continue;
+        if (attn_case_tensor_takes(table, spec, why, sizeof why) != ATTN_TAKES_NOT)
+            return table;
+        if (first == NULL)
+            first = table;
+    }
+    return first;
+}
+
+attn_takes attn_takes_when(int cond, int required, char *why, size_t len, const char *yes, const char *no)
+{
+    snprintf(why, len, "%s", cond ? yes : no);
+    return !cond ? ATTN_TAKES_NOT : required ? ATTN_TAKES_REQUIRED : ATTN_TAKES_OPTIONAL;
+}
+
+attn_takes attn_takes_padding(const attn_spec *spec, char *why, size_t len)
+{
+    return attn_takes_when(spec->padding, 1, why, len, "has padding", "has no padding");
+}
+
+attn_takes attn_takes_mask(const attn_spec *spec, char *why, size_t len)
+{
+    return attn_takes_when(spec->mask != ATTN_MASK_NONE, 1, why, len,
+                    spec->mask == ATTN_MASK_BOOL ? "has mask \"bool\"" : "has mask \"bias\"", "has no mask");
+}

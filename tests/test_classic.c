@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attn_cases.h" /* the families' tensors (attngen run) */
 #include "attn_reference.h"
 #include "attn_runtime.h"
 #include "attn_verify.h"
@@ -901,4 +902,63 @@ Test(classic, threads_bitwise)
         }
     }
     cr_assert_gt(checked, 0, "no classic kernel ran");
+}
+
+/* `attngen run`'s view of the families: every tensor of every table well
+   formed, and the entry a spec takes picked by its condition (luong's W is
+   [key_dim][query_dim] for general, [attn_dim][key_dim + query_dim] for
+   concat, none for dot), with the condition's words for the messages. */
+Test(classic, run_tensors_by_condition)
+{
+    const attn_spec add = hand_spec(ATTN_FAMILY_ADDITIVE, ATTN_SCORE_ADDITIVE, 2, 3, 4, 1);
+    const attn_spec cat = hand_spec(ATTN_FAMILY_LUONG, ATTN_SCORE_CONCAT, 2, 3, 4, 1);
+    const attn_spec gen = hand_spec(ATTN_FAMILY_LUONG, ATTN_SCORE_GENERAL, 2, 3, 0, 0);
+    const attn_spec dot = hand_spec(ATTN_FAMILY_LUONG, ATTN_SCORE_DOT, 3, 3, 0, 0);
+    attn_spec padded = add, sdpa = add;
+    const attn_case_tensor *t, *w;
+    char why[160];
+    int f, dir, d;
+
+    padded.padding = 1;
+    sdpa.family = ATTN_FAMILY_SDPA;
+    for (f = 0; f < ATTN_FAMILY_COUNT; f++)
+        for (dir = 0; dir < ATTN_DIR_COUNT; dir++) {
+            attn_spec s = add;
+            const attn_case_ops *ops;
+            s.family = (attn_family)f;
+            ops = attn_case_ops_for(&s, (attn_direction)dir);
+            if (ops == NULL)
+                continue;
+            cr_assert(ops->tensors != NULL, "%s has no tensors", ops->name);
+            for (t = ops->tensors; t->opt != NULL; t++) {
+                cr_expect(t->opt[0] == '-' && t->name != NULL && t->ndim >= 1 && t->ndim <= 4, "%s %s", ops->name,
+                          t->opt);
+                for (d = 0; d < t->ndim; d++)
+                    cr_expect((int)t->dims[d] >= 0 && t->dims[d] < ATTN_DIM_COUNT, "%s %s", ops->name, t->opt);
+            }
+            if (dir == ATTN_DIR_FWD)
+                cr_expect(attn_case_tensor_find(ops->tensors, "-o", &s)->output, "%s", ops->name);
+        }
+    w = attn_case_tensor_find(attn_case_ops_for(&cat, ATTN_DIR_FWD)->tensors, "--w", &cat);
+    cr_assert(w != NULL);
+    cr_expect_eq(attn_case_tensor_takes(w, &cat, why, sizeof why), ATTN_TAKES_REQUIRED);
+    cr_expect_eq(w->dims[0], ATTN_DIM_ATTN_DIM);
+    cr_expect_str_eq(attn_dim_name(w->dims[1]), "key_dim + query_dim");
+    cr_expect_eq(attn_dim_value(w->dims[1], &cat, 1, 1, 1), 5);
+    w = attn_case_tensor_find(attn_case_ops_for(&gen, ATTN_DIR_FWD)->tensors, "--w", &gen);
+    cr_expect(w->dims[0] == ATTN_DIM_KEY_DIM && w->dims[1] == ATTN_DIM_QUERY_DIM);
+    cr_expect_eq(attn_case_tensor_takes(w, &gen, why, sizeof why), ATTN_TAKES_REQUIRED);
+    w = attn_case_tensor_find(attn_case_ops_for(&dot, ATTN_DIR_FWD)->tensors, "--w", &dot);
+    cr_expect_eq(attn_case_tensor_takes(w, &dot, why, sizeof why), ATTN_TAKES_NOT);
+    t = attn_case_tensor_find(attn_case_ops_for(&gen, ATTN_DIR_FWD)->tensors, "--b", &gen);
+    cr_expect_eq(attn_case_tensor_takes(t, &gen, why, sizeof why), ATTN_TAKES_NOT);
+    cr_expect_str_eq(why, "has no bias (bias = true)");
+    t = attn_case_tensor_find(attn_case_ops_for(&padded, ATTN_DIR_FWD)->tensors, "--seqlens-k", &padded);
+    cr_expect_eq(attn_case_tensor_takes(t, &padded, why, sizeof why), ATTN_TAKES_REQUIRED);
+    cr_expect_str_eq(why, "has padding");
+    cr_expect_eq(attn_case_tensor_takes(t, &add, why, sizeof why), ATTN_TAKES_NOT);
+    cr_expect_str_eq(why, "has no padding");
+    t = attn_case_tensor_find(attn_case_ops_for(&sdpa, ATTN_DIR_FWD)->tensors, "-o", &sdpa);
+    cr_expect(t->ndim == 4 && t->dims[3] == ATTN_DIM_HEAD_DIM_V && t->store == ATTN_STORE_O);
+    cr_expect_null(attn_case_tensor_find(attn_case_ops_for(&sdpa, ATTN_DIR_FWD)->tensors, "--s", &sdpa));
 }

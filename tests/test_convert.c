@@ -514,6 +514,45 @@ Test(convert, npy_float16_round_trip)
     rmdir(dir);
 }
 
+/* Outputs staged together are published together: none replaces its path
+   before every one is written, and a stage that fails removes the files
+   staged before it and leaves the paths as they were. */
+Test(convert, npy_staged_outputs_publish_together)
+{
+    char dir[] = "/tmp/attn_convert_XXXXXX", a_path[64], b_path[64], bad[96], err[256];
+    const int64_t shape[1] = { 3 };
+    const float x[3] = { 1.0f, 2.0f, 3.0f }, y[3] = { 4.0f, 5.0f, 6.0f };
+    const char *failed = NULL;
+    attn_npy_staged sf;
+    attn_npy a;
+    cr_assert(mkdtemp(dir) != NULL);
+    snprintf(a_path, sizeof a_path, "%s/a.npy", dir);
+    snprintf(b_path, sizeof b_path, "%s/b.npy", dir);
+    snprintf(bad, sizeof bad, "%s/no such folder/c.npy", dir);
+    memset(&sf, 0, sizeof sf);
+    cr_assert_eq(attn_npy_stage(&sf, a_path, ATTN_NPY_F32, 1, shape, x, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(attn_npy_stage(&sf, NULL, ATTN_NPY_F32, 1, shape, x, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(attn_npy_stage(&sf, b_path, ATTN_NPY_F32, 1, shape, y, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(sf.n, 2);
+    cr_expect_neq(access(a_path, F_OK), 0, "a.npy replaced before the set was published");
+    cr_assert_eq(attn_npy_publish(&sf, &failed, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(sf.n, 0);
+    cr_assert_eq(attn_npy_read(b_path, &a, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(a.count, 3);
+    cr_expect_eq(memcmp(a.data, y, sizeof y), 0);
+    attn_npy_free(&a);
+    /* a failed stage: a.npy staged again is removed, a.npy itself kept */
+    cr_assert_eq(attn_npy_stage(&sf, a_path, ATTN_NPY_F32, 1, shape, y, err, sizeof err), 0, "%s", err);
+    cr_expect_neq(attn_npy_stage(&sf, bad, ATTN_NPY_F32, 1, shape, y, err, sizeof err), 0);
+    cr_expect_eq(sf.n, 0);
+    cr_assert_eq(attn_npy_read(a_path, &a, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(memcmp(a.data, x, sizeof x), 0, "a.npy changed by a set that failed");
+    attn_npy_free(&a);
+    remove(a_path);
+    remove(b_path);
+    cr_expect_eq(rmdir(dir), 0, "a staged file was left behind");
+}
+
 /* ---- the verification harness on bf16 and f16 storage ------------------------ */
 
 /*

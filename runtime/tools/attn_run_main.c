@@ -55,6 +55,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <stddef.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -424,33 +425,103 @@ typedef struct {
     float *qn[2];            /* and as f32 */
 } run_inputs;
 
-/* The outputs, written by the kernel and then published. */
+/* One output of the call: its entry in the family's tensors, the path it
+   is written to (NULL: the kernel writes it, run does not keep it), its
+   shape and data as held (in O's storage type, f32 with --reference, or
+   f32), and how the file stores it. */
 typedef struct {
-    void *o;                 /* O in the kernel's storage type (f32 with --reference) */
-    attn_dtype o_dtype;
-    float *o_wide;           /* a bf16 O widened for the file */
-    float *lse;
-    float *p;                /* the weights [B][Hq][Lq][Lk] (--weights) */
-    float *e;                /* the entropy [B][Hq][Lq] (--entropy) */
+    const attn_case_tensor *t;
+    const char *path;
+    int ndim, batched;       /* batched: shape[0] is the batch, left out after a 3-D input */
+    int64_t shape[4];
+    void *data;
+    int borrowed;            /* data is an input's (the state, the caches): not freed here */
+    attn_dtype dtype;
+    attn_npy_dtype npy;
+    size_t count;
+    float *wide;             /* a bf16 output widened for the file */
+} run_output;
+
+#define RUN_MAX_OUTPUTS 16
+
+/* The outputs, written by the kernel and then published in order. */
+typedef struct {
+    run_output slot[RUN_MAX_OUTPUTS];
+    int n;
     float *state[2];         /* linear configs with state: S and z, in and out */
-    size_t o_count;
-    int o_ndim, p_ndim;      /* with the batch dim: 4 (sdpa, linear), 3 (additive, luong) */
-    int64_t o_shape[4], lse_shape[3], p_shape[4], state_shape[2][4];
-    const void *kv[2];       /* --k-out, --v-out: the caches after appending, as written */
-    float *kv_wide[2];       /* a bf16 or block-type cache widened for the file */
-    attn_npy_dtype kv_npy[2];
-    int kv_ndim[2];
-    int64_t kv_shape[2][4];
+    int64_t state_shape[2][4];
+    float *kv_wide[2];       /* --k-out, --v-out: a bf16 or block-type cache widened for the file */
 } run_outputs;
 
-/* Where an option of the additive and luong families goes; NULL: not one. */
-static const char **classic_dest(run_options *opt, const char *arg)
+/* Where each option that names a file keeps it (a pair's second file, z of
+   --state-in and --state-out, next to its first). */
+#define RUN_OPT(name, field) { name, offsetof(run_options, field) }
+#define RUN_OPT_AT(name, field, i) { name, offsetof(run_options, field) + (i) * sizeof(const char *) }
+static const struct {
+    const char *opt;
+    size_t off;
+} option_paths[] = {
+    RUN_OPT("--q", q_path), RUN_OPT("--k", k_path), RUN_OPT("--v", v_path), RUN_OPT("--seqlens-k", s_path),
+    RUN_OPT("--mask", m_path), RUN_OPT("--rel-table", r_path), RUN_OPT("-o", o_path), RUN_OPT("--lse", lse_path),
+    RUN_OPT("--weights", p_path), RUN_OPT("--sinks", sinks_path), RUN_OPT("--entropy", e_path),
+    RUN_OPT("--block-table", bt_path), RUN_OPT_AT("--rope-cos", rope_path, 0), RUN_OPT_AT("--rope-sin", rope_path, 1),
+    RUN_OPT("--isa", isa_name), RUN_OPT("--do", do_path), RUN_OPT_AT("--dq", grad_path, 0),
+    RUN_OPT_AT("--dk", grad_path, 1), RUN_OPT_AT("--dv", grad_path, 2), RUN_OPT("--k-new", kn_path),
+    RUN_OPT("--v-new", vn_path), RUN_OPT_AT("--k-out", kv_out, 0), RUN_OPT_AT("--v-out", kv_out, 1),
+    RUN_OPT_AT("--q-norm-w", qn_path, 0), RUN_OPT_AT("--k-norm-w", qn_path, 1), RUN_OPT("--dsinks", dsinks_path),
+    RUN_OPT("--drel", drel_path), RUN_OPT("--dq-norm-w", dnorm_path), RUN_OPT_AT("--s", cl, CL_S),
+    RUN_OPT_AT("--h", cl, CL_H), RUN_OPT_AT("--u", cl, CL_U), RUN_OPT_AT("--w-s", cl, CL_W_S),
+    RUN_OPT_AT("--w-h", cl, CL_W_H), RUN_OPT_AT("--w", cl, CL_W), RUN_OPT_AT("--v-attn", cl, CL_V),
+    RUN_OPT_AT("--b", cl, CL_B), RUN_OPT_AT("--state-in", s_in, 0), RUN_OPT_AT("--state-out", s_out, 0),
+};
+
+/* Where option arg keeps its value; NULL: not one of option_paths. */
+static const char **option_dest(const run_options *opt, const char *arg)
 {
-    int c;
-    for (c = 0; c < CL_COUNT; c++)
-        if (strcmp(arg, classic_opt[c]) == 0)
-            return &opt->cl[c];
+    size_t i;
+    for (i = 0; i < sizeof option_paths / sizeof option_paths[0]; i++)
+        if (strcmp(arg, option_paths[i].opt) == 0)
+            return (const char **)(uintptr_t)((const char *)opt + option_paths[i].off);
     return NULL;
+}
+
+/* The file the options name for a tensor of the family's table (z: the
+   second file of its option), or NULL. */
+static const char *tensor_path(const run_options *opt, const attn_case_tensor *t)
+{
+    const char **dest = option_dest(opt, t->opt);
+    return dest == NULL ? NULL : dest[strcmp(t->name, "z") == 0];
+}
+
+/* The family's tensor for an option (attn_case_tensor_find). */
+static const attn_case_tensor *tensor_of(const attn_spec *spec, attn_direction dir, const char *opt_name)
+{
+    const attn_case_ops *ops = attn_case_ops_for(spec, dir);
+    const attn_case_tensor *t = ops != NULL ? attn_case_tensor_find(ops->tensors, opt_name, spec) : NULL;
+    if (t == NULL)
+        fail(spec->name, "the config's kind has no %s", opt_name);
+    return t;
+}
+
+/* A 1-D input of the family's tensors (its dim for the call's batch), read
+   into *a and returned as its storage type, f32 or int32 (malloc'ed). */
+static void *load_vector(const char *path, const attn_spec *spec, const char *opt_name, int64_t batch, attn_npy *a)
+{
+    const attn_case_tensor *t = tensor_of(spec, ATTN_DIR_FWD, opt_name);
+    const int64_t n = attn_dim_value(t->dims[0], spec, batch, 0, 0);
+    char err[256], shp[160];
+    int32_t *ints = NULL;
+    float *floats = NULL;
+    int st;
+    load(path, a);
+    if (a->ndim != 1 || a->shape[0] != n)
+        fail(path, "expected shape (%lld,) (%s), got %s", (long long)n, t->name,
+             attn_npy_shape_string(a, shp, sizeof shp));
+    st = t->store == ATTN_STORE_I32 ? attn_npy_to_i32(a, &ints, err, sizeof err)
+                                    : attn_npy_to_f32(a, &floats, err, sizeof err);
+    if (st != 0)
+        fail(path, "%s", err);
+    return ints != NULL ? (void *)ints : (void *)floats;
 }
 
 /* Parses argv into opt; --help prints the usage and exits 0. */
@@ -509,35 +580,7 @@ static void parse_options(int argc, char **argv, run_options *opt)
             pair[1] = argv[++i];
             continue;
         }
-        if (strcmp(arg, "--q") == 0) dest = &opt->q_path;
-        else if (strcmp(arg, "--k") == 0) dest = &opt->k_path;
-        else if (strcmp(arg, "--v") == 0) dest = &opt->v_path;
-        else if (strcmp(arg, "--seqlens-k") == 0) dest = &opt->s_path;
-        else if (strcmp(arg, "--mask") == 0) dest = &opt->m_path;
-        else if (strcmp(arg, "--rel-table") == 0) dest = &opt->r_path;
-        else if (strcmp(arg, "-o") == 0) dest = &opt->o_path;
-        else if (strcmp(arg, "--lse") == 0) dest = &opt->lse_path;
-        else if (strcmp(arg, "--weights") == 0) dest = &opt->p_path;
-        else if (strcmp(arg, "--sinks") == 0) dest = &opt->sinks_path;
-        else if (strcmp(arg, "--entropy") == 0) dest = &opt->e_path;
-        else if (strcmp(arg, "--block-table") == 0) dest = &opt->bt_path;
-        else if (strcmp(arg, "--rope-cos") == 0) dest = &opt->rope_path[0];
-        else if (strcmp(arg, "--rope-sin") == 0) dest = &opt->rope_path[1];
-        else if (strcmp(arg, "--isa") == 0) dest = &opt->isa_name;
-        else if (strcmp(arg, "--do") == 0) dest = &opt->do_path;
-        else if (strcmp(arg, "--dq") == 0) dest = &opt->grad_path[0];
-        else if (strcmp(arg, "--dk") == 0) dest = &opt->grad_path[1];
-        else if (strcmp(arg, "--dv") == 0) dest = &opt->grad_path[2];
-        else if (strcmp(arg, "--k-new") == 0) dest = &opt->kn_path;
-        else if (strcmp(arg, "--v-new") == 0) dest = &opt->vn_path;
-        else if (strcmp(arg, "--k-out") == 0) dest = &opt->kv_out[0];
-        else if (strcmp(arg, "--v-out") == 0) dest = &opt->kv_out[1];
-        else if (strcmp(arg, "--q-norm-w") == 0) dest = &opt->qn_path[0];
-        else if (strcmp(arg, "--k-norm-w") == 0) dest = &opt->qn_path[1];
-        else if (strcmp(arg, "--dsinks") == 0) dest = &opt->dsinks_path;
-        else if (strcmp(arg, "--drel") == 0) dest = &opt->drel_path;
-        else if (strcmp(arg, "--dq-norm-w") == 0) dest = &opt->dnorm_path;
-        else if (strcmp(arg, "--threads") != 0 && (dest = classic_dest(opt, arg)) == NULL)
+        if (strcmp(arg, "--threads") != 0 && (dest = option_dest(opt, arg)) == NULL)
             fail(arg, "unknown option (expected --q, --k, --v, --seqlens-k, --mask, --rel-table, -o, "
                       "--lse, --weights, --average-heads, --entropy, --random-inputs, --batch, --seq-q, "
                       "--seq-k, --threads, --isa, --reference, --block-table, "
@@ -553,20 +596,51 @@ static void parse_options(int argc, char **argv, run_options *opt)
     }
 }
 
-/* --rope-cos and --rope-sin: both, and only for a config with rope table = true. */
-static void check_rope_paths(const run_options *opt, const attn_spec *spec)
+/* The options against the family's tensors: a tensor the config does not
+   take is refused, one it requires must be given (but for what
+   --random-inputs draws), each output given must be a file that run may
+   replace.  Tensors whose condition has no words (why "") are the family's
+   own checks' (the classic inputs, appending, --lse, the state). */
+static void check_taken(const run_options *opt, const attn_spec *spec, const attn_case_tensor *table)
 {
-    static const char *const names[2] = { "--rope-cos", "--rope-sin" };
-    const int table = spec->family == ATTN_FAMILY_SDPA && spec->rope_style != ATTN_ROPE_NONE && spec->rope_table;
-    int a;
-    for (a = 0; a < 2; a++) {
-        if (opt->rope_path[a] != NULL && !table)
-            fail(names[a], "the config '%s' has no rope table (rope = {table = true}), so %s is not accepted",
-                 spec->name, names[a]);
-        if (opt->rope_path[a] == NULL && table)
-            fail(names[a], "required: the config '%s' has rope = {table = true}", spec->name);
-        if (opt->rope_path[a] != NULL && same_file(opt->rope_path[a], opt->o_path))
-            fail("-o", "'%s' is the %s input; not replacing an input", opt->o_path, names[a]);
+    const attn_case_tensor *t;
+    char why[160];
+    for (t = table; t->opt != NULL; t++) {
+        const char *path = tensor_path(opt, t);
+        const attn_takes takes = attn_case_tensor_takes(t, spec, why, sizeof why);
+        const int drawn = opt->random && strcmp(t->opt, "--block-table") == 0;
+        if (t->takes != NULL && why[0] != '\0') {
+            if (path != NULL && takes == ATTN_TAKES_NOT && attn_case_tensor_find(table, t->opt, spec) == t)
+                fail(t->by_option ? t->opt : path, "the config '%s' %s, so %s is not accepted", spec->name, why,
+                     t->opt);
+            if (path == NULL && takes == ATTN_TAKES_REQUIRED && !drawn)
+                fail(t->opt, "required: the config '%s' %s", spec->name, why);
+        }
+        if (t->output && path != NULL)
+            check_output_path(path);
+    }
+}
+
+/* No output of the family's tensors may name an input's file, but the
+   input it updates in place (its replaces: S over S, z over z, a cache over
+   itself). */
+static void check_replaces(const run_options *opt, const attn_case_tensor *table)
+{
+    const attn_case_tensor *o, *i;
+    for (o = table; o->opt != NULL; o++) {
+        const char *out = o->output ? tensor_path(opt, o) : NULL;
+        if (out == NULL)
+            continue;
+        for (i = table; i->opt != NULL; i++) {
+            const char *in = i->output ? NULL : tensor_path(opt, i);
+            if (in == NULL || (o->replaces != NULL && strcmp(o->replaces, i->opt) == 0 &&
+                               (strcmp(o->name, "z") == 0) == (strcmp(i->name, "z") == 0)))
+                continue;
+            if (i > table && strcmp(i[-1].opt, i->opt) == 0 && strcmp(i->name, "z") != 0)
+                continue; /* one option, several conditions: its file once */
+            if (same_file(out, in))
+                fail(o->opt, "'%s' is the %s input; not replacing an input", out, i->opt);
+        }
     }
 }
 
@@ -583,8 +657,6 @@ static void check_qk_norm_paths(const run_options *opt, const attn_spec *spec)
     for (a = 0; a < 2; a++) {
         if (opt->qn_path[a] != NULL && !norm)
             fail(names[a], "the config '%s' has no qk_norm, so %s is not accepted", spec->name, names[a]);
-        if (opt->qn_path[a] != NULL && same_file(opt->qn_path[a], opt->o_path))
-            fail("-o", "'%s' is the %s input; not replacing an input", opt->o_path, names[a]);
     }
     if (norm && opt->qn_path[0] == NULL)
         fail("--q-norm-w", "required: the config '%s' has qk_norm (the weights of the query rows' norm)", spec->name);
@@ -596,19 +668,10 @@ static void check_qk_norm_paths(const run_options *opt, const attn_spec *spec)
 /* --q-norm-w, --k-norm-w: shape (D,) each, read as f32. */
 static void load_qk_norm(const run_options *opt, const attn_spec *spec, run_inputs *in, attn_args *args)
 {
-    char err[256], shp[160];
     int a;
-    for (a = 0; a < 2; a++) {
-        const char *path = opt->qn_path[a];
-        if (path == NULL)
-            continue;
-        load(path, &in->qn_a[a]);
-        if (in->qn_a[a].ndim != 1 || in->qn_a[a].shape[0] != spec->head_dim)
-            fail(path, "expected shape (%d,) (a weight per head dim), got %s", spec->head_dim,
-                 attn_npy_shape_string(&in->qn_a[a], shp, sizeof shp));
-        if (attn_npy_to_f32(&in->qn_a[a], &in->qn[a], err, sizeof err) != 0)
-            fail(path, "%s", err);
-    }
+    for (a = 0; a < 2; a++)
+        if (opt->qn_path[a] != NULL)
+            in->qn[a] = (float *)load_vector(opt->qn_path[a], spec, a ? "--k-norm-w" : "--q-norm-w", 0, &in->qn_a[a]);
     args->q_norm_w = in->qn[0];
     args->k_norm_w = in->qn[1];
 }
@@ -642,11 +705,7 @@ static void qk_norm_new_row(const attn_spec *spec, const attn_args *args, float 
    ones given, outputs that replace no input, inputs the config takes. */
 static void check_paths(const run_options *opt, const attn_spec *spec)
 {
-    /* an output must not replace an input */
-    enum { N_IN = 10, N_OUT = 6 };
-    const char *in_opt[N_IN] = { "--q", "--k", "--v", "--seqlens-k", "--mask", "--state-in", "--state-in", "--sinks",
-                                 "--rel-table", "--block-table" };
-    const char *in_path[N_IN];
+    enum { N_OUT = 6 };
     const char *out_opt[N_OUT] = { "-o", "--lse", "--weights", "--entropy", "--state-out", "--state-out" };
     const char *out_path[N_OUT];
     const int linear = spec->family == ATTN_FAMILY_LINEAR;
@@ -686,12 +745,6 @@ static void check_paths(const run_options *opt, const attn_spec *spec)
         fail(opt->s_in[0] != NULL ? "--state-in" : "--state-out",
              "the config '%s' has no state (kind = \"linear\" with state = true), so it is not accepted",
              spec->name);
-    if (opt->p_path != NULL && !spec->weights)
-        fail(opt->p_path, "the config '%s' has no weights (weights = true), so --weights is not accepted",
-             spec->name);
-    if (opt->e_path != NULL && (linear || !spec->entropy))
-        fail(opt->e_path, "the config '%s' has no entropy (entropy = true), so --entropy is not accepted",
-             spec->name);
     if (opt->dropout_opt != NULL && !spec->dropout)
         fail(opt->dropout_opt, "the config '%s' has no dropout (dropout = true), so %s is not accepted",
              spec->name, opt->dropout_opt);
@@ -700,16 +753,6 @@ static void check_paths(const run_options *opt, const attn_spec *spec)
     if (opt->p_path != NULL && (same_file(opt->p_path, opt->o_path) ||
                                 (opt->lse_path != NULL && same_file(opt->p_path, opt->lse_path))))
         fail("--weights", "must differ from -o and --lse");
-    in_path[0] = opt->q_path;
-    in_path[1] = opt->k_path;
-    in_path[2] = opt->v_path;
-    in_path[3] = opt->s_path;
-    in_path[4] = opt->m_path;
-    in_path[5] = opt->s_in[0];
-    in_path[6] = opt->s_in[1];
-    in_path[7] = opt->sinks_path;
-    in_path[8] = opt->r_path;
-    in_path[9] = opt->bt_path;
     out_path[0] = opt->o_path;
     out_path[1] = opt->lse_path;
     out_path[2] = opt->p_path;
@@ -725,50 +768,11 @@ static void check_paths(const run_options *opt, const attn_spec *spec)
             else if (a < 4 && (b >= 4 || b == 3) && out_path[a] != NULL && out_path[b] != NULL &&
                      same_file(out_path[a], out_path[b]))
                 fail(out_opt[b], "must differ from %s", out_opt[a]);
-    for (a = 0; a < N_OUT; a++)
-        for (b = 0; b < N_IN; b++) {
-            /* the state after the call may replace the state before it (S over S, z over z) */
-            if (a >= 4 && b >= 5 && a - 4 == b - 5)
-                continue;
-            if (out_path[a] != NULL && in_path[b] != NULL && same_file(out_path[a], in_path[b]))
-                fail(out_opt[a], "'%s' is the %s input; not replacing an input", out_path[a], in_opt[b]);
-        }
-    for (a = 3; a < 6; a++)
-        if (out_path[a] != NULL)
-            check_output_path(out_path[a]);
-    check_output_path(opt->o_path);
-    if (opt->lse_path != NULL)
-        check_output_path(opt->lse_path);
-    if (opt->p_path != NULL)
-        check_output_path(opt->p_path);
-    if (opt->s_path != NULL && !spec->padding)
-        fail(opt->s_path, "the config '%s' has no padding, so --seqlens-k is not accepted",
-             spec->name);
-    if (opt->s_path == NULL && spec->padding)
-        fail("--seqlens-k", "required: the config '%s' has padding", spec->name);
-    if (opt->sinks_path != NULL && (linear || !spec->sinks))
-        fail(opt->sinks_path, "the config '%s' has no sinks (sinks = true), so --sinks is not accepted", spec->name);
-    if (opt->sinks_path == NULL && !linear && spec->sinks)
-        fail("--sinks", "required: the config '%s' has sinks (a logit per query head)", spec->name);
-    if (opt->m_path != NULL && spec->mask == ATTN_MASK_NONE)
-        fail(opt->m_path, "the config '%s' has no mask, so --mask is not accepted", spec->name);
-    if (opt->m_path == NULL && spec->mask != ATTN_MASK_NONE)
-        fail("--mask", "required: the config '%s' has mask \"%s\"", spec->name,
-             spec->mask == ATTN_MASK_BOOL ? "bool" : "bias");
-    if (opt->r_path != NULL && attn_rel_rows(spec) == 0)
-        fail(opt->r_path, "the config '%s' has no rel_bias, so --rel-table is not accepted", spec->name);
-    if (opt->r_path == NULL && attn_rel_rows(spec) > 0)
-        fail("--rel-table", "required: the config '%s' has rel_bias", spec->name);
-    if (opt->bt_path != NULL && (linear || spec->page == 0))
-        fail(opt->bt_path, "the config '%s' is not paged (paged = {page, order}), so --block-table is not accepted",
-             spec->name);
+    check_replaces(opt, attn_case_ops_for(spec, ATTN_DIR_FWD)->tensors);
+    check_taken(opt, spec, attn_case_ops_for(spec, ATTN_DIR_FWD)->tensors);
     if (opt->bt_path != NULL && opt->random)
         fail("--block-table", "not with --random-inputs, which draws K and V in the contiguous layout (read "
                               "through a table of their rows)");
-    if (opt->bt_path == NULL && !linear && spec->page > 0 && !opt->random)
-        fail("--block-table", "required: the config '%s' is paged (K and V are pools of %d keys a page)", spec->name,
-             spec->page);
-    check_rope_paths(opt, spec);
     check_qk_norm_paths(opt, spec);
 }
 
@@ -999,18 +1003,10 @@ static void fill_qkv_args(const run_options *opt, const attn_spec *spec, const r
 
 /* seqlens_k: one valid key length per batch, each in 0..seq_k; read into
    *sa, returned as int32 (malloc'ed). */
-static int32_t *read_seqlens(const char *path, attn_npy *sa, int64_t batch, int64_t seq_k)
+static int32_t *read_seqlens(const char *path, const attn_spec *spec, attn_npy *sa, int64_t batch, int64_t seq_k)
 {
-    char err[256], shp[160];
-    int32_t *seqlens;
+    int32_t *seqlens = (int32_t *)load_vector(path, spec, "--seqlens-k", batch, sa);
     int64_t b;
-
-    load(path, sa);
-    if (sa->ndim != 1 || sa->shape[0] != batch)
-        fail(path, "expected shape (%lld,) (one key length per batch), got %s", (long long)batch,
-             attn_npy_shape_string(sa, shp, sizeof shp));
-    if (attn_npy_to_i32(sa, &seqlens, err, sizeof err) != 0)
-        fail(path, "%s", err);
     for (b = 0; b < batch; b++)
         if (seqlens[b] < 0 || seqlens[b] > seq_k)
             fail(path, "seqlens_k[%d] = %ld is outside 0..%lld (seq_k)", (int)b, (long)seqlens[b],
@@ -1021,13 +1017,7 @@ static int32_t *read_seqlens(const char *path, attn_npy *sa, int64_t batch, int6
 /* --sinks: a logit per query head, shape (Hq,), read as f32. */
 static void load_sinks(const char *path, const attn_spec *spec, run_inputs *in, attn_args *args)
 {
-    char err[256], shp[160];
-    load(path, &in->sinks_a);
-    if (in->sinks_a.ndim != 1 || in->sinks_a.shape[0] != spec->heads_q)
-        fail(path, "expected shape (%d,) (one logit per query head), got %s", spec->heads_q,
-             attn_npy_shape_string(&in->sinks_a, shp, sizeof shp));
-    if (attn_npy_to_f32(&in->sinks_a, &in->sinks, err, sizeof err) != 0)
-        fail(path, "%s", err);
+    in->sinks = (float *)load_vector(path, spec, "--sinks", 0, &in->sinks_a);
     args->sinks = in->sinks;
 }
 
@@ -1053,9 +1043,9 @@ static void load_rope(const run_options *opt, const attn_spec *spec, run_inputs 
     args->rope_rows = in->rope_a[0].shape[0];
 }
 
-static void load_seqlens(const char *path, run_inputs *in, attn_args *args)
+static void load_seqlens(const char *path, const attn_spec *spec, run_inputs *in, attn_args *args)
 {
-    in->seqlens = read_seqlens(path, &in->sa, args->batch, args->seq_k);
+    in->seqlens = read_seqlens(path, spec, &in->sa, args->batch, args->seq_k);
     args->seqlens_k = in->seqlens;
 }
 
@@ -1170,76 +1160,112 @@ static void load_state(const run_options *opt, const attn_spec *spec, run_inputs
     args->state_z = out->state[1];
 }
 
-/* O [B][Lq][Hq][Dv] in O's storage type (f32 for the reference), LSE
-   [B][Hq][Lq], f32, with p_path the weights [B][Hq][Lq][Lk], f32, and with
-   e_path the entropy [B][Hq][Lq], f32, attached to the args. */
-static void alloc_outputs(const char *o_path, const char *p_path, const char *e_path, const attn_spec *spec,
-                          int use_reference, attn_args *args, run_outputs *out)
+/* An output of data held elsewhere (the state, the caches), written to path
+   as npy with the shape given. */
+static void add_output(run_outputs *out, const attn_spec *spec, const char *opt_name, const char *path, int ndim,
+                       const int64_t *shape, const void *data, attn_npy_dtype npy, int batched)
 {
-    size_t o_count, lse_count;
+    run_output *o = &out->slot[out->n++];
+    int d;
+    o->t = tensor_of(spec, ATTN_DIR_FWD, opt_name);
+    o->path = path;
+    o->ndim = ndim;
+    o->batched = batched;
+    for (d = 0; d < ndim; d++)
+        o->shape[d] = shape[d];
+    o->data = (void *)(uintptr_t)data;
+    o->borrowed = 1;
+    o->dtype = ATTN_DTYPE_F32;
+    o->npy = npy;
+}
 
-    out->o_shape[0] = args->batch;
-    out->o_shape[1] = args->seq_q;
-    out->o_shape[2] = spec->heads_q;
-    out->o_shape[3] = spec->head_dim_v;
-    out->o_ndim = out->p_ndim = 4;
-    out->lse_shape[0] = args->batch;
-    out->lse_shape[1] = spec->heads_q;
-    out->lse_shape[2] = args->seq_q;
-    o_count = (size_t)args->batch * (size_t)args->seq_q * (size_t)spec->heads_q;
-    lse_count = o_count;
-    if (o_count > SIZE_MAX / sizeof(float) / ((size_t)spec->head_dim_v + 1))
-        fail(o_path, "the output is too large");
-    o_count *= (size_t)spec->head_dim_v;
-    out->o_count = o_count;
-    out->o_dtype = use_reference ? ATTN_DTYPE_F32 : spec->dtype_o;
-    out->o = malloc(o_count * attn_dtype_size(out->o_dtype) + 1);
-    out->lse = (float *)malloc(lse_count * sizeof *out->lse + 1);
-    if (out->o == NULL || out->lse == NULL)
-        fail(o_path, "out of memory");
-    args->o = out->o;
-    args->lse = out->lse;
-    if (e_path != NULL) {
-        out->e = (float *)malloc(lse_count * sizeof *out->e + 1);
-        if (out->e == NULL)
-            fail(e_path, "out of memory");
-        args->entropy = out->e;
+/* The outputs the options name in the family's tensors for a direction (O's
+   or a gradient's storage type as their store says, f32 with --reference
+   and otherwise), shaped by their
+   named dims for the call's batch, seq_q and seq_k, allocated in order; the
+   first n_always also without a path (the kernel writes them whatever);
+   label names the file a failure is reported on when a path is NULL.
+   Returns the first output's slot. */
+static run_output *alloc_outputs(run_outputs *out, const attn_spec *spec, const run_options *opt, attn_direction dir,
+                                 const char *const *names, const char *const *paths, int n_names, int n_always,
+                                 const int64_t call[3])
+{
+    run_output *first = &out->slot[out->n];
+    int i, d;
+    for (i = 0; i < n_names; i++) {
+        const attn_case_tensor *t = tensor_of(spec, dir, names[i]);
+        const char *label = paths[i] != NULL ? paths[i] : paths[0];
+        run_output *o = &out->slot[out->n];
+        size_t n = 1;
+        if (paths[i] == NULL && i >= n_always)
+            continue;
+        out->n++;
+        o->t = t;
+        o->path = paths[i];
+        o->ndim = t->ndim;
+        o->batched = t->dims[0] == ATTN_DIM_BATCH;
+        o->dtype = opt->use_reference           ? ATTN_DTYPE_F32
+                   : t->store == ATTN_STORE_O      ? spec->dtype_o
+                   : t->store == ATTN_STORE_GRAD_Q  ? spec->dtype_grad_q
+                   : t->store == ATTN_STORE_GRAD_KV ? spec->dtype_grad_kv
+                                                    : ATTN_DTYPE_F32;
+        o->npy = o->dtype == ATTN_DTYPE_F16 ? ATTN_NPY_F16 : ATTN_NPY_F32;
+        for (d = 0; d < t->ndim; d++) {
+            o->shape[d] = attn_dim_value(t->dims[d], spec, call[0], call[1], call[2]);
+            if (o->shape[d] > 0 && n > SIZE_MAX / sizeof(float) / ((size_t)o->shape[d] + 1))
+                fail(label, strcmp(names[i], "--weights") == 0 ? "the weights are too large"
+                                                                : "the output is too large");
+            n *= (size_t)o->shape[d];
+        }
+        o->count = n;
+        o->data = malloc(n * attn_dtype_size(o->dtype) + 1);
+        if (o->data == NULL)
+            fail(label, "out of memory");
     }
-    if (p_path != NULL) {
-        size_t p_count = (size_t)args->batch * (size_t)spec->heads_q;
-        out->p_shape[0] = args->batch;
-        out->p_shape[1] = spec->heads_q;
-        out->p_shape[2] = args->seq_q;
-        out->p_shape[3] = args->seq_k;
-        if (args->seq_q > 0 && p_count > SIZE_MAX / sizeof(float) / (size_t)args->seq_q)
-            fail(p_path, "the weights are too large");
-        p_count *= (size_t)args->seq_q;
-        if (args->seq_k > 0 && p_count > SIZE_MAX / sizeof(float) / (size_t)args->seq_k)
-            fail(p_path, "the weights are too large");
-        p_count *= (size_t)args->seq_k;
-        out->p = (float *)malloc(p_count * sizeof *out->p + 1);
-        if (out->p == NULL)
-            fail(p_path, "out of memory");
-        args->weights = out->p; /* weights_stride: contiguous (attn_args_set_contiguous) */
+    return first;
+}
+
+/* The data of an output by option, NULL when not allocated. */
+static void *output_data(const run_outputs *out, const char *opt_name)
+{
+    int i;
+    for (i = 0; i < out->n; i++)
+        if (strcmp(out->slot[i].t->opt, opt_name) == 0)
+            return out->slot[i].data;
+    return NULL;
+}
+
+static void free_outputs(run_outputs *out)
+{
+    int i;
+    for (i = 0; i < out->n; i++) {
+        if (!out->slot[i].borrowed)
+            free(out->slot[i].data);
+        free(out->slot[i].wide);
     }
+    free(out->state[0]);
+    free(out->state[1]);
+    free(out->kv_wide[0]);
+    free(out->kv_wide[1]);
 }
 
 /* --average-heads: the weights' mean over the query heads, in place:
    [B][Hq][Lq][Lk] becomes [B][Lq][Lk] (summed in double). */
-static void average_heads(run_outputs *out)
+static void average_heads(run_output *w)
 {
-    const int64_t B = out->p_shape[0], H = out->p_shape[1], n = out->p_shape[2] * out->p_shape[3];
+    const int64_t B = w->shape[0], H = w->shape[1], n = w->shape[2] * w->shape[3];
+    float *p = (float *)w->data;
     int64_t b, h, e;
     for (b = 0; b < B; b++)
         for (e = 0; e < n; e++) {
             double sum = 0.0;
             for (h = 0; h < H; h++)
-                sum += out->p[(b * H + h) * n + e];
-            out->p[b * n + e] = (float)(sum / (double)H); /* b * n + e <= (b * H) * n + e */
+                sum += p[(b * H + h) * n + e];
+            p[b * n + e] = (float)(sum / (double)H); /* b * n + e <= (b * H) * n + e */
         }
-    out->p_shape[1] = out->p_shape[2];
-    out->p_shape[2] = out->p_shape[3];
-    out->p_ndim = 3;
+    w->shape[1] = w->shape[2];
+    w->shape[2] = w->shape[3];
+    w->ndim = 3;
 }
 
 /* --isa with --k-new: a variant's entry point attends only, so the kernel's
@@ -1311,75 +1337,48 @@ static void compute(const attn_kernel *kernel, const attn_variant *variant, int 
         fail(spec->name, "%s", attn_status_string(st));
 }
 
-/* Files staged next to their paths and renamed into place together. */
-typedef struct {
-    const char *path[8];
-    char *staged[8];
-    int n;
-} staged_files;
-
-/* Removes the staged files from the from'th on, and fails on path. */
-static void unstage_and_fail(staged_files *sf, int from, const char *path, const char *msg)
-{
-    int t;
-    for (t = from; t < sf->n; t++)
-        if (sf->staged[t] != NULL)
-            remove(sf->staged[t]);
-    fail(path, "%s", msg);
-}
-
-/* Writes one output next to its path (none where path is NULL). */
-static void stage(staged_files *sf, const char *path, int ndim, const int64_t *shape, const void *data,
+/* Writes one output next to its path (none where path is NULL; attn_npy_stage). */
+static void stage(attn_npy_staged *sf, const char *path, int ndim, const int64_t *shape, const void *data,
                   attn_npy_dtype dtype)
 {
     char err[256];
-    if (path == NULL)
-        return;
-    sf->path[sf->n] = path;
-    sf->staged[sf->n] = attn_npy_write_staged(path, dtype, ndim, shape, data, err, sizeof err);
-    sf->n++;
-    if (sf->staged[sf->n - 1] == NULL)
-        unstage_and_fail(sf, 0, path, err);
+    if (attn_npy_stage(sf, path, dtype, ndim, shape, data, err, sizeof err) != 0)
+        fail(path, "%s", err);
 }
 
-/* Writes O (and LSE, the weights, the entropy, the state) next to their
-   paths, then renames them into place: every output complete before any
-   replaces what was there.  A 3-D input (no batch dim) gives outputs
-   without one. */
+/* Renames the staged outputs into place (attn_npy_publish). */
+static void publish(attn_npy_staged *sf)
+{
+    char err[256];
+    const char *failed = NULL;
+    if (attn_npy_publish(sf, &failed, err, sizeof err) != 0)
+        fail(failed, "%s", err);
+}
+
+/* Writes the outputs with a path next to their paths, in order, then
+   renames them into place: every output complete before any replaces what
+   was there.  A 3-D input (no batch dim) gives outputs without one. */
 static void publish_outputs(const run_options *opt, int drop_batch, run_outputs *out)
 {
-    staged_files sf;
-    const void *o_data = out->o;
+    attn_npy_staged sf;
     int t;
-    attn_npy_dtype o_npy = ATTN_NPY_F32;
 
     memset(&sf, 0, sizeof sf);
-    if (out->o_dtype == ATTN_DTYPE_F16) {
-        o_npy = ATTN_NPY_F16;
-    } else if (out->o_dtype == ATTN_DTYPE_BF16) { /* .npy has no bf16: f32, exactly */
-        out->o_wide = widen_copy(opt->o_path, ATTN_DTYPE_BF16, out->o, out->o_count);
-        o_data = out->o_wide;
-    }
-    stage(&sf, opt->o_path, out->o_ndim - drop_batch, out->o_shape + drop_batch, o_data, o_npy);
-    stage(&sf, opt->lse_path, 3 - drop_batch, out->lse_shape + drop_batch, out->lse, ATTN_NPY_F32);
-    if (opt->p_path != NULL && opt->average_heads)
-        average_heads(out);
-    stage(&sf, opt->p_path, out->p_ndim - drop_batch, out->p_shape + drop_batch, out->p, ATTN_NPY_F32);
-    stage(&sf, opt->e_path, 3 - drop_batch, out->lse_shape + drop_batch, out->e, ATTN_NPY_F32);
-    for (t = 0; t < 2 && opt->s_out[0] != NULL; t++) /* the state after the call: S, z */
-        stage(&sf, opt->s_out[t], 4 - t - drop_batch, out->state_shape[t] + drop_batch, out->state[t],
-              ATTN_NPY_F32);
-    for (t = 0; t < 2; t++) /* appending: the caches after the call, shaped as read */
-        if (out->kv[t] != NULL)
-            stage(&sf, opt->kv_out[t], out->kv_ndim[t], out->kv_shape[t], out->kv[t], out->kv_npy[t]);
-    for (t = 0; t < sf.n; t++)
-        if (rename(sf.staged[t], sf.path[t]) != 0) {
-            char msg[256];
-            snprintf(msg, sizeof msg, "cannot rename the finished file over it: %s", strerror(errno));
-            unstage_and_fail(&sf, t, sf.path[t], msg);
+    for (t = 0; t < out->n; t++) {
+        run_output *o = &out->slot[t];
+        const int drop = o->batched ? drop_batch : 0;
+        const void *data = o->data;
+        if (o->path == NULL)
+            continue;
+        if (o->dtype == ATTN_DTYPE_BF16) { /* .npy has no bf16: f32, exactly */
+            o->wide = widen_copy(o->path, ATTN_DTYPE_BF16, o->data, o->count);
+            data = o->wide;
         }
-    for (t = 0; t < sf.n; t++)
-        free(sf.staged[t]);
+        if (opt->average_heads && strcmp(o->t->opt, "--weights") == 0)
+            average_heads(o);
+        stage(&sf, o->path, o->ndim - drop, o->shape + drop, data, o->npy);
+    }
+    publish(&sf);
 }
 
 static void free_all(const run_options *opt, run_inputs *in, run_outputs *out)
@@ -1414,13 +1413,7 @@ static void free_all(const run_options *opt, run_inputs *in, run_outputs *out)
         attn_npy_free(&in->rope_a[0]);
         attn_npy_free(&in->rope_a[1]);
     }
-    free(out->o);
-    free(out->o_wide);
-    free(out->lse);
-    free(out->p);
-    free(out->e);
-    free(out->state[0]);
-    free(out->state[1]);
+    free_outputs(out);
     attn_npy_free(&in->state_a[0]);
     attn_npy_free(&in->state_a[1]);
     if (opt->kn_path != NULL)
@@ -1430,8 +1423,6 @@ static void free_all(const run_options *opt, run_inputs *in, run_outputs *out)
     free(in->kn);
     free(in->vn);
     free(in->after);
-    free(out->kv_wide[0]);
-    free(out->kv_wide[1]);
 }
 
 /* ---- additive and luong configs (attn_classic_args) --------------------- */
@@ -1460,49 +1451,33 @@ static const char *classic_kind(const attn_spec *spec, char *buf, size_t len)
     return buf;
 }
 
-/* Which inputs a config reads (CL_*): 1 required, 0 not accepted, -1
-   optional.  Additive takes W_h or U (U replaces W_h: one of the two). */
+/* Which inputs a config reads (CL_*), by the family's tensors: 1 required,
+   0 not accepted, -1 optional (additive: W_h or U, one of the two). */
 static void classic_takes(const attn_spec *spec, int take[CL_COUNT])
 {
-    const int additive = spec->family == ATTN_FAMILY_ADDITIVE;
-    const int concat = spec->score == ATTN_SCORE_CONCAT;
+    char why[160];
     int c;
-    for (c = 0; c < CL_COUNT; c++)
-        take[c] = 0;
-    take[CL_S] = take[CL_H] = 1;
-    if (additive) {
-        take[CL_W_S] = take[CL_V] = 1;
-        take[CL_W_H] = take[CL_U] = -1;
+    for (c = 0; c < CL_COUNT; c++) {
+        const attn_takes t = attn_case_tensor_takes(tensor_of(spec, ATTN_DIR_FWD, classic_opt[c]), spec, why, sizeof why);
+        take[c] = t == ATTN_TAKES_REQUIRED ? 1 : t == ATTN_TAKES_OPTIONAL ? -1 : 0;
     }
-    if (!additive && (spec->score == ATTN_SCORE_GENERAL || concat))
-        take[CL_W] = 1;
-    if (!additive && concat)
-        take[CL_V] = 1;
-    if (spec->bias && (additive || concat))
-        take[CL_B] = 1;
 }
 
-/* What an input holds, named by the config's keys, and the shape it must
-   have (batch, seq_q and seq_k: from S and H). */
+/* The shape input c must have, by its named dims in the family's tensors
+   (batch, seq_q and seq_k: from S and H), and the dims' names. */
 static int classic_want(const attn_spec *spec, int c, int64_t batch, int64_t seq_q, int64_t seq_k,
-                        int64_t dims[3], const char **names)
+                        int64_t dims[3], char *names, size_t len)
 {
-    const int64_t ds = spec->query_dim, dh = spec->key_dim, da = spec->attn_dim;
-    switch (c) {
-    case CL_S: dims[0] = batch; dims[1] = seq_q; dims[2] = ds; *names = "batch, seq_q, query_dim"; return 3;
-    case CL_H: dims[0] = batch; dims[1] = seq_k; dims[2] = dh; *names = "batch, seq_k, key_dim"; return 3;
-    case CL_U: dims[0] = batch; dims[1] = seq_k; dims[2] = da; *names = "batch, seq_k, attn_dim"; return 3;
-    case CL_W_S: dims[0] = da; dims[1] = ds; *names = "attn_dim, query_dim"; return 2;
-    case CL_W_H: dims[0] = da; dims[1] = dh; *names = "attn_dim, key_dim"; return 2;
-    case CL_W:
-        if (spec->score == ATTN_SCORE_CONCAT) {
-            dims[0] = da; dims[1] = dh + ds; *names = "attn_dim, key_dim + query_dim";
-        } else {
-            dims[0] = dh; dims[1] = ds; *names = "key_dim, query_dim";
-        }
-        return 2;
-    default: dims[0] = da; *names = "attn_dim"; return 1; /* v, b */
+    const attn_case_tensor *t = tensor_of(spec, ATTN_DIR_FWD, classic_opt[c]);
+    int d;
+    names[0] = '\0';
+    for (d = 0; d < t->ndim; d++) {
+        dims[d] = attn_dim_value(t->dims[d], spec, batch, seq_q, seq_k);
+        if (d > 0)
+            strncat(names, ", ", len - strlen(names) - 1);
+        strncat(names, attn_dim_name(t->dims[d]), len - strlen(names) - 1);
     }
+    return t->ndim;
 }
 
 /* The inputs as read: each one's label ("--w-s W.npy"), array and data in
@@ -1523,9 +1498,8 @@ static void check_classic_paths(const run_options *opt, const attn_spec *spec)
 {
     static const char *const sdpa_opt[3] = { "--q", "--k", "--v" };
     const char *sdpa_path[3];
-    const char *in_opt[CL_COUNT + 2], *in_path[CL_COUNT + 2];
     char kind[64], takes[160] = "";
-    int take[CL_COUNT], c, n_in = 0;
+    int take[CL_COUNT], c;
 
     classic_kind(spec, kind, sizeof kind);
     classic_takes(spec, take);
@@ -1585,38 +1559,10 @@ static void check_classic_paths(const run_options *opt, const attn_spec *spec)
         fail("-o", "required (where to write the context C)");
 
     /* outputs: never an input, never each other */
-    for (c = 0; c < CL_COUNT; c++)
-        if (opt->cl[c] != NULL) {
-            in_opt[n_in] = classic_opt[c];
-            in_path[n_in++] = opt->cl[c];
-        }
-    if (opt->s_path != NULL) {
-        in_opt[n_in] = "--seqlens-k";
-        in_path[n_in++] = opt->s_path;
-    }
-    if (opt->m_path != NULL) {
-        in_opt[n_in] = "--mask";
-        in_path[n_in++] = opt->m_path;
-    }
     if (opt->p_path != NULL && same_file(opt->p_path, opt->o_path))
         fail("--weights", "must differ from -o");
-    for (c = 0; c < n_in; c++) {
-        if (same_file(opt->o_path, in_path[c]))
-            fail("-o", "'%s' is the %s input; not replacing an input", opt->o_path, in_opt[c]);
-        if (opt->p_path != NULL && same_file(opt->p_path, in_path[c]))
-            fail("--weights", "'%s' is the %s input; not replacing an input", opt->p_path, in_opt[c]);
-    }
-    check_output_path(opt->o_path);
-    if (opt->p_path != NULL)
-        check_output_path(opt->p_path);
-    if (opt->s_path != NULL && !spec->padding)
-        fail(opt->s_path, "the config '%s' has no padding, so --seqlens-k is not accepted", spec->name);
-    if (opt->s_path == NULL && spec->padding)
-        fail("--seqlens-k", "required: the config '%s' has padding", spec->name);
-    if (opt->m_path != NULL && spec->mask == ATTN_MASK_NONE)
-        fail(opt->m_path, "the config '%s' has no mask, so --mask is not accepted", spec->name);
-    if (opt->m_path == NULL && spec->mask != ATTN_MASK_NONE)
-        fail("--mask", "required: the config '%s' has mask \"bool\"", spec->name);
+    check_replaces(opt, attn_case_ops_for(spec, ATTN_DIR_FWD)->tensors);
+    check_taken(opt, spec, attn_case_ops_for(spec, ATTN_DIR_FWD)->tensors);
 }
 
 /* Reads input c and checks its shape against what the config and S (batch,
@@ -1627,7 +1573,7 @@ static void load_classic_input(const run_options *opt, const attn_spec *spec, in
     const char *path = opt->cl[c];
     attn_npy *a = &in->a[c];
     int64_t want[3];
-    const char *names;
+    char names[96];
     char shp[160], exp[160], from[400] = "", sshp[160], hshp[160];
     const size_t len = strlen(classic_opt[c]) + strlen(path) + 2;
     int nd, ok, d, off;
@@ -1637,7 +1583,7 @@ static void load_classic_input(const run_options *opt, const attn_spec *spec, in
         fail(path, "out of memory");
     snprintf(in->label[c], len, "%s %s", classic_opt[c], path);
     load_label(in->label[c], path, a);
-    nd = classic_want(spec, c, *batch, *seq_q, *seq_k, want, &names);
+    nd = classic_want(spec, c, *batch, *seq_q, *seq_k, want, names, sizeof names);
     if (nd == 3) {
         /* [batch][len][dim], or [len][dim] for batch 1 */
         if (a->ndim != 3 && a->ndim != 2)
@@ -1704,36 +1650,6 @@ static void load_classic_mask(const char *path, classic_inputs *in, attn_classic
     args->mask = (const uint8_t *)ma->data; /* bytes, nonzero = keep */
 }
 
-/* C [B][Lq][Dh] in C's storage type (f32 for the reference) and with
-   --weights A [B][Lq][Lk], f32, attached to the args. */
-static void alloc_classic_outputs(const run_options *opt, const attn_spec *spec, attn_classic_args *args,
-                                  run_outputs *out)
-{
-    const size_t rows = (size_t)args->batch * (size_t)args->seq_q;
-    out->o_ndim = out->p_ndim = 3;
-    out->o_shape[0] = out->p_shape[0] = args->batch;
-    out->o_shape[1] = out->p_shape[1] = args->seq_q;
-    out->o_shape[2] = spec->key_dim;
-    out->p_shape[2] = args->seq_k;
-    if (args->seq_q > 0 && (size_t)args->batch > SIZE_MAX / sizeof(float) / (size_t)args->seq_q)
-        fail(opt->o_path, "the output is too large");
-    if (rows > SIZE_MAX / sizeof(float) / ((size_t)spec->key_dim + 1))
-        fail(opt->o_path, "the output is too large");
-    out->o_count = rows * (size_t)spec->key_dim;
-    out->o_dtype = opt->use_reference ? ATTN_DTYPE_F32 : spec->dtype_o;
-    out->o = malloc(out->o_count * attn_dtype_size(out->o_dtype) + 1);
-    if (out->o == NULL)
-        fail(opt->o_path, "out of memory");
-    args->c = out->o;
-    if (opt->p_path != NULL) {
-        if (args->seq_k > 0 && rows > SIZE_MAX / sizeof(float) / (size_t)args->seq_k)
-            fail(opt->p_path, "the weights are too large");
-        out->p = (float *)malloc(rows * (size_t)args->seq_k * sizeof(float) + 1);
-        if (out->p == NULL)
-            fail(opt->p_path, "out of memory");
-        args->weights = out->p; /* weights_stride: contiguous (attn_classic_args_set_contiguous) */
-    }
-}
 
 /* The reference (on the stored inputs; C unrounded, f32), the variant
    --isa names, or the kernel's dispatch. */
@@ -1799,12 +1715,19 @@ static int run_classic(const attn_kernel *kernel, const run_options *opt)
     args.b_attn = in.stored[CL_B];
     args.threads = opt->threads;
     if (opt->s_path != NULL) {
-        in.seqlens = read_seqlens(opt->s_path, &in.sa, batch, seq_k);
+        in.seqlens = read_seqlens(opt->s_path, spec, &in.sa, batch, seq_k);
         args.seqlens_k = in.seqlens;
     }
     if (opt->m_path != NULL)
         load_classic_mask(opt->m_path, &in, &args);
-    alloc_classic_outputs(opt, spec, &args, &out);
+    {
+        static const char *const names[2] = { "-o", "--weights" };
+        const char *const paths[2] = { opt->o_path, opt->p_path };
+        const int64_t call[3] = { batch, seq_q, seq_k };
+        alloc_outputs(&out, spec, opt, ATTN_DIR_FWD, names, paths, 2, 1, call);
+        args.c = output_data(&out, "-o");
+        args.weights = output_data(&out, "--weights"); /* weights_stride: contiguous */
+    }
 
     compute_classic(kernel, variant, opt->use_reference, &args);
     publish_outputs(opt, in.drop_batch, &out);
@@ -1817,9 +1740,7 @@ static int run_classic(const attn_kernel *kernel, const run_options *opt)
     attn_npy_free(&in.sa);
     attn_npy_free(&in.ma);
     free(in.seqlens);
-    free(out.o);
-    free(out.o_wide);
-    free(out.p);
+    free_outputs(&out);
     return 0;
 }
 
@@ -1886,38 +1807,17 @@ static void check_bwd_paths(const run_options *opt, const attn_spec *spec)
     }
 }
 
-/* One gradient, written as a .npy file: f32 or f16 as stored, bf16 widened. */
-static void write_grad(const char *path, attn_dtype dtype, const void *data, size_t n, int ndim, const int64_t *shape)
-{
-    char err[256];
-    float *wide = dtype == ATTN_DTYPE_BF16 ? widen_copy(path, dtype, data, n) : NULL;
-    char *staged = attn_npy_write_staged(path, dtype == ATTN_DTYPE_F16 ? ATTN_NPY_F16 : ATTN_NPY_F32, ndim, shape,
-                                         wide != NULL ? (const void *)wide : data, err, sizeof err);
-    free(wide);
-    if (staged == NULL)
-        fail(path, "%s", err);
-    if (rename(staged, path) != 0) {
-        remove(staged);
-        free(staged);
-        fail(path, "cannot rename the finished file over it: %s", strerror(errno));
-    }
-    free(staged);
-}
-
 /* The backward pass after the forward: dO read as O's type, dQ, dK, dV from
    the kernel's backward (the variant of --isa), or from the float64
    reference with --reference (on the widened inputs and the reference's O). */
 static void run_backward(const run_options *opt, const attn_spec *spec, const run_inputs *in, const attn_args *args,
-                         const run_outputs *out)
+                         run_outputs *out)
 {
+    static const char *const names[6] = { "--dq", "--dk", "--dv", "--dsinks", "--drel", "--dq-norm-w" };
+    const char *const paths[6] = { opt->grad_path[0], opt->grad_path[1], opt->grad_path[2], opt->dsinks_path,
+                                   opt->drel_path, opt->dnorm_path };
+    const int64_t call[3] = { args->batch, args->seq_q, args->seq_k };
     const attn_bwd_kernel *bk = attn_entry_bwd_kernel;
-    const int drop = in->qt.ndim == 3;
-    const attn_dtype gt[3] = { opt->use_reference ? ATTN_DTYPE_F32 : spec->dtype_grad_q,
-                               opt->use_reference ? ATTN_DTYPE_F32 : spec->dtype_grad_kv,
-                               opt->use_reference ? ATTN_DTYPE_F32 : spec->dtype_grad_kv };
-    int64_t shape[3][4];
-    size_t n[3];
-    void *grad[3];
     attn_npy da;
     attn_bwd_args ba;
     attn_status st;
@@ -1937,35 +1837,13 @@ static void run_backward(const run_options *opt, const attn_spec *spec, const ru
     ba.fwd.weights = NULL;
     ba.fwd.entropy = NULL;
     ba.d_o = d_o;
-    for (g = 0; g < 3; g++) {
-        const int64_t len = g == 0 ? args->seq_q : args->seq_k;
-        shape[g][0] = args->batch;
-        shape[g][1] = len;
-        shape[g][2] = g == 0 ? spec->heads_q : spec->heads_kv;
-        shape[g][3] = g == 2 ? spec->head_dim_v : spec->head_dim;
-        n[g] = (size_t)args->batch * (size_t)len * (size_t)shape[g][2] * (size_t)shape[g][3];
-        grad[g] = malloc(n[g] * attn_dtype_size(gt[g]) + 1);
-        if (grad[g] == NULL)
-            fail(opt->grad_path[g], "out of memory");
-    }
-    ba.dq = grad[0];
-    ba.dk = grad[1];
-    ba.dv = grad[2];
-    if (opt->dsinks_path != NULL) {
-        ba.dsinks = (float *)malloc((size_t)spec->heads_q * sizeof(float) + 1);
-        if (ba.dsinks == NULL)
-            fail(opt->dsinks_path, "out of memory");
-    }
-    if (opt->drel_path != NULL) {
-        ba.drel_table = (float *)malloc((size_t)attn_rel_rows(spec) * (size_t)spec->heads_q * sizeof(float) + 1);
-        if (ba.drel_table == NULL)
-            fail(opt->drel_path, "out of memory");
-    }
-    if (opt->dnorm_path != NULL) {
-        ba.dq_norm_w = (float *)malloc((size_t)spec->head_dim * sizeof(float) + 1);
-        if (ba.dq_norm_w == NULL)
-            fail(opt->dnorm_path, "out of memory");
-    }
+    alloc_outputs(out, spec, opt, ATTN_DIR_BWD, names, paths, 6, 3, call); /* published with O */
+    ba.dq = output_data(out, "--dq");
+    ba.dk = output_data(out, "--dk");
+    ba.dv = output_data(out, "--dv");
+    ba.dsinks = (float *)output_data(out, "--dsinks");
+    ba.drel_table = (float *)output_data(out, "--drel");
+    ba.dq_norm_w = (float *)output_data(out, "--dq-norm-w");
     if (opt->use_reference) { /* compute() left the widened inputs; O is the reference's, f32 */
         ba.fwd.q = in->qw;
         ba.fwd.k = in->kw;
@@ -1980,28 +1858,8 @@ static void run_backward(const run_options *opt, const attn_spec *spec, const ru
     } else {
         st = bk->bwd(&ba);
     }
-    (void)out;
     if (st != ATTN_OK)
         fail(spec->name, "backward: %s", attn_status_string(st));
-    for (g = 0; g < 3; g++) {
-        write_grad(opt->grad_path[g], gt[g], grad[g], n[g], 4 - drop, shape[g] + drop);
-        free(grad[g]);
-    }
-    if (ba.dsinks != NULL) {
-        const int64_t hq = spec->heads_q;
-        write_grad(opt->dsinks_path, ATTN_DTYPE_F32, ba.dsinks, (size_t)hq, 1, &hq);
-        free(ba.dsinks);
-    }
-    if (ba.drel_table != NULL) {
-        const int64_t ts[2] = { attn_rel_rows(spec), spec->heads_q };
-        write_grad(opt->drel_path, ATTN_DTYPE_F32, ba.drel_table, (size_t)ts[0] * (size_t)ts[1], 2, ts);
-        free(ba.drel_table);
-    }
-    if (ba.dq_norm_w != NULL) {
-        const int64_t d = spec->head_dim;
-        write_grad(opt->dnorm_path, ATTN_DTYPE_F32, ba.dq_norm_w, (size_t)d, 1, &d);
-        free(ba.dq_norm_w);
-    }
     free(d_o);
 }
 
@@ -2010,15 +1868,10 @@ static void run_backward(const run_options *opt, const attn_spec *spec, const ru
 /* --k-new and --v-new: both or neither (shared_kv: --k-new alone), for an
    sdpa config, read from files; --k-out and --v-out only with them, each a
    new file or the cache it updates (--k-out may name --k: written in place,
-   atomically), never another input or output. */
+   atomically), never another output (nor an input: check_replaces). */
 static void check_append_paths(const run_options *opt, const attn_spec *spec)
 {
-    enum { N_IN = 12, N_OUT = 6 };
-    const char *in_path[N_IN] = { opt->q_path, opt->k_path, opt->v_path, opt->s_path, opt->m_path, opt->sinks_path,
-                                  opt->r_path, opt->bt_path, opt->rope_path[0], opt->rope_path[1], opt->kn_path,
-                                  opt->vn_path };
-    static const char *const in_opt[N_IN] = { "--q", "--k", "--v", "--seqlens-k", "--mask", "--sinks", "--rel-table",
-                                              "--block-table", "--rope-cos", "--rope-sin", "--k-new", "--v-new" };
+    enum { N_OUT = 6 };
     const char *out_path[N_OUT] = { opt->o_path, opt->lse_path, opt->p_path, opt->e_path, opt->kv_out[0],
                                     opt->kv_out[1] };
     static const char *const out_opt[N_OUT] = { "-o", "--lse", "--weights", "--entropy", "--k-out", "--v-out" };
@@ -2053,13 +1906,6 @@ static void check_append_paths(const run_options *opt, const attn_spec *spec)
             if (out_path[b] != NULL && same_file(out_path[a], out_path[b]))
                 fail(out_opt[a], "must differ from %s", out_opt[b]);
     }
-    for (a = 0; a < N_OUT; a++)
-        for (b = 0; b < N_IN; b++) {
-            if ((a == 4 && b == 1) || (a == 5 && b == 2)) /* the cache after the call over the cache */
-                continue;
-            if (out_path[a] != NULL && in_path[b] != NULL && same_file(out_path[a], in_path[b]))
-                fail(out_opt[a], "'%s' is the %s input; not replacing an input", out_path[a], in_opt[b]);
-        }
 }
 
 /* One file of new rows [B][Ln][Hkv][dim] (or 3-D), its batch Q's, read in
@@ -2190,24 +2036,21 @@ static void reference_append(const attn_spec *spec, run_inputs *in, attn_args *a
    blocks, else dequantized to f32. */
 static void kv_outputs(const run_options *opt, const attn_spec *spec, const run_inputs *in, run_outputs *out)
 {
-    int t, d;
+    int t;
     for (t = 0; t < 2; t++) {
         const attn_npy *a = t ? &in->va : &in->ka;
         const void *data = t ? in->v : in->k;
         const int blocks = attn_dtype_values(spec->dtype_kv) > 1;
+        attn_npy_dtype npy = spec->dtype_kv == ATTN_DTYPE_F16 ? ATTN_NPY_F16 : ATTN_NPY_F32;
         if (opt->kv_out[t] == NULL)
             continue;
-        out->kv_ndim[t] = a->ndim;
-        for (d = 0; d < a->ndim; d++)
-            out->kv_shape[t][d] = a->shape[d];
-        out->kv[t] = data;
-        out->kv_npy[t] = spec->dtype_kv == ATTN_DTYPE_F16 ? ATTN_NPY_F16 : ATTN_NPY_F32;
         if (blocks && a->dtype == ATTN_NPY_U8) {
-            out->kv_npy[t] = ATTN_NPY_U8;
+            npy = ATTN_NPY_U8;
         } else if (blocks || spec->dtype_kv == ATTN_DTYPE_BF16) {
             out->kv_wide[t] = widen_copy(opt->kv_out[t], spec->dtype_kv, data, a->count);
-            out->kv[t] = out->kv_wide[t];
+            data = out->kv_wide[t];
         }
+        add_output(out, spec, t ? "--v-out" : "--k-out", opt->kv_out[t], a->ndim, a->shape, data, npy, 0);
     }
 }
 
@@ -2219,6 +2062,7 @@ static int run_qkv(const attn_kernel *kernel, const run_options *options)
     run_inputs in;
     run_outputs out;
     attn_args args;
+    int t;
 
     check_paths(&opt, spec);
     check_bwd_paths(&opt, spec);
@@ -2230,7 +2074,7 @@ static int run_qkv(const attn_kernel *kernel, const run_options *options)
     memset(&out, 0, sizeof out);
     load_qkv(&opt, spec, &in, &args);
     if (opt.s_path != NULL)
-        load_seqlens(opt.s_path, &in, &args);
+        load_seqlens(opt.s_path, spec, &in, &args);
     if (opt.m_path != NULL)
         load_mask(opt.m_path, spec, &in, &args);
     if (opt.sinks_path != NULL)
@@ -2243,13 +2087,26 @@ static int run_qkv(const attn_kernel *kernel, const run_options *options)
         load_qk_norm(&opt, spec, &in, &args);
     if (opt.kn_path != NULL)
         load_append(&opt, spec, &in, &args);
-    alloc_outputs(opt.o_path, opt.p_path, opt.e_path, spec, opt.use_reference, &args, &out);
+    {
+        static const char *const names[4] = { "-o", "--lse", "--weights", "--entropy" };
+        const char *const paths[4] = { opt.o_path, opt.lse_path, opt.p_path, opt.e_path };
+        const int64_t call[3] = { args.batch, args.seq_q, args.seq_k };
+        alloc_outputs(&out, spec, &opt, ATTN_DIR_FWD, names, paths, 4, 2, call);
+        args.o = output_data(&out, "-o");
+        args.lse = (float *)output_data(&out, "--lse");
+        args.weights = (float *)output_data(&out, "--weights"); /* weights_stride: contiguous */
+        args.entropy = (float *)output_data(&out, "--entropy");
+    }
     if (spec->family == ATTN_FAMILY_LINEAR && spec->state)
         load_state(&opt, spec, &in, &args, &out);
 
     if (opt.kn_path != NULL && opt.use_reference)
         reference_append(spec, &in, &args);
     compute(kernel, variant, opt.use_reference, &in, &args);
+    if (opt.s_out[0] != NULL) /* the state after the call: S, z */
+        for (t = 0; t < 2; t++)
+            add_output(&out, spec, "--state-out", opt.s_out[t], 4 - t, out.state_shape[t], out.state[t], ATTN_NPY_F32,
+                       1);
     if (opt.kv_out[0] != NULL || opt.kv_out[1] != NULL)
         kv_outputs(&opt, spec, &in, &out);
     if (opt.do_path != NULL)
