@@ -199,9 +199,10 @@ local function blas_probe()
 end
 
 --- Compiles several sources at once (one shell, each compiler in the
--- background): jobs is a list of { cmd, obj }.  Returns true; or nil and the
--- output of the first that failed; or nil, "produced no OBJ (is CC a C
--- compiler?)" for one that exited 0 without writing its object.
+-- background): jobs is a list of { cmd, obj, optional }.  Returns true; or
+-- nil and the output of the first that failed; or nil, "produced no OBJ (is
+-- CC a C compiler?)" for one that exited 0 without writing its object.  An
+-- optional job's failure is no failure: its object is removed.
 local function compile_all(jobs)
   local q = util.shell_quote
   local parts = {}
@@ -212,7 +213,9 @@ local function compile_all(jobs)
   local err
   for _, job in ipairs(jobs) do
     local rc = (util.read_file(job.obj .. ".rc") or ""):match("%d+")
-    if not err and rc ~= "0" then
+    if job.optional then
+      if rc ~= "0" then os.remove(job.obj) end
+    elseif not err and rc ~= "0" then
       err = util.read_file(job.obj .. ".log") or ""
       if err == "" then err = "exit code " .. tostring(rc) end
     elseif not err and not path.isfile(job.obj) then
@@ -226,6 +229,79 @@ local function compile_all(jobs)
 end
 
 local function cflags() return "-std=c99 -O2 -D_POSIX_C_SOURCE=200809L " .. (os.getenv("CFLAGS") or "") end
+
+-- Precompiled headers.  A kernel's ISA parts read their intrinsics header
+-- (immintrin.h alone takes gcc about half a second to parse, a quarter of
+-- an AVX-512 part's compile), so the runtime entry holds, per intrinsics
+-- header of the ISA registry, the headers a kernel's source includes
+-- (lib/includes) precompiled with the entry's compiler and flags, and a
+-- part that includes that header is compiled with it forced in first.  The
+-- generated file stays plain C: it includes the same headers, which their
+-- include guards then skip.  gcc finds NAME.h.gch beside the NAME.h it is
+-- given with -include and reads NAME.h itself where it refuses the .gch;
+-- clang takes the .pch with -include-pch (made from standard input, so
+-- that it names no file of the private build folder, which is renamed);
+-- a compiler that makes neither builds without, and a kernel whose
+-- compile with one fails is compiled again without (build_tools).
+
+--- The intrinsics headers of the ISA registry, each once, with their
+-- architecture's guard: { header, guard }.
+local function pch_list()
+  local isa = require("isa")
+  local list, seen = {}, {}
+  for _, name in ipairs(isa.order) do
+    local m = isa.get(name)
+    if m and m.include and not seen[m.include] then
+      seen[m.include] = true
+      list[#list + 1] = { header = m.include, guard = m.arch_guard or "1" }
+    end
+  end
+  return list
+end
+
+--- The header precompiled for intrinsics header h (pch_list): its file
+-- name and text.
+local function pch_source(h)
+  local name = "pch-" .. h.header:gsub("%.h$", ""):gsub("[^%w]", "_") .. ".h"
+  -- (none made for another architecture's header: the #error)
+  return name, ("#include <math.h>\n#include <stdint.h>\n#include <string.h>\n#ifdef _OPENMP\n#include <omp.h>\n"
+    .. "#endif\n#if %s\n#include <%s>\n#else\n#error another architecture\n#endif\n"):format(h.guard, h.header)
+end
+
+local function is_clang(cid) return cid:lower():find("clang", 1, true) ~= nil end
+
+--- The jobs that precompile the headers into folder d (optional ones:
+-- compile_all), with common the compiler and its flags.
+local function pch_jobs(d, common, cid)
+  local q, jobs = util.shell_quote, {}
+  for _, h in ipairs(pch_list()) do
+    local name, text = pch_source(h)
+    if util.write_atomic(d .. "/" .. name, text) ~= nil then
+      local cmd
+      if is_clang(cid) then
+        cmd = ("%s -x c-header - -o %s <%s"):format(common, q(d .. "/" .. name .. ".pch"), q(d .. "/" .. name))
+        jobs[#jobs + 1] = { cmd = cmd, obj = d .. "/" .. name .. ".pch", optional = true }
+      else
+        cmd = ("%s -x c-header %s -o %s"):format(common, q(d .. "/" .. name), q(d .. "/" .. name .. ".gch"))
+        jobs[#jobs + 1] = { cmd = cmd, obj = d .. "/" .. name .. ".gch", optional = true }
+      end
+    end
+  end
+  return jobs
+end
+
+--- The option that forces the precompiled headers of a build part in
+-- (runtime entry shared) whose variants include intrinsics header, or "".
+local function pch_option(shared, header, cid)
+  if not header then return "" end
+  local name = pch_source({ header = header, guard = "1" })
+  local q = util.shell_quote
+  if is_clang(cid) then
+    local f = shared .. "/" .. name .. ".pch"
+    return path.isfile(f) and " -include-pch " .. q(f) or ""
+  end
+  return path.isfile(shared .. "/" .. name .. ".gch") and " -include " .. q(shared .. "/" .. name) or ""
+end
 
 --- The inputs of the objects every config's tools share (runtime/).
 local function runtime_inputs()
@@ -253,23 +329,26 @@ end
 -- build then compiles only its kernel.  Returns the folder, or nil, err.
 local build_runtime
 local function ensure_runtime(cid, openmp)
-  local key = M.hash(read_all(runtime_inputs()) .. version.string .. cid .. cflags() .. blas_probe()
-    .. (openmp and " -fopenmp" or ""))
+  local pchs = {}
+  for _, h in ipairs(pch_list()) do pchs[#pchs + 1] = select(2, pch_source(h)) end
+  local key = M.hash(read_all(runtime_inputs()) .. version.string .. cid .. M.compiler() .. "\n" .. cflags()
+    .. blas_probe() .. (openmp and " -fopenmp" or "") .. table.concat(pchs))
   local cache = M.cache_dir()
   local entry = ("%s/runtime-%s"):format(cache, key)
   if path.isfile(entry .. "/complete") then return entry end
   local ok, err = util.makepath(cache)
   if not ok then return nil, err end
-  return build_once(entry, "complete", function() return build_runtime(cache, entry, openmp) end)
+  return build_once(entry, "complete", function() return build_runtime(cache, entry, openmp, cid) end)
 end
 
---- Compiles the shared objects into entry (ensure_runtime).
-function build_runtime(cache, entry, openmp)
+--- Compiles the shared objects and the precompiled headers into entry
+-- (ensure_runtime).
+function build_runtime(cache, entry, openmp, cid)
   local tmp, err = private_dir(cache, "runtime")
   if not tmp then return nil, err end
   local q, rt = util.shell_quote, util.root .. "/runtime"
   local common = ("%s %s%s -I%s"):format(q(M.compiler()), cflags(), openmp and " -fopenmp" or "", q(rt))
-  local jobs = {}
+  local jobs = pch_jobs(tmp, common, cid)
   for _, f in ipairs(RUNTIME_SOURCES) do
     local obj = tmp .. "/" .. f:gsub("%.c$", ".o")
     jobs[#jobs + 1] = { cmd = ("%s -c %s -o %s"):format(common, q(rt .. "/" .. f), q(obj)), obj = obj }
@@ -320,7 +399,7 @@ function M.ensure(cfg, display, sets)
   if not cid then return nil, cerr end
 
   local key = M.hash(files[1].text .. files[2].text .. read_all(runtime_inputs()) .. version.string .. cid
-    .. (os.getenv("CFLAGS") or "") .. blas_probe())
+    .. M.compiler() .. "\n" .. (os.getenv("CFLAGS") or "") .. blas_probe())
   local cache = M.cache_dir()
   local entry = ("%s/%s-%s"):format(cache, cfg.name, key)
   if path.isfile(entry .. "/attn_" .. M.TOOLS[#M.TOOLS]) then return entry end
@@ -364,35 +443,55 @@ function build_tools(cfg, files, plan, cid, cache, entry)
     local jobs = { { cmd = ("%s -DATTN_ENTRY_KERNEL=%s%s -c %s -o %s"):format(common, q(plan.kernel), bwd_def,
       q(rt .. "/tools/attn_entry.c"), q(eobj)), obj = eobj } }
     local objs = { q(eobj) }
+    -- the intrinsics header each part includes (its variants'), whose
+    -- precompiled headers it is compiled with
+    local header = {}
+    for _, v in ipairs(plan.variants) do
+      if v.build_part and v.isa.include then header[v.build_part] = v.isa.include end
+    end
+    local plain, pch, any = { jobs[1] }, jobs, false
     for k = 0, plan.build_parts do
       local kobj = ("%s/kernel-%d.o"):format(tmp, k)
-      jobs[#jobs + 1] = { cmd = ("%s -DATTN_BUILD_PART=%d -c %s -o %s"):format(common, k,
-        q(tmp .. "/" .. cfg.name .. ".c"), q(kobj)), obj = kobj }
+      local cmd = "%s%s -DATTN_BUILD_PART=%d -c %s -o %s"
+      local src = q(tmp .. "/" .. cfg.name .. ".c")
+      plain[#plain + 1] = { cmd = cmd:format(common, "", k, src, q(kobj)), obj = kobj }
+      local opt = pch_option(shared, header[k], cid)
+      any = any or opt ~= ""
+      pch[#pch + 1] = { cmd = cmd:format(common, opt, k, src, q(kobj)), obj = kobj }
       objs[#objs + 1] = q(kobj)
     end
-    local built, out = compile_all(jobs)
+    local built, out = compile_all(pch)
+    if not built and any then -- again without the precompiled headers, which a compiler may refuse
+      built, out = compile_all(plain)
+    end
     if not built then return nil, out end
     for _, f in ipairs(RUNTIME_SOURCES) do objs[#objs + 1] = q(shared .. "/" .. f:gsub("%.c$", ".o")) end
-    -- mains: the tool's main and its parts (TOOL_PARTS: one at most today)
+    -- mains: the tool's main and its parts (TOOL_PARTS: one at most today);
+    -- the tools link at once, like the compiles
     local function link(mains, libs, exe)
       for i, m in ipairs(mains) do mains[i] = q(m) end
-      return util.run_capture(("%s%s %s %s -o %s%s -lm"):format(q(M.compiler()), omp, table.concat(mains, " "),
-        table.concat(objs, " "), q(exe), libs))
+      return ("%s%s %s %s -o %s%s -lm"):format(q(M.compiler()), omp, table.concat(mains, " "),
+        table.concat(objs, " "), q(exe), libs)
     end
+    local links = {}
     for _, t in ipairs(M.TOOLS) do
       local exe = tmp .. "/attn_" .. t
       local parts = {}
       for _, f in ipairs(TOOL_PARTS[t] or {}) do parts[#parts + 1] = shared .. "/" .. f:gsub("%.c$", ".o") end
+      local job = { obj = exe, plain = link({ shared .. "/main_" .. t .. ".o", parts[1] }, "", exe) }
+      job.cmd = job.plain
       -- the bench adds the unfused OpenBLAS baselines when OpenBLAS links
       -- (-ldl: its look-up of cblas_sbgemm; part of libc from glibc 2.34 on)
       local blas_obj = shared .. "/" .. BENCH_BLAS:gsub("%.c$", ".o")
-      local okl = t == "bench" and path.isfile(shared .. "/main_bench_blas.o") and path.isfile(blas_obj)
-        and link({ shared .. "/main_bench_blas.o", blas_obj, parts[1] }, " -lopenblas -ldl", exe)
-      if not okl then
-        local lout
-        okl, lout = link({ shared .. "/main_" .. t .. ".o", parts[1] }, "", exe)
-        if not okl then return nil, lout end
+      if t == "bench" and path.isfile(shared .. "/main_bench_blas.o") and path.isfile(blas_obj) then
+        job.cmd = link({ shared .. "/main_bench_blas.o", blas_obj, parts[1] }, " -lopenblas -ldl", exe)
       end
+      links[#links + 1] = job
+    end
+    if not compile_all(links) then -- again without OpenBLAS, where the bench did not link with it
+      for _, job in ipairs(links) do job.cmd = job.plain end
+      local linked, lout = compile_all(links)
+      if not linked then return nil, lout end
     end
     return true
   end
