@@ -228,7 +228,18 @@ local function compile_all(jobs)
   return true
 end
 
-local function cflags() return "-std=c99 -O2 -D_POSIX_C_SOURCE=200809L " .. (os.getenv("CFLAGS") or "") end
+--- The user's compiler flags ($CFLAGS), added to the build cache's own.
+function M.user_flags() return os.getenv("CFLAGS") or "" end
+
+local function cflags() return "-std=c99 -O2 -D_POSIX_C_SOURCE=200809L " .. M.user_flags() end
+
+--- The key of a cache entry built from inputs (the text of everything it
+-- compiles) by the compiler whose --version line is cid: the generator's
+-- version, that line, the compiler command ($CC) and the user's flags are
+-- part of it, so that no entry serves another compiler or other flags.
+function M.key(inputs, cid)
+  return M.hash(inputs .. "\n" .. version.string .. "\n" .. cid .. "\n" .. M.compiler() .. "\n" .. M.user_flags())
+end
 
 -- Precompiled headers.  A kernel's ISA parts read their intrinsics header
 -- (immintrin.h alone takes gcc about half a second to parse, a quarter of
@@ -331,8 +342,8 @@ local build_runtime
 local function ensure_runtime(cid, openmp)
   local pchs = {}
   for _, h in ipairs(pch_list()) do pchs[#pchs + 1] = select(2, pch_source(h)) end
-  local key = M.hash(read_all(runtime_inputs()) .. version.string .. cid .. M.compiler() .. "\n" .. cflags()
-    .. blas_probe() .. (openmp and " -fopenmp" or "") .. table.concat(pchs))
+  local key = M.key(read_all(runtime_inputs()) .. blas_probe() .. (openmp and " -fopenmp" or "")
+    .. table.concat(pchs), cid)
   local cache = M.cache_dir()
   local entry = ("%s/runtime-%s"):format(cache, key)
   if path.isfile(entry .. "/complete") then return entry end
@@ -398,8 +409,7 @@ function M.ensure(cfg, display, sets)
   local cid, cerr = compiler_id()
   if not cid then return nil, cerr end
 
-  local key = M.hash(files[1].text .. files[2].text .. read_all(runtime_inputs()) .. version.string .. cid
-    .. M.compiler() .. "\n" .. (os.getenv("CFLAGS") or "") .. blas_probe())
+  local key = M.key(files[1].text .. files[2].text .. read_all(runtime_inputs()) .. blas_probe(), cid)
   local cache = M.cache_dir()
   local entry = ("%s/%s-%s"):format(cache, cfg.name, key)
   if path.isfile(entry .. "/attn_" .. M.TOOLS[#M.TOOLS]) then return entry end
@@ -530,9 +540,7 @@ function M.ensure_tuner(name, files)
     rt .. "/tools/attn_tool_inputs.h" }
   local texts = {}
   for _, f in ipairs(files) do texts[#texts + 1] = f.name .. "\n" .. f.text end
-  local key = M.hash(table.concat(texts) .. read_all(runtime) .. read_all(headers) .. read_all({ driver })
-    .. version.string .. cid
-    .. (os.getenv("CFLAGS") or ""))
+  local key = M.key(table.concat(texts) .. read_all(runtime) .. read_all(headers) .. read_all({ driver }), cid)
   local cache = M.cache_dir()
   local entry = ("%s/tune-%s-%s"):format(cache, name, key)
   if path.isfile(entry .. "/attn_tune") then return entry .. "/attn_tune", false end
@@ -591,8 +599,7 @@ function M.ensure_mask_tool(plan)
   end
   lines[#lines + 1] = "};"
   local spec_text = table.concat(lines, "\n") .. "\n"
-  local key = M.hash(spec_text .. read_all(sources) .. read_all(headers) .. version.string .. cid
-    .. (os.getenv("CFLAGS") or ""))
+  local key = M.key(spec_text .. read_all(sources) .. read_all(headers), cid)
   local cache = M.cache_dir()
   local entry = ("%s/mask-%s-%s"):format(cache, plan.name, key)
   if path.isfile(entry .. "/attn_mask") then return entry .. "/attn_mask" end
@@ -611,7 +618,7 @@ function M.ensure_mask_tool(plan)
   local q = util.shell_quote
   local units = { q(tmp .. "/attn_mask_spec.c") }
   for _, src in ipairs(sources) do units[#units + 1] = q(src) end
-  local flags = "-std=c99 -O1 -D_POSIX_C_SOURCE=200809L " .. (os.getenv("CFLAGS") or "")
+  local flags = "-std=c99 -O1 -D_POSIX_C_SOURCE=200809L " .. M.user_flags()
   local built, out = util.run_capture(("%s %s -I%s %s -o %s -lm"):format(q(M.compiler()), flags, q(rt),
     table.concat(units, " "), q(tmp .. "/attn_mask")))
   if not built or not path.isfile(tmp .. "/attn_mask") then
