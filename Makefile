@@ -97,11 +97,11 @@ KERNEL_PCH := $(BUILD)/pch/attn_kernel_headers.h
 PCH_OK     := $(filter-out 0,$(shell $(CC) --version 2>/dev/null | grep -c 'Free Software Foundation'))
 PCH_FLAG   := $(if $(PCH_OK),-include $(KERNEL_PCH),)
 PCH_DEP    := $(if $(PCH_OK),$(KERNEL_PCH).gch,)
-$(KERNEL_PCH):
+$(KERNEL_PCH): Makefile
 	@mkdir -p $(@D)
 	@printf '%s\n' '#include <math.h>' '#include <stdint.h>' '#include <string.h>' '#ifdef _OPENMP' \
 	  '#include <omp.h>' '#endif' '#if defined(__x86_64__) || defined(_M_X64)' '#include <immintrin.h>' '#endif' >$@
-$(KERNEL_PCH).gch: $(KERNEL_PCH)
+$(KERNEL_PCH).gch: $(KERNEL_PCH) Makefile
 	$(CC) $(KERNEL_CFLAGS) -x c-header $< -o $@
 
 # (generate leaves a file it would write unchanged alone; the touch tells
