@@ -1,6 +1,6 @@
 --- Compiling a config's kernel with the runtime and the tools (run, check,
 -- bench) into the cache, keyed by a hash of the generated source, the
--- generator version and the compiler.  The runtime's objects and the tools'
+-- generator version, the compiler and its flags (M.key).  The runtime's objects and the tools'
 -- mains are the same for every config: they are compiled once into a cache
 -- entry of their own (runtime-KEY), so a config's build compiles its kernel
 -- and links; the compiler runs for several sources at once.
