@@ -86,6 +86,24 @@ CASES_SRC   := runtime/attn_cases_sdpa.c runtime/attn_cases_linear.c runtime/att
                runtime/attn_cases_paged.c runtime/attn_cases_sdpa_bwd.c
 RUNTIME_SRC := runtime/attn_runtime.c runtime/attn_reference.c runtime/attn_npy.c runtime/attn_verify.c $(CASES_SRC)
 
+# gcc's precompiled headers for the x86-64 kernel compiles: the headers a
+# kernel's file includes (templates/lib/includes) with the intrinsics, in
+# KERNEL_CFLAGS, forced in first (-include) where a compile reads
+# immintrin.h (alone about half a second of gcc's time; the file's own
+# #includes then find them read).  Where gcc refuses the .gch it reads the
+# header itself, so the objects are the same either way; another compiler
+# (clang: CC=clang) compiles without.
+KERNEL_PCH := $(BUILD)/pch/attn_kernel_headers.h
+PCH_OK     := $(filter-out 0,$(shell $(CC) --version 2>/dev/null | grep -c 'Free Software Foundation'))
+PCH_FLAG   := $(if $(PCH_OK),-include $(KERNEL_PCH),)
+PCH_DEP    := $(if $(PCH_OK),$(KERNEL_PCH).gch,)
+$(KERNEL_PCH): Makefile
+	@mkdir -p $(@D)
+	@printf '%s\n' '#include <math.h>' '#include <stdint.h>' '#include <string.h>' '#ifdef _OPENMP' \
+	  '#include <omp.h>' '#endif' '#if defined(__x86_64__) || defined(_M_X64)' '#include <immintrin.h>' '#endif' >$@
+$(KERNEL_PCH).gch: $(KERNEL_PCH) Makefile
+	$(CC) $(KERNEL_CFLAGS) -x c-header $< -o $@
+
 # (generate leaves a file it would write unchanged alone; the touch tells
 # make that the target is new, else it goes on finding it out of date and,
 # having run its recipe, skips the rest of the targets that need it)
@@ -98,12 +116,16 @@ $(TEST_GEN)/%.c $(TEST_GEN)/%.h: configs/test/%.lua $(wildcard generator/*.lua g
 # does, and strict (-Wpedantic): gcc's share of make test's check that every
 # preset compiles warning-free (clang and the AArch64 gcc compile each file
 # whole there): $(KOBJ)/preset/NAME/K.o, a pattern rule per preset.
+# (intrinsics_part FILE,K: whether build part K of FILE includes an x86
+# intrinsics header: its #include's guard names the part)
+intrinsics_part = $(shell grep -q -e '__x86_64__.*ATTN_BUILD_PART == $(2)\b' $(1) && echo yes)
 PRESET_PARTS := $(foreach n,$(PRESETS),$(foreach k,$(shell scripts/build_parts.sh generated/$(n).c),\
   $(KOBJ)/preset/$(n)/$(k).o))
 define preset_parts_rule
-$(KOBJ)/preset/$(1)/%.o: generated/$(1).c generated/$(1).h runtime/attn_runtime.h
+$(KOBJ)/preset/$(1)/%.o: generated/$(1).c generated/$(1).h runtime/attn_runtime.h | $(PCH_DEP)
 	@mkdir -p $$(@D)
-	$$(CC) $$(KERNEL_CFLAGS) -Wpedantic -DATTN_BUILD_PART=$$* -Igenerated -c $$< -o $$@
+	$$(CC) $$(KERNEL_CFLAGS) -Wpedantic $$(if $$(call intrinsics_part,$$<,$$*),$(PCH_FLAG)) -DATTN_BUILD_PART=$$* \
+	  -Igenerated -c $$< -o $$@
 endef
 $(foreach n,$(PRESETS),$(eval $(call preset_parts_rule,$(n))))
 
@@ -275,9 +297,10 @@ $(UK_DIR)/%_tests.c: $(TEST_GEN)/%.c $(UK_LIST) tests/gen_ukernel_tests.lua $(wi
 	@mkdir -p $(@D)
 	ATTNGEN_ROOT=$(CURDIR) $(LUA) tests/gen_ukernel_tests.lua $< $@ $(UK_LIST)
 
-$(UK_DIR)/x86-64/%_tests.o: $(UK_DIR)/%_tests.c $(TEST_GEN)/%.c $(TEST_GEN)/%.h $(UK_DEPS)
+$(UK_DIR)/x86-64/%_tests.o: $(UK_DIR)/%_tests.c $(TEST_GEN)/%.c $(TEST_GEN)/%.h $(UK_DEPS) | $(PCH_DEP)
 	@mkdir -p $(@D)
-	$(CC) $(UK_CFLAGS_x86-64) -I$(TEST_GEN) -c $< -o $@
+	$(CC) $(UK_CFLAGS_x86-64) $(if $(shell grep -q -e '<immintrin.h>' $(TEST_GEN)/$*.c && echo yes),$(PCH_FLAG)) \
+	  -I$(TEST_GEN) -c $< -o $@
 
 $(UK_DIR)/aarch64/%_tests.o: $(UK_DIR)/%_tests.c $(TEST_GEN)/%.c $(TEST_GEN)/%.h $(UK_DEPS) \
   $(UK_DIR)/aarch64/opt$(AARCH64_OPT)

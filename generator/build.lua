@@ -1,6 +1,6 @@
 --- Compiling a config's kernel with the runtime and the tools (run, check,
 -- bench) into the cache, keyed by a hash of the generated source, the
--- generator version and the compiler.  The runtime's objects and the tools'
+-- generator version, the compiler and its flags (M.key).  The runtime's objects and the tools'
 -- mains are the same for every config: they are compiled once into a cache
 -- entry of their own (runtime-KEY), so a config's build compiles its kernel
 -- and links; the compiler runs for several sources at once.
@@ -203,9 +203,10 @@ local function blas_probe()
 end
 
 --- Compiles several sources at once (one shell, each compiler in the
--- background): jobs is a list of { cmd, obj }.  Returns true; or nil and the
--- output of the first that failed; or nil, "produced no OBJ (is CC a C
--- compiler?)" for one that exited 0 without writing its object.
+-- background): jobs is a list of { cmd, obj, optional }.  Returns true; or
+-- nil and the output of the first that failed; or nil, "produced no OBJ (is
+-- CC a C compiler?)" for one that exited 0 without writing its object.  An
+-- optional job's failure is no failure: its object is removed.
 local function compile_all(jobs)
   local q = util.shell_quote
   local parts = {}
@@ -216,7 +217,9 @@ local function compile_all(jobs)
   local err
   for _, job in ipairs(jobs) do
     local rc = (util.read_file(job.obj .. ".rc") or ""):match("%d+")
-    if not err and rc ~= "0" then
+    if job.optional then
+      if rc ~= "0" then os.remove(job.obj) end
+    elseif not err and rc ~= "0" then
       err = util.read_file(job.obj .. ".log") or ""
       if err == "" then err = "exit code " .. tostring(rc) end
     elseif not err and not path.isfile(job.obj) then
@@ -229,7 +232,91 @@ local function compile_all(jobs)
   return true
 end
 
-local function cflags() return "-std=c99 -O2 -D_POSIX_C_SOURCE=200809L " .. (os.getenv("CFLAGS") or "") end
+--- The user's compiler flags ($CFLAGS), added to the build cache's own.
+function M.user_flags() return os.getenv("CFLAGS") or "" end
+
+local function cflags() return "-std=c99 -O2 -D_POSIX_C_SOURCE=200809L " .. M.user_flags() end
+
+--- The key of a cache entry built from inputs (the text of everything it
+-- compiles) by the compiler whose --version line is cid: the generator's
+-- version, that line, the compiler command ($CC) and the user's flags are
+-- part of it, so that no entry serves another compiler or other flags.
+function M.key(inputs, cid)
+  return M.hash(inputs .. "\n" .. version.string .. "\n" .. cid .. "\n" .. M.compiler() .. "\n" .. M.user_flags())
+end
+
+-- Precompiled headers.  A kernel's ISA parts read their intrinsics header
+-- (immintrin.h alone takes gcc about half a second to parse, a quarter of
+-- an AVX-512 part's compile), so the runtime entry holds, per intrinsics
+-- header of the ISA registry, the headers a kernel's source includes
+-- (lib/includes) precompiled with the entry's compiler and flags, and a
+-- part that includes that header is compiled with it forced in first.  The
+-- generated file stays plain C: it includes the same headers, which their
+-- include guards then skip.  gcc finds NAME.h.gch beside the NAME.h it is
+-- given with -include and reads NAME.h itself where it refuses the .gch;
+-- clang takes the .pch with -include-pch (made from standard input, so
+-- that it names no file of the private build folder, which is renamed);
+-- a compiler that makes neither builds without, and a kernel whose
+-- compile with one fails is compiled again without (build_tools).
+
+--- The intrinsics headers of the ISA registry, each once, with their
+-- architecture's guard: { header, guard }.
+local function pch_list()
+  local isa = require("isa")
+  local list, seen = {}, {}
+  for _, name in ipairs(isa.order) do
+    local m = isa.get(name)
+    if m and m.include and not seen[m.include] then
+      seen[m.include] = true
+      list[#list + 1] = { header = m.include, guard = m.arch_guard or "1" }
+    end
+  end
+  return list
+end
+
+--- The header precompiled for intrinsics header h (pch_list): its file
+-- name and text.
+local function pch_source(h)
+  local name = "pch-" .. h.header:gsub("%.h$", ""):gsub("[^%w]", "_") .. ".h"
+  -- (none made for another architecture's header: the #error)
+  return name, ("#include <math.h>\n#include <stdint.h>\n#include <string.h>\n#ifdef _OPENMP\n#include <omp.h>\n"
+    .. "#endif\n#if %s\n#include <%s>\n#else\n#error another architecture\n#endif\n"):format(h.guard, h.header)
+end
+
+local function is_clang(cid) return cid:lower():find("clang", 1, true) ~= nil end
+
+--- The jobs that precompile the headers into folder d (optional ones:
+-- compile_all), with common the compiler and its flags.
+local function pch_jobs(d, common, cid)
+  local q, jobs = util.shell_quote, {}
+  for _, h in ipairs(pch_list()) do
+    local name, text = pch_source(h)
+    if util.write_atomic(d .. "/" .. name, text) ~= nil then
+      local cmd
+      if is_clang(cid) then
+        cmd = ("%s -x c-header - -o %s <%s"):format(common, q(d .. "/" .. name .. ".pch"), q(d .. "/" .. name))
+        jobs[#jobs + 1] = { cmd = cmd, obj = d .. "/" .. name .. ".pch", optional = true }
+      else
+        cmd = ("%s -x c-header %s -o %s"):format(common, q(d .. "/" .. name), q(d .. "/" .. name .. ".gch"))
+        jobs[#jobs + 1] = { cmd = cmd, obj = d .. "/" .. name .. ".gch", optional = true }
+      end
+    end
+  end
+  return jobs
+end
+
+--- The option that forces the precompiled headers of a build part in
+-- (runtime entry shared) whose variants include intrinsics header, or "".
+local function pch_option(shared, header, cid)
+  if not header then return "" end
+  local name = pch_source({ header = header, guard = "1" })
+  local q = util.shell_quote
+  if is_clang(cid) then
+    local f = shared .. "/" .. name .. ".pch"
+    return path.isfile(f) and " -include-pch " .. q(f) or ""
+  end
+  return path.isfile(shared .. "/" .. name .. ".gch") and " -include " .. q(shared .. "/" .. name) or ""
+end
 
 --- The generated units of tool t: { {file, text} ... } (TOOL_GENERATED).
 local function generated_units(t)
@@ -278,23 +365,25 @@ end
 -- build then compiles only its kernel.  Returns the folder, or nil, err.
 local build_runtime
 local function ensure_runtime(cid, openmp)
-  local key = M.hash(runtime_text() .. version.string .. cid .. cflags() .. blas_probe()
-    .. (openmp and " -fopenmp" or ""))
+  local pchs = {}
+  for _, h in ipairs(pch_list()) do pchs[#pchs + 1] = select(2, pch_source(h)) end
+  local key = M.key(runtime_text() .. blas_probe() .. (openmp and " -fopenmp" or "") .. table.concat(pchs), cid)
   local cache = M.cache_dir()
   local entry = ("%s/runtime-%s"):format(cache, key)
   if path.isfile(entry .. "/complete") then return entry end
   local ok, err = util.makepath(cache)
   if not ok then return nil, err end
-  return build_once(entry, "complete", function() return build_runtime(cache, entry, openmp) end)
+  return build_once(entry, "complete", function() return build_runtime(cache, entry, openmp, cid) end)
 end
 
---- Compiles the shared objects into entry (ensure_runtime).
-function build_runtime(cache, entry, openmp)
+--- Compiles the shared objects and the precompiled headers into entry
+-- (ensure_runtime).
+function build_runtime(cache, entry, openmp, cid)
   local tmp, err = private_dir(cache, "runtime")
   if not tmp then return nil, err end
   local q, rt = util.shell_quote, util.root .. "/runtime"
   local common = ("%s %s%s -I%s"):format(q(M.compiler()), cflags(), openmp and " -fopenmp" or "", q(rt))
-  local jobs = {}
+  local jobs = pch_jobs(tmp, common, cid)
   for _, f in ipairs(RUNTIME_SOURCES) do
     local obj = tmp .. "/" .. f:gsub("%.c$", ".o")
     jobs[#jobs + 1] = { cmd = ("%s -c %s -o %s"):format(common, q(rt .. "/" .. f), q(obj)), obj = obj }
@@ -353,8 +442,7 @@ function M.ensure(cfg, display, sets)
   local cid, cerr = compiler_id()
   if not cid then return nil, cerr end
 
-  local key = M.hash(files[1].text .. files[2].text .. runtime_text() .. version.string .. cid
-    .. (os.getenv("CFLAGS") or "") .. blas_probe())
+  local key = M.key(files[1].text .. files[2].text .. runtime_text() .. blas_probe(), cid)
   local cache = M.cache_dir()
   local entry = ("%s/%s-%s"):format(cache, cfg.name, key)
   if path.isfile(entry .. "/attn_" .. M.TOOLS[#M.TOOLS]) then return entry end
@@ -398,21 +486,37 @@ function build_tools(cfg, files, plan, cid, cache, entry)
     local jobs = { { cmd = ("%s -DATTN_ENTRY_KERNEL=%s%s -c %s -o %s"):format(common, q(plan.kernel), bwd_def,
       q(rt .. "/tools/attn_entry.c"), q(eobj)), obj = eobj } }
     local objs = { q(eobj) }
+    -- the intrinsics header each part includes (its variants'), whose
+    -- precompiled headers it is compiled with
+    local header = {}
+    for _, v in ipairs(plan.variants) do
+      if v.build_part and v.isa.include then header[v.build_part] = v.isa.include end
+    end
+    local plain, pch, any = { jobs[1] }, jobs, false
     for k = 0, plan.build_parts do
       local kobj = ("%s/kernel-%d.o"):format(tmp, k)
-      jobs[#jobs + 1] = { cmd = ("%s -DATTN_BUILD_PART=%d -c %s -o %s"):format(common, k,
-        q(tmp .. "/" .. cfg.name .. ".c"), q(kobj)), obj = kobj }
+      local cmd = "%s%s -DATTN_BUILD_PART=%d -c %s -o %s"
+      local src = q(tmp .. "/" .. cfg.name .. ".c")
+      plain[#plain + 1] = { cmd = cmd:format(common, "", k, src, q(kobj)), obj = kobj }
+      local opt = pch_option(shared, header[k], cid)
+      any = any or opt ~= ""
+      pch[#pch + 1] = { cmd = cmd:format(common, opt, k, src, q(kobj)), obj = kobj }
       objs[#objs + 1] = q(kobj)
     end
-    local built, out = compile_all(jobs)
+    local built, out = compile_all(pch)
+    if not built and any then -- again without the precompiled headers, which a compiler may refuse
+      built, out = compile_all(plain)
+    end
     if not built then return nil, out end
     for _, f in ipairs(RUNTIME_SOURCES) do objs[#objs + 1] = q(shared .. "/" .. f:gsub("%.c$", ".o")) end
-    -- mains: the tool's main and its parts (TOOL_PARTS, then TOOL_GENERATED)
+    -- mains: the tool's main and its parts (TOOL_PARTS, then TOOL_GENERATED);
+    -- the tools link at once, like the compiles
     local function link(mains, libs, exe)
       for i, m in ipairs(mains) do mains[i] = q(m) end
-      return util.run_capture(("%s%s %s %s -o %s%s -lm"):format(q(M.compiler()), omp, table.concat(mains, " "),
-        table.concat(objs, " "), q(exe), libs))
+      return ("%s%s %s %s -o %s%s -lm"):format(q(M.compiler()), omp, table.concat(mains, " "),
+        table.concat(objs, " "), q(exe), libs)
     end
+    local links = {}
     for _, t in ipairs(M.TOOLS) do
       local exe = tmp .. "/attn_" .. t
       local parts = {}
@@ -422,16 +526,20 @@ function build_tools(cfg, files, plan, cid, cache, entry)
         for _, p in ipairs(parts) do mains[#mains + 1] = p end
         return mains
       end
+      local job = { obj = exe, plain = link(with_parts({ shared .. "/main_" .. t .. ".o" }), "", exe) }
+      job.cmd = job.plain
       -- the bench adds the unfused OpenBLAS baselines when OpenBLAS links
       -- (-ldl: its look-up of cblas_sbgemm; part of libc from glibc 2.34 on)
       local blas_obj = shared .. "/" .. BENCH_BLAS:gsub("%.c$", ".o")
-      local okl = t == "bench" and path.isfile(shared .. "/main_bench_blas.o") and path.isfile(blas_obj)
-        and link(with_parts({ shared .. "/main_bench_blas.o", blas_obj }), " -lopenblas -ldl", exe)
-      if not okl then
-        local lout
-        okl, lout = link(with_parts({ shared .. "/main_" .. t .. ".o" }), "", exe)
-        if not okl then return nil, lout end
+      if t == "bench" and path.isfile(shared .. "/main_bench_blas.o") and path.isfile(blas_obj) then
+        job.cmd = link(with_parts({ shared .. "/main_bench_blas.o", blas_obj }), " -lopenblas -ldl", exe)
       end
+      links[#links + 1] = job
+    end
+    if not compile_all(links) then -- again without OpenBLAS, where the bench did not link with it
+      for _, job in ipairs(links) do job.cmd = job.plain end
+      local linked, lout = compile_all(links)
+      if not linked then return nil, lout end
     end
     return true
   end
@@ -470,9 +578,7 @@ function M.ensure_tuner(name, files)
     rt .. "/tools/attn_tool_inputs.h" }
   local texts = {}
   for _, f in ipairs(files) do texts[#texts + 1] = f.name .. "\n" .. f.text end
-  local key = M.hash(table.concat(texts) .. read_all(runtime) .. read_all(headers) .. read_all({ driver })
-    .. version.string .. cid
-    .. (os.getenv("CFLAGS") or ""))
+  local key = M.key(table.concat(texts) .. read_all(runtime) .. read_all(headers) .. read_all({ driver }), cid)
   local cache = M.cache_dir()
   local entry = ("%s/tune-%s-%s"):format(cache, name, key)
   if path.isfile(entry .. "/attn_tune") then return entry .. "/attn_tune", false end
@@ -531,8 +637,7 @@ function M.ensure_mask_tool(plan)
   end
   lines[#lines + 1] = "};"
   local spec_text = table.concat(lines, "\n") .. "\n"
-  local key = M.hash(spec_text .. read_all(sources) .. read_all(headers) .. version.string .. cid
-    .. (os.getenv("CFLAGS") or ""))
+  local key = M.key(spec_text .. read_all(sources) .. read_all(headers), cid)
   local cache = M.cache_dir()
   local entry = ("%s/mask-%s-%s"):format(cache, plan.name, key)
   if path.isfile(entry .. "/attn_mask") then return entry .. "/attn_mask" end
@@ -551,7 +656,7 @@ function M.ensure_mask_tool(plan)
   local q = util.shell_quote
   local units = { q(tmp .. "/attn_mask_spec.c") }
   for _, src in ipairs(sources) do units[#units + 1] = q(src) end
-  local flags = "-std=c99 -O1 -D_POSIX_C_SOURCE=200809L " .. (os.getenv("CFLAGS") or "")
+  local flags = "-std=c99 -O1 -D_POSIX_C_SOURCE=200809L " .. M.user_flags()
   local built, out = util.run_capture(("%s %s -I%s %s -o %s -lm"):format(q(M.compiler()), flags, q(rt),
     table.concat(units, " "), q(tmp .. "/attn_mask")))
   if not built or not path.isfile(tmp .. "/attn_mask") then
