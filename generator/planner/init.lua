@@ -204,6 +204,15 @@ function M.variant(cfg, plan, isa)
   v.qkpf_fn = function(mr) return v.U("qkpf", { m = mr, n = v.qk.nc, dtype = "f32" }) end
   -- the blocked decode path's dot products of 4 rows against 2 keys (lib/dot)
   v.dot_fn = function() return v.U("dot", { m = 4, n = 2, fields = v.i8 and { "i8" } or nil }) end
+  -- the streaming decode's scores of R rows against n keys through the softmax
+  -- step (lib/dot): integer block dots (i8), softcapped scores (sc: the cap
+  -- and its inverse are its last arguments)
+  v.sqk_fn = function(R, n)
+    local f = {}
+    if v.i8 then f[#f + 1] = "i8" end
+    if plan.softcap then f[#f + 1] = "sc" end
+    return v.U("sqk", { m = R, n = n, fields = #f > 0 and f or nil })
+  end
   -- its score kernels (lib/decode_scores): lanes reads Q^T rows nc floats
   -- apart; each prefetches where the schedule's rows have whole lines
   v.scores_fn = function(op, m, n)
