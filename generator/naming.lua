@@ -88,8 +88,8 @@ M.OPS = {
   qpack = { dtype = "q", isa = true, what = "one query row, scaled into a packed row" },
   qpacki = { dtype = "q", isa = true,
     what = "decode (matmul int8): one query row quantized to q8_0: its codes, scaled block scales and code sums" },
-  qpackdp = { dtype = "q", isa = true,
-    what = "one query row packed as pairs of head dims (prefill, pair dot products)" },
+  qpackdp = { shape = "MxN", math = "d", dtype = "q", isa = true, micro = true,
+    what = "one query row (M = 1) packed as N pairs of head dims, zero past D (prefill, pair dot products)" },
   kvpack = { dtype = "kv", isa = true,
     what = "a panel of K^T and V rows packed for the prefill path (as pairs for pair dot products)" },
   -- the loops around them (templates/families/)

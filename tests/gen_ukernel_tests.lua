@@ -252,6 +252,9 @@ local TESTERS = {
       k.d, ceil_to(k.d, k.isa.lanes), k.v, ceil_to(k.v, k.isa.lanes), k.sc and 1 or 0, k.int8 and 1 or 0,
       k.int8 and k.isa.int8 and k.isa.int8.dp_bit or "0")
   end,
+  qpackdp = function(k)
+    return ("ukt_qpackdp(%s, (ukt_fn)fn, %s, %d, %d)"):format(cstr(k.name), k.dt, k.n, k.d)
+  end,
   -- the block step's scores: the dot tester, through a wrapper of its type
   sqbdot = function(k)
     return ("ukt_dot(%s, (ukt_fn)fn, %s, %d, %d, %d, %d)"):format(cstr(k.name), k.dt, k.m, k.n, k.d,
@@ -267,7 +270,8 @@ local TESTERS = {
 -- pair dot products are bf16 throughout (vdpbf16ps), the prefetching scores
 -- and the decode path's scores in pairs of D read an f32 cache
 local OP_DTYPES = { qkdp = { bf16 = true }, pvdp = { bf16 = true }, qkpf = { f32 = true }, dpairs = { f32 = true },
-  hpairs = { f32 = true }, srescale = { f32 = true }, supd = { f32 = true }, sqbdot = { q8_0 = true, q4_0 = true } }
+  hpairs = { f32 = true }, srescale = { f32 = true }, supd = { f32 = true }, sqbdot = { q8_0 = true, q4_0 = true },
+  qpackdp = { bf16 = true } }
 
 -- the C types of V rows a streaming step's wrapper hands it
 local CTYPES = { f32 = "float", bf16 = "uint16_t", f16 = "uint16_t", q8_0 = "attn_block_q8_0",

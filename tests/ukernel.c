@@ -1570,3 +1570,67 @@ int ukt_sqk(const char *name, ukt_fn fn, attn_dtype dt, int m, int nk, int d, in
              sc ? ", softcap" : "", i8 ? ", int8" : "", cases_run);
     return ok ? UKT_PASS : UKT_FAIL;
 }
+
+/* ---- qpackdp: a query row packed as pairs of head dims ------------------ */
+
+#define UKT_PAD16 0xa5a5u /* around a packed row's pairs: nothing may write it */
+
+static int call_qpackdp(ukt_fn fn, const uint16_t *src, uint16_t *dst)
+{
+    int sig = sigsetjmp(fault_jmp, 1);
+    if (sig == 0) {
+        fault_armed = 1;
+        ((ukt_qpackdp16_fn)fn)(src, dst);
+        fault_armed = 0;
+    }
+    return sig;
+}
+
+int ukt_qpackdp(const char *name, ukt_fn fn, attn_dtype dt, int n, int d)
+{
+    const size_t nd = 2 * (size_t)n, all = nd + 2 * PAD;
+    int ok = 1, rep;
+    cases_run = 0;
+    if (dt != ATTN_DTYPE_BF16) return unknown_dtype(name, dt);
+    if (d < 1 || n != (d + 1) / 2) {
+        printf("FAIL %s: no tester for %d pairs of D = %d (a row's pairs are ceil(D / 2))\n", name, n, d);
+        return UKT_FAIL;
+    }
+    for (rep = 0; rep < 2; rep++) {
+        guarded gs;
+        uint16_t *src = guarded_alloc(&gs, (size_t)d, sizeof(uint16_t)), *dst = malloc(all * sizeof(uint16_t));
+        uint16_t *s0;
+        size_t i;
+        int sig;
+        if (!dst) {
+            fprintf(stderr, "ukernel tests: out of memory\n");
+            exit(2);
+        }
+        reseed((unsigned)(90 + rep));
+        for (i = 0; i < (size_t)d; i++) put_rnd(dt, src, i); /* the row ends at its guard page */
+        for (i = 0; i < all; i++) dst[i] = UKT_PAD16; /* where the zeros past D are due too */
+        for (i = 0; i < (size_t)d; i++) dst[PAD + i] = (uint16_t)(rnd() * 1000.0f + 2000.0f);
+        s0 = copy_of(src, (size_t)d, sizeof(uint16_t));
+        snprintf(shape, sizeof shape, "D = %d, %d pairs, case %d", d, n, rep);
+        mismatches = 0;
+        sig = call_qpackdp(fn, src, dst + PAD);
+        if (sig) fault(name, sig);
+        else {
+            for (i = 0; i < all; i++) {
+                const long at = (long)i - PAD;
+                const int in_row = at >= 0 && at < (long)nd;
+                const unsigned want = !in_row ? UKT_PAD16 : at < d ? src[at] : 0u;
+                if (dst[i] != want && mismatches++ == 0)
+                    printf("FAIL %s: dst[%ld] = 0x%04x, expected 0x%04x (%s) with %s\n", name, at, dst[i], want,
+                           !in_row ? "outside its row" : at < d ? "the value" : "a zero past D", shape);
+            }
+            check_input(name, "src", src, s0, (size_t)d, sizeof(uint16_t));
+        }
+        ok &= case_done(name);
+        free(s0);
+        free(dst);
+        guarded_free(&gs);
+    }
+    snprintf(shape, sizeof shape, "1x%d, bf16, D = %d: %d cases", n, d, cases_run);
+    return ok ? UKT_PASS : UKT_FAIL;
+}

@@ -4,7 +4,7 @@
  * runner, tests/ukernel_main.c; tests/ukernel.c defines them.
  *
  * Each generated test hands one micro-kernel (a qk, pv, dot, lanes, dpairs,
- * hpairs, qkdp, pvdp, spv, spvk, srescale, supd, sqk or sqbdot
+ * hpairs, qkdp, pvdp, spv, spvk, srescale, supd, sqk, sqbdot or qpackdp
  * function of the generated .c, found by parsing its name) with the shape
  * its name and its file give, and the storage type its name gives, to the
  * tester for its op.  The tester fills the inputs from a fixed-seed PRNG
@@ -95,6 +95,10 @@ typedef void (*ukt_supd_fn)(const float *s, float *m, float *l, float *o, float 
 typedef void (*ukt_sqk_fn)(const float *q, const void *const *k, int terms, const float *th, float *m, float *l,
                            float *o, float *w, float cap, float icap);
 
+/* The prefill's packing of a bf16 query row as pairs of head dims (qpackdp,
+ * lib/pack_pairs.c.tmpl): src's D values, then zeros to a whole pair. */
+typedef void (*ukt_qpackdp16_fn)(const uint16_t *src, uint16_t *dst);
+
 /* A micro-kernel as the testers take it: one of the types above, converted
  * to this one; the tester converts it back to the type dt says before it
  * calls it (a generated test assigns the kernel to a variable of its own
@@ -168,6 +172,9 @@ int ukt_scores(const char *name, ukt_fn fn, attn_dtype dt, int m, int rows, int 
 int ukt_qkdp(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int bs, int d, float qscale);
 int ukt_pvdp(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int dv, int dvp);
 int ukt_spvk(const char *name, ukt_fn fn, attn_dtype dt, int m, int nk, int dv, int dvp);
+/* qpackdp: dst[0..d) = src bit for bit, dst[d..2n) = 0 (n = ceil(d / 2)
+ * pairs), nothing written around them, src left alone (ending at a guard page) */
+int ukt_qpackdp(const char *name, ukt_fn fn, attn_dtype dt, int n, int d);
 int ukt_supd(const char *name, ukt_fn fn, int m, int dv, int dvp);
 int ukt_sqk(const char *name, ukt_fn fn, attn_dtype dt, int m, int nk, int d, int dqs, int dv, int dvp, int sc,
             int i8, int dp_bit);

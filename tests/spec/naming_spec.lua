@@ -38,6 +38,8 @@ describe("naming", function()
     assert.equal("attn_supd_2x1_v64_f32__neon", naming.micro("supd", { m = 2, n = 1, v = 64, isa = "neon" }))
     assert.equal("attn_sqbdot_3x2_d96_q4_0__avx512",
       naming.micro("sqbdot", { m = 3, n = 2, d = 96, dtype = "q4_0", isa = "avx512" }))
+    assert.equal("attn_qpackdp_1x36_d71_bf16__avx512bf16",
+      naming.micro("qpackdp", { m = 1, n = 36, d = 71, dtype = "bf16", isa = "avx512bf16" }))
     assert.equal("attn_prefetch_line_l2", naming.common("prefetch_line_l2"))
     assert.equal("attn_gpt2_sunit_4x1__avx512", naming.build("gpt2", "sunit", { m = 4, n = 1, isa = "avx512" }))
     assert.equal("attn_gpt2_k_row", naming.build("gpt2", "k_row"))
