@@ -1222,10 +1222,10 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))) static void 
     *m = m_new;
 }
 
-/* dst[0..D) = src, dst[D..576) = 0: 288 pairs of head dims. */
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))) static void attn_deepseek_v3_decode_qpackdp_bf16__avx512bf16(const uint16_t *restrict src, uint16_t *restrict dst)
+/* dst[0..576) = src, dst[576..576) = 0: 288 pairs of head dims. */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))) static void attn_qpackdp_1x288_d576_bf16__avx512bf16(const uint16_t *restrict src, uint16_t *restrict dst)
 {
-    memcpy(dst, src, sizeof(uint16_t) * D);
+    memcpy(dst, src, sizeof(uint16_t) * 576);
 }
 
 /* Packs keys [j0, j0 + 32) of kv head hk of the rows kv (a batch's, or a
@@ -1400,7 +1400,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))) static ATTN_
             w->m[r] = -INFINITY;
             w->l[r] = 0.0f;
         }
-        attn_deepseek_v3_decode_qpackdp_bf16__avx512bf16(attn_deepseek_v3_decode_q_row(args, b, i0 + r, h), w->q + r * PREFILL_QROW);
+        attn_qpackdp_1x288_d576_bf16__avx512bf16(attn_deepseek_v3_decode_q_row(args, b, i0 + r, h), w->q + r * PREFILL_QROW);
     }
 }
 

@@ -1334,10 +1334,10 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))) static void 
     *m = m_new;
 }
 
-/* dst[0..D) = src, dst[D..192) = 0: 96 pairs of head dims. */
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))) static void attn_deepseek_v3_prefill_qpackdp_bf16__avx512bf16(const uint16_t *restrict src, uint16_t *restrict dst)
+/* dst[0..192) = src, dst[192..192) = 0: 96 pairs of head dims. */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))) static void attn_qpackdp_1x96_d192_bf16__avx512bf16(const uint16_t *restrict src, uint16_t *restrict dst)
 {
-    memcpy(dst, src, sizeof(uint16_t) * D);
+    memcpy(dst, src, sizeof(uint16_t) * 192);
 }
 
 /* Packs keys [j0, j0 + 32) of kv head hk of the rows kv (a batch's, or a
@@ -1452,7 +1452,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))) static ATTN_
             w->m[r] = -INFINITY;
             w->l[r] = 0.0f;
         }
-        attn_deepseek_v3_prefill_qpackdp_bf16__avx512bf16(attn_deepseek_v3_prefill_q_row(args, b, i0 + r, h), w->q + r * PREFILL_QROW);
+        attn_qpackdp_1x96_d192_bf16__avx512bf16(attn_deepseek_v3_prefill_q_row(args, b, i0 + r, h), w->q + r * PREFILL_QROW);
     }
 }
 

@@ -3404,7 +3404,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_srescale_2
  * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
  * lazy: it moves only when a score passes it by more than 8.0f, so the
  * weights stay at most 2^8. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_gemma2_9b_local_supd_2x1__avx512(__m128 s, float *restrict m, float *restrict l,
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_supd_2x1_v256_f32__avx512(__m128 s, float *restrict m, float *restrict l,
         float *restrict o, __m128 *pend, int npend)
 {
     __m128 mv = _mm_loadu_ps(m), lv = _mm_loadu_ps(l);
@@ -3425,9 +3425,11 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_gemma2_9b_
 }
 
 /* The scores of 2 rows (q: rows 256 floats apart) against one K row k0, with
- * terms: plus add, and -inf where hide is, through the softmax step (supd). */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_gemma2_9b_local_sqk_2x1_f32__avx512(const float *restrict q, const float *restrict k0, int terms,
-        __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
+ * terms: plus add, and -inf where hide is, through the softmax step (supd);
+ * softcapped first: cap tanh(s icap). */
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_sqk_2x1_d256v256_f32_sc__avx512(const float *restrict q, const float *restrict k0, int terms,
+        __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o,
+        float cap, float icap)
 {
     __m128 s;
     __m512 a0_0 = _mm512_setzero_ps();
@@ -3445,17 +3447,18 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_gemma2_9b_
         }
     }
     s = attn_hsum4q__avx512(a0_0, a0_1, _mm512_setzero_ps(), _mm512_setzero_ps());
-    s = _mm_mul_ps(_mm_set1_ps(72.134752f), attn_tanh_q4__avx512(_mm_mul_ps(s, _mm_set1_ps(0.0138629436f)))); /* softcap */
+    s = _mm_mul_ps(_mm_set1_ps(cap), attn_tanh_q4__avx512(_mm_mul_ps(s, _mm_set1_ps(icap)))); /* softcap */
     if (terms) /* a literal at every call: the branch folds away */
         s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
-    return attn_gemma2_9b_local_supd_2x1__avx512(s, m, l, o, NULL, 0);
+    return attn_supd_2x1_v256_f32__avx512(s, m, l, o, NULL, 0);
 }
 
-/* The weights w[0..2) of 2 rows at 2 keys, k0 first (no terms): one pass over Q
+/* The weights w[0..2) of 2 rows at 2 keys, k0 first (no terms; softcapped: cap tanh(s icap)): one pass over Q
  * for the 2 dot products, then the softmax step of each key in order; a later key
  * that moves the max rescales the weights before it with O. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_gemma2_9b_local_sqk_2x2_f32__avx512(const float *restrict q, const float *restrict k0, const float *restrict k1,
-        float *restrict m, float *restrict l, float *restrict o, __m128 *w)
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_sqk_2x2_d256v256_f32_sc__avx512(const float *restrict q, const float *restrict k0, const float *restrict k1,
+        float *restrict m, float *restrict l, float *restrict o, __m128 *w,
+        float cap, float icap)
 {
     __m512 a0_0 = _mm512_setzero_ps();
     __m512 a0_1 = _mm512_setzero_ps();
@@ -3480,13 +3483,13 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_gemma2_9b_lo
     }
     {
         __m128 s = attn_hsum4q__avx512(a0_0, a0_1, _mm512_setzero_ps(), _mm512_setzero_ps());
-        s = _mm_mul_ps(_mm_set1_ps(72.134752f), attn_tanh_q4__avx512(_mm_mul_ps(s, _mm_set1_ps(0.0138629436f)))); /* softcap */
-        w[0] = attn_gemma2_9b_local_supd_2x1__avx512(s, m, l, o, w, 0);
+        s = _mm_mul_ps(_mm_set1_ps(cap), attn_tanh_q4__avx512(_mm_mul_ps(s, _mm_set1_ps(icap)))); /* softcap */
+        w[0] = attn_supd_2x1_v256_f32__avx512(s, m, l, o, w, 0);
     }
     {
         __m128 s = attn_hsum4q__avx512(a1_0, a1_1, _mm512_setzero_ps(), _mm512_setzero_ps());
-        s = _mm_mul_ps(_mm_set1_ps(72.134752f), attn_tanh_q4__avx512(_mm_mul_ps(s, _mm_set1_ps(0.0138629436f)))); /* softcap */
-        w[1] = attn_gemma2_9b_local_supd_2x1__avx512(s, m, l, o, w, 1);
+        s = _mm_mul_ps(_mm_set1_ps(cap), attn_tanh_q4__avx512(_mm_mul_ps(s, _mm_set1_ps(icap)))); /* softcap */
+        w[1] = attn_supd_2x1_v256_f32__avx512(s, m, l, o, w, 1);
     }
 }
 
@@ -4210,8 +4213,8 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
     if (w->hk_hi - w->hk_lo == 1) { /* a unit of one kv head (a short cache's): each step's weights, then its P*V */
         for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS) {
             hk = w->hk_lo;
-            attn_gemma2_9b_local_sqk_2x2_f32__avx512(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, jp + 0), attn_gemma2_9b_local_k_row(&kv, hk, jp + 1),
-                        w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
+            attn_sqk_2x2_d256v256_f32_sc__avx512(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, jp + 0), attn_gemma2_9b_local_k_row(&kv, hk, jp + 1),
+                        w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt, 72.134752f, 0.0138629436f);
             attn_spvk_2x2_v256_f32__avx512(wt, attn_gemma2_9b_local_v_row(&kv, hk, jp + 0), attn_gemma2_9b_local_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
             j = jp;
             if (j + STREAM_PREFETCH + 0 < j_end) {
@@ -4225,14 +4228,14 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
         }
     } else {
         if (j_end - j_begin >= STEP_KEYS)
-            attn_gemma2_9b_local_sqk_2x2_f32__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, w->hk_lo, j_begin + 0), attn_gemma2_9b_local_k_row(&kv, w->hk_lo, j_begin + 1),
-                        w->sm + (w->hk_lo) * HEAD_STATE, w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O, wt);
+            attn_sqk_2x2_d256v256_f32_sc__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, w->hk_lo, j_begin + 0), attn_gemma2_9b_local_k_row(&kv, w->hk_lo, j_begin + 1),
+                        w->sm + (w->hk_lo) * HEAD_STATE, w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O, wt, 72.134752f, 0.0138629436f);
         for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS)
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                 const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + STEP_KEYS;
                 if (jn + (STEP_KEYS - 1) < j_end)
-                    attn_gemma2_9b_local_sqk_2x2_f32__avx512(w->sq + (hn) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hn, jn + 0), attn_gemma2_9b_local_k_row(&kv, hn, jn + 1),
-                        w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
+                    attn_sqk_2x2_d256v256_f32_sc__avx512(w->sq + (hn) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hn, jn + 0), attn_gemma2_9b_local_k_row(&kv, hn, jn + 1),
+                        w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn, 72.134752f, 0.0138629436f);
                 attn_spvk_2x2_v256_f32__avx512(wt, attn_gemma2_9b_local_v_row(&kv, hk, jp + 0), attn_gemma2_9b_local_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                 j = jp;
                 if (j + STREAM_PREFETCH + 0 < j_end) {
@@ -4252,8 +4255,8 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
     }
     for (j = jp; j < j_end; j++) /* the last keys, one at a time */
         for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-            p = attn_gemma2_9b_local_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
-                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+            p = attn_sqk_2x1_d256v256_f32_sc__avx512(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, 72.134752f, 0.0138629436f);
             attn_spv_2x256_f32__avx512(p, attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
         }
 }
@@ -4304,8 +4307,8 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_sunit_2x
         } else if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_gemma2_9b_local_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
-                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    p = attn_sqk_2x1_d256v256_f32_sc__avx512(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, 72.134752f, 0.0138629436f);
                     attn_spv_2x256_f32__avx512(p, attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -4315,13 +4318,13 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_sunit_2x
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_gemma2_9b_local_sqk_2x1_f32__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
-                    w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
+                p = attn_sqk_2x1_d256v256_f32_sc__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
+                    w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O, 72.134752f, 0.0138629436f);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_gemma2_9b_local_sqk_2x1_f32__avx512(w->sq + (hn) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
-                    w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
+                    pn = jn < j_end ? attn_sqk_2x1_d256v256_f32_sc__avx512(w->sq + (hn) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
+                    w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, 72.134752f, 0.0138629436f) : p;
                     attn_spv_2x256_f32__avx512(p, attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -4333,8 +4336,8 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_sunit_2x
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_gemma2_9b_local_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
-                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    p = attn_sqk_2x1_d256v256_f32_sc__avx512(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, 72.134752f, 0.0138629436f);
                     attn_spv_2x256_f32__avx512(p, attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -4354,8 +4357,8 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_sunit_2x
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_gemma2_9b_local_sterms_2x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_spv_2x256_f32__avx512(attn_gemma2_9b_local_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
-                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                        attn_spv_2x256_f32__avx512(attn_sqk_2x1_d256v256_f32_sc__avx512(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, 72.134752f, 0.0138629436f), attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -4366,8 +4369,8 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_sunit_2x
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_gemma2_9b_local_sterms_2x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_spv_2x256_f32__avx512(attn_gemma2_9b_local_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
-                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                        attn_spv_2x256_f32__avx512(attn_sqk_2x1_d256v256_f32_sc__avx512(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, 72.134752f, 0.0138629436f), attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -6100,7 +6103,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_srescale
  * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
  * lazy: it moves only when a score passes it by more than 8.0f, so the
  * weights stay at most 2^8. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_gemma2_9b_local_supd_2x1__avx2(__m128 s, float *restrict m, float *restrict l,
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_supd_2x1_v256_f32__avx2(__m128 s, float *restrict m, float *restrict l,
         float *restrict o, __m128 *pend, int npend)
 {
     __m128 mv = _mm_loadu_ps(m), lv = _mm_loadu_ps(l);
@@ -6121,9 +6124,11 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_gemma2_9
 }
 
 /* The scores of 2 rows (q: rows 256 floats apart) against one K row k0, with
- * terms: plus add, and -inf where hide is, through the softmax step (supd). */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_gemma2_9b_local_sqk_2x1_f32__avx2(const float *restrict q, const float *restrict k0, int terms,
-        __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
+ * terms: plus add, and -inf where hide is, through the softmax step (supd);
+ * softcapped first: cap tanh(s icap). */
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_sqk_2x1_d256v256_f32_sc__avx2(const float *restrict q, const float *restrict k0, int terms,
+        __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o,
+        float cap, float icap)
 {
     __m128 s;
     __m256 a0_0 = _mm256_setzero_ps();
@@ -6141,17 +6146,18 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_gemma2_9
         }
     }
     s = attn_hsum4q__avx2(a0_0, a0_1, _mm256_setzero_ps(), _mm256_setzero_ps());
-    s = _mm_mul_ps(_mm_set1_ps(72.134752f), attn_tanh_q4__avx2(_mm_mul_ps(s, _mm_set1_ps(0.0138629436f)))); /* softcap */
+    s = _mm_mul_ps(_mm_set1_ps(cap), attn_tanh_q4__avx2(_mm_mul_ps(s, _mm_set1_ps(icap)))); /* softcap */
     if (terms) /* a literal at every call: the branch folds away */
         s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
-    return attn_gemma2_9b_local_supd_2x1__avx2(s, m, l, o, NULL, 0);
+    return attn_supd_2x1_v256_f32__avx2(s, m, l, o, NULL, 0);
 }
 
-/* The weights w[0..2) of 2 rows at 2 keys, k0 first (no terms): one pass over Q
+/* The weights w[0..2) of 2 rows at 2 keys, k0 first (no terms; softcapped: cap tanh(s icap)): one pass over Q
  * for the 2 dot products, then the softmax step of each key in order; a later key
  * that moves the max rescales the weights before it with O. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_gemma2_9b_local_sqk_2x2_f32__avx2(const float *restrict q, const float *restrict k0, const float *restrict k1,
-        float *restrict m, float *restrict l, float *restrict o, __m128 *w)
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_sqk_2x2_d256v256_f32_sc__avx2(const float *restrict q, const float *restrict k0, const float *restrict k1,
+        float *restrict m, float *restrict l, float *restrict o, __m128 *w,
+        float cap, float icap)
 {
     __m256 a0_0 = _mm256_setzero_ps();
     __m256 a0_1 = _mm256_setzero_ps();
@@ -6176,13 +6182,13 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_gemma2_9b_
     }
     {
         __m128 s = attn_hsum4q__avx2(a0_0, a0_1, _mm256_setzero_ps(), _mm256_setzero_ps());
-        s = _mm_mul_ps(_mm_set1_ps(72.134752f), attn_tanh_q4__avx2(_mm_mul_ps(s, _mm_set1_ps(0.0138629436f)))); /* softcap */
-        w[0] = attn_gemma2_9b_local_supd_2x1__avx2(s, m, l, o, w, 0);
+        s = _mm_mul_ps(_mm_set1_ps(cap), attn_tanh_q4__avx2(_mm_mul_ps(s, _mm_set1_ps(icap)))); /* softcap */
+        w[0] = attn_supd_2x1_v256_f32__avx2(s, m, l, o, w, 0);
     }
     {
         __m128 s = attn_hsum4q__avx2(a1_0, a1_1, _mm256_setzero_ps(), _mm256_setzero_ps());
-        s = _mm_mul_ps(_mm_set1_ps(72.134752f), attn_tanh_q4__avx2(_mm_mul_ps(s, _mm_set1_ps(0.0138629436f)))); /* softcap */
-        w[1] = attn_gemma2_9b_local_supd_2x1__avx2(s, m, l, o, w, 1);
+        s = _mm_mul_ps(_mm_set1_ps(cap), attn_tanh_q4__avx2(_mm_mul_ps(s, _mm_set1_ps(icap)))); /* softcap */
+        w[1] = attn_supd_2x1_v256_f32__avx2(s, m, l, o, w, 1);
     }
 }
 
@@ -6742,8 +6748,8 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9
     if (w->hk_hi - w->hk_lo == 1) { /* a unit of one kv head (a short cache's): each step's weights, then its P*V */
         for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS) {
             hk = w->hk_lo;
-            attn_gemma2_9b_local_sqk_2x2_f32__avx2(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, jp + 0), attn_gemma2_9b_local_k_row(&kv, hk, jp + 1),
-                        w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
+            attn_sqk_2x2_d256v256_f32_sc__avx2(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, jp + 0), attn_gemma2_9b_local_k_row(&kv, hk, jp + 1),
+                        w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt, 72.134752f, 0.0138629436f);
             attn_spvk_2x2_v256_f32__avx2(wt, attn_gemma2_9b_local_v_row(&kv, hk, jp + 0), attn_gemma2_9b_local_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
             j = jp;
             if (j + STREAM_PREFETCH + 0 < j_end) {
@@ -6757,14 +6763,14 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9
         }
     } else {
         if (j_end - j_begin >= STEP_KEYS)
-            attn_gemma2_9b_local_sqk_2x2_f32__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, w->hk_lo, j_begin + 0), attn_gemma2_9b_local_k_row(&kv, w->hk_lo, j_begin + 1),
-                        w->sm + (w->hk_lo) * HEAD_STATE, w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O, wt);
+            attn_sqk_2x2_d256v256_f32_sc__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, w->hk_lo, j_begin + 0), attn_gemma2_9b_local_k_row(&kv, w->hk_lo, j_begin + 1),
+                        w->sm + (w->hk_lo) * HEAD_STATE, w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O, wt, 72.134752f, 0.0138629436f);
         for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS)
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                 const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + STEP_KEYS;
                 if (jn + (STEP_KEYS - 1) < j_end)
-                    attn_gemma2_9b_local_sqk_2x2_f32__avx2(w->sq + (hn) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hn, jn + 0), attn_gemma2_9b_local_k_row(&kv, hn, jn + 1),
-                        w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
+                    attn_sqk_2x2_d256v256_f32_sc__avx2(w->sq + (hn) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hn, jn + 0), attn_gemma2_9b_local_k_row(&kv, hn, jn + 1),
+                        w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn, 72.134752f, 0.0138629436f);
                 attn_spvk_2x2_v256_f32__avx2(wt, attn_gemma2_9b_local_v_row(&kv, hk, jp + 0), attn_gemma2_9b_local_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                 j = jp;
                 if (j + STREAM_PREFETCH + 0 < j_end) {
@@ -6784,8 +6790,8 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9
     }
     for (j = jp; j < j_end; j++) /* the last keys, one at a time */
         for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-            p = attn_gemma2_9b_local_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
-                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+            p = attn_sqk_2x1_d256v256_f32_sc__avx2(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, 72.134752f, 0.0138629436f);
             attn_spv_2x256_f32__avx2(p, attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
         }
 }
@@ -6836,8 +6842,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_sunit_
         } else if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_gemma2_9b_local_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
-                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    p = attn_sqk_2x1_d256v256_f32_sc__avx2(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, 72.134752f, 0.0138629436f);
                     attn_spv_2x256_f32__avx2(p, attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -6847,13 +6853,13 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_sunit_
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_gemma2_9b_local_sqk_2x1_f32__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
-                    w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
+                p = attn_sqk_2x1_d256v256_f32_sc__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
+                    w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O, 72.134752f, 0.0138629436f);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_gemma2_9b_local_sqk_2x1_f32__avx2(w->sq + (hn) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
-                    w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
+                    pn = jn < j_end ? attn_sqk_2x1_d256v256_f32_sc__avx2(w->sq + (hn) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
+                    w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, 72.134752f, 0.0138629436f) : p;
                     attn_spv_2x256_f32__avx2(p, attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -6865,8 +6871,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_sunit_
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_gemma2_9b_local_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
-                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    p = attn_sqk_2x1_d256v256_f32_sc__avx2(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, 72.134752f, 0.0138629436f);
                     attn_spv_2x256_f32__avx2(p, attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -6886,8 +6892,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_sunit_
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_gemma2_9b_local_sterms_2x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_spv_2x256_f32__avx2(attn_gemma2_9b_local_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
-                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                        attn_spv_2x256_f32__avx2(attn_sqk_2x1_d256v256_f32_sc__avx2(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, 72.134752f, 0.0138629436f), attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -6898,8 +6904,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_sunit_
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_gemma2_9b_local_sterms_2x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_spv_2x256_f32__avx2(attn_gemma2_9b_local_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
-                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                        attn_spv_2x256_f32__avx2(attn_sqk_2x1_d256v256_f32_sc__avx2(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, 72.134752f, 0.0138629436f), attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
@@ -8975,7 +8981,7 @@ ATTN_NOINLINE static void attn_srescale_2x256_f32__neon(float *restrict o, float
  * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
  * lazy: it moves only when a score passes it by more than 8.0f, so the
  * weights stay at most 2^8. */
-static ATTN_INLINE float32x4_t attn_gemma2_9b_local_supd_2x1__neon(float32x4_t s, float *restrict m, float *restrict l,
+static ATTN_INLINE float32x4_t attn_supd_2x1_v256_f32__neon(float32x4_t s, float *restrict m, float *restrict l,
         float *restrict o, float32x4_t *pend, int npend)
 {
     float32x4_t mv = vld1q_f32(m), lv = vld1q_f32(l);
@@ -8996,9 +9002,11 @@ static ATTN_INLINE float32x4_t attn_gemma2_9b_local_supd_2x1__neon(float32x4_t s
 }
 
 /* The scores of 2 rows (q: rows 256 floats apart) against one K row k0, with
- * terms: plus add, and -inf where hide is, through the softmax step (supd). */
-static ATTN_INLINE float32x4_t attn_gemma2_9b_local_sqk_2x1_f32__neon(const float *restrict q, const float *restrict k0, int terms,
-        float32x4_t add, float32x4_t hide, float *restrict m, float *restrict l, float *restrict o)
+ * terms: plus add, and -inf where hide is, through the softmax step (supd);
+ * softcapped first: cap tanh(s icap). */
+static ATTN_INLINE float32x4_t attn_sqk_2x1_d256v256_f32_sc__neon(const float *restrict q, const float *restrict k0, int terms,
+        float32x4_t add, float32x4_t hide, float *restrict m, float *restrict l, float *restrict o,
+        float cap, float icap)
 {
     float32x4_t s;
     float32x4_t a0_0 = vdupq_n_f32(0.0f);
@@ -9016,10 +9024,10 @@ static ATTN_INLINE float32x4_t attn_gemma2_9b_local_sqk_2x1_f32__neon(const floa
         }
     }
     s = vpaddq_f32(vpaddq_f32(a0_0, a0_1), vpaddq_f32(vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)));
-    s = vmulq_f32(vdupq_n_f32(72.134752f), attn_tanh_q4__neon(vmulq_f32(s, vdupq_n_f32(0.0138629436f)))); /* softcap */
+    s = vmulq_f32(vdupq_n_f32(cap), attn_tanh_q4__neon(vmulq_f32(s, vdupq_n_f32(icap)))); /* softcap */
     if (terms) /* a literal at every call: the branch folds away */
         s = vbslq_f32(vcltq_f32(hide, vdupq_n_f32(0.0f)), hide, vaddq_f32(s, add)); /* hidden: -inf whatever the score */
-    return attn_gemma2_9b_local_supd_2x1__neon(s, m, l, o, NULL, 0);
+    return attn_supd_2x1_v256_f32__neon(s, m, l, o, NULL, 0);
 }
 
 /* O[2 rows] += p_r V: one V row. */
@@ -9576,8 +9584,8 @@ static void attn_gemma2_9b_local_sunit_2x1__neon(const attn_args *args, int64_t 
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_gemma2_9b_local_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
-                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    p = attn_sqk_2x1_d256v256_f32_sc__neon(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, 72.134752f, 0.0138629436f);
                     attn_spv_2x256_f32__neon(p, attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -9587,13 +9595,13 @@ static void attn_gemma2_9b_local_sunit_2x1__neon(const attn_args *args, int64_t 
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_gemma2_9b_local_sqk_2x1_f32__neon(w->sq + (w->hk_lo) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * HEAD_STATE,
-                    w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
+                p = attn_sqk_2x1_d256v256_f32_sc__neon(w->sq + (w->hk_lo) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * HEAD_STATE,
+                    w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O, 72.134752f, 0.0138629436f);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_gemma2_9b_local_sqk_2x1_f32__neon(w->sq + (hn) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * HEAD_STATE,
-                    w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
+                    pn = jn < j_end ? attn_sqk_2x1_d256v256_f32_sc__neon(w->sq + (hn) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * HEAD_STATE,
+                    w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, 72.134752f, 0.0138629436f) : p;
                     attn_spv_2x256_f32__neon(p, attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
                         attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -9605,8 +9613,8 @@ static void attn_gemma2_9b_local_sunit_2x1__neon(const attn_args *args, int64_t 
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_gemma2_9b_local_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
-                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
+                    p = attn_sqk_2x1_d256v256_f32_sc__neon(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, 72.134752f, 0.0138629436f);
                     attn_spv_2x256_f32__neon(p, attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                         attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -9626,8 +9634,8 @@ static void attn_gemma2_9b_local_sunit_2x1__neon(const attn_args *args, int64_t 
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_gemma2_9b_local_sterms_2x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_spv_2x256_f32__neon(attn_gemma2_9b_local_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
-                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                        attn_spv_2x256_f32__neon(attn_sqk_2x1_d256v256_f32_sc__neon(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, 72.134752f, 0.0138629436f), attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH), D);
                             attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
@@ -9638,8 +9646,8 @@ static void attn_gemma2_9b_local_sunit_2x1__neon(const attn_args *args, int64_t 
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_gemma2_9b_local_sterms_2x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_spv_2x256_f32__neon(attn_gemma2_9b_local_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
-                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
+                        attn_spv_2x256_f32__neon(attn_sqk_2x1_d256v256_f32_sc__neon(w->sq + (hk) * HEAD_Q, attn_gemma2_9b_local_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                    w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, 72.134752f, 0.0138629436f), attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
                             attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);

@@ -3058,7 +3058,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_srescale_2
  * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
  * lazy: it moves only when a score passes it by more than 8.0f, so the
  * weights stay at most 2^8. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_gemma3_27b_local_supd_2x1__avx512(__m128 s, float *restrict m, float *restrict l,
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_supd_2x1_v128_f32__avx512(__m128 s, float *restrict m, float *restrict l,
         float *restrict o, __m128 *pend, int npend)
 {
     __m128 mv = _mm_loadu_ps(m), lv = _mm_loadu_ps(l);
@@ -3080,7 +3080,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_gemma3_27b
 
 /* The scores of 2 rows (q: rows 128 floats apart) against one K row k0, with
  * terms: plus add, and -inf where hide is, through the softmax step (supd). */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_gemma3_27b_local_sqk_2x1_f32__avx512(const float *restrict q, const float *restrict k0, int terms,
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_sqk_2x1_d128v128_f32__avx512(const float *restrict q, const float *restrict k0, int terms,
         __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
 {
     __m128 s;
@@ -3177,13 +3177,13 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_gemma3_27b
     s = attn_hsum4q__avx512(a0_0, a0_1, _mm512_setzero_ps(), _mm512_setzero_ps());
     if (terms) /* a literal at every call: the branch folds away */
         s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
-    return attn_gemma3_27b_local_supd_2x1__avx512(s, m, l, o, NULL, 0);
+    return attn_supd_2x1_v128_f32__avx512(s, m, l, o, NULL, 0);
 }
 
 /* The weights w[0..2) of 2 rows at 2 keys, k0 first (no terms): one pass over Q
  * for the 2 dot products, then the softmax step of each key in order; a later key
  * that moves the max rescales the weights before it with O. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_gemma3_27b_local_sqk_2x2_f32__avx512(const float *restrict q, const float *restrict k0, const float *restrict k1,
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_sqk_2x2_d128v128_f32__avx512(const float *restrict q, const float *restrict k0, const float *restrict k1,
         float *restrict m, float *restrict l, float *restrict o, __m128 *w)
 {
     __m512 a0_0 = _mm512_setzero_ps();
@@ -3320,11 +3320,11 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_gemma3_27b_l
     }
     {
         __m128 s = attn_hsum4q__avx512(a0_0, a0_1, _mm512_setzero_ps(), _mm512_setzero_ps());
-        w[0] = attn_gemma3_27b_local_supd_2x1__avx512(s, m, l, o, w, 0);
+        w[0] = attn_supd_2x1_v128_f32__avx512(s, m, l, o, w, 0);
     }
     {
         __m128 s = attn_hsum4q__avx512(a1_0, a1_1, _mm512_setzero_ps(), _mm512_setzero_ps());
-        w[1] = attn_gemma3_27b_local_supd_2x1__avx512(s, m, l, o, w, 1);
+        w[1] = attn_supd_2x1_v128_f32__avx512(s, m, l, o, w, 1);
     }
 }
 
@@ -4113,7 +4113,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
     if (w->hk_hi - w->hk_lo == 1) { /* a unit of one kv head (a short cache's): each step's weights, then its P*V */
         for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS) {
             hk = w->hk_lo;
-            attn_gemma3_27b_local_sqk_2x2_f32__avx512(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, hk, jp + 0), attn_gemma3_27b_local_k_row(&kv, hk, jp + 1),
+            attn_sqk_2x2_d128v128_f32__avx512(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, hk, jp + 0), attn_gemma3_27b_local_k_row(&kv, hk, jp + 1),
                         w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
             attn_spvk_2x2_v128_f32__avx512(wt, attn_gemma3_27b_local_v_row(&kv, hk, jp + 0), attn_gemma3_27b_local_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
             j = jp;
@@ -4128,13 +4128,13 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
         }
     } else {
         if (j_end - j_begin >= STEP_KEYS)
-            attn_gemma3_27b_local_sqk_2x2_f32__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, w->hk_lo, j_begin + 0), attn_gemma3_27b_local_k_row(&kv, w->hk_lo, j_begin + 1),
+            attn_sqk_2x2_d128v128_f32__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, w->hk_lo, j_begin + 0), attn_gemma3_27b_local_k_row(&kv, w->hk_lo, j_begin + 1),
                         w->sm + (w->hk_lo) * HEAD_STATE, w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O, wt);
         for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS)
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                 const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + STEP_KEYS;
                 if (jn + (STEP_KEYS - 1) < j_end)
-                    attn_gemma3_27b_local_sqk_2x2_f32__avx512(w->sq + (hn) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, hn, jn + 0), attn_gemma3_27b_local_k_row(&kv, hn, jn + 1),
+                    attn_sqk_2x2_d128v128_f32__avx512(w->sq + (hn) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, hn, jn + 0), attn_gemma3_27b_local_k_row(&kv, hn, jn + 1),
                         w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
                 attn_spvk_2x2_v128_f32__avx512(wt, attn_gemma3_27b_local_v_row(&kv, hk, jp + 0), attn_gemma3_27b_local_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                 j = jp;
@@ -4155,7 +4155,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b
     }
     for (j = jp; j < j_end; j++) /* the last keys, one at a time */
         for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-            p = attn_gemma3_27b_local_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+            p = attn_sqk_2x1_d128v128_f32__avx512(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
             attn_spv_2x128_f32__avx512(p, attn_gemma3_27b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
         }
@@ -4207,7 +4207,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b_local_sunit_2
         } else if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_gemma3_27b_local_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_2x1_d128v128_f32__avx512(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_2x128_f32__avx512(p, attn_gemma3_27b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -4218,12 +4218,12 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b_local_sunit_2
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_gemma3_27b_local_sqk_2x1_f32__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
+                p = attn_sqk_2x1_d128v128_f32__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
                     w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_gemma3_27b_local_sqk_2x1_f32__avx512(w->sq + (hn) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
+                    pn = jn < j_end ? attn_sqk_2x1_d128v128_f32__avx512(w->sq + (hn) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
                     attn_spv_2x128_f32__avx512(p, attn_gemma3_27b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -4236,7 +4236,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b_local_sunit_2
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_gemma3_27b_local_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_2x1_d128v128_f32__avx512(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_2x128_f32__avx512(p, attn_gemma3_27b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
@@ -4257,7 +4257,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b_local_sunit_2
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_gemma3_27b_local_sterms_2x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_spv_2x128_f32__avx512(attn_gemma3_27b_local_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x128_f32__avx512(attn_sqk_2x1_d128v128_f32__avx512(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_gemma3_27b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_gemma3_27b_local_prefetch_row_l2(attn_gemma3_27b_local_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -4269,7 +4269,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma3_27b_local_sunit_2
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_gemma3_27b_local_sterms_2x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_spv_2x128_f32__avx512(attn_gemma3_27b_local_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x128_f32__avx512(attn_sqk_2x1_d128v128_f32__avx512(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_gemma3_27b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_gemma3_27b_local_prefetch_row_l2(attn_gemma3_27b_local_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -5948,7 +5948,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_srescale
  * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
  * lazy: it moves only when a score passes it by more than 8.0f, so the
  * weights stay at most 2^8. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_gemma3_27b_local_supd_2x1__avx2(__m128 s, float *restrict m, float *restrict l,
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_supd_2x1_v128_f32__avx2(__m128 s, float *restrict m, float *restrict l,
         float *restrict o, __m128 *pend, int npend)
 {
     __m128 mv = _mm_loadu_ps(m), lv = _mm_loadu_ps(l);
@@ -5970,7 +5970,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_gemma3_2
 
 /* The scores of 2 rows (q: rows 128 floats apart) against one K row k0, with
  * terms: plus add, and -inf where hide is, through the softmax step (supd). */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_gemma3_27b_local_sqk_2x1_f32__avx2(const float *restrict q, const float *restrict k0, int terms,
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_sqk_2x1_d128v128_f32__avx2(const float *restrict q, const float *restrict k0, int terms,
         __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
 {
     __m128 s;
@@ -5991,13 +5991,13 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_gemma3_2
     s = attn_hsum4q__avx2(a0_0, a0_1, _mm256_setzero_ps(), _mm256_setzero_ps());
     if (terms) /* a literal at every call: the branch folds away */
         s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
-    return attn_gemma3_27b_local_supd_2x1__avx2(s, m, l, o, NULL, 0);
+    return attn_supd_2x1_v128_f32__avx2(s, m, l, o, NULL, 0);
 }
 
 /* The weights w[0..2) of 2 rows at 2 keys, k0 first (no terms): one pass over Q
  * for the 2 dot products, then the softmax step of each key in order; a later key
  * that moves the max rescales the weights before it with O. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_gemma3_27b_local_sqk_2x2_f32__avx2(const float *restrict q, const float *restrict k0, const float *restrict k1,
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_sqk_2x2_d128v128_f32__avx2(const float *restrict q, const float *restrict k0, const float *restrict k1,
         float *restrict m, float *restrict l, float *restrict o, __m128 *w)
 {
     __m256 a0_0 = _mm256_setzero_ps();
@@ -6023,11 +6023,11 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_gemma3_27b
     }
     {
         __m128 s = attn_hsum4q__avx2(a0_0, a0_1, _mm256_setzero_ps(), _mm256_setzero_ps());
-        w[0] = attn_gemma3_27b_local_supd_2x1__avx2(s, m, l, o, w, 0);
+        w[0] = attn_supd_2x1_v128_f32__avx2(s, m, l, o, w, 0);
     }
     {
         __m128 s = attn_hsum4q__avx2(a1_0, a1_1, _mm256_setzero_ps(), _mm256_setzero_ps());
-        w[1] = attn_gemma3_27b_local_supd_2x1__avx2(s, m, l, o, w, 1);
+        w[1] = attn_supd_2x1_v128_f32__avx2(s, m, l, o, w, 1);
     }
 }
 
@@ -6577,7 +6577,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_2
     if (w->hk_hi - w->hk_lo == 1) { /* a unit of one kv head (a short cache's): each step's weights, then its P*V */
         for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS) {
             hk = w->hk_lo;
-            attn_gemma3_27b_local_sqk_2x2_f32__avx2(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, hk, jp + 0), attn_gemma3_27b_local_k_row(&kv, hk, jp + 1),
+            attn_sqk_2x2_d128v128_f32__avx2(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, hk, jp + 0), attn_gemma3_27b_local_k_row(&kv, hk, jp + 1),
                         w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
             attn_spvk_2x2_v128_f32__avx2(wt, attn_gemma3_27b_local_v_row(&kv, hk, jp + 0), attn_gemma3_27b_local_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
             j = jp;
@@ -6592,13 +6592,13 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_2
         }
     } else {
         if (j_end - j_begin >= STEP_KEYS)
-            attn_gemma3_27b_local_sqk_2x2_f32__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, w->hk_lo, j_begin + 0), attn_gemma3_27b_local_k_row(&kv, w->hk_lo, j_begin + 1),
+            attn_sqk_2x2_d128v128_f32__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, w->hk_lo, j_begin + 0), attn_gemma3_27b_local_k_row(&kv, w->hk_lo, j_begin + 1),
                         w->sm + (w->hk_lo) * HEAD_STATE, w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O, wt);
         for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS)
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                 const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + STEP_KEYS;
                 if (jn + (STEP_KEYS - 1) < j_end)
-                    attn_gemma3_27b_local_sqk_2x2_f32__avx2(w->sq + (hn) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, hn, jn + 0), attn_gemma3_27b_local_k_row(&kv, hn, jn + 1),
+                    attn_sqk_2x2_d128v128_f32__avx2(w->sq + (hn) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, hn, jn + 0), attn_gemma3_27b_local_k_row(&kv, hn, jn + 1),
                         w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
                 attn_spvk_2x2_v128_f32__avx2(wt, attn_gemma3_27b_local_v_row(&kv, hk, jp + 0), attn_gemma3_27b_local_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                 j = jp;
@@ -6619,7 +6619,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_2
     }
     for (j = jp; j < j_end; j++) /* the last keys, one at a time */
         for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-            p = attn_gemma3_27b_local_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+            p = attn_sqk_2x1_d128v128_f32__avx2(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
             attn_spv_2x128_f32__avx2(p, attn_gemma3_27b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
         }
@@ -6671,7 +6671,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_27b_local_sunit
         } else if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_gemma3_27b_local_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_2x1_d128v128_f32__avx2(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_2x128_f32__avx2(p, attn_gemma3_27b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -6682,12 +6682,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_27b_local_sunit
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_gemma3_27b_local_sqk_2x1_f32__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
+                p = attn_sqk_2x1_d128v128_f32__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
                     w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_gemma3_27b_local_sqk_2x1_f32__avx2(w->sq + (hn) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
+                    pn = jn < j_end ? attn_sqk_2x1_d128v128_f32__avx2(w->sq + (hn) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
                     attn_spv_2x128_f32__avx2(p, attn_gemma3_27b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -6700,7 +6700,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_27b_local_sunit
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_gemma3_27b_local_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_2x1_d128v128_f32__avx2(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_2x128_f32__avx2(p, attn_gemma3_27b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
@@ -6721,7 +6721,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_27b_local_sunit
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_gemma3_27b_local_sterms_2x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_spv_2x128_f32__avx2(attn_gemma3_27b_local_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x128_f32__avx2(attn_sqk_2x1_d128v128_f32__avx2(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_gemma3_27b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_gemma3_27b_local_prefetch_row_l2(attn_gemma3_27b_local_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -6733,7 +6733,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma3_27b_local_sunit
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_gemma3_27b_local_sterms_2x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_spv_2x128_f32__avx2(attn_gemma3_27b_local_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x128_f32__avx2(attn_sqk_2x1_d128v128_f32__avx2(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_gemma3_27b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_gemma3_27b_local_prefetch_row_l2(attn_gemma3_27b_local_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -8739,7 +8739,7 @@ ATTN_NOINLINE static void attn_srescale_2x128_f32__neon(float *restrict o, float
  * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
  * lazy: it moves only when a score passes it by more than 8.0f, so the
  * weights stay at most 2^8. */
-static ATTN_INLINE float32x4_t attn_gemma3_27b_local_supd_2x1__neon(float32x4_t s, float *restrict m, float *restrict l,
+static ATTN_INLINE float32x4_t attn_supd_2x1_v128_f32__neon(float32x4_t s, float *restrict m, float *restrict l,
         float *restrict o, float32x4_t *pend, int npend)
 {
     float32x4_t mv = vld1q_f32(m), lv = vld1q_f32(l);
@@ -8761,7 +8761,7 @@ static ATTN_INLINE float32x4_t attn_gemma3_27b_local_supd_2x1__neon(float32x4_t 
 
 /* The scores of 2 rows (q: rows 128 floats apart) against one K row k0, with
  * terms: plus add, and -inf where hide is, through the softmax step (supd). */
-static ATTN_INLINE float32x4_t attn_gemma3_27b_local_sqk_2x1_f32__neon(const float *restrict q, const float *restrict k0, int terms,
+static ATTN_INLINE float32x4_t attn_sqk_2x1_d128v128_f32__neon(const float *restrict q, const float *restrict k0, int terms,
         float32x4_t add, float32x4_t hide, float *restrict m, float *restrict l, float *restrict o)
 {
     float32x4_t s;
@@ -8782,7 +8782,7 @@ static ATTN_INLINE float32x4_t attn_gemma3_27b_local_sqk_2x1_f32__neon(const flo
     s = vpaddq_f32(vpaddq_f32(a0_0, a0_1), vpaddq_f32(vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)));
     if (terms) /* a literal at every call: the branch folds away */
         s = vbslq_f32(vcltq_f32(hide, vdupq_n_f32(0.0f)), hide, vaddq_f32(s, add)); /* hidden: -inf whatever the score */
-    return attn_gemma3_27b_local_supd_2x1__neon(s, m, l, o, NULL, 0);
+    return attn_supd_2x1_v128_f32__neon(s, m, l, o, NULL, 0);
 }
 
 /* O[2 rows] += p_r V: one V row. */
@@ -9329,7 +9329,7 @@ static void attn_gemma3_27b_local_sunit_2x1__neon(const attn_args *args, int64_t
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_gemma3_27b_local_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_2x1_d128v128_f32__neon(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_2x128_f32__neon(p, attn_gemma3_27b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -9340,12 +9340,12 @@ static void attn_gemma3_27b_local_sunit_2x1__neon(const attn_args *args, int64_t
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_gemma3_27b_local_sqk_2x1_f32__neon(w->sq + (w->hk_lo) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * HEAD_STATE,
+                p = attn_sqk_2x1_d128v128_f32__neon(w->sq + (w->hk_lo) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * HEAD_STATE,
                     w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_gemma3_27b_local_sqk_2x1_f32__neon(w->sq + (hn) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * HEAD_STATE,
+                    pn = jn < j_end ? attn_sqk_2x1_d128v128_f32__neon(w->sq + (hn) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
                     attn_spv_2x128_f32__neon(p, attn_gemma3_27b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -9358,7 +9358,7 @@ static void attn_gemma3_27b_local_sunit_2x1__neon(const attn_args *args, int64_t
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_gemma3_27b_local_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_2x1_d128v128_f32__neon(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_2x128_f32__neon(p, attn_gemma3_27b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
@@ -9379,7 +9379,7 @@ static void attn_gemma3_27b_local_sunit_2x1__neon(const attn_args *args, int64_t
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_gemma3_27b_local_sterms_2x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_spv_2x128_f32__neon(attn_gemma3_27b_local_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x128_f32__neon(attn_sqk_2x1_d128v128_f32__neon(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_gemma3_27b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_gemma3_27b_local_prefetch_row_l2(attn_gemma3_27b_local_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -9391,7 +9391,7 @@ static void attn_gemma3_27b_local_sunit_2x1__neon(const attn_args *args, int64_t
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_gemma3_27b_local_sterms_2x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_spv_2x128_f32__neon(attn_gemma3_27b_local_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x128_f32__neon(attn_sqk_2x1_d128v128_f32__neon(w->sq + (hk) * HEAD_Q, attn_gemma3_27b_local_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_gemma3_27b_local_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_gemma3_27b_local_prefetch_row_l2(attn_gemma3_27b_local_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);

@@ -3024,7 +3024,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_srescale_4
  * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
  * lazy: it moves only when a score passes it by more than 8.0f, so the
  * weights stay at most 2^8. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_llama3_8b_supd_4x1__avx512(__m128 s, float *restrict m, float *restrict l,
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_supd_4x1_v128_f32__avx512(__m128 s, float *restrict m, float *restrict l,
         float *restrict o, __m128 *pend, int npend)
 {
     __m128 mv = _mm_loadu_ps(m), lv = _mm_loadu_ps(l);
@@ -3046,7 +3046,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_llama3_8b_
 
 /* The scores of 4 rows (q: rows 128 floats apart) against one K row k0, with
  * terms: plus add, and -inf where hide is, through the softmax step (supd). */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_llama3_8b_sqk_4x1_f32__avx512(const float *restrict q, const float *restrict k0, int terms,
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_sqk_4x1_d128v128_f32__avx512(const float *restrict q, const float *restrict k0, int terms,
         __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
 {
     __m128 s;
@@ -3209,13 +3209,13 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_llama3_8b_
     s = attn_hsum4q__avx512(a0_0, a0_1, a0_2, a0_3);
     if (terms) /* a literal at every call: the branch folds away */
         s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
-    return attn_llama3_8b_supd_4x1__avx512(s, m, l, o, NULL, 0);
+    return attn_supd_4x1_v128_f32__avx512(s, m, l, o, NULL, 0);
 }
 
 /* The weights w[0..2) of 4 rows at 2 keys, k0 first (no terms): one pass over Q
  * for the 2 dot products, then the softmax step of each key in order; a later key
  * that moves the max rescales the weights before it with O. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_llama3_8b_sqk_4x2_f32__avx512(const float *restrict q, const float *restrict k0, const float *restrict k1,
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_sqk_4x2_d128v128_f32__avx512(const float *restrict q, const float *restrict k0, const float *restrict k1,
         float *restrict m, float *restrict l, float *restrict o, __m128 *w)
 {
     __m512 a0_0 = _mm512_setzero_ps();
@@ -3452,11 +3452,11 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_llama3_8b_sq
     }
     {
         __m128 s = attn_hsum4q__avx512(a0_0, a0_1, a0_2, a0_3);
-        w[0] = attn_llama3_8b_supd_4x1__avx512(s, m, l, o, w, 0);
+        w[0] = attn_supd_4x1_v128_f32__avx512(s, m, l, o, w, 0);
     }
     {
         __m128 s = attn_hsum4q__avx512(a1_0, a1_1, a1_2, a1_3);
-        w[1] = attn_llama3_8b_supd_4x1__avx512(s, m, l, o, w, 1);
+        w[1] = attn_supd_4x1_v128_f32__avx512(s, m, l, o, w, 1);
     }
 }
 
@@ -4285,7 +4285,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
     if (w->hk_hi - w->hk_lo == 1) { /* a unit of one kv head (a short cache's): each step's weights, then its P*V */
         for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS) {
             hk = w->hk_lo;
-            attn_llama3_8b_sqk_4x2_f32__avx512(w->sq + (hk) * HEAD_Q, attn_llama3_8b_k_row(&kv, hk, jp + 0), attn_llama3_8b_k_row(&kv, hk, jp + 1),
+            attn_sqk_4x2_d128v128_f32__avx512(w->sq + (hk) * HEAD_Q, attn_llama3_8b_k_row(&kv, hk, jp + 0), attn_llama3_8b_k_row(&kv, hk, jp + 1),
                         w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
             attn_spvk_4x2_v128_f32__avx512(wt, attn_llama3_8b_v_row(&kv, hk, jp + 0), attn_llama3_8b_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
             j = jp;
@@ -4300,13 +4300,13 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
         }
     } else {
         if (j_end - j_begin >= STEP_KEYS)
-            attn_llama3_8b_sqk_4x2_f32__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_llama3_8b_k_row(&kv, w->hk_lo, j_begin + 0), attn_llama3_8b_k_row(&kv, w->hk_lo, j_begin + 1),
+            attn_sqk_4x2_d128v128_f32__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_llama3_8b_k_row(&kv, w->hk_lo, j_begin + 0), attn_llama3_8b_k_row(&kv, w->hk_lo, j_begin + 1),
                         w->sm + (w->hk_lo) * HEAD_STATE, w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O, wt);
         for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS)
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                 const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + STEP_KEYS;
                 if (jn + (STEP_KEYS - 1) < j_end)
-                    attn_llama3_8b_sqk_4x2_f32__avx512(w->sq + (hn) * HEAD_Q, attn_llama3_8b_k_row(&kv, hn, jn + 0), attn_llama3_8b_k_row(&kv, hn, jn + 1),
+                    attn_sqk_4x2_d128v128_f32__avx512(w->sq + (hn) * HEAD_Q, attn_llama3_8b_k_row(&kv, hn, jn + 0), attn_llama3_8b_k_row(&kv, hn, jn + 1),
                         w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
                 attn_spvk_4x2_v128_f32__avx512(wt, attn_llama3_8b_v_row(&kv, hk, jp + 0), attn_llama3_8b_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                 j = jp;
@@ -4327,7 +4327,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
     }
     for (j = jp; j < j_end; j++) /* the last keys, one at a time */
         for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-            p = attn_llama3_8b_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_llama3_8b_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+            p = attn_sqk_4x1_d128v128_f32__avx512(w->sq + (hk) * HEAD_Q, attn_llama3_8b_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
             attn_spv_4x128_f32__avx512(p, attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
         }
@@ -4379,7 +4379,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_sunit_4x1__avx
         } else if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_llama3_8b_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_llama3_8b_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_4x1_d128v128_f32__avx512(w->sq + (hk) * HEAD_Q, attn_llama3_8b_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_4x128_f32__avx512(p, attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -4390,12 +4390,12 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_sunit_4x1__avx
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_llama3_8b_sqk_4x1_f32__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_llama3_8b_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
+                p = attn_sqk_4x1_d128v128_f32__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_llama3_8b_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
                     w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_llama3_8b_sqk_4x1_f32__avx512(w->sq + (hn) * HEAD_Q, attn_llama3_8b_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
+                    pn = jn < j_end ? attn_sqk_4x1_d128v128_f32__avx512(w->sq + (hn) * HEAD_Q, attn_llama3_8b_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
                     attn_spv_4x128_f32__avx512(p, attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -4408,7 +4408,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_sunit_4x1__avx
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_llama3_8b_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_llama3_8b_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_4x1_d128v128_f32__avx512(w->sq + (hk) * HEAD_Q, attn_llama3_8b_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_4x128_f32__avx512(p, attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
@@ -4429,7 +4429,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_sunit_4x1__avx
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_llama3_8b_sterms_4x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_spv_4x128_f32__avx512(attn_llama3_8b_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_llama3_8b_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x128_f32__avx512(attn_sqk_4x1_d128v128_f32__avx512(w->sq + (hk) * HEAD_Q, attn_llama3_8b_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -4441,7 +4441,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_sunit_4x1__avx
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_llama3_8b_sterms_4x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_spv_4x128_f32__avx512(attn_llama3_8b_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_llama3_8b_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x128_f32__avx512(attn_sqk_4x1_d128v128_f32__avx512(w->sq + (hk) * HEAD_Q, attn_llama3_8b_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -6104,7 +6104,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_srescale
  * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
  * lazy: it moves only when a score passes it by more than 8.0f, so the
  * weights stay at most 2^8. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_llama3_8b_supd_4x1__avx2(__m128 s, float *restrict m, float *restrict l,
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_supd_4x1_v128_f32__avx2(__m128 s, float *restrict m, float *restrict l,
         float *restrict o, __m128 *pend, int npend)
 {
     __m128 mv = _mm_loadu_ps(m), lv = _mm_loadu_ps(l);
@@ -6126,7 +6126,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_llama3_8
 
 /* The scores of 4 rows (q: rows 128 floats apart) against one K row k0, with
  * terms: plus add, and -inf where hide is, through the softmax step (supd). */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_llama3_8b_sqk_4x1_f32__avx2(const float *restrict q, const float *restrict k0, int terms,
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_sqk_4x1_d128v128_f32__avx2(const float *restrict q, const float *restrict k0, int terms,
         __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
 {
     __m128 s;
@@ -6157,13 +6157,13 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_llama3_8
     s = attn_hsum4q__avx2(a0_0, a0_1, a0_2, a0_3);
     if (terms) /* a literal at every call: the branch folds away */
         s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
-    return attn_llama3_8b_supd_4x1__avx2(s, m, l, o, NULL, 0);
+    return attn_supd_4x1_v128_f32__avx2(s, m, l, o, NULL, 0);
 }
 
 /* The weights w[0..2) of 4 rows at 2 keys, k0 first (no terms): one pass over Q
  * for the 2 dot products, then the softmax step of each key in order; a later key
  * that moves the max rescales the weights before it with O. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_llama3_8b_sqk_4x2_f32__avx2(const float *restrict q, const float *restrict k0, const float *restrict k1,
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_sqk_4x2_d128v128_f32__avx2(const float *restrict q, const float *restrict k0, const float *restrict k1,
         float *restrict m, float *restrict l, float *restrict o, __m128 *w)
 {
     __m256 a0_0 = _mm256_setzero_ps();
@@ -6205,11 +6205,11 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_llama3_8b_
     }
     {
         __m128 s = attn_hsum4q__avx2(a0_0, a0_1, a0_2, a0_3);
-        w[0] = attn_llama3_8b_supd_4x1__avx2(s, m, l, o, w, 0);
+        w[0] = attn_supd_4x1_v128_f32__avx2(s, m, l, o, w, 0);
     }
     {
         __m128 s = attn_hsum4q__avx2(a1_0, a1_1, a1_2, a1_3);
-        w[1] = attn_llama3_8b_supd_4x1__avx2(s, m, l, o, w, 1);
+        w[1] = attn_supd_4x1_v128_f32__avx2(s, m, l, o, w, 1);
     }
 }
 
@@ -6771,7 +6771,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
     if (w->hk_hi - w->hk_lo == 1) { /* a unit of one kv head (a short cache's): each step's weights, then its P*V */
         for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS) {
             hk = w->hk_lo;
-            attn_llama3_8b_sqk_4x2_f32__avx2(w->sq + (hk) * HEAD_Q, attn_llama3_8b_k_row(&kv, hk, jp + 0), attn_llama3_8b_k_row(&kv, hk, jp + 1),
+            attn_sqk_4x2_d128v128_f32__avx2(w->sq + (hk) * HEAD_Q, attn_llama3_8b_k_row(&kv, hk, jp + 0), attn_llama3_8b_k_row(&kv, hk, jp + 1),
                         w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
             attn_spvk_4x2_v128_f32__avx2(wt, attn_llama3_8b_v_row(&kv, hk, jp + 0), attn_llama3_8b_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
             j = jp;
@@ -6786,13 +6786,13 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
         }
     } else {
         if (j_end - j_begin >= STEP_KEYS)
-            attn_llama3_8b_sqk_4x2_f32__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_llama3_8b_k_row(&kv, w->hk_lo, j_begin + 0), attn_llama3_8b_k_row(&kv, w->hk_lo, j_begin + 1),
+            attn_sqk_4x2_d128v128_f32__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_llama3_8b_k_row(&kv, w->hk_lo, j_begin + 0), attn_llama3_8b_k_row(&kv, w->hk_lo, j_begin + 1),
                         w->sm + (w->hk_lo) * HEAD_STATE, w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O, wt);
         for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS)
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                 const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + STEP_KEYS;
                 if (jn + (STEP_KEYS - 1) < j_end)
-                    attn_llama3_8b_sqk_4x2_f32__avx2(w->sq + (hn) * HEAD_Q, attn_llama3_8b_k_row(&kv, hn, jn + 0), attn_llama3_8b_k_row(&kv, hn, jn + 1),
+                    attn_sqk_4x2_d128v128_f32__avx2(w->sq + (hn) * HEAD_Q, attn_llama3_8b_k_row(&kv, hn, jn + 0), attn_llama3_8b_k_row(&kv, hn, jn + 1),
                         w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
                 attn_spvk_4x2_v128_f32__avx2(wt, attn_llama3_8b_v_row(&kv, hk, jp + 0), attn_llama3_8b_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                 j = jp;
@@ -6813,7 +6813,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
     }
     for (j = jp; j < j_end; j++) /* the last keys, one at a time */
         for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-            p = attn_llama3_8b_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_llama3_8b_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+            p = attn_sqk_4x1_d128v128_f32__avx2(w->sq + (hk) * HEAD_Q, attn_llama3_8b_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
             attn_spv_4x128_f32__avx2(p, attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
         }
@@ -6865,7 +6865,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_sunit_4x1__a
         } else if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_llama3_8b_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_llama3_8b_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_4x1_d128v128_f32__avx2(w->sq + (hk) * HEAD_Q, attn_llama3_8b_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_4x128_f32__avx2(p, attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -6876,12 +6876,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_sunit_4x1__a
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_llama3_8b_sqk_4x1_f32__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_llama3_8b_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
+                p = attn_sqk_4x1_d128v128_f32__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_llama3_8b_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
                     w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_llama3_8b_sqk_4x1_f32__avx2(w->sq + (hn) * HEAD_Q, attn_llama3_8b_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
+                    pn = jn < j_end ? attn_sqk_4x1_d128v128_f32__avx2(w->sq + (hn) * HEAD_Q, attn_llama3_8b_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
                     attn_spv_4x128_f32__avx2(p, attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -6894,7 +6894,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_sunit_4x1__a
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_llama3_8b_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_llama3_8b_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_4x1_d128v128_f32__avx2(w->sq + (hk) * HEAD_Q, attn_llama3_8b_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_4x128_f32__avx2(p, attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
@@ -6915,7 +6915,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_sunit_4x1__a
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_llama3_8b_sterms_4x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_spv_4x128_f32__avx2(attn_llama3_8b_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_llama3_8b_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x128_f32__avx2(attn_sqk_4x1_d128v128_f32__avx2(w->sq + (hk) * HEAD_Q, attn_llama3_8b_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -6927,7 +6927,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_sunit_4x1__a
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_llama3_8b_sterms_4x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_spv_4x128_f32__avx2(attn_llama3_8b_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_llama3_8b_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x128_f32__avx2(attn_sqk_4x1_d128v128_f32__avx2(w->sq + (hk) * HEAD_Q, attn_llama3_8b_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -8901,7 +8901,7 @@ ATTN_NOINLINE static void attn_srescale_4x128_f32__neon(float *restrict o, float
  * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
  * lazy: it moves only when a score passes it by more than 8.0f, so the
  * weights stay at most 2^8. */
-static ATTN_INLINE float32x4_t attn_llama3_8b_supd_4x1__neon(float32x4_t s, float *restrict m, float *restrict l,
+static ATTN_INLINE float32x4_t attn_supd_4x1_v128_f32__neon(float32x4_t s, float *restrict m, float *restrict l,
         float *restrict o, float32x4_t *pend, int npend)
 {
     float32x4_t mv = vld1q_f32(m), lv = vld1q_f32(l);
@@ -8923,7 +8923,7 @@ static ATTN_INLINE float32x4_t attn_llama3_8b_supd_4x1__neon(float32x4_t s, floa
 
 /* The scores of 4 rows (q: rows 128 floats apart) against one K row k0, with
  * terms: plus add, and -inf where hide is, through the softmax step (supd). */
-static ATTN_INLINE float32x4_t attn_llama3_8b_sqk_4x1_f32__neon(const float *restrict q, const float *restrict k0, int terms,
+static ATTN_INLINE float32x4_t attn_sqk_4x1_d128v128_f32__neon(const float *restrict q, const float *restrict k0, int terms,
         float32x4_t add, float32x4_t hide, float *restrict m, float *restrict l, float *restrict o)
 {
     float32x4_t s;
@@ -8954,7 +8954,7 @@ static ATTN_INLINE float32x4_t attn_llama3_8b_sqk_4x1_f32__neon(const float *res
     s = vpaddq_f32(vpaddq_f32(a0_0, a0_1), vpaddq_f32(a0_2, a0_3));
     if (terms) /* a literal at every call: the branch folds away */
         s = vbslq_f32(vcltq_f32(hide, vdupq_n_f32(0.0f)), hide, vaddq_f32(s, add)); /* hidden: -inf whatever the score */
-    return attn_llama3_8b_supd_4x1__neon(s, m, l, o, NULL, 0);
+    return attn_supd_4x1_v128_f32__neon(s, m, l, o, NULL, 0);
 }
 
 /* O[4 rows] += p_r V: one V row. */
@@ -9507,7 +9507,7 @@ static void attn_llama3_8b_sunit_4x1__neon(const attn_args *args, int64_t b, int
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_llama3_8b_sqk_4x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_llama3_8b_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_4x1_d128v128_f32__neon(w->sq + (hk) * HEAD_Q, attn_llama3_8b_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_4x128_f32__neon(p, attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -9518,12 +9518,12 @@ static void attn_llama3_8b_sunit_4x1__neon(const attn_args *args, int64_t b, int
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_llama3_8b_sqk_4x1_f32__neon(w->sq + (w->hk_lo) * HEAD_Q, attn_llama3_8b_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * HEAD_STATE,
+                p = attn_sqk_4x1_d128v128_f32__neon(w->sq + (w->hk_lo) * HEAD_Q, attn_llama3_8b_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * HEAD_STATE,
                     w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_llama3_8b_sqk_4x1_f32__neon(w->sq + (hn) * HEAD_Q, attn_llama3_8b_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * HEAD_STATE,
+                    pn = jn < j_end ? attn_sqk_4x1_d128v128_f32__neon(w->sq + (hn) * HEAD_Q, attn_llama3_8b_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
                     attn_spv_4x128_f32__neon(p, attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -9536,7 +9536,7 @@ static void attn_llama3_8b_sunit_4x1__neon(const attn_args *args, int64_t b, int
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_llama3_8b_sqk_4x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_llama3_8b_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_4x1_d128v128_f32__neon(w->sq + (hk) * HEAD_Q, attn_llama3_8b_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_4x128_f32__neon(p, attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
@@ -9557,7 +9557,7 @@ static void attn_llama3_8b_sunit_4x1__neon(const attn_args *args, int64_t b, int
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_llama3_8b_sterms_4x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_spv_4x128_f32__neon(attn_llama3_8b_sqk_4x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_llama3_8b_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x128_f32__neon(attn_sqk_4x1_d128v128_f32__neon(w->sq + (hk) * HEAD_Q, attn_llama3_8b_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -9569,7 +9569,7 @@ static void attn_llama3_8b_sunit_4x1__neon(const attn_args *args, int64_t b, int
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_llama3_8b_sterms_4x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_spv_4x128_f32__neon(attn_llama3_8b_sqk_4x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_llama3_8b_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x128_f32__neon(attn_sqk_4x1_d128v128_f32__neon(w->sq + (hk) * HEAD_Q, attn_llama3_8b_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);

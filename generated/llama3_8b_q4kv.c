@@ -2795,7 +2795,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_srescale_4
  * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
  * lazy: it moves only when a score passes it by more than 8.0f, so the
  * weights stay at most 2^8. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_llama3_8b_q4kv_supd_4x1__avx512(__m128 s, float *restrict m, float *restrict l,
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_supd_4x1_v128_f32__avx512(__m128 s, float *restrict m, float *restrict l,
         float *restrict o, __m128 *pend, int npend)
 {
     __m128 mv = _mm_loadu_ps(m), lv = _mm_loadu_ps(l);
@@ -2817,7 +2817,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_llama3_8b_
 
 /* The scores of 4 rows (q: rows 128 floats apart) against one K row k0, with
  * terms: plus add, and -inf where hide is, through the softmax step (supd). */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_llama3_8b_q4kv_sqk_4x1_q4_0__avx512(const float *restrict q, const attn_block_q4_0 *restrict k0, int terms,
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_sqk_4x1_d128v128_q4_0__avx512(const float *restrict q, const attn_block_q4_0 *restrict k0, int terms,
         __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
 {
     __m128 s;
@@ -2980,7 +2980,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_llama3_8b_
     s = attn_hsum4q__avx512(a0_0, a0_1, a0_2, a0_3);
     if (terms) /* a literal at every call: the branch folds away */
         s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
-    return attn_llama3_8b_q4kv_supd_4x1__avx512(s, m, l, o, NULL, 0);
+    return attn_supd_4x1_v128_f32__avx512(s, m, l, o, NULL, 0);
 }
 
 /* O[4 rows] += p_r V: one V row. */
@@ -3065,7 +3065,7 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_llama3_8b_q4kv_
 /* The base-2 scores of 4 rows (q: rows 128 floats apart) against the K rows k0 and k1 into
  * s0[0..4) and s1[0..4) (0 past 4): per 32 values of a block the products of the codes,
  * then the block's scale d_k once a row (d_k sum q_i c_i). */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_llama3_8b_q4kv_sqbdot_4x2_q4_0__avx512(const float *restrict q, const attn_block_q4_0 *restrict k0,
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_sqbdot_4x2_d128_q4_0__avx512(const float *restrict q, const attn_block_q4_0 *restrict k0,
         const attn_block_q4_0 *restrict k1, float *restrict s0, float *restrict s1)
 {
     __m512 a0_0 = _mm512_setzero_ps(), a1_0 = _mm512_setzero_ps();
@@ -3125,7 +3125,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q4kv_sqblk_4x1
         vr[c] = attn_llama3_8b_q4kv_v_row(kv, hk, j0 + c);
     }
     for (c = 0; c < 16; c += 2)
-        attn_llama3_8b_q4kv_sqbdot_4x2_q4_0__avx512(q, kr[c], kr[c + 1], t + 4 * c, t + 4 * c + 4);
+        attn_sqbdot_4x2_d128_q4_0__avx512(q, kr[c], kr[c + 1], t + 4 * c, t + 4 * c + 4);
     mx = _mm_loadu_ps(t);
     for (c = 1; c < 16; c++) mx = _mm_max_ps(mx, _mm_loadu_ps(t + 4 * c));
     if (_mm_movemask_ps(_mm_cmp_ps(mx, _mm_add_ps(mv, _mm_set1_ps(8.0f)), _CMP_GT_OQ))) {
@@ -3709,7 +3709,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q4kv_sunit_4x1
                 }
             for (j = jb; j < j_end; j++) /* the last keys, one at a time */
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                    p = attn_llama3_8b_q4kv_sqk_4x1_q4_0__avx512(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q4kv_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_4x1_d128v128_q4_0__avx512(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q4kv_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_4x128_q4_0__avx512(p, attn_llama3_8b_q4kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                 }
@@ -3726,7 +3726,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q4kv_sunit_4x1
                     }
                 }
                 for (j = jb; j < j_end; j++) { /* the last keys, one at a time */
-                    p = attn_llama3_8b_q4kv_sqk_4x1_q4_0__avx512(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q4kv_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_4x1_d128v128_q4_0__avx512(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q4kv_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_4x128_q4_0__avx512(p, attn_llama3_8b_q4kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                 }
@@ -3744,7 +3744,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q4kv_sunit_4x1
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_llama3_8b_q4kv_sterms_4x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_spv_4x128_q4_0__avx512(attn_llama3_8b_q4kv_sqk_4x1_q4_0__avx512(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q4kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x128_q4_0__avx512(attn_sqk_4x1_d128v128_q4_0__avx512(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q4kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_llama3_8b_q4kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_llama3_8b_q4kv_prefetch_row_l2(attn_llama3_8b_q4kv_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -3756,7 +3756,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_q4kv_sunit_4x1
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_llama3_8b_q4kv_sterms_4x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_spv_4x128_q4_0__avx512(attn_llama3_8b_q4kv_sqk_4x1_q4_0__avx512(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q4kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x128_q4_0__avx512(attn_sqk_4x1_d128v128_q4_0__avx512(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q4kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_llama3_8b_q4kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_llama3_8b_q4kv_prefetch_row_l2(attn_llama3_8b_q4kv_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -5820,7 +5820,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_srescale
  * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
  * lazy: it moves only when a score passes it by more than 8.0f, so the
  * weights stay at most 2^8. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_llama3_8b_q4kv_supd_4x1__avx2(__m128 s, float *restrict m, float *restrict l,
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_supd_4x1_v128_f32__avx2(__m128 s, float *restrict m, float *restrict l,
         float *restrict o, __m128 *pend, int npend)
 {
     __m128 mv = _mm_loadu_ps(m), lv = _mm_loadu_ps(l);
@@ -5842,7 +5842,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_llama3_8
 
 /* The scores of 4 rows (q: rows 128 floats apart) against one K row k0, with
  * terms: plus add, and -inf where hide is, through the softmax step (supd). */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_llama3_8b_q4kv_sqk_4x1_q4_0__avx2(const float *restrict q, const attn_block_q4_0 *restrict k0, int terms,
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_sqk_4x1_d128v128_q4_0__avx2(const float *restrict q, const attn_block_q4_0 *restrict k0, int terms,
         __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
 {
     __m128 s;
@@ -5873,7 +5873,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_llama3_8
     s = attn_hsum4q__avx2(a0_0, a0_1, a0_2, a0_3);
     if (terms) /* a literal at every call: the branch folds away */
         s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
-    return attn_llama3_8b_q4kv_supd_4x1__avx2(s, m, l, o, NULL, 0);
+    return attn_supd_4x1_v128_f32__avx2(s, m, l, o, NULL, 0);
 }
 
 /* O[4 rows] += p_r V: one V row. */
@@ -5910,7 +5910,7 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m128 attn_llama3_8b_q4k
 /* The base-2 scores of 4 rows (q: rows 128 floats apart) against the K rows k0 and k1 into
  * s0[0..4) and s1[0..4) (0 past 4): per 16 values of a block the products of the codes,
  * then the block's scale d_k once a row (d_k sum q_i c_i). */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_llama3_8b_q4kv_sqbdot_4x2_q4_0__avx2(const float *restrict q, const attn_block_q4_0 *restrict k0,
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_sqbdot_4x2_d128_q4_0__avx2(const float *restrict q, const attn_block_q4_0 *restrict k0,
         const attn_block_q4_0 *restrict k1, float *restrict s0, float *restrict s1)
 {
     __m256 a0_0 = _mm256_setzero_ps(), a1_0 = _mm256_setzero_ps();
@@ -5998,7 +5998,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q4kv_sqblk_4
         vr[c] = attn_llama3_8b_q4kv_v_row(kv, hk, j0 + c);
     }
     for (c = 0; c < 16; c += 2)
-        attn_llama3_8b_q4kv_sqbdot_4x2_q4_0__avx2(q, kr[c], kr[c + 1], t + 4 * c, t + 4 * c + 4);
+        attn_sqbdot_4x2_d128_q4_0__avx2(q, kr[c], kr[c + 1], t + 4 * c, t + 4 * c + 4);
     mx = _mm_loadu_ps(t);
     for (c = 1; c < 16; c++) mx = _mm_max_ps(mx, _mm_loadu_ps(t + 4 * c));
     if (_mm_movemask_ps(_mm_cmp_ps(mx, _mm_add_ps(mv, _mm_set1_ps(8.0f)), _CMP_GT_OQ))) {
@@ -6756,7 +6756,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q4kv_sunit_4
                 }
             for (j = jb; j < j_end; j++) /* the last keys, one at a time */
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-                    p = attn_llama3_8b_q4kv_sqk_4x1_q4_0__avx2(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q4kv_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_4x1_d128v128_q4_0__avx2(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q4kv_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_4x128_q4_0__avx2(p, attn_llama3_8b_q4kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                 }
@@ -6773,7 +6773,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q4kv_sunit_4
                     }
                 }
                 for (j = jb; j < j_end; j++) { /* the last keys, one at a time */
-                    p = attn_llama3_8b_q4kv_sqk_4x1_q4_0__avx2(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q4kv_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_4x1_d128v128_q4_0__avx2(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q4kv_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_4x128_q4_0__avx2(p, attn_llama3_8b_q4kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                 }
@@ -6791,7 +6791,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q4kv_sunit_4
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_llama3_8b_q4kv_sterms_4x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_spv_4x128_q4_0__avx2(attn_llama3_8b_q4kv_sqk_4x1_q4_0__avx2(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q4kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x128_q4_0__avx2(attn_sqk_4x1_d128v128_q4_0__avx2(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q4kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_llama3_8b_q4kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_llama3_8b_q4kv_prefetch_row_l2(attn_llama3_8b_q4kv_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -6803,7 +6803,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_q4kv_sunit_4
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_llama3_8b_q4kv_sterms_4x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_spv_4x128_q4_0__avx2(attn_llama3_8b_q4kv_sqk_4x1_q4_0__avx2(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q4kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x128_q4_0__avx2(attn_sqk_4x1_d128v128_q4_0__avx2(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q4kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_llama3_8b_q4kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_llama3_8b_q4kv_prefetch_row_l2(attn_llama3_8b_q4kv_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -9332,7 +9332,7 @@ ATTN_NOINLINE static void attn_srescale_4x128_f32__neon(float *restrict o, float
  * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
  * lazy: it moves only when a score passes it by more than 8.0f, so the
  * weights stay at most 2^8. */
-static ATTN_INLINE float32x4_t attn_llama3_8b_q4kv_supd_4x1__neon(float32x4_t s, float *restrict m, float *restrict l,
+static ATTN_INLINE float32x4_t attn_supd_4x1_v128_f32__neon(float32x4_t s, float *restrict m, float *restrict l,
         float *restrict o, float32x4_t *pend, int npend)
 {
     float32x4_t mv = vld1q_f32(m), lv = vld1q_f32(l);
@@ -9354,7 +9354,7 @@ static ATTN_INLINE float32x4_t attn_llama3_8b_q4kv_supd_4x1__neon(float32x4_t s,
 
 /* The scores of 4 rows (q: rows 128 floats apart) against one K row k0, with
  * terms: plus add, and -inf where hide is, through the softmax step (supd). */
-static ATTN_INLINE float32x4_t attn_llama3_8b_q4kv_sqk_4x1_q4_0__neon(const float *restrict q, const attn_block_q4_0 *restrict k0, int terms,
+static ATTN_INLINE float32x4_t attn_sqk_4x1_d128v128_q4_0__neon(const float *restrict q, const attn_block_q4_0 *restrict k0, int terms,
         float32x4_t add, float32x4_t hide, float *restrict m, float *restrict l, float *restrict o)
 {
     float32x4_t s;
@@ -9385,7 +9385,7 @@ static ATTN_INLINE float32x4_t attn_llama3_8b_q4kv_sqk_4x1_q4_0__neon(const floa
     s = vpaddq_f32(vpaddq_f32(a0_0, a0_1), vpaddq_f32(a0_2, a0_3));
     if (terms) /* a literal at every call: the branch folds away */
         s = vbslq_f32(vcltq_f32(hide, vdupq_n_f32(0.0f)), hide, vaddq_f32(s, add)); /* hidden: -inf whatever the score */
-    return attn_llama3_8b_q4kv_supd_4x1__neon(s, m, l, o, NULL, 0);
+    return attn_supd_4x1_v128_f32__neon(s, m, l, o, NULL, 0);
 }
 
 /* O[4 rows] += p_r V: one V row. */
@@ -9831,7 +9831,7 @@ static void attn_llama3_8b_q4kv_sunit_4x1__neon(const attn_args *args, int64_t b
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_llama3_8b_q4kv_sqk_4x1_q4_0__neon(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q4kv_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_4x1_d128v128_q4_0__neon(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q4kv_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_4x128_q4_0__neon(p, attn_llama3_8b_q4kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -9842,12 +9842,12 @@ static void attn_llama3_8b_q4kv_sunit_4x1__neon(const attn_args *args, int64_t b
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_llama3_8b_q4kv_sqk_4x1_q4_0__neon(w->sq + (w->hk_lo) * HEAD_Q, attn_llama3_8b_q4kv_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * HEAD_STATE,
+                p = attn_sqk_4x1_d128v128_q4_0__neon(w->sq + (w->hk_lo) * HEAD_Q, attn_llama3_8b_q4kv_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * HEAD_STATE,
                     w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_llama3_8b_q4kv_sqk_4x1_q4_0__neon(w->sq + (hn) * HEAD_Q, attn_llama3_8b_q4kv_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * HEAD_STATE,
+                    pn = jn < j_end ? attn_sqk_4x1_d128v128_q4_0__neon(w->sq + (hn) * HEAD_Q, attn_llama3_8b_q4kv_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
                     attn_spv_4x128_q4_0__neon(p, attn_llama3_8b_q4kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -9860,7 +9860,7 @@ static void attn_llama3_8b_q4kv_sunit_4x1__neon(const attn_args *args, int64_t b
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_llama3_8b_q4kv_sqk_4x1_q4_0__neon(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q4kv_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_4x1_d128v128_q4_0__neon(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q4kv_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_4x128_q4_0__neon(p, attn_llama3_8b_q4kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
@@ -9881,7 +9881,7 @@ static void attn_llama3_8b_q4kv_sunit_4x1__neon(const attn_args *args, int64_t b
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_llama3_8b_q4kv_sterms_4x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_spv_4x128_q4_0__neon(attn_llama3_8b_q4kv_sqk_4x1_q4_0__neon(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q4kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x128_q4_0__neon(attn_sqk_4x1_d128v128_q4_0__neon(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q4kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_llama3_8b_q4kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_llama3_8b_q4kv_prefetch_row_l2(attn_llama3_8b_q4kv_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -9893,7 +9893,7 @@ static void attn_llama3_8b_q4kv_sunit_4x1__neon(const attn_args *args, int64_t b
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_llama3_8b_q4kv_sterms_4x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_spv_4x128_q4_0__neon(attn_llama3_8b_q4kv_sqk_4x1_q4_0__neon(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q4kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x128_q4_0__neon(attn_sqk_4x1_d128v128_q4_0__neon(w->sq + (hk) * HEAD_Q, attn_llama3_8b_q4kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_llama3_8b_q4kv_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_llama3_8b_q4kv_prefetch_row_l2(attn_llama3_8b_q4kv_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);

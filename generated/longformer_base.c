@@ -2146,7 +2146,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_srescale_1
  * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
  * lazy: it moves only when a score passes it by more than 8.0f, so the
  * weights stay at most 2^8. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_longformer_base_supd_1x1__avx512(__m128 s, float *restrict m, float *restrict l,
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_supd_1x1_v64_f32__avx512(__m128 s, float *restrict m, float *restrict l,
         float *restrict o, __m128 *pend, int npend)
 {
     __m128 mv = _mm_loadu_ps(m), lv = _mm_loadu_ps(l);
@@ -2168,7 +2168,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_longformer
 
 /* The scores of 1 row (q: rows 64 floats apart) against one K row k0, with
  * terms: plus add, and -inf where hide is, through the softmax step (supd). */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_longformer_base_sqk_1x1_f32__avx512(const float *restrict q, const float *restrict k0, int terms,
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_sqk_1x1_d64v64_f32__avx512(const float *restrict q, const float *restrict k0, int terms,
         __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
 {
     __m128 s;
@@ -2204,7 +2204,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_longformer
     s = attn_hsum4q__avx512(a0_0, _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps());
     if (terms) /* a literal at every call: the branch folds away */
         s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
-    return attn_longformer_base_supd_1x1__avx512(s, m, l, o, NULL, 0);
+    return attn_supd_1x1_v64_f32__avx512(s, m, l, o, NULL, 0);
 }
 
 /* O[1 row] += p_r V: one V row. */
@@ -2259,7 +2259,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_srescale_2
  * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
  * lazy: it moves only when a score passes it by more than 8.0f, so the
  * weights stay at most 2^8. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_longformer_base_supd_2x1__avx512(__m128 s, float *restrict m, float *restrict l,
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_supd_2x1_v64_f32__avx512(__m128 s, float *restrict m, float *restrict l,
         float *restrict o, __m128 *pend, int npend)
 {
     __m128 mv = _mm_loadu_ps(m), lv = _mm_loadu_ps(l);
@@ -2281,7 +2281,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_longformer
 
 /* The scores of 2 rows (q: rows 64 floats apart) against one K row k0, with
  * terms: plus add, and -inf where hide is, through the softmax step (supd). */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_longformer_base_sqk_2x1_f32__avx512(const float *restrict q, const float *restrict k0, int terms,
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_sqk_2x1_d64v64_f32__avx512(const float *restrict q, const float *restrict k0, int terms,
         __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
 {
     __m128 s;
@@ -2334,7 +2334,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_longformer
     s = attn_hsum4q__avx512(a0_0, a0_1, _mm512_setzero_ps(), _mm512_setzero_ps());
     if (terms) /* a literal at every call: the branch folds away */
         s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
-    return attn_longformer_base_supd_2x1__avx512(s, m, l, o, NULL, 0);
+    return attn_supd_2x1_v64_f32__avx512(s, m, l, o, NULL, 0);
 }
 
 /* O[2 rows] += p_r V: one V row. */
@@ -2397,7 +2397,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_srescale_3
  * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
  * lazy: it moves only when a score passes it by more than 8.0f, so the
  * weights stay at most 2^8. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_longformer_base_supd_3x1__avx512(__m128 s, float *restrict m, float *restrict l,
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_supd_3x1_v64_f32__avx512(__m128 s, float *restrict m, float *restrict l,
         float *restrict o, __m128 *pend, int npend)
 {
     __m128 mv = _mm_loadu_ps(m), lv = _mm_loadu_ps(l);
@@ -2419,7 +2419,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_longformer
 
 /* The scores of 3 rows (q: rows 64 floats apart) against one K row k0, with
  * terms: plus add, and -inf where hide is, through the softmax step (supd). */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_longformer_base_sqk_3x1_f32__avx512(const float *restrict q, const float *restrict k0, int terms,
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_sqk_3x1_d64v64_f32__avx512(const float *restrict q, const float *restrict k0, int terms,
         __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
 {
     __m128 s;
@@ -2489,13 +2489,13 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_longformer
     s = attn_hsum4q__avx512(a0_0, a0_1, a0_2, _mm512_setzero_ps());
     if (terms) /* a literal at every call: the branch folds away */
         s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
-    return attn_longformer_base_supd_3x1__avx512(s, m, l, o, NULL, 0);
+    return attn_supd_3x1_v64_f32__avx512(s, m, l, o, NULL, 0);
 }
 
 /* The weights w[0..2) of 3 rows at 2 keys, k0 first (no terms): one pass over Q
  * for the 2 dot products, then the softmax step of each key in order; a later key
  * that moves the max rescales the weights before it with O. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_longformer_base_sqk_3x2_f32__avx512(const float *restrict q, const float *restrict k0, const float *restrict k1,
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_sqk_3x2_d64v64_f32__avx512(const float *restrict q, const float *restrict k0, const float *restrict k1,
         float *restrict m, float *restrict l, float *restrict o, __m128 *w)
 {
     __m512 a0_0 = _mm512_setzero_ps();
@@ -2594,11 +2594,11 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_longformer_b
     }
     {
         __m128 s = attn_hsum4q__avx512(a0_0, a0_1, a0_2, _mm512_setzero_ps());
-        w[0] = attn_longformer_base_supd_3x1__avx512(s, m, l, o, w, 0);
+        w[0] = attn_supd_3x1_v64_f32__avx512(s, m, l, o, w, 0);
     }
     {
         __m128 s = attn_hsum4q__avx512(a1_0, a1_1, a1_2, _mm512_setzero_ps());
-        w[1] = attn_longformer_base_supd_3x1__avx512(s, m, l, o, w, 1);
+        w[1] = attn_supd_3x1_v64_f32__avx512(s, m, l, o, w, 1);
     }
 }
 
@@ -2711,7 +2711,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_srescale_4
  * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
  * lazy: it moves only when a score passes it by more than 8.0f, so the
  * weights stay at most 2^8. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_longformer_base_supd_4x1__avx512(__m128 s, float *restrict m, float *restrict l,
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_supd_4x1_v64_f32__avx512(__m128 s, float *restrict m, float *restrict l,
         float *restrict o, __m128 *pend, int npend)
 {
     __m128 mv = _mm_loadu_ps(m), lv = _mm_loadu_ps(l);
@@ -2733,7 +2733,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_longformer
 
 /* The scores of 4 rows (q: rows 64 floats apart) against one K row k0, with
  * terms: plus add, and -inf where hide is, through the softmax step (supd). */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_longformer_base_sqk_4x1_f32__avx512(const float *restrict q, const float *restrict k0, int terms,
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_sqk_4x1_d64v64_f32__avx512(const float *restrict q, const float *restrict k0, int terms,
         __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
 {
     __m128 s;
@@ -2820,13 +2820,13 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_longformer
     s = attn_hsum4q__avx512(a0_0, a0_1, a0_2, a0_3);
     if (terms) /* a literal at every call: the branch folds away */
         s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
-    return attn_longformer_base_supd_4x1__avx512(s, m, l, o, NULL, 0);
+    return attn_supd_4x1_v64_f32__avx512(s, m, l, o, NULL, 0);
 }
 
 /* The weights w[0..2) of 4 rows at 2 keys, k0 first (no terms): one pass over Q
  * for the 2 dot products, then the softmax step of each key in order; a later key
  * that moves the max rescales the weights before it with O. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_longformer_base_sqk_4x2_f32__avx512(const float *restrict q, const float *restrict k0, const float *restrict k1,
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_sqk_4x2_d64v64_f32__avx512(const float *restrict q, const float *restrict k0, const float *restrict k1,
         float *restrict m, float *restrict l, float *restrict o, __m128 *w)
 {
     __m512 a0_0 = _mm512_setzero_ps();
@@ -2951,11 +2951,11 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_longformer_b
     }
     {
         __m128 s = attn_hsum4q__avx512(a0_0, a0_1, a0_2, a0_3);
-        w[0] = attn_longformer_base_supd_4x1__avx512(s, m, l, o, w, 0);
+        w[0] = attn_supd_4x1_v64_f32__avx512(s, m, l, o, w, 0);
     }
     {
         __m128 s = attn_hsum4q__avx512(a1_0, a1_1, a1_2, a1_3);
-        w[1] = attn_longformer_base_supd_4x1__avx512(s, m, l, o, w, 1);
+        w[1] = attn_supd_4x1_v64_f32__avx512(s, m, l, o, w, 1);
     }
 }
 
@@ -3618,7 +3618,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_1x
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_longformer_base_sqk_1x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_1x1_d64v64_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_1x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -3629,12 +3629,12 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_1x
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_longformer_base_sqk_1x1_f32__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
+                p = attn_sqk_1x1_d64v64_f32__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
                     w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_longformer_base_sqk_1x1_f32__avx512(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
+                    pn = jn < j_end ? attn_sqk_1x1_d64v64_f32__avx512(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
                     attn_spv_1x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -3647,7 +3647,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_1x
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_longformer_base_sqk_1x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_1x1_d64v64_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_1x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
@@ -3668,7 +3668,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_1x
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_1x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_spv_1x64_f32__avx512(attn_longformer_base_sqk_1x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_1x64_f32__avx512(attn_sqk_1x1_d64v64_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -3680,7 +3680,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_1x
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_1x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_spv_1x64_f32__avx512(attn_longformer_base_sqk_1x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_1x64_f32__avx512(attn_sqk_1x1_d64v64_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -3739,7 +3739,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_2x
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_longformer_base_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_2x1_d64v64_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_2x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -3750,12 +3750,12 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_2x
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_longformer_base_sqk_2x1_f32__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
+                p = attn_sqk_2x1_d64v64_f32__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
                     w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_longformer_base_sqk_2x1_f32__avx512(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
+                    pn = jn < j_end ? attn_sqk_2x1_d64v64_f32__avx512(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
                     attn_spv_2x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -3768,7 +3768,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_2x
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_longformer_base_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_2x1_d64v64_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_2x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
@@ -3789,7 +3789,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_2x
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_2x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_spv_2x64_f32__avx512(attn_longformer_base_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x64_f32__avx512(attn_sqk_2x1_d64v64_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -3801,7 +3801,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_2x
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_2x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_spv_2x64_f32__avx512(attn_longformer_base_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x64_f32__avx512(attn_sqk_2x1_d64v64_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -3847,7 +3847,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer
     if (w->hk_hi - w->hk_lo == 1) { /* a unit of one kv head (a short cache's): each step's weights, then its P*V */
         for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS) {
             hk = w->hk_lo;
-            attn_longformer_base_sqk_3x2_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, jp + 0), attn_longformer_base_k_row(&kv, hk, jp + 1),
+            attn_sqk_3x2_d64v64_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, jp + 0), attn_longformer_base_k_row(&kv, hk, jp + 1),
                         w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
             attn_spvk_3x2_v64_f32__avx512(wt, attn_longformer_base_v_row(&kv, hk, jp + 0), attn_longformer_base_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
             j = jp;
@@ -3862,13 +3862,13 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer
         }
     } else {
         if (j_end - j_begin >= STEP_KEYS)
-            attn_longformer_base_sqk_3x2_f32__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin + 0), attn_longformer_base_k_row(&kv, w->hk_lo, j_begin + 1),
+            attn_sqk_3x2_d64v64_f32__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin + 0), attn_longformer_base_k_row(&kv, w->hk_lo, j_begin + 1),
                         w->sm + (w->hk_lo) * HEAD_STATE, w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O, wt);
         for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS)
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                 const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + STEP_KEYS;
                 if (jn + (STEP_KEYS - 1) < j_end)
-                    attn_longformer_base_sqk_3x2_f32__avx512(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn + 0), attn_longformer_base_k_row(&kv, hn, jn + 1),
+                    attn_sqk_3x2_d64v64_f32__avx512(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn + 0), attn_longformer_base_k_row(&kv, hn, jn + 1),
                         w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
                 attn_spvk_3x2_v64_f32__avx512(wt, attn_longformer_base_v_row(&kv, hk, jp + 0), attn_longformer_base_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                 j = jp;
@@ -3889,7 +3889,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer
     }
     for (j = jp; j < j_end; j++) /* the last keys, one at a time */
         for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-            p = attn_longformer_base_sqk_3x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+            p = attn_sqk_3x1_d64v64_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
             attn_spv_3x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
         }
@@ -3938,7 +3938,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_3x
         } else if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_longformer_base_sqk_3x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_3x1_d64v64_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_3x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -3949,12 +3949,12 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_3x
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_longformer_base_sqk_3x1_f32__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
+                p = attn_sqk_3x1_d64v64_f32__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
                     w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_longformer_base_sqk_3x1_f32__avx512(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
+                    pn = jn < j_end ? attn_sqk_3x1_d64v64_f32__avx512(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
                     attn_spv_3x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -3967,7 +3967,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_3x
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_longformer_base_sqk_3x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_3x1_d64v64_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_3x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
@@ -3988,7 +3988,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_3x
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_3x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_spv_3x64_f32__avx512(attn_longformer_base_sqk_3x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_3x64_f32__avx512(attn_sqk_3x1_d64v64_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -4000,7 +4000,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_3x
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_3x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_spv_3x64_f32__avx512(attn_longformer_base_sqk_3x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_3x64_f32__avx512(attn_sqk_3x1_d64v64_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -4046,7 +4046,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer
     if (w->hk_hi - w->hk_lo == 1) { /* a unit of one kv head (a short cache's): each step's weights, then its P*V */
         for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS) {
             hk = w->hk_lo;
-            attn_longformer_base_sqk_4x2_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, jp + 0), attn_longformer_base_k_row(&kv, hk, jp + 1),
+            attn_sqk_4x2_d64v64_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, jp + 0), attn_longformer_base_k_row(&kv, hk, jp + 1),
                         w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
             attn_spvk_4x2_v64_f32__avx512(wt, attn_longformer_base_v_row(&kv, hk, jp + 0), attn_longformer_base_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
             j = jp;
@@ -4061,13 +4061,13 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer
         }
     } else {
         if (j_end - j_begin >= STEP_KEYS)
-            attn_longformer_base_sqk_4x2_f32__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin + 0), attn_longformer_base_k_row(&kv, w->hk_lo, j_begin + 1),
+            attn_sqk_4x2_d64v64_f32__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin + 0), attn_longformer_base_k_row(&kv, w->hk_lo, j_begin + 1),
                         w->sm + (w->hk_lo) * HEAD_STATE, w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O, wt);
         for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS)
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                 const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + STEP_KEYS;
                 if (jn + (STEP_KEYS - 1) < j_end)
-                    attn_longformer_base_sqk_4x2_f32__avx512(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn + 0), attn_longformer_base_k_row(&kv, hn, jn + 1),
+                    attn_sqk_4x2_d64v64_f32__avx512(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn + 0), attn_longformer_base_k_row(&kv, hn, jn + 1),
                         w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
                 attn_spvk_4x2_v64_f32__avx512(wt, attn_longformer_base_v_row(&kv, hk, jp + 0), attn_longformer_base_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                 j = jp;
@@ -4088,7 +4088,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer
     }
     for (j = jp; j < j_end; j++) /* the last keys, one at a time */
         for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-            p = attn_longformer_base_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+            p = attn_sqk_4x1_d64v64_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
             attn_spv_4x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
         }
@@ -4137,7 +4137,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_4x
         } else if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_longformer_base_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_4x1_d64v64_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_4x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -4148,12 +4148,12 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_4x
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_longformer_base_sqk_4x1_f32__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
+                p = attn_sqk_4x1_d64v64_f32__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
                     w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_longformer_base_sqk_4x1_f32__avx512(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
+                    pn = jn < j_end ? attn_sqk_4x1_d64v64_f32__avx512(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
                     attn_spv_4x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -4166,7 +4166,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_4x
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_longformer_base_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_4x1_d64v64_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_4x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
@@ -4187,7 +4187,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_4x
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_4x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_spv_4x64_f32__avx512(attn_longformer_base_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x64_f32__avx512(attn_sqk_4x1_d64v64_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -4199,7 +4199,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_4x
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_4x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_spv_4x64_f32__avx512(attn_longformer_base_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x64_f32__avx512(attn_sqk_4x1_d64v64_f32__avx512(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -6338,7 +6338,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_srescale
  * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
  * lazy: it moves only when a score passes it by more than 8.0f, so the
  * weights stay at most 2^8. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_longformer_base_supd_1x1__avx2(__m128 s, float *restrict m, float *restrict l,
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_supd_1x1_v64_f32__avx2(__m128 s, float *restrict m, float *restrict l,
         float *restrict o, __m128 *pend, int npend)
 {
     __m128 mv = _mm_loadu_ps(m), lv = _mm_loadu_ps(l);
@@ -6360,7 +6360,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_longform
 
 /* The scores of 1 row (q: rows 64 floats apart) against one K row k0, with
  * terms: plus add, and -inf where hide is, through the softmax step (supd). */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_longformer_base_sqk_1x1_f32__avx2(const float *restrict q, const float *restrict k0, int terms,
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_sqk_1x1_d64v64_f32__avx2(const float *restrict q, const float *restrict k0, int terms,
         __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
 {
     __m128 s;
@@ -6424,7 +6424,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_longform
     s = attn_hsum4q__avx2(a0_0, _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps());
     if (terms) /* a literal at every call: the branch folds away */
         s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
-    return attn_longformer_base_supd_1x1__avx2(s, m, l, o, NULL, 0);
+    return attn_supd_1x1_v64_f32__avx2(s, m, l, o, NULL, 0);
 }
 
 /* O[1 row] += p_r V: one V row. */
@@ -6495,7 +6495,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_srescale
  * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
  * lazy: it moves only when a score passes it by more than 8.0f, so the
  * weights stay at most 2^8. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_longformer_base_supd_2x1__avx2(__m128 s, float *restrict m, float *restrict l,
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_supd_2x1_v64_f32__avx2(__m128 s, float *restrict m, float *restrict l,
         float *restrict o, __m128 *pend, int npend)
 {
     __m128 mv = _mm_loadu_ps(m), lv = _mm_loadu_ps(l);
@@ -6517,7 +6517,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_longform
 
 /* The scores of 2 rows (q: rows 64 floats apart) against one K row k0, with
  * terms: plus add, and -inf where hide is, through the softmax step (supd). */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_longformer_base_sqk_2x1_f32__avx2(const float *restrict q, const float *restrict k0, int terms,
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_sqk_2x1_d64v64_f32__avx2(const float *restrict q, const float *restrict k0, int terms,
         __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
 {
     __m128 s;
@@ -6614,7 +6614,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_longform
     s = attn_hsum4q__avx2(a0_0, a0_1, _mm256_setzero_ps(), _mm256_setzero_ps());
     if (terms) /* a literal at every call: the branch folds away */
         s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
-    return attn_longformer_base_supd_2x1__avx2(s, m, l, o, NULL, 0);
+    return attn_supd_2x1_v64_f32__avx2(s, m, l, o, NULL, 0);
 }
 
 /* O[2 rows] += p_r V: one V row. */
@@ -6697,7 +6697,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_srescale
  * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
  * lazy: it moves only when a score passes it by more than 8.0f, so the
  * weights stay at most 2^8. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_longformer_base_supd_3x1__avx2(__m128 s, float *restrict m, float *restrict l,
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_supd_3x1_v64_f32__avx2(__m128 s, float *restrict m, float *restrict l,
         float *restrict o, __m128 *pend, int npend)
 {
     __m128 mv = _mm_loadu_ps(m), lv = _mm_loadu_ps(l);
@@ -6719,7 +6719,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_longform
 
 /* The scores of 3 rows (q: rows 64 floats apart) against one K row k0, with
  * terms: plus add, and -inf where hide is, through the softmax step (supd). */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_longformer_base_sqk_3x1_f32__avx2(const float *restrict q, const float *restrict k0, int terms,
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_sqk_3x1_d64v64_f32__avx2(const float *restrict q, const float *restrict k0, int terms,
         __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
 {
     __m128 s;
@@ -6849,13 +6849,13 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_longform
     s = attn_hsum4q__avx2(a0_0, a0_1, a0_2, _mm256_setzero_ps());
     if (terms) /* a literal at every call: the branch folds away */
         s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
-    return attn_longformer_base_supd_3x1__avx2(s, m, l, o, NULL, 0);
+    return attn_supd_3x1_v64_f32__avx2(s, m, l, o, NULL, 0);
 }
 
 /* The weights w[0..2) of 3 rows at 2 keys, k0 first (no terms): one pass over Q
  * for the 2 dot products, then the softmax step of each key in order; a later key
  * that moves the max rescales the weights before it with O. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_longformer_base_sqk_3x2_f32__avx2(const float *restrict q, const float *restrict k0, const float *restrict k1,
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_sqk_3x2_d64v64_f32__avx2(const float *restrict q, const float *restrict k0, const float *restrict k1,
         float *restrict m, float *restrict l, float *restrict o, __m128 *w)
 {
     __m256 a0_0 = _mm256_setzero_ps();
@@ -7042,11 +7042,11 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_longformer
     }
     {
         __m128 s = attn_hsum4q__avx2(a0_0, a0_1, a0_2, _mm256_setzero_ps());
-        w[0] = attn_longformer_base_supd_3x1__avx2(s, m, l, o, w, 0);
+        w[0] = attn_supd_3x1_v64_f32__avx2(s, m, l, o, w, 0);
     }
     {
         __m128 s = attn_hsum4q__avx2(a1_0, a1_1, a1_2, _mm256_setzero_ps());
-        w[1] = attn_longformer_base_supd_3x1__avx2(s, m, l, o, w, 1);
+        w[1] = attn_supd_3x1_v64_f32__avx2(s, m, l, o, w, 1);
     }
 }
 
@@ -7211,7 +7211,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_srescale
  * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
  * lazy: it moves only when a score passes it by more than 8.0f, so the
  * weights stay at most 2^8. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_longformer_base_supd_4x1__avx2(__m128 s, float *restrict m, float *restrict l,
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_supd_4x1_v64_f32__avx2(__m128 s, float *restrict m, float *restrict l,
         float *restrict o, __m128 *pend, int npend)
 {
     __m128 mv = _mm_loadu_ps(m), lv = _mm_loadu_ps(l);
@@ -7233,7 +7233,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_longform
 
 /* The scores of 4 rows (q: rows 64 floats apart) against one K row k0, with
  * terms: plus add, and -inf where hide is, through the softmax step (supd). */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_longformer_base_sqk_4x1_f32__avx2(const float *restrict q, const float *restrict k0, int terms,
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_sqk_4x1_d64v64_f32__avx2(const float *restrict q, const float *restrict k0, int terms,
         __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
 {
     __m128 s;
@@ -7396,13 +7396,13 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_longform
     s = attn_hsum4q__avx2(a0_0, a0_1, a0_2, a0_3);
     if (terms) /* a literal at every call: the branch folds away */
         s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
-    return attn_longformer_base_supd_4x1__avx2(s, m, l, o, NULL, 0);
+    return attn_supd_4x1_v64_f32__avx2(s, m, l, o, NULL, 0);
 }
 
 /* The weights w[0..2) of 4 rows at 2 keys, k0 first (no terms): one pass over Q
  * for the 2 dot products, then the softmax step of each key in order; a later key
  * that moves the max rescales the weights before it with O. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_longformer_base_sqk_4x2_f32__avx2(const float *restrict q, const float *restrict k0, const float *restrict k1,
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_sqk_4x2_d64v64_f32__avx2(const float *restrict q, const float *restrict k0, const float *restrict k1,
         float *restrict m, float *restrict l, float *restrict o, __m128 *w)
 {
     __m256 a0_0 = _mm256_setzero_ps();
@@ -7639,11 +7639,11 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_longformer
     }
     {
         __m128 s = attn_hsum4q__avx2(a0_0, a0_1, a0_2, a0_3);
-        w[0] = attn_longformer_base_supd_4x1__avx2(s, m, l, o, w, 0);
+        w[0] = attn_supd_4x1_v64_f32__avx2(s, m, l, o, w, 0);
     }
     {
         __m128 s = attn_hsum4q__avx2(a1_0, a1_1, a1_2, a1_3);
-        w[1] = attn_longformer_base_supd_4x1__avx2(s, m, l, o, w, 1);
+        w[1] = attn_supd_4x1_v64_f32__avx2(s, m, l, o, w, 1);
     }
 }
 
@@ -8269,7 +8269,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_longformer_base_sqk_1x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_1x1_d64v64_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_1x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -8280,12 +8280,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_longformer_base_sqk_1x1_f32__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
+                p = attn_sqk_1x1_d64v64_f32__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
                     w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_longformer_base_sqk_1x1_f32__avx2(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
+                    pn = jn < j_end ? attn_sqk_1x1_d64v64_f32__avx2(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
                     attn_spv_1x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -8298,7 +8298,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_longformer_base_sqk_1x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_1x1_d64v64_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_1x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
@@ -8319,7 +8319,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_1x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_spv_1x64_f32__avx2(attn_longformer_base_sqk_1x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_1x64_f32__avx2(attn_sqk_1x1_d64v64_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -8331,7 +8331,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_1x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_spv_1x64_f32__avx2(attn_longformer_base_sqk_1x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_1x64_f32__avx2(attn_sqk_1x1_d64v64_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -8390,7 +8390,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_longformer_base_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_2x1_d64v64_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_2x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -8401,12 +8401,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_longformer_base_sqk_2x1_f32__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
+                p = attn_sqk_2x1_d64v64_f32__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
                     w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_longformer_base_sqk_2x1_f32__avx2(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
+                    pn = jn < j_end ? attn_sqk_2x1_d64v64_f32__avx2(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
                     attn_spv_2x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -8419,7 +8419,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_longformer_base_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_2x1_d64v64_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_2x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
@@ -8440,7 +8440,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_2x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_spv_2x64_f32__avx2(attn_longformer_base_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x64_f32__avx2(attn_sqk_2x1_d64v64_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -8452,7 +8452,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_2x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_spv_2x64_f32__avx2(attn_longformer_base_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x64_f32__avx2(attn_sqk_2x1_d64v64_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -8498,7 +8498,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longform
     if (w->hk_hi - w->hk_lo == 1) { /* a unit of one kv head (a short cache's): each step's weights, then its P*V */
         for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS) {
             hk = w->hk_lo;
-            attn_longformer_base_sqk_3x2_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, jp + 0), attn_longformer_base_k_row(&kv, hk, jp + 1),
+            attn_sqk_3x2_d64v64_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, jp + 0), attn_longformer_base_k_row(&kv, hk, jp + 1),
                         w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
             attn_spvk_3x2_v64_f32__avx2(wt, attn_longformer_base_v_row(&kv, hk, jp + 0), attn_longformer_base_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
             j = jp;
@@ -8513,13 +8513,13 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longform
         }
     } else {
         if (j_end - j_begin >= STEP_KEYS)
-            attn_longformer_base_sqk_3x2_f32__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin + 0), attn_longformer_base_k_row(&kv, w->hk_lo, j_begin + 1),
+            attn_sqk_3x2_d64v64_f32__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin + 0), attn_longformer_base_k_row(&kv, w->hk_lo, j_begin + 1),
                         w->sm + (w->hk_lo) * HEAD_STATE, w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O, wt);
         for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS)
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                 const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + STEP_KEYS;
                 if (jn + (STEP_KEYS - 1) < j_end)
-                    attn_longformer_base_sqk_3x2_f32__avx2(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn + 0), attn_longformer_base_k_row(&kv, hn, jn + 1),
+                    attn_sqk_3x2_d64v64_f32__avx2(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn + 0), attn_longformer_base_k_row(&kv, hn, jn + 1),
                         w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
                 attn_spvk_3x2_v64_f32__avx2(wt, attn_longformer_base_v_row(&kv, hk, jp + 0), attn_longformer_base_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                 j = jp;
@@ -8540,7 +8540,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longform
     }
     for (j = jp; j < j_end; j++) /* the last keys, one at a time */
         for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-            p = attn_longformer_base_sqk_3x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+            p = attn_sqk_3x1_d64v64_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
             attn_spv_3x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
         }
@@ -8589,7 +8589,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
         } else if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_longformer_base_sqk_3x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_3x1_d64v64_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_3x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -8600,12 +8600,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_longformer_base_sqk_3x1_f32__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
+                p = attn_sqk_3x1_d64v64_f32__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
                     w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_longformer_base_sqk_3x1_f32__avx2(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
+                    pn = jn < j_end ? attn_sqk_3x1_d64v64_f32__avx2(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
                     attn_spv_3x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -8618,7 +8618,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_longformer_base_sqk_3x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_3x1_d64v64_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_3x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
@@ -8639,7 +8639,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_3x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_spv_3x64_f32__avx2(attn_longformer_base_sqk_3x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_3x64_f32__avx2(attn_sqk_3x1_d64v64_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -8651,7 +8651,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_3x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_spv_3x64_f32__avx2(attn_longformer_base_sqk_3x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_3x64_f32__avx2(attn_sqk_3x1_d64v64_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -8697,7 +8697,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longform
     if (w->hk_hi - w->hk_lo == 1) { /* a unit of one kv head (a short cache's): each step's weights, then its P*V */
         for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS) {
             hk = w->hk_lo;
-            attn_longformer_base_sqk_4x2_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, jp + 0), attn_longformer_base_k_row(&kv, hk, jp + 1),
+            attn_sqk_4x2_d64v64_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, jp + 0), attn_longformer_base_k_row(&kv, hk, jp + 1),
                         w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
             attn_spvk_4x2_v64_f32__avx2(wt, attn_longformer_base_v_row(&kv, hk, jp + 0), attn_longformer_base_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
             j = jp;
@@ -8712,13 +8712,13 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longform
         }
     } else {
         if (j_end - j_begin >= STEP_KEYS)
-            attn_longformer_base_sqk_4x2_f32__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin + 0), attn_longformer_base_k_row(&kv, w->hk_lo, j_begin + 1),
+            attn_sqk_4x2_d64v64_f32__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin + 0), attn_longformer_base_k_row(&kv, w->hk_lo, j_begin + 1),
                         w->sm + (w->hk_lo) * HEAD_STATE, w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O, wt);
         for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS)
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                 const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + STEP_KEYS;
                 if (jn + (STEP_KEYS - 1) < j_end)
-                    attn_longformer_base_sqk_4x2_f32__avx2(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn + 0), attn_longformer_base_k_row(&kv, hn, jn + 1),
+                    attn_sqk_4x2_d64v64_f32__avx2(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn + 0), attn_longformer_base_k_row(&kv, hn, jn + 1),
                         w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
                 attn_spvk_4x2_v64_f32__avx2(wt, attn_longformer_base_v_row(&kv, hk, jp + 0), attn_longformer_base_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                 j = jp;
@@ -8739,7 +8739,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longform
     }
     for (j = jp; j < j_end; j++) /* the last keys, one at a time */
         for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-            p = attn_longformer_base_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+            p = attn_sqk_4x1_d64v64_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
             attn_spv_4x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
         }
@@ -8788,7 +8788,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
         } else if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_longformer_base_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_4x1_d64v64_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_4x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -8799,12 +8799,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_longformer_base_sqk_4x1_f32__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
+                p = attn_sqk_4x1_d64v64_f32__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
                     w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_longformer_base_sqk_4x1_f32__avx2(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
+                    pn = jn < j_end ? attn_sqk_4x1_d64v64_f32__avx2(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
                     attn_spv_4x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -8817,7 +8817,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_longformer_base_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_4x1_d64v64_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_4x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
@@ -8838,7 +8838,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_4x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_spv_4x64_f32__avx2(attn_longformer_base_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x64_f32__avx2(attn_sqk_4x1_d64v64_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -8850,7 +8850,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms_4x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_spv_4x64_f32__avx2(attn_longformer_base_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x64_f32__avx2(attn_sqk_4x1_d64v64_f32__avx2(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -11306,7 +11306,7 @@ ATTN_NOINLINE static void attn_srescale_1x64_f32__neon(float *restrict o, float3
  * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
  * lazy: it moves only when a score passes it by more than 8.0f, so the
  * weights stay at most 2^8. */
-static ATTN_INLINE float32x4_t attn_longformer_base_supd_1x1__neon(float32x4_t s, float *restrict m, float *restrict l,
+static ATTN_INLINE float32x4_t attn_supd_1x1_v64_f32__neon(float32x4_t s, float *restrict m, float *restrict l,
         float *restrict o, float32x4_t *pend, int npend)
 {
     float32x4_t mv = vld1q_f32(m), lv = vld1q_f32(l);
@@ -11328,7 +11328,7 @@ static ATTN_INLINE float32x4_t attn_longformer_base_supd_1x1__neon(float32x4_t s
 
 /* The scores of 1 row (q: rows 64 floats apart) against one K row k0, with
  * terms: plus add, and -inf where hide is, through the softmax step (supd). */
-static ATTN_INLINE float32x4_t attn_longformer_base_sqk_1x1_f32__neon(const float *restrict q, const float *restrict k0, int terms,
+static ATTN_INLINE float32x4_t attn_sqk_1x1_d64v64_f32__neon(const float *restrict q, const float *restrict k0, int terms,
         float32x4_t add, float32x4_t hide, float *restrict m, float *restrict l, float *restrict o)
 {
     float32x4_t s;
@@ -11344,7 +11344,7 @@ static ATTN_INLINE float32x4_t attn_longformer_base_sqk_1x1_f32__neon(const floa
     s = vpaddq_f32(vpaddq_f32(a0_0, vdupq_n_f32(0.0f)), vpaddq_f32(vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)));
     if (terms) /* a literal at every call: the branch folds away */
         s = vbslq_f32(vcltq_f32(hide, vdupq_n_f32(0.0f)), hide, vaddq_f32(s, add)); /* hidden: -inf whatever the score */
-    return attn_longformer_base_supd_1x1__neon(s, m, l, o, NULL, 0);
+    return attn_supd_1x1_v64_f32__neon(s, m, l, o, NULL, 0);
 }
 
 /* O[1 row] += p_r V: one V row. */
@@ -11388,7 +11388,7 @@ ATTN_NOINLINE static void attn_srescale_2x64_f32__neon(float *restrict o, float3
  * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
  * lazy: it moves only when a score passes it by more than 8.0f, so the
  * weights stay at most 2^8. */
-static ATTN_INLINE float32x4_t attn_longformer_base_supd_2x1__neon(float32x4_t s, float *restrict m, float *restrict l,
+static ATTN_INLINE float32x4_t attn_supd_2x1_v64_f32__neon(float32x4_t s, float *restrict m, float *restrict l,
         float *restrict o, float32x4_t *pend, int npend)
 {
     float32x4_t mv = vld1q_f32(m), lv = vld1q_f32(l);
@@ -11410,7 +11410,7 @@ static ATTN_INLINE float32x4_t attn_longformer_base_supd_2x1__neon(float32x4_t s
 
 /* The scores of 2 rows (q: rows 64 floats apart) against one K row k0, with
  * terms: plus add, and -inf where hide is, through the softmax step (supd). */
-static ATTN_INLINE float32x4_t attn_longformer_base_sqk_2x1_f32__neon(const float *restrict q, const float *restrict k0, int terms,
+static ATTN_INLINE float32x4_t attn_sqk_2x1_d64v64_f32__neon(const float *restrict q, const float *restrict k0, int terms,
         float32x4_t add, float32x4_t hide, float *restrict m, float *restrict l, float *restrict o)
 {
     float32x4_t s;
@@ -11431,7 +11431,7 @@ static ATTN_INLINE float32x4_t attn_longformer_base_sqk_2x1_f32__neon(const floa
     s = vpaddq_f32(vpaddq_f32(a0_0, a0_1), vpaddq_f32(vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)));
     if (terms) /* a literal at every call: the branch folds away */
         s = vbslq_f32(vcltq_f32(hide, vdupq_n_f32(0.0f)), hide, vaddq_f32(s, add)); /* hidden: -inf whatever the score */
-    return attn_longformer_base_supd_2x1__neon(s, m, l, o, NULL, 0);
+    return attn_supd_2x1_v64_f32__neon(s, m, l, o, NULL, 0);
 }
 
 /* O[2 rows] += p_r V: one V row. */
@@ -11480,7 +11480,7 @@ ATTN_NOINLINE static void attn_srescale_3x64_f32__neon(float *restrict o, float3
  * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
  * lazy: it moves only when a score passes it by more than 8.0f, so the
  * weights stay at most 2^8. */
-static ATTN_INLINE float32x4_t attn_longformer_base_supd_3x1__neon(float32x4_t s, float *restrict m, float *restrict l,
+static ATTN_INLINE float32x4_t attn_supd_3x1_v64_f32__neon(float32x4_t s, float *restrict m, float *restrict l,
         float *restrict o, float32x4_t *pend, int npend)
 {
     float32x4_t mv = vld1q_f32(m), lv = vld1q_f32(l);
@@ -11502,7 +11502,7 @@ static ATTN_INLINE float32x4_t attn_longformer_base_supd_3x1__neon(float32x4_t s
 
 /* The scores of 3 rows (q: rows 64 floats apart) against one K row k0, with
  * terms: plus add, and -inf where hide is, through the softmax step (supd). */
-static ATTN_INLINE float32x4_t attn_longformer_base_sqk_3x1_f32__neon(const float *restrict q, const float *restrict k0, int terms,
+static ATTN_INLINE float32x4_t attn_sqk_3x1_d64v64_f32__neon(const float *restrict q, const float *restrict k0, int terms,
         float32x4_t add, float32x4_t hide, float *restrict m, float *restrict l, float *restrict o)
 {
     float32x4_t s;
@@ -11528,7 +11528,7 @@ static ATTN_INLINE float32x4_t attn_longformer_base_sqk_3x1_f32__neon(const floa
     s = vpaddq_f32(vpaddq_f32(a0_0, a0_1), vpaddq_f32(a0_2, vdupq_n_f32(0.0f)));
     if (terms) /* a literal at every call: the branch folds away */
         s = vbslq_f32(vcltq_f32(hide, vdupq_n_f32(0.0f)), hide, vaddq_f32(s, add)); /* hidden: -inf whatever the score */
-    return attn_longformer_base_supd_3x1__neon(s, m, l, o, NULL, 0);
+    return attn_supd_3x1_v64_f32__neon(s, m, l, o, NULL, 0);
 }
 
 /* O[3 rows] += p_r V: one V row. */
@@ -11582,7 +11582,7 @@ ATTN_NOINLINE static void attn_srescale_4x64_f32__neon(float *restrict o, float3
  * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
  * lazy: it moves only when a score passes it by more than 8.0f, so the
  * weights stay at most 2^8. */
-static ATTN_INLINE float32x4_t attn_longformer_base_supd_4x1__neon(float32x4_t s, float *restrict m, float *restrict l,
+static ATTN_INLINE float32x4_t attn_supd_4x1_v64_f32__neon(float32x4_t s, float *restrict m, float *restrict l,
         float *restrict o, float32x4_t *pend, int npend)
 {
     float32x4_t mv = vld1q_f32(m), lv = vld1q_f32(l);
@@ -11604,7 +11604,7 @@ static ATTN_INLINE float32x4_t attn_longformer_base_supd_4x1__neon(float32x4_t s
 
 /* The scores of 4 rows (q: rows 64 floats apart) against one K row k0, with
  * terms: plus add, and -inf where hide is, through the softmax step (supd). */
-static ATTN_INLINE float32x4_t attn_longformer_base_sqk_4x1_f32__neon(const float *restrict q, const float *restrict k0, int terms,
+static ATTN_INLINE float32x4_t attn_sqk_4x1_d64v64_f32__neon(const float *restrict q, const float *restrict k0, int terms,
         float32x4_t add, float32x4_t hide, float *restrict m, float *restrict l, float *restrict o)
 {
     float32x4_t s;
@@ -11635,7 +11635,7 @@ static ATTN_INLINE float32x4_t attn_longformer_base_sqk_4x1_f32__neon(const floa
     s = vpaddq_f32(vpaddq_f32(a0_0, a0_1), vpaddq_f32(a0_2, a0_3));
     if (terms) /* a literal at every call: the branch folds away */
         s = vbslq_f32(vcltq_f32(hide, vdupq_n_f32(0.0f)), hide, vaddq_f32(s, add)); /* hidden: -inf whatever the score */
-    return attn_longformer_base_supd_4x1__neon(s, m, l, o, NULL, 0);
+    return attn_supd_4x1_v64_f32__neon(s, m, l, o, NULL, 0);
 }
 
 /* O[4 rows] += p_r V: one V row. */
@@ -12133,7 +12133,7 @@ static void attn_longformer_base_sunit_1x1__neon(const attn_args *args, int64_t 
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_longformer_base_sqk_1x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_1x1_d64v64_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_1x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -12144,12 +12144,12 @@ static void attn_longformer_base_sunit_1x1__neon(const attn_args *args, int64_t 
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_longformer_base_sqk_1x1_f32__neon(w->sq + (w->hk_lo) * HEAD_Q, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * HEAD_STATE,
+                p = attn_sqk_1x1_d64v64_f32__neon(w->sq + (w->hk_lo) * HEAD_Q, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * HEAD_STATE,
                     w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_longformer_base_sqk_1x1_f32__neon(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * HEAD_STATE,
+                    pn = jn < j_end ? attn_sqk_1x1_d64v64_f32__neon(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
                     attn_spv_1x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -12162,7 +12162,7 @@ static void attn_longformer_base_sunit_1x1__neon(const attn_args *args, int64_t 
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_longformer_base_sqk_1x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_1x1_d64v64_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_1x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
@@ -12183,7 +12183,7 @@ static void attn_longformer_base_sunit_1x1__neon(const attn_args *args, int64_t 
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_longformer_base_sterms_1x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_spv_1x64_f32__neon(attn_longformer_base_sqk_1x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_1x64_f32__neon(attn_sqk_1x1_d64v64_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -12195,7 +12195,7 @@ static void attn_longformer_base_sunit_1x1__neon(const attn_args *args, int64_t 
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_longformer_base_sterms_1x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_spv_1x64_f32__neon(attn_longformer_base_sqk_1x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_1x64_f32__neon(attn_sqk_1x1_d64v64_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -12254,7 +12254,7 @@ static void attn_longformer_base_sunit_2x1__neon(const attn_args *args, int64_t 
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_longformer_base_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_2x1_d64v64_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_2x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -12265,12 +12265,12 @@ static void attn_longformer_base_sunit_2x1__neon(const attn_args *args, int64_t 
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_longformer_base_sqk_2x1_f32__neon(w->sq + (w->hk_lo) * HEAD_Q, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * HEAD_STATE,
+                p = attn_sqk_2x1_d64v64_f32__neon(w->sq + (w->hk_lo) * HEAD_Q, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * HEAD_STATE,
                     w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_longformer_base_sqk_2x1_f32__neon(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * HEAD_STATE,
+                    pn = jn < j_end ? attn_sqk_2x1_d64v64_f32__neon(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
                     attn_spv_2x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -12283,7 +12283,7 @@ static void attn_longformer_base_sunit_2x1__neon(const attn_args *args, int64_t 
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_longformer_base_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_2x1_d64v64_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_2x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
@@ -12304,7 +12304,7 @@ static void attn_longformer_base_sunit_2x1__neon(const attn_args *args, int64_t 
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_longformer_base_sterms_2x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_spv_2x64_f32__neon(attn_longformer_base_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x64_f32__neon(attn_sqk_2x1_d64v64_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -12316,7 +12316,7 @@ static void attn_longformer_base_sunit_2x1__neon(const attn_args *args, int64_t 
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_longformer_base_sterms_2x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_spv_2x64_f32__neon(attn_longformer_base_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x64_f32__neon(attn_sqk_2x1_d64v64_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -12375,7 +12375,7 @@ static void attn_longformer_base_sunit_3x1__neon(const attn_args *args, int64_t 
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_longformer_base_sqk_3x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_3x1_d64v64_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_3x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -12386,12 +12386,12 @@ static void attn_longformer_base_sunit_3x1__neon(const attn_args *args, int64_t 
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_longformer_base_sqk_3x1_f32__neon(w->sq + (w->hk_lo) * HEAD_Q, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * HEAD_STATE,
+                p = attn_sqk_3x1_d64v64_f32__neon(w->sq + (w->hk_lo) * HEAD_Q, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * HEAD_STATE,
                     w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_longformer_base_sqk_3x1_f32__neon(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * HEAD_STATE,
+                    pn = jn < j_end ? attn_sqk_3x1_d64v64_f32__neon(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
                     attn_spv_3x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -12404,7 +12404,7 @@ static void attn_longformer_base_sunit_3x1__neon(const attn_args *args, int64_t 
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_longformer_base_sqk_3x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_3x1_d64v64_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_3x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
@@ -12425,7 +12425,7 @@ static void attn_longformer_base_sunit_3x1__neon(const attn_args *args, int64_t 
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_longformer_base_sterms_3x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_spv_3x64_f32__neon(attn_longformer_base_sqk_3x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_3x64_f32__neon(attn_sqk_3x1_d64v64_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -12437,7 +12437,7 @@ static void attn_longformer_base_sunit_3x1__neon(const attn_args *args, int64_t 
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_longformer_base_sterms_3x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_spv_3x64_f32__neon(attn_longformer_base_sqk_3x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_3x64_f32__neon(attn_sqk_3x1_d64v64_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -12496,7 +12496,7 @@ static void attn_longformer_base_sunit_4x1__neon(const attn_args *args, int64_t 
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_longformer_base_sqk_4x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_4x1_d64v64_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_4x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -12507,12 +12507,12 @@ static void attn_longformer_base_sunit_4x1__neon(const attn_args *args, int64_t 
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_longformer_base_sqk_4x1_f32__neon(w->sq + (w->hk_lo) * HEAD_Q, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * HEAD_STATE,
+                p = attn_sqk_4x1_d64v64_f32__neon(w->sq + (w->hk_lo) * HEAD_Q, attn_longformer_base_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * HEAD_STATE,
                     w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_longformer_base_sqk_4x1_f32__neon(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * HEAD_STATE,
+                    pn = jn < j_end ? attn_sqk_4x1_d64v64_f32__neon(w->sq + (hn) * HEAD_Q, attn_longformer_base_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
                     attn_spv_4x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -12525,7 +12525,7 @@ static void attn_longformer_base_sunit_4x1__neon(const attn_args *args, int64_t 
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_longformer_base_sqk_4x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_4x1_d64v64_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_4x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
@@ -12546,7 +12546,7 @@ static void attn_longformer_base_sunit_4x1__neon(const attn_args *args, int64_t 
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_longformer_base_sterms_4x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_spv_4x64_f32__neon(attn_longformer_base_sqk_4x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x64_f32__neon(attn_sqk_4x1_d64v64_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -12558,7 +12558,7 @@ static void attn_longformer_base_sunit_4x1__neon(const attn_args *args, int64_t 
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_longformer_base_sterms_4x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_spv_4x64_f32__neon(attn_longformer_base_sqk_4x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x64_f32__neon(attn_sqk_4x1_d64v64_f32__neon(w->sq + (hk) * HEAD_Q, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);

@@ -2188,7 +2188,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_srescale_1
  * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
  * lazy: it moves only when a score passes it by more than 8.0f, so the
  * weights stay at most 2^8. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_t5_small_encoder_supd_1x1__avx512(__m128 s, float *restrict m, float *restrict l,
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_supd_1x1_v64_f32__avx512(__m128 s, float *restrict m, float *restrict l,
         float *restrict o, __m128 *pend, int npend)
 {
     __m128 mv = _mm_loadu_ps(m), lv = _mm_loadu_ps(l);
@@ -2210,7 +2210,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_t5_small_e
 
 /* The scores of 1 row (q: rows 64 floats apart) against one K row k0, with
  * terms: plus add, and -inf where hide is, through the softmax step (supd). */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_t5_small_encoder_sqk_1x1_f32__avx512(const float *restrict q, const float *restrict k0, int terms,
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_sqk_1x1_d64v64_f32__avx512(const float *restrict q, const float *restrict k0, int terms,
         __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
 {
     __m128 s;
@@ -2246,7 +2246,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_t5_small_e
     s = attn_hsum4q__avx512(a0_0, _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps());
     if (terms) /* a literal at every call: the branch folds away */
         s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
-    return attn_t5_small_encoder_supd_1x1__avx512(s, m, l, o, NULL, 0);
+    return attn_supd_1x1_v64_f32__avx512(s, m, l, o, NULL, 0);
 }
 
 /* O[1 row] += p_r V: one V row. */
@@ -2302,7 +2302,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_srescale_2
  * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
  * lazy: it moves only when a score passes it by more than 8.0f, so the
  * weights stay at most 2^8. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_t5_small_encoder_supd_2x1__avx512(__m128 s, float *restrict m, float *restrict l,
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_supd_2x1_v64_f32__avx512(__m128 s, float *restrict m, float *restrict l,
         float *restrict o, __m128 *pend, int npend)
 {
     __m128 mv = _mm_loadu_ps(m), lv = _mm_loadu_ps(l);
@@ -2324,7 +2324,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_t5_small_e
 
 /* The scores of 2 rows (q: rows 64 floats apart) against one K row k0, with
  * terms: plus add, and -inf where hide is, through the softmax step (supd). */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_t5_small_encoder_sqk_2x1_f32__avx512(const float *restrict q, const float *restrict k0, int terms,
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_sqk_2x1_d64v64_f32__avx512(const float *restrict q, const float *restrict k0, int terms,
         __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
 {
     __m128 s;
@@ -2377,7 +2377,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_t5_small_e
     s = attn_hsum4q__avx512(a0_0, a0_1, _mm512_setzero_ps(), _mm512_setzero_ps());
     if (terms) /* a literal at every call: the branch folds away */
         s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
-    return attn_t5_small_encoder_supd_2x1__avx512(s, m, l, o, NULL, 0);
+    return attn_supd_2x1_v64_f32__avx512(s, m, l, o, NULL, 0);
 }
 
 /* O[2 rows] += p_r V: one V row. */
@@ -2442,7 +2442,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_srescale_3
  * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
  * lazy: it moves only when a score passes it by more than 8.0f, so the
  * weights stay at most 2^8. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_t5_small_encoder_supd_3x1__avx512(__m128 s, float *restrict m, float *restrict l,
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_supd_3x1_v64_f32__avx512(__m128 s, float *restrict m, float *restrict l,
         float *restrict o, __m128 *pend, int npend)
 {
     __m128 mv = _mm_loadu_ps(m), lv = _mm_loadu_ps(l);
@@ -2464,7 +2464,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_t5_small_e
 
 /* The scores of 3 rows (q: rows 64 floats apart) against one K row k0, with
  * terms: plus add, and -inf where hide is, through the softmax step (supd). */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_t5_small_encoder_sqk_3x1_f32__avx512(const float *restrict q, const float *restrict k0, int terms,
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_sqk_3x1_d64v64_f32__avx512(const float *restrict q, const float *restrict k0, int terms,
         __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
 {
     __m128 s;
@@ -2534,7 +2534,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_t5_small_e
     s = attn_hsum4q__avx512(a0_0, a0_1, a0_2, _mm512_setzero_ps());
     if (terms) /* a literal at every call: the branch folds away */
         s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
-    return attn_t5_small_encoder_supd_3x1__avx512(s, m, l, o, NULL, 0);
+    return attn_supd_3x1_v64_f32__avx512(s, m, l, o, NULL, 0);
 }
 
 /* O[3 rows] += p_r V: one V row. */
@@ -2608,7 +2608,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_srescale_4
  * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
  * lazy: it moves only when a score passes it by more than 8.0f, so the
  * weights stay at most 2^8. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_t5_small_encoder_supd_4x1__avx512(__m128 s, float *restrict m, float *restrict l,
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_supd_4x1_v64_f32__avx512(__m128 s, float *restrict m, float *restrict l,
         float *restrict o, __m128 *pend, int npend)
 {
     __m128 mv = _mm_loadu_ps(m), lv = _mm_loadu_ps(l);
@@ -2630,7 +2630,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_t5_small_e
 
 /* The scores of 4 rows (q: rows 64 floats apart) against one K row k0, with
  * terms: plus add, and -inf where hide is, through the softmax step (supd). */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_t5_small_encoder_sqk_4x1_f32__avx512(const float *restrict q, const float *restrict k0, int terms,
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_sqk_4x1_d64v64_f32__avx512(const float *restrict q, const float *restrict k0, int terms,
         __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
 {
     __m128 s;
@@ -2717,7 +2717,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_t5_small_e
     s = attn_hsum4q__avx512(a0_0, a0_1, a0_2, a0_3);
     if (terms) /* a literal at every call: the branch folds away */
         s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
-    return attn_t5_small_encoder_supd_4x1__avx512(s, m, l, o, NULL, 0);
+    return attn_supd_4x1_v64_f32__avx512(s, m, l, o, NULL, 0);
 }
 
 /* O[4 rows] += p_r V: one V row. */
@@ -3351,7 +3351,7 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_1
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_1x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_spv_1x64_f32__avx512(attn_t5_small_encoder_sqk_1x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_1x64_f32__avx512(attn_sqk_1x1_d64v64_f32__avx512(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -3363,7 +3363,7 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_1
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_1x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_spv_1x64_f32__avx512(attn_t5_small_encoder_sqk_1x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_1x64_f32__avx512(attn_sqk_1x1_d64v64_f32__avx512(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -3429,7 +3429,7 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_2
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_2x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_spv_2x64_f32__avx512(attn_t5_small_encoder_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x64_f32__avx512(attn_sqk_2x1_d64v64_f32__avx512(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -3441,7 +3441,7 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_2
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_2x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_spv_2x64_f32__avx512(attn_t5_small_encoder_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x64_f32__avx512(attn_sqk_2x1_d64v64_f32__avx512(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -3507,7 +3507,7 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_3
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_3x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_spv_3x64_f32__avx512(attn_t5_small_encoder_sqk_3x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_3x64_f32__avx512(attn_sqk_3x1_d64v64_f32__avx512(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -3519,7 +3519,7 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_3
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_3x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_spv_3x64_f32__avx512(attn_t5_small_encoder_sqk_3x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_3x64_f32__avx512(attn_sqk_3x1_d64v64_f32__avx512(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -3585,7 +3585,7 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_4
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_4x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_spv_4x64_f32__avx512(attn_t5_small_encoder_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x64_f32__avx512(attn_sqk_4x1_d64v64_f32__avx512(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -3597,7 +3597,7 @@ __attribute__((target("avx512f,fma"))) static void attn_t5_small_encoder_sunit_4
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_4x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_spv_4x64_f32__avx512(attn_t5_small_encoder_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x64_f32__avx512(attn_sqk_4x1_d64v64_f32__avx512(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -5744,7 +5744,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_srescale
  * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
  * lazy: it moves only when a score passes it by more than 8.0f, so the
  * weights stay at most 2^8. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_t5_small_encoder_supd_1x1__avx2(__m128 s, float *restrict m, float *restrict l,
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_supd_1x1_v64_f32__avx2(__m128 s, float *restrict m, float *restrict l,
         float *restrict o, __m128 *pend, int npend)
 {
     __m128 mv = _mm_loadu_ps(m), lv = _mm_loadu_ps(l);
@@ -5766,7 +5766,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_t5_small
 
 /* The scores of 1 row (q: rows 64 floats apart) against one K row k0, with
  * terms: plus add, and -inf where hide is, through the softmax step (supd). */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_t5_small_encoder_sqk_1x1_f32__avx2(const float *restrict q, const float *restrict k0, int terms,
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_sqk_1x1_d64v64_f32__avx2(const float *restrict q, const float *restrict k0, int terms,
         __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
 {
     __m128 s;
@@ -5830,7 +5830,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_t5_small
     s = attn_hsum4q__avx2(a0_0, _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps());
     if (terms) /* a literal at every call: the branch folds away */
         s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
-    return attn_t5_small_encoder_supd_1x1__avx2(s, m, l, o, NULL, 0);
+    return attn_supd_1x1_v64_f32__avx2(s, m, l, o, NULL, 0);
 }
 
 /* O[1 row] += p_r V: one V row. */
@@ -5902,7 +5902,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_srescale
  * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
  * lazy: it moves only when a score passes it by more than 8.0f, so the
  * weights stay at most 2^8. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_t5_small_encoder_supd_2x1__avx2(__m128 s, float *restrict m, float *restrict l,
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_supd_2x1_v64_f32__avx2(__m128 s, float *restrict m, float *restrict l,
         float *restrict o, __m128 *pend, int npend)
 {
     __m128 mv = _mm_loadu_ps(m), lv = _mm_loadu_ps(l);
@@ -5924,7 +5924,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_t5_small
 
 /* The scores of 2 rows (q: rows 64 floats apart) against one K row k0, with
  * terms: plus add, and -inf where hide is, through the softmax step (supd). */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_t5_small_encoder_sqk_2x1_f32__avx2(const float *restrict q, const float *restrict k0, int terms,
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_sqk_2x1_d64v64_f32__avx2(const float *restrict q, const float *restrict k0, int terms,
         __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
 {
     __m128 s;
@@ -6021,7 +6021,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_t5_small
     s = attn_hsum4q__avx2(a0_0, a0_1, _mm256_setzero_ps(), _mm256_setzero_ps());
     if (terms) /* a literal at every call: the branch folds away */
         s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
-    return attn_t5_small_encoder_supd_2x1__avx2(s, m, l, o, NULL, 0);
+    return attn_supd_2x1_v64_f32__avx2(s, m, l, o, NULL, 0);
 }
 
 /* O[2 rows] += p_r V: one V row. */
@@ -6106,7 +6106,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_srescale
  * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
  * lazy: it moves only when a score passes it by more than 8.0f, so the
  * weights stay at most 2^8. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_t5_small_encoder_supd_3x1__avx2(__m128 s, float *restrict m, float *restrict l,
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_supd_3x1_v64_f32__avx2(__m128 s, float *restrict m, float *restrict l,
         float *restrict o, __m128 *pend, int npend)
 {
     __m128 mv = _mm_loadu_ps(m), lv = _mm_loadu_ps(l);
@@ -6128,7 +6128,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_t5_small
 
 /* The scores of 3 rows (q: rows 64 floats apart) against one K row k0, with
  * terms: plus add, and -inf where hide is, through the softmax step (supd). */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_t5_small_encoder_sqk_3x1_f32__avx2(const float *restrict q, const float *restrict k0, int terms,
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_sqk_3x1_d64v64_f32__avx2(const float *restrict q, const float *restrict k0, int terms,
         __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
 {
     __m128 s;
@@ -6258,7 +6258,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_t5_small
     s = attn_hsum4q__avx2(a0_0, a0_1, a0_2, _mm256_setzero_ps());
     if (terms) /* a literal at every call: the branch folds away */
         s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
-    return attn_t5_small_encoder_supd_3x1__avx2(s, m, l, o, NULL, 0);
+    return attn_supd_3x1_v64_f32__avx2(s, m, l, o, NULL, 0);
 }
 
 /* O[3 rows] += p_r V: one V row. */
@@ -6356,7 +6356,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_srescale
  * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
  * lazy: it moves only when a score passes it by more than 8.0f, so the
  * weights stay at most 2^8. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_t5_small_encoder_supd_4x1__avx2(__m128 s, float *restrict m, float *restrict l,
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_supd_4x1_v64_f32__avx2(__m128 s, float *restrict m, float *restrict l,
         float *restrict o, __m128 *pend, int npend)
 {
     __m128 mv = _mm_loadu_ps(m), lv = _mm_loadu_ps(l);
@@ -6378,7 +6378,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_t5_small
 
 /* The scores of 4 rows (q: rows 64 floats apart) against one K row k0, with
  * terms: plus add, and -inf where hide is, through the softmax step (supd). */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_t5_small_encoder_sqk_4x1_f32__avx2(const float *restrict q, const float *restrict k0, int terms,
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_sqk_4x1_d64v64_f32__avx2(const float *restrict q, const float *restrict k0, int terms,
         __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
 {
     __m128 s;
@@ -6541,7 +6541,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_t5_small
     s = attn_hsum4q__avx2(a0_0, a0_1, a0_2, a0_3);
     if (terms) /* a literal at every call: the branch folds away */
         s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
-    return attn_t5_small_encoder_supd_4x1__avx2(s, m, l, o, NULL, 0);
+    return attn_supd_4x1_v64_f32__avx2(s, m, l, o, NULL, 0);
 }
 
 /* O[4 rows] += p_r V: one V row. */
@@ -7106,7 +7106,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_1x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_spv_1x64_f32__avx2(attn_t5_small_encoder_sqk_1x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_1x64_f32__avx2(attn_sqk_1x1_d64v64_f32__avx2(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -7118,7 +7118,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_1x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_spv_1x64_f32__avx2(attn_t5_small_encoder_sqk_1x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_1x64_f32__avx2(attn_sqk_1x1_d64v64_f32__avx2(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -7184,7 +7184,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_2x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_spv_2x64_f32__avx2(attn_t5_small_encoder_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x64_f32__avx2(attn_sqk_2x1_d64v64_f32__avx2(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -7196,7 +7196,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_2x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_spv_2x64_f32__avx2(attn_t5_small_encoder_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x64_f32__avx2(attn_sqk_2x1_d64v64_f32__avx2(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -7262,7 +7262,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_3x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_spv_3x64_f32__avx2(attn_t5_small_encoder_sqk_3x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_3x64_f32__avx2(attn_sqk_3x1_d64v64_f32__avx2(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -7274,7 +7274,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_3x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_spv_3x64_f32__avx2(attn_t5_small_encoder_sqk_3x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_3x64_f32__avx2(attn_sqk_3x1_d64v64_f32__avx2(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -7340,7 +7340,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_4x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_spv_4x64_f32__avx2(attn_t5_small_encoder_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x64_f32__avx2(attn_sqk_4x1_d64v64_f32__avx2(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -7352,7 +7352,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_t5_small_encoder_sunit
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_t5_small_encoder_sterms_4x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_spv_4x64_f32__avx2(attn_t5_small_encoder_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x64_f32__avx2(attn_sqk_4x1_d64v64_f32__avx2(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -9816,7 +9816,7 @@ ATTN_NOINLINE static void attn_srescale_1x64_f32__neon(float *restrict o, float3
  * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
  * lazy: it moves only when a score passes it by more than 8.0f, so the
  * weights stay at most 2^8. */
-static ATTN_INLINE float32x4_t attn_t5_small_encoder_supd_1x1__neon(float32x4_t s, float *restrict m, float *restrict l,
+static ATTN_INLINE float32x4_t attn_supd_1x1_v64_f32__neon(float32x4_t s, float *restrict m, float *restrict l,
         float *restrict o, float32x4_t *pend, int npend)
 {
     float32x4_t mv = vld1q_f32(m), lv = vld1q_f32(l);
@@ -9838,7 +9838,7 @@ static ATTN_INLINE float32x4_t attn_t5_small_encoder_supd_1x1__neon(float32x4_t 
 
 /* The scores of 1 row (q: rows 64 floats apart) against one K row k0, with
  * terms: plus add, and -inf where hide is, through the softmax step (supd). */
-static ATTN_INLINE float32x4_t attn_t5_small_encoder_sqk_1x1_f32__neon(const float *restrict q, const float *restrict k0, int terms,
+static ATTN_INLINE float32x4_t attn_sqk_1x1_d64v64_f32__neon(const float *restrict q, const float *restrict k0, int terms,
         float32x4_t add, float32x4_t hide, float *restrict m, float *restrict l, float *restrict o)
 {
     float32x4_t s;
@@ -9854,7 +9854,7 @@ static ATTN_INLINE float32x4_t attn_t5_small_encoder_sqk_1x1_f32__neon(const flo
     s = vpaddq_f32(vpaddq_f32(a0_0, vdupq_n_f32(0.0f)), vpaddq_f32(vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)));
     if (terms) /* a literal at every call: the branch folds away */
         s = vbslq_f32(vcltq_f32(hide, vdupq_n_f32(0.0f)), hide, vaddq_f32(s, add)); /* hidden: -inf whatever the score */
-    return attn_t5_small_encoder_supd_1x1__neon(s, m, l, o, NULL, 0);
+    return attn_supd_1x1_v64_f32__neon(s, m, l, o, NULL, 0);
 }
 
 /* O[1 row] += p_r V: one V row. */
@@ -9899,7 +9899,7 @@ ATTN_NOINLINE static void attn_srescale_2x64_f32__neon(float *restrict o, float3
  * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
  * lazy: it moves only when a score passes it by more than 8.0f, so the
  * weights stay at most 2^8. */
-static ATTN_INLINE float32x4_t attn_t5_small_encoder_supd_2x1__neon(float32x4_t s, float *restrict m, float *restrict l,
+static ATTN_INLINE float32x4_t attn_supd_2x1_v64_f32__neon(float32x4_t s, float *restrict m, float *restrict l,
         float *restrict o, float32x4_t *pend, int npend)
 {
     float32x4_t mv = vld1q_f32(m), lv = vld1q_f32(l);
@@ -9921,7 +9921,7 @@ static ATTN_INLINE float32x4_t attn_t5_small_encoder_supd_2x1__neon(float32x4_t 
 
 /* The scores of 2 rows (q: rows 64 floats apart) against one K row k0, with
  * terms: plus add, and -inf where hide is, through the softmax step (supd). */
-static ATTN_INLINE float32x4_t attn_t5_small_encoder_sqk_2x1_f32__neon(const float *restrict q, const float *restrict k0, int terms,
+static ATTN_INLINE float32x4_t attn_sqk_2x1_d64v64_f32__neon(const float *restrict q, const float *restrict k0, int terms,
         float32x4_t add, float32x4_t hide, float *restrict m, float *restrict l, float *restrict o)
 {
     float32x4_t s;
@@ -9942,7 +9942,7 @@ static ATTN_INLINE float32x4_t attn_t5_small_encoder_sqk_2x1_f32__neon(const flo
     s = vpaddq_f32(vpaddq_f32(a0_0, a0_1), vpaddq_f32(vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)));
     if (terms) /* a literal at every call: the branch folds away */
         s = vbslq_f32(vcltq_f32(hide, vdupq_n_f32(0.0f)), hide, vaddq_f32(s, add)); /* hidden: -inf whatever the score */
-    return attn_t5_small_encoder_supd_2x1__neon(s, m, l, o, NULL, 0);
+    return attn_supd_2x1_v64_f32__neon(s, m, l, o, NULL, 0);
 }
 
 /* O[2 rows] += p_r V: one V row. */
@@ -9993,7 +9993,7 @@ ATTN_NOINLINE static void attn_srescale_3x64_f32__neon(float *restrict o, float3
  * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
  * lazy: it moves only when a score passes it by more than 8.0f, so the
  * weights stay at most 2^8. */
-static ATTN_INLINE float32x4_t attn_t5_small_encoder_supd_3x1__neon(float32x4_t s, float *restrict m, float *restrict l,
+static ATTN_INLINE float32x4_t attn_supd_3x1_v64_f32__neon(float32x4_t s, float *restrict m, float *restrict l,
         float *restrict o, float32x4_t *pend, int npend)
 {
     float32x4_t mv = vld1q_f32(m), lv = vld1q_f32(l);
@@ -10015,7 +10015,7 @@ static ATTN_INLINE float32x4_t attn_t5_small_encoder_supd_3x1__neon(float32x4_t 
 
 /* The scores of 3 rows (q: rows 64 floats apart) against one K row k0, with
  * terms: plus add, and -inf where hide is, through the softmax step (supd). */
-static ATTN_INLINE float32x4_t attn_t5_small_encoder_sqk_3x1_f32__neon(const float *restrict q, const float *restrict k0, int terms,
+static ATTN_INLINE float32x4_t attn_sqk_3x1_d64v64_f32__neon(const float *restrict q, const float *restrict k0, int terms,
         float32x4_t add, float32x4_t hide, float *restrict m, float *restrict l, float *restrict o)
 {
     float32x4_t s;
@@ -10041,7 +10041,7 @@ static ATTN_INLINE float32x4_t attn_t5_small_encoder_sqk_3x1_f32__neon(const flo
     s = vpaddq_f32(vpaddq_f32(a0_0, a0_1), vpaddq_f32(a0_2, vdupq_n_f32(0.0f)));
     if (terms) /* a literal at every call: the branch folds away */
         s = vbslq_f32(vcltq_f32(hide, vdupq_n_f32(0.0f)), hide, vaddq_f32(s, add)); /* hidden: -inf whatever the score */
-    return attn_t5_small_encoder_supd_3x1__neon(s, m, l, o, NULL, 0);
+    return attn_supd_3x1_v64_f32__neon(s, m, l, o, NULL, 0);
 }
 
 /* O[3 rows] += p_r V: one V row. */
@@ -10098,7 +10098,7 @@ ATTN_NOINLINE static void attn_srescale_4x64_f32__neon(float *restrict o, float3
  * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
  * lazy: it moves only when a score passes it by more than 8.0f, so the
  * weights stay at most 2^8. */
-static ATTN_INLINE float32x4_t attn_t5_small_encoder_supd_4x1__neon(float32x4_t s, float *restrict m, float *restrict l,
+static ATTN_INLINE float32x4_t attn_supd_4x1_v64_f32__neon(float32x4_t s, float *restrict m, float *restrict l,
         float *restrict o, float32x4_t *pend, int npend)
 {
     float32x4_t mv = vld1q_f32(m), lv = vld1q_f32(l);
@@ -10120,7 +10120,7 @@ static ATTN_INLINE float32x4_t attn_t5_small_encoder_supd_4x1__neon(float32x4_t 
 
 /* The scores of 4 rows (q: rows 64 floats apart) against one K row k0, with
  * terms: plus add, and -inf where hide is, through the softmax step (supd). */
-static ATTN_INLINE float32x4_t attn_t5_small_encoder_sqk_4x1_f32__neon(const float *restrict q, const float *restrict k0, int terms,
+static ATTN_INLINE float32x4_t attn_sqk_4x1_d64v64_f32__neon(const float *restrict q, const float *restrict k0, int terms,
         float32x4_t add, float32x4_t hide, float *restrict m, float *restrict l, float *restrict o)
 {
     float32x4_t s;
@@ -10151,7 +10151,7 @@ static ATTN_INLINE float32x4_t attn_t5_small_encoder_sqk_4x1_f32__neon(const flo
     s = vpaddq_f32(vpaddq_f32(a0_0, a0_1), vpaddq_f32(a0_2, a0_3));
     if (terms) /* a literal at every call: the branch folds away */
         s = vbslq_f32(vcltq_f32(hide, vdupq_n_f32(0.0f)), hide, vaddq_f32(s, add)); /* hidden: -inf whatever the score */
-    return attn_t5_small_encoder_supd_4x1__neon(s, m, l, o, NULL, 0);
+    return attn_supd_4x1_v64_f32__neon(s, m, l, o, NULL, 0);
 }
 
 /* O[4 rows] += p_r V: one V row. */
@@ -10668,7 +10668,7 @@ static void attn_t5_small_encoder_sunit_1x1__neon(const attn_args *args, int64_t
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_t5_small_encoder_sterms_1x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_spv_1x64_f32__neon(attn_t5_small_encoder_sqk_1x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_1x64_f32__neon(attn_sqk_1x1_d64v64_f32__neon(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -10680,7 +10680,7 @@ static void attn_t5_small_encoder_sunit_1x1__neon(const attn_args *args, int64_t
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_t5_small_encoder_sterms_1x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_spv_1x64_f32__neon(attn_t5_small_encoder_sqk_1x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_1x64_f32__neon(attn_sqk_1x1_d64v64_f32__neon(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -10746,7 +10746,7 @@ static void attn_t5_small_encoder_sunit_2x1__neon(const attn_args *args, int64_t
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_t5_small_encoder_sterms_2x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_spv_2x64_f32__neon(attn_t5_small_encoder_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x64_f32__neon(attn_sqk_2x1_d64v64_f32__neon(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -10758,7 +10758,7 @@ static void attn_t5_small_encoder_sunit_2x1__neon(const attn_args *args, int64_t
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_t5_small_encoder_sterms_2x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_spv_2x64_f32__neon(attn_t5_small_encoder_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x64_f32__neon(attn_sqk_2x1_d64v64_f32__neon(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -10824,7 +10824,7 @@ static void attn_t5_small_encoder_sunit_3x1__neon(const attn_args *args, int64_t
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_t5_small_encoder_sterms_3x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_spv_3x64_f32__neon(attn_t5_small_encoder_sqk_3x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_3x64_f32__neon(attn_sqk_3x1_d64v64_f32__neon(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -10836,7 +10836,7 @@ static void attn_t5_small_encoder_sunit_3x1__neon(const attn_args *args, int64_t
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_t5_small_encoder_sterms_3x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_spv_3x64_f32__neon(attn_t5_small_encoder_sqk_3x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_3x64_f32__neon(attn_sqk_3x1_d64v64_f32__neon(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -10902,7 +10902,7 @@ static void attn_t5_small_encoder_sunit_4x1__neon(const attn_args *args, int64_t
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_t5_small_encoder_sterms_4x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_spv_4x64_f32__neon(attn_t5_small_encoder_sqk_4x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x64_f32__neon(attn_sqk_4x1_d64v64_f32__neon(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -10914,7 +10914,7 @@ static void attn_t5_small_encoder_sunit_4x1__neon(const attn_args *args, int64_t
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_t5_small_encoder_sterms_4x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_spv_4x64_f32__neon(attn_t5_small_encoder_sqk_4x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x64_f32__neon(attn_sqk_4x1_d64v64_f32__neon(w->sq + (hk) * HEAD_Q, attn_t5_small_encoder_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_t5_small_encoder_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_t5_small_encoder_prefetch_row_l2(attn_t5_small_encoder_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);

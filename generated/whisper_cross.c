@@ -2140,7 +2140,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_srescale_1
  * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
  * lazy: it moves only when a score passes it by more than 8.0f, so the
  * weights stay at most 2^8. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_whisper_cross_supd_1x1__avx512(__m128 s, float *restrict m, float *restrict l,
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_supd_1x1_v64_f32__avx512(__m128 s, float *restrict m, float *restrict l,
         float *restrict o, __m128 *pend, int npend)
 {
     __m128 mv = _mm_loadu_ps(m), lv = _mm_loadu_ps(l);
@@ -2162,7 +2162,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_whisper_cr
 
 /* The scores of 1 row (q: rows 64 floats apart) against one K row k0, with
  * terms: plus add, and -inf where hide is, through the softmax step (supd). */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_whisper_cross_sqk_1x1_f32__avx512(const float *restrict q, const float *restrict k0, int terms,
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_sqk_1x1_d64v64_f32__avx512(const float *restrict q, const float *restrict k0, int terms,
         __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
 {
     __m128 s;
@@ -2198,7 +2198,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_whisper_cr
     s = attn_hsum4q__avx512(a0_0, _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps());
     if (terms) /* a literal at every call: the branch folds away */
         s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
-    return attn_whisper_cross_supd_1x1__avx512(s, m, l, o, NULL, 0);
+    return attn_supd_1x1_v64_f32__avx512(s, m, l, o, NULL, 0);
 }
 
 /* O[1 row] += p_r V: one V row. */
@@ -2253,7 +2253,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_srescale_2
  * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
  * lazy: it moves only when a score passes it by more than 8.0f, so the
  * weights stay at most 2^8. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_whisper_cross_supd_2x1__avx512(__m128 s, float *restrict m, float *restrict l,
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_supd_2x1_v64_f32__avx512(__m128 s, float *restrict m, float *restrict l,
         float *restrict o, __m128 *pend, int npend)
 {
     __m128 mv = _mm_loadu_ps(m), lv = _mm_loadu_ps(l);
@@ -2275,7 +2275,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_whisper_cr
 
 /* The scores of 2 rows (q: rows 64 floats apart) against one K row k0, with
  * terms: plus add, and -inf where hide is, through the softmax step (supd). */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_whisper_cross_sqk_2x1_f32__avx512(const float *restrict q, const float *restrict k0, int terms,
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_sqk_2x1_d64v64_f32__avx512(const float *restrict q, const float *restrict k0, int terms,
         __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
 {
     __m128 s;
@@ -2328,7 +2328,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_whisper_cr
     s = attn_hsum4q__avx512(a0_0, a0_1, _mm512_setzero_ps(), _mm512_setzero_ps());
     if (terms) /* a literal at every call: the branch folds away */
         s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
-    return attn_whisper_cross_supd_2x1__avx512(s, m, l, o, NULL, 0);
+    return attn_supd_2x1_v64_f32__avx512(s, m, l, o, NULL, 0);
 }
 
 /* O[2 rows] += p_r V: one V row. */
@@ -2391,7 +2391,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_srescale_3
  * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
  * lazy: it moves only when a score passes it by more than 8.0f, so the
  * weights stay at most 2^8. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_whisper_cross_supd_3x1__avx512(__m128 s, float *restrict m, float *restrict l,
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_supd_3x1_v64_f32__avx512(__m128 s, float *restrict m, float *restrict l,
         float *restrict o, __m128 *pend, int npend)
 {
     __m128 mv = _mm_loadu_ps(m), lv = _mm_loadu_ps(l);
@@ -2413,7 +2413,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_whisper_cr
 
 /* The scores of 3 rows (q: rows 64 floats apart) against one K row k0, with
  * terms: plus add, and -inf where hide is, through the softmax step (supd). */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_whisper_cross_sqk_3x1_f32__avx512(const float *restrict q, const float *restrict k0, int terms,
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_sqk_3x1_d64v64_f32__avx512(const float *restrict q, const float *restrict k0, int terms,
         __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
 {
     __m128 s;
@@ -2483,13 +2483,13 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_whisper_cr
     s = attn_hsum4q__avx512(a0_0, a0_1, a0_2, _mm512_setzero_ps());
     if (terms) /* a literal at every call: the branch folds away */
         s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
-    return attn_whisper_cross_supd_3x1__avx512(s, m, l, o, NULL, 0);
+    return attn_supd_3x1_v64_f32__avx512(s, m, l, o, NULL, 0);
 }
 
 /* The weights w[0..2) of 3 rows at 2 keys, k0 first (no terms): one pass over Q
  * for the 2 dot products, then the softmax step of each key in order; a later key
  * that moves the max rescales the weights before it with O. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_whisper_cross_sqk_3x2_f32__avx512(const float *restrict q, const float *restrict k0, const float *restrict k1,
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_sqk_3x2_d64v64_f32__avx512(const float *restrict q, const float *restrict k0, const float *restrict k1,
         float *restrict m, float *restrict l, float *restrict o, __m128 *w)
 {
     __m512 a0_0 = _mm512_setzero_ps();
@@ -2588,11 +2588,11 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_whisper_cros
     }
     {
         __m128 s = attn_hsum4q__avx512(a0_0, a0_1, a0_2, _mm512_setzero_ps());
-        w[0] = attn_whisper_cross_supd_3x1__avx512(s, m, l, o, w, 0);
+        w[0] = attn_supd_3x1_v64_f32__avx512(s, m, l, o, w, 0);
     }
     {
         __m128 s = attn_hsum4q__avx512(a1_0, a1_1, a1_2, _mm512_setzero_ps());
-        w[1] = attn_whisper_cross_supd_3x1__avx512(s, m, l, o, w, 1);
+        w[1] = attn_supd_3x1_v64_f32__avx512(s, m, l, o, w, 1);
     }
 }
 
@@ -2705,7 +2705,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_srescale_4
  * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
  * lazy: it moves only when a score passes it by more than 8.0f, so the
  * weights stay at most 2^8. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_whisper_cross_supd_4x1__avx512(__m128 s, float *restrict m, float *restrict l,
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_supd_4x1_v64_f32__avx512(__m128 s, float *restrict m, float *restrict l,
         float *restrict o, __m128 *pend, int npend)
 {
     __m128 mv = _mm_loadu_ps(m), lv = _mm_loadu_ps(l);
@@ -2727,7 +2727,7 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_whisper_cr
 
 /* The scores of 4 rows (q: rows 64 floats apart) against one K row k0, with
  * terms: plus add, and -inf where hide is, through the softmax step (supd). */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_whisper_cross_sqk_4x1_f32__avx512(const float *restrict q, const float *restrict k0, int terms,
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_sqk_4x1_d64v64_f32__avx512(const float *restrict q, const float *restrict k0, int terms,
         __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
 {
     __m128 s;
@@ -2814,13 +2814,13 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_whisper_cr
     s = attn_hsum4q__avx512(a0_0, a0_1, a0_2, a0_3);
     if (terms) /* a literal at every call: the branch folds away */
         s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
-    return attn_whisper_cross_supd_4x1__avx512(s, m, l, o, NULL, 0);
+    return attn_supd_4x1_v64_f32__avx512(s, m, l, o, NULL, 0);
 }
 
 /* The weights w[0..2) of 4 rows at 2 keys, k0 first (no terms): one pass over Q
  * for the 2 dot products, then the softmax step of each key in order; a later key
  * that moves the max rescales the weights before it with O. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_whisper_cross_sqk_4x2_f32__avx512(const float *restrict q, const float *restrict k0, const float *restrict k1,
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_sqk_4x2_d64v64_f32__avx512(const float *restrict q, const float *restrict k0, const float *restrict k1,
         float *restrict m, float *restrict l, float *restrict o, __m128 *w)
 {
     __m512 a0_0 = _mm512_setzero_ps();
@@ -2945,11 +2945,11 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_whisper_cros
     }
     {
         __m128 s = attn_hsum4q__avx512(a0_0, a0_1, a0_2, a0_3);
-        w[0] = attn_whisper_cross_supd_4x1__avx512(s, m, l, o, w, 0);
+        w[0] = attn_supd_4x1_v64_f32__avx512(s, m, l, o, w, 0);
     }
     {
         __m128 s = attn_hsum4q__avx512(a1_0, a1_1, a1_2, a1_3);
-        w[1] = attn_whisper_cross_supd_4x1__avx512(s, m, l, o, w, 1);
+        w[1] = attn_supd_4x1_v64_f32__avx512(s, m, l, o, w, 1);
     }
 }
 
@@ -3612,7 +3612,7 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_1x1_
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_whisper_cross_sqk_1x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_1x1_d64v64_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_1x64_f32__avx512(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -3623,12 +3623,12 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_1x1_
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_whisper_cross_sqk_1x1_f32__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
+                p = attn_sqk_1x1_d64v64_f32__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
                     w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_whisper_cross_sqk_1x1_f32__avx512(w->sq + (hn) * HEAD_Q, attn_whisper_cross_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
+                    pn = jn < j_end ? attn_sqk_1x1_d64v64_f32__avx512(w->sq + (hn) * HEAD_Q, attn_whisper_cross_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
                     attn_spv_1x64_f32__avx512(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -3641,7 +3641,7 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_1x1_
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_whisper_cross_sqk_1x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_1x1_d64v64_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_1x64_f32__avx512(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
@@ -3662,7 +3662,7 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_1x1_
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_whisper_cross_sterms_1x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_spv_1x64_f32__avx512(attn_whisper_cross_sqk_1x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_1x64_f32__avx512(attn_sqk_1x1_d64v64_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -3674,7 +3674,7 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_1x1_
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_whisper_cross_sterms_1x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_spv_1x64_f32__avx512(attn_whisper_cross_sqk_1x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_1x64_f32__avx512(attn_sqk_1x1_d64v64_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -3733,7 +3733,7 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_2x1_
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_whisper_cross_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_2x1_d64v64_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_2x64_f32__avx512(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -3744,12 +3744,12 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_2x1_
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_whisper_cross_sqk_2x1_f32__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
+                p = attn_sqk_2x1_d64v64_f32__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
                     w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_whisper_cross_sqk_2x1_f32__avx512(w->sq + (hn) * HEAD_Q, attn_whisper_cross_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
+                    pn = jn < j_end ? attn_sqk_2x1_d64v64_f32__avx512(w->sq + (hn) * HEAD_Q, attn_whisper_cross_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
                     attn_spv_2x64_f32__avx512(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -3762,7 +3762,7 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_2x1_
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_whisper_cross_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_2x1_d64v64_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_2x64_f32__avx512(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
@@ -3783,7 +3783,7 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_2x1_
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_whisper_cross_sterms_2x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_spv_2x64_f32__avx512(attn_whisper_cross_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x64_f32__avx512(attn_sqk_2x1_d64v64_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -3795,7 +3795,7 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_2x1_
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_whisper_cross_sterms_2x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_spv_2x64_f32__avx512(attn_whisper_cross_sqk_2x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x64_f32__avx512(attn_sqk_2x1_d64v64_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -3841,7 +3841,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_whisper_cr
     if (w->hk_hi - w->hk_lo == 1) { /* a unit of one kv head (a short cache's): each step's weights, then its P*V */
         for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS) {
             hk = w->hk_lo;
-            attn_whisper_cross_sqk_3x2_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, jp + 0), attn_whisper_cross_k_row(&kv, hk, jp + 1),
+            attn_sqk_3x2_d64v64_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, jp + 0), attn_whisper_cross_k_row(&kv, hk, jp + 1),
                         w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
             attn_spvk_3x2_v64_f32__avx512(wt, attn_whisper_cross_v_row(&kv, hk, jp + 0), attn_whisper_cross_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
             j = jp;
@@ -3856,13 +3856,13 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_whisper_cr
         }
     } else {
         if (j_end - j_begin >= STEP_KEYS)
-            attn_whisper_cross_sqk_3x2_f32__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin + 0), attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin + 1),
+            attn_sqk_3x2_d64v64_f32__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin + 0), attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin + 1),
                         w->sm + (w->hk_lo) * HEAD_STATE, w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O, wt);
         for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS)
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                 const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + STEP_KEYS;
                 if (jn + (STEP_KEYS - 1) < j_end)
-                    attn_whisper_cross_sqk_3x2_f32__avx512(w->sq + (hn) * HEAD_Q, attn_whisper_cross_k_row(&kv, hn, jn + 0), attn_whisper_cross_k_row(&kv, hn, jn + 1),
+                    attn_sqk_3x2_d64v64_f32__avx512(w->sq + (hn) * HEAD_Q, attn_whisper_cross_k_row(&kv, hn, jn + 0), attn_whisper_cross_k_row(&kv, hn, jn + 1),
                         w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
                 attn_spvk_3x2_v64_f32__avx512(wt, attn_whisper_cross_v_row(&kv, hk, jp + 0), attn_whisper_cross_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                 j = jp;
@@ -3883,7 +3883,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_whisper_cr
     }
     for (j = jp; j < j_end; j++) /* the last keys, one at a time */
         for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-            p = attn_whisper_cross_sqk_3x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+            p = attn_sqk_3x1_d64v64_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
             attn_spv_3x64_f32__avx512(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
         }
@@ -3932,7 +3932,7 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_3x1_
         } else if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_whisper_cross_sqk_3x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_3x1_d64v64_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_3x64_f32__avx512(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -3943,12 +3943,12 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_3x1_
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_whisper_cross_sqk_3x1_f32__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
+                p = attn_sqk_3x1_d64v64_f32__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
                     w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_whisper_cross_sqk_3x1_f32__avx512(w->sq + (hn) * HEAD_Q, attn_whisper_cross_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
+                    pn = jn < j_end ? attn_sqk_3x1_d64v64_f32__avx512(w->sq + (hn) * HEAD_Q, attn_whisper_cross_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
                     attn_spv_3x64_f32__avx512(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -3961,7 +3961,7 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_3x1_
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_whisper_cross_sqk_3x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_3x1_d64v64_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_3x64_f32__avx512(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
@@ -3982,7 +3982,7 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_3x1_
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_whisper_cross_sterms_3x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_spv_3x64_f32__avx512(attn_whisper_cross_sqk_3x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_3x64_f32__avx512(attn_sqk_3x1_d64v64_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -3994,7 +3994,7 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_3x1_
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_whisper_cross_sterms_3x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_spv_3x64_f32__avx512(attn_whisper_cross_sqk_3x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_3x64_f32__avx512(attn_sqk_3x1_d64v64_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -4040,7 +4040,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_whisper_cr
     if (w->hk_hi - w->hk_lo == 1) { /* a unit of one kv head (a short cache's): each step's weights, then its P*V */
         for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS) {
             hk = w->hk_lo;
-            attn_whisper_cross_sqk_4x2_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, jp + 0), attn_whisper_cross_k_row(&kv, hk, jp + 1),
+            attn_sqk_4x2_d64v64_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, jp + 0), attn_whisper_cross_k_row(&kv, hk, jp + 1),
                         w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
             attn_spvk_4x2_v64_f32__avx512(wt, attn_whisper_cross_v_row(&kv, hk, jp + 0), attn_whisper_cross_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
             j = jp;
@@ -4055,13 +4055,13 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_whisper_cr
         }
     } else {
         if (j_end - j_begin >= STEP_KEYS)
-            attn_whisper_cross_sqk_4x2_f32__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin + 0), attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin + 1),
+            attn_sqk_4x2_d64v64_f32__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin + 0), attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin + 1),
                         w->sm + (w->hk_lo) * HEAD_STATE, w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O, wt);
         for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS)
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                 const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + STEP_KEYS;
                 if (jn + (STEP_KEYS - 1) < j_end)
-                    attn_whisper_cross_sqk_4x2_f32__avx512(w->sq + (hn) * HEAD_Q, attn_whisper_cross_k_row(&kv, hn, jn + 0), attn_whisper_cross_k_row(&kv, hn, jn + 1),
+                    attn_sqk_4x2_d64v64_f32__avx512(w->sq + (hn) * HEAD_Q, attn_whisper_cross_k_row(&kv, hn, jn + 0), attn_whisper_cross_k_row(&kv, hn, jn + 1),
                         w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
                 attn_spvk_4x2_v64_f32__avx512(wt, attn_whisper_cross_v_row(&kv, hk, jp + 0), attn_whisper_cross_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                 j = jp;
@@ -4082,7 +4082,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_whisper_cr
     }
     for (j = jp; j < j_end; j++) /* the last keys, one at a time */
         for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-            p = attn_whisper_cross_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+            p = attn_sqk_4x1_d64v64_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
             attn_spv_4x64_f32__avx512(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
         }
@@ -4131,7 +4131,7 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_4x1_
         } else if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_whisper_cross_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_4x1_d64v64_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_4x64_f32__avx512(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -4142,12 +4142,12 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_4x1_
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_whisper_cross_sqk_4x1_f32__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
+                p = attn_sqk_4x1_d64v64_f32__avx512(w->sq + (w->hk_lo) * HEAD_Q, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
                     w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_whisper_cross_sqk_4x1_f32__avx512(w->sq + (hn) * HEAD_Q, attn_whisper_cross_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
+                    pn = jn < j_end ? attn_sqk_4x1_d64v64_f32__avx512(w->sq + (hn) * HEAD_Q, attn_whisper_cross_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
                     attn_spv_4x64_f32__avx512(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -4160,7 +4160,7 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_4x1_
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_whisper_cross_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_4x1_d64v64_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_4x64_f32__avx512(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
@@ -4181,7 +4181,7 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_4x1_
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_whisper_cross_sterms_4x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_spv_4x64_f32__avx512(attn_whisper_cross_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x64_f32__avx512(attn_sqk_4x1_d64v64_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -4193,7 +4193,7 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_4x1_
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_whisper_cross_sterms_4x1__avx512(args, w, b, hk, j, partial, &add);
-                        attn_spv_4x64_f32__avx512(attn_whisper_cross_sqk_4x1_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x64_f32__avx512(attn_sqk_4x1_d64v64_f32__avx512(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -6332,7 +6332,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_srescale
  * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
  * lazy: it moves only when a score passes it by more than 8.0f, so the
  * weights stay at most 2^8. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_whisper_cross_supd_1x1__avx2(__m128 s, float *restrict m, float *restrict l,
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_supd_1x1_v64_f32__avx2(__m128 s, float *restrict m, float *restrict l,
         float *restrict o, __m128 *pend, int npend)
 {
     __m128 mv = _mm_loadu_ps(m), lv = _mm_loadu_ps(l);
@@ -6354,7 +6354,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_whisper_
 
 /* The scores of 1 row (q: rows 64 floats apart) against one K row k0, with
  * terms: plus add, and -inf where hide is, through the softmax step (supd). */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_whisper_cross_sqk_1x1_f32__avx2(const float *restrict q, const float *restrict k0, int terms,
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_sqk_1x1_d64v64_f32__avx2(const float *restrict q, const float *restrict k0, int terms,
         __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
 {
     __m128 s;
@@ -6418,7 +6418,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_whisper_
     s = attn_hsum4q__avx2(a0_0, _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps());
     if (terms) /* a literal at every call: the branch folds away */
         s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
-    return attn_whisper_cross_supd_1x1__avx2(s, m, l, o, NULL, 0);
+    return attn_supd_1x1_v64_f32__avx2(s, m, l, o, NULL, 0);
 }
 
 /* O[1 row] += p_r V: one V row. */
@@ -6489,7 +6489,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_srescale
  * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
  * lazy: it moves only when a score passes it by more than 8.0f, so the
  * weights stay at most 2^8. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_whisper_cross_supd_2x1__avx2(__m128 s, float *restrict m, float *restrict l,
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_supd_2x1_v64_f32__avx2(__m128 s, float *restrict m, float *restrict l,
         float *restrict o, __m128 *pend, int npend)
 {
     __m128 mv = _mm_loadu_ps(m), lv = _mm_loadu_ps(l);
@@ -6511,7 +6511,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_whisper_
 
 /* The scores of 2 rows (q: rows 64 floats apart) against one K row k0, with
  * terms: plus add, and -inf where hide is, through the softmax step (supd). */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_whisper_cross_sqk_2x1_f32__avx2(const float *restrict q, const float *restrict k0, int terms,
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_sqk_2x1_d64v64_f32__avx2(const float *restrict q, const float *restrict k0, int terms,
         __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
 {
     __m128 s;
@@ -6608,7 +6608,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_whisper_
     s = attn_hsum4q__avx2(a0_0, a0_1, _mm256_setzero_ps(), _mm256_setzero_ps());
     if (terms) /* a literal at every call: the branch folds away */
         s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
-    return attn_whisper_cross_supd_2x1__avx2(s, m, l, o, NULL, 0);
+    return attn_supd_2x1_v64_f32__avx2(s, m, l, o, NULL, 0);
 }
 
 /* O[2 rows] += p_r V: one V row. */
@@ -6691,7 +6691,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_srescale
  * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
  * lazy: it moves only when a score passes it by more than 8.0f, so the
  * weights stay at most 2^8. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_whisper_cross_supd_3x1__avx2(__m128 s, float *restrict m, float *restrict l,
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_supd_3x1_v64_f32__avx2(__m128 s, float *restrict m, float *restrict l,
         float *restrict o, __m128 *pend, int npend)
 {
     __m128 mv = _mm_loadu_ps(m), lv = _mm_loadu_ps(l);
@@ -6713,7 +6713,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_whisper_
 
 /* The scores of 3 rows (q: rows 64 floats apart) against one K row k0, with
  * terms: plus add, and -inf where hide is, through the softmax step (supd). */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_whisper_cross_sqk_3x1_f32__avx2(const float *restrict q, const float *restrict k0, int terms,
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_sqk_3x1_d64v64_f32__avx2(const float *restrict q, const float *restrict k0, int terms,
         __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
 {
     __m128 s;
@@ -6843,13 +6843,13 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_whisper_
     s = attn_hsum4q__avx2(a0_0, a0_1, a0_2, _mm256_setzero_ps());
     if (terms) /* a literal at every call: the branch folds away */
         s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
-    return attn_whisper_cross_supd_3x1__avx2(s, m, l, o, NULL, 0);
+    return attn_supd_3x1_v64_f32__avx2(s, m, l, o, NULL, 0);
 }
 
 /* The weights w[0..2) of 3 rows at 2 keys, k0 first (no terms): one pass over Q
  * for the 2 dot products, then the softmax step of each key in order; a later key
  * that moves the max rescales the weights before it with O. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_whisper_cross_sqk_3x2_f32__avx2(const float *restrict q, const float *restrict k0, const float *restrict k1,
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_sqk_3x2_d64v64_f32__avx2(const float *restrict q, const float *restrict k0, const float *restrict k1,
         float *restrict m, float *restrict l, float *restrict o, __m128 *w)
 {
     __m256 a0_0 = _mm256_setzero_ps();
@@ -7036,11 +7036,11 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_whisper_cr
     }
     {
         __m128 s = attn_hsum4q__avx2(a0_0, a0_1, a0_2, _mm256_setzero_ps());
-        w[0] = attn_whisper_cross_supd_3x1__avx2(s, m, l, o, w, 0);
+        w[0] = attn_supd_3x1_v64_f32__avx2(s, m, l, o, w, 0);
     }
     {
         __m128 s = attn_hsum4q__avx2(a1_0, a1_1, a1_2, _mm256_setzero_ps());
-        w[1] = attn_whisper_cross_supd_3x1__avx2(s, m, l, o, w, 1);
+        w[1] = attn_supd_3x1_v64_f32__avx2(s, m, l, o, w, 1);
     }
 }
 
@@ -7205,7 +7205,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_srescale
  * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
  * lazy: it moves only when a score passes it by more than 8.0f, so the
  * weights stay at most 2^8. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_whisper_cross_supd_4x1__avx2(__m128 s, float *restrict m, float *restrict l,
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_supd_4x1_v64_f32__avx2(__m128 s, float *restrict m, float *restrict l,
         float *restrict o, __m128 *pend, int npend)
 {
     __m128 mv = _mm_loadu_ps(m), lv = _mm_loadu_ps(l);
@@ -7227,7 +7227,7 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_whisper_
 
 /* The scores of 4 rows (q: rows 64 floats apart) against one K row k0, with
  * terms: plus add, and -inf where hide is, through the softmax step (supd). */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_whisper_cross_sqk_4x1_f32__avx2(const float *restrict q, const float *restrict k0, int terms,
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_sqk_4x1_d64v64_f32__avx2(const float *restrict q, const float *restrict k0, int terms,
         __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
 {
     __m128 s;
@@ -7390,13 +7390,13 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_whisper_
     s = attn_hsum4q__avx2(a0_0, a0_1, a0_2, a0_3);
     if (terms) /* a literal at every call: the branch folds away */
         s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
-    return attn_whisper_cross_supd_4x1__avx2(s, m, l, o, NULL, 0);
+    return attn_supd_4x1_v64_f32__avx2(s, m, l, o, NULL, 0);
 }
 
 /* The weights w[0..2) of 4 rows at 2 keys, k0 first (no terms): one pass over Q
  * for the 2 dot products, then the softmax step of each key in order; a later key
  * that moves the max rescales the weights before it with O. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_whisper_cross_sqk_4x2_f32__avx2(const float *restrict q, const float *restrict k0, const float *restrict k1,
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_sqk_4x2_d64v64_f32__avx2(const float *restrict q, const float *restrict k0, const float *restrict k1,
         float *restrict m, float *restrict l, float *restrict o, __m128 *w)
 {
     __m256 a0_0 = _mm256_setzero_ps();
@@ -7633,11 +7633,11 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_whisper_cr
     }
     {
         __m128 s = attn_hsum4q__avx2(a0_0, a0_1, a0_2, a0_3);
-        w[0] = attn_whisper_cross_supd_4x1__avx2(s, m, l, o, w, 0);
+        w[0] = attn_supd_4x1_v64_f32__avx2(s, m, l, o, w, 0);
     }
     {
         __m128 s = attn_hsum4q__avx2(a1_0, a1_1, a1_2, a1_3);
-        w[1] = attn_whisper_cross_supd_4x1__avx2(s, m, l, o, w, 1);
+        w[1] = attn_supd_4x1_v64_f32__avx2(s, m, l, o, w, 1);
     }
 }
 
@@ -8263,7 +8263,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_1x
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_whisper_cross_sqk_1x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_1x1_d64v64_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_1x64_f32__avx2(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -8274,12 +8274,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_1x
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_whisper_cross_sqk_1x1_f32__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
+                p = attn_sqk_1x1_d64v64_f32__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
                     w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_whisper_cross_sqk_1x1_f32__avx2(w->sq + (hn) * HEAD_Q, attn_whisper_cross_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
+                    pn = jn < j_end ? attn_sqk_1x1_d64v64_f32__avx2(w->sq + (hn) * HEAD_Q, attn_whisper_cross_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
                     attn_spv_1x64_f32__avx2(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -8292,7 +8292,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_1x
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_whisper_cross_sqk_1x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_1x1_d64v64_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_1x64_f32__avx2(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
@@ -8313,7 +8313,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_1x
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_whisper_cross_sterms_1x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_spv_1x64_f32__avx2(attn_whisper_cross_sqk_1x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_1x64_f32__avx2(attn_sqk_1x1_d64v64_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -8325,7 +8325,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_1x
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_whisper_cross_sterms_1x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_spv_1x64_f32__avx2(attn_whisper_cross_sqk_1x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_1x64_f32__avx2(attn_sqk_1x1_d64v64_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -8384,7 +8384,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_2x
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_whisper_cross_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_2x1_d64v64_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_2x64_f32__avx2(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -8395,12 +8395,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_2x
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_whisper_cross_sqk_2x1_f32__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
+                p = attn_sqk_2x1_d64v64_f32__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
                     w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_whisper_cross_sqk_2x1_f32__avx2(w->sq + (hn) * HEAD_Q, attn_whisper_cross_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
+                    pn = jn < j_end ? attn_sqk_2x1_d64v64_f32__avx2(w->sq + (hn) * HEAD_Q, attn_whisper_cross_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
                     attn_spv_2x64_f32__avx2(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -8413,7 +8413,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_2x
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_whisper_cross_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_2x1_d64v64_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_2x64_f32__avx2(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
@@ -8434,7 +8434,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_2x
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_whisper_cross_sterms_2x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_spv_2x64_f32__avx2(attn_whisper_cross_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x64_f32__avx2(attn_sqk_2x1_d64v64_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -8446,7 +8446,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_2x
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_whisper_cross_sterms_2x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_spv_2x64_f32__avx2(attn_whisper_cross_sqk_2x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x64_f32__avx2(attn_sqk_2x1_d64v64_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -8492,7 +8492,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_
     if (w->hk_hi - w->hk_lo == 1) { /* a unit of one kv head (a short cache's): each step's weights, then its P*V */
         for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS) {
             hk = w->hk_lo;
-            attn_whisper_cross_sqk_3x2_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, jp + 0), attn_whisper_cross_k_row(&kv, hk, jp + 1),
+            attn_sqk_3x2_d64v64_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, jp + 0), attn_whisper_cross_k_row(&kv, hk, jp + 1),
                         w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
             attn_spvk_3x2_v64_f32__avx2(wt, attn_whisper_cross_v_row(&kv, hk, jp + 0), attn_whisper_cross_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
             j = jp;
@@ -8507,13 +8507,13 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_
         }
     } else {
         if (j_end - j_begin >= STEP_KEYS)
-            attn_whisper_cross_sqk_3x2_f32__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin + 0), attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin + 1),
+            attn_sqk_3x2_d64v64_f32__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin + 0), attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin + 1),
                         w->sm + (w->hk_lo) * HEAD_STATE, w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O, wt);
         for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS)
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                 const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + STEP_KEYS;
                 if (jn + (STEP_KEYS - 1) < j_end)
-                    attn_whisper_cross_sqk_3x2_f32__avx2(w->sq + (hn) * HEAD_Q, attn_whisper_cross_k_row(&kv, hn, jn + 0), attn_whisper_cross_k_row(&kv, hn, jn + 1),
+                    attn_sqk_3x2_d64v64_f32__avx2(w->sq + (hn) * HEAD_Q, attn_whisper_cross_k_row(&kv, hn, jn + 0), attn_whisper_cross_k_row(&kv, hn, jn + 1),
                         w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
                 attn_spvk_3x2_v64_f32__avx2(wt, attn_whisper_cross_v_row(&kv, hk, jp + 0), attn_whisper_cross_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                 j = jp;
@@ -8534,7 +8534,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_
     }
     for (j = jp; j < j_end; j++) /* the last keys, one at a time */
         for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-            p = attn_whisper_cross_sqk_3x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+            p = attn_sqk_3x1_d64v64_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
             attn_spv_3x64_f32__avx2(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
         }
@@ -8583,7 +8583,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_3x
         } else if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_whisper_cross_sqk_3x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_3x1_d64v64_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_3x64_f32__avx2(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -8594,12 +8594,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_3x
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_whisper_cross_sqk_3x1_f32__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
+                p = attn_sqk_3x1_d64v64_f32__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
                     w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_whisper_cross_sqk_3x1_f32__avx2(w->sq + (hn) * HEAD_Q, attn_whisper_cross_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
+                    pn = jn < j_end ? attn_sqk_3x1_d64v64_f32__avx2(w->sq + (hn) * HEAD_Q, attn_whisper_cross_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
                     attn_spv_3x64_f32__avx2(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -8612,7 +8612,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_3x
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_whisper_cross_sqk_3x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_3x1_d64v64_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_3x64_f32__avx2(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
@@ -8633,7 +8633,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_3x
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_whisper_cross_sterms_3x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_spv_3x64_f32__avx2(attn_whisper_cross_sqk_3x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_3x64_f32__avx2(attn_sqk_3x1_d64v64_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -8645,7 +8645,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_3x
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_whisper_cross_sterms_3x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_spv_3x64_f32__avx2(attn_whisper_cross_sqk_3x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_3x64_f32__avx2(attn_sqk_3x1_d64v64_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -8691,7 +8691,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_
     if (w->hk_hi - w->hk_lo == 1) { /* a unit of one kv head (a short cache's): each step's weights, then its P*V */
         for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS) {
             hk = w->hk_lo;
-            attn_whisper_cross_sqk_4x2_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, jp + 0), attn_whisper_cross_k_row(&kv, hk, jp + 1),
+            attn_sqk_4x2_d64v64_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, jp + 0), attn_whisper_cross_k_row(&kv, hk, jp + 1),
                         w->sm + (hk) * HEAD_STATE, w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O, wt);
             attn_spvk_4x2_v64_f32__avx2(wt, attn_whisper_cross_v_row(&kv, hk, jp + 0), attn_whisper_cross_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
             j = jp;
@@ -8706,13 +8706,13 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_
         }
     } else {
         if (j_end - j_begin >= STEP_KEYS)
-            attn_whisper_cross_sqk_4x2_f32__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin + 0), attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin + 1),
+            attn_sqk_4x2_d64v64_f32__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin + 0), attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin + 1),
                         w->sm + (w->hk_lo) * HEAD_STATE, w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O, wt);
         for (jp = j_begin; jp + (STEP_KEYS - 1) < j_end; jp += STEP_KEYS)
             for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                 const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? jp : jp + STEP_KEYS;
                 if (jn + (STEP_KEYS - 1) < j_end)
-                    attn_whisper_cross_sqk_4x2_f32__avx2(w->sq + (hn) * HEAD_Q, attn_whisper_cross_k_row(&kv, hn, jn + 0), attn_whisper_cross_k_row(&kv, hn, jn + 1),
+                    attn_sqk_4x2_d64v64_f32__avx2(w->sq + (hn) * HEAD_Q, attn_whisper_cross_k_row(&kv, hn, jn + 0), attn_whisper_cross_k_row(&kv, hn, jn + 1),
                         w->sm + (hn) * HEAD_STATE, w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O, wn);
                 attn_spvk_4x2_v64_f32__avx2(wt, attn_whisper_cross_v_row(&kv, hk, jp + 0), attn_whisper_cross_v_row(&kv, hk, jp + 1), w->so + (hk) * HEAD_O);
                 j = jp;
@@ -8733,7 +8733,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_
     }
     for (j = jp; j < j_end; j++) /* the last keys, one at a time */
         for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
-            p = attn_whisper_cross_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+            p = attn_sqk_4x1_d64v64_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
             attn_spv_4x64_f32__avx2(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
         }
@@ -8782,7 +8782,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_4x
         } else if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_whisper_cross_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_4x1_d64v64_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_4x64_f32__avx2(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -8793,12 +8793,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_4x
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_whisper_cross_sqk_4x1_f32__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
+                p = attn_sqk_4x1_d64v64_f32__avx2(w->sq + (w->hk_lo) * HEAD_Q, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (w->hk_lo) * HEAD_STATE,
                     w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_whisper_cross_sqk_4x1_f32__avx2(w->sq + (hn) * HEAD_Q, attn_whisper_cross_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
+                    pn = jn < j_end ? attn_sqk_4x1_d64v64_f32__avx2(w->sq + (hn) * HEAD_Q, attn_whisper_cross_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
                     attn_spv_4x64_f32__avx2(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -8811,7 +8811,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_4x
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_whisper_cross_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_4x1_d64v64_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_4x64_f32__avx2(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
@@ -8832,7 +8832,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_4x
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         __m128 add;
                         const __m128 hide = attn_whisper_cross_sterms_4x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_spv_4x64_f32__avx2(attn_whisper_cross_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x64_f32__avx2(attn_sqk_4x1_d64v64_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -8844,7 +8844,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_4x
                     for (j = j0; j < j0 + kb; j++) {
                         __m128 add;
                         const __m128 hide = attn_whisper_cross_sterms_4x1__avx2(args, w, b, hk, j, partial, &add);
-                        attn_spv_4x64_f32__avx2(attn_whisper_cross_sqk_4x1_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x64_f32__avx2(attn_sqk_4x1_d64v64_f32__avx2(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -11300,7 +11300,7 @@ ATTN_NOINLINE static void attn_srescale_1x64_f32__neon(float *restrict o, float3
  * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
  * lazy: it moves only when a score passes it by more than 8.0f, so the
  * weights stay at most 2^8. */
-static ATTN_INLINE float32x4_t attn_whisper_cross_supd_1x1__neon(float32x4_t s, float *restrict m, float *restrict l,
+static ATTN_INLINE float32x4_t attn_supd_1x1_v64_f32__neon(float32x4_t s, float *restrict m, float *restrict l,
         float *restrict o, float32x4_t *pend, int npend)
 {
     float32x4_t mv = vld1q_f32(m), lv = vld1q_f32(l);
@@ -11322,7 +11322,7 @@ static ATTN_INLINE float32x4_t attn_whisper_cross_supd_1x1__neon(float32x4_t s, 
 
 /* The scores of 1 row (q: rows 64 floats apart) against one K row k0, with
  * terms: plus add, and -inf where hide is, through the softmax step (supd). */
-static ATTN_INLINE float32x4_t attn_whisper_cross_sqk_1x1_f32__neon(const float *restrict q, const float *restrict k0, int terms,
+static ATTN_INLINE float32x4_t attn_sqk_1x1_d64v64_f32__neon(const float *restrict q, const float *restrict k0, int terms,
         float32x4_t add, float32x4_t hide, float *restrict m, float *restrict l, float *restrict o)
 {
     float32x4_t s;
@@ -11338,7 +11338,7 @@ static ATTN_INLINE float32x4_t attn_whisper_cross_sqk_1x1_f32__neon(const float 
     s = vpaddq_f32(vpaddq_f32(a0_0, vdupq_n_f32(0.0f)), vpaddq_f32(vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)));
     if (terms) /* a literal at every call: the branch folds away */
         s = vbslq_f32(vcltq_f32(hide, vdupq_n_f32(0.0f)), hide, vaddq_f32(s, add)); /* hidden: -inf whatever the score */
-    return attn_whisper_cross_supd_1x1__neon(s, m, l, o, NULL, 0);
+    return attn_supd_1x1_v64_f32__neon(s, m, l, o, NULL, 0);
 }
 
 /* O[1 row] += p_r V: one V row. */
@@ -11382,7 +11382,7 @@ ATTN_NOINLINE static void attn_srescale_2x64_f32__neon(float *restrict o, float3
  * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
  * lazy: it moves only when a score passes it by more than 8.0f, so the
  * weights stay at most 2^8. */
-static ATTN_INLINE float32x4_t attn_whisper_cross_supd_2x1__neon(float32x4_t s, float *restrict m, float *restrict l,
+static ATTN_INLINE float32x4_t attn_supd_2x1_v64_f32__neon(float32x4_t s, float *restrict m, float *restrict l,
         float *restrict o, float32x4_t *pend, int npend)
 {
     float32x4_t mv = vld1q_f32(m), lv = vld1q_f32(l);
@@ -11404,7 +11404,7 @@ static ATTN_INLINE float32x4_t attn_whisper_cross_supd_2x1__neon(float32x4_t s, 
 
 /* The scores of 2 rows (q: rows 64 floats apart) against one K row k0, with
  * terms: plus add, and -inf where hide is, through the softmax step (supd). */
-static ATTN_INLINE float32x4_t attn_whisper_cross_sqk_2x1_f32__neon(const float *restrict q, const float *restrict k0, int terms,
+static ATTN_INLINE float32x4_t attn_sqk_2x1_d64v64_f32__neon(const float *restrict q, const float *restrict k0, int terms,
         float32x4_t add, float32x4_t hide, float *restrict m, float *restrict l, float *restrict o)
 {
     float32x4_t s;
@@ -11425,7 +11425,7 @@ static ATTN_INLINE float32x4_t attn_whisper_cross_sqk_2x1_f32__neon(const float 
     s = vpaddq_f32(vpaddq_f32(a0_0, a0_1), vpaddq_f32(vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)));
     if (terms) /* a literal at every call: the branch folds away */
         s = vbslq_f32(vcltq_f32(hide, vdupq_n_f32(0.0f)), hide, vaddq_f32(s, add)); /* hidden: -inf whatever the score */
-    return attn_whisper_cross_supd_2x1__neon(s, m, l, o, NULL, 0);
+    return attn_supd_2x1_v64_f32__neon(s, m, l, o, NULL, 0);
 }
 
 /* O[2 rows] += p_r V: one V row. */
@@ -11474,7 +11474,7 @@ ATTN_NOINLINE static void attn_srescale_3x64_f32__neon(float *restrict o, float3
  * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
  * lazy: it moves only when a score passes it by more than 8.0f, so the
  * weights stay at most 2^8. */
-static ATTN_INLINE float32x4_t attn_whisper_cross_supd_3x1__neon(float32x4_t s, float *restrict m, float *restrict l,
+static ATTN_INLINE float32x4_t attn_supd_3x1_v64_f32__neon(float32x4_t s, float *restrict m, float *restrict l,
         float *restrict o, float32x4_t *pend, int npend)
 {
     float32x4_t mv = vld1q_f32(m), lv = vld1q_f32(l);
@@ -11496,7 +11496,7 @@ static ATTN_INLINE float32x4_t attn_whisper_cross_supd_3x1__neon(float32x4_t s, 
 
 /* The scores of 3 rows (q: rows 64 floats apart) against one K row k0, with
  * terms: plus add, and -inf where hide is, through the softmax step (supd). */
-static ATTN_INLINE float32x4_t attn_whisper_cross_sqk_3x1_f32__neon(const float *restrict q, const float *restrict k0, int terms,
+static ATTN_INLINE float32x4_t attn_sqk_3x1_d64v64_f32__neon(const float *restrict q, const float *restrict k0, int terms,
         float32x4_t add, float32x4_t hide, float *restrict m, float *restrict l, float *restrict o)
 {
     float32x4_t s;
@@ -11522,7 +11522,7 @@ static ATTN_INLINE float32x4_t attn_whisper_cross_sqk_3x1_f32__neon(const float 
     s = vpaddq_f32(vpaddq_f32(a0_0, a0_1), vpaddq_f32(a0_2, vdupq_n_f32(0.0f)));
     if (terms) /* a literal at every call: the branch folds away */
         s = vbslq_f32(vcltq_f32(hide, vdupq_n_f32(0.0f)), hide, vaddq_f32(s, add)); /* hidden: -inf whatever the score */
-    return attn_whisper_cross_supd_3x1__neon(s, m, l, o, NULL, 0);
+    return attn_supd_3x1_v64_f32__neon(s, m, l, o, NULL, 0);
 }
 
 /* O[3 rows] += p_r V: one V row. */
@@ -11576,7 +11576,7 @@ ATTN_NOINLINE static void attn_srescale_4x64_f32__neon(float *restrict o, float3
  * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
  * lazy: it moves only when a score passes it by more than 8.0f, so the
  * weights stay at most 2^8. */
-static ATTN_INLINE float32x4_t attn_whisper_cross_supd_4x1__neon(float32x4_t s, float *restrict m, float *restrict l,
+static ATTN_INLINE float32x4_t attn_supd_4x1_v64_f32__neon(float32x4_t s, float *restrict m, float *restrict l,
         float *restrict o, float32x4_t *pend, int npend)
 {
     float32x4_t mv = vld1q_f32(m), lv = vld1q_f32(l);
@@ -11598,7 +11598,7 @@ static ATTN_INLINE float32x4_t attn_whisper_cross_supd_4x1__neon(float32x4_t s, 
 
 /* The scores of 4 rows (q: rows 64 floats apart) against one K row k0, with
  * terms: plus add, and -inf where hide is, through the softmax step (supd). */
-static ATTN_INLINE float32x4_t attn_whisper_cross_sqk_4x1_f32__neon(const float *restrict q, const float *restrict k0, int terms,
+static ATTN_INLINE float32x4_t attn_sqk_4x1_d64v64_f32__neon(const float *restrict q, const float *restrict k0, int terms,
         float32x4_t add, float32x4_t hide, float *restrict m, float *restrict l, float *restrict o)
 {
     float32x4_t s;
@@ -11629,7 +11629,7 @@ static ATTN_INLINE float32x4_t attn_whisper_cross_sqk_4x1_f32__neon(const float 
     s = vpaddq_f32(vpaddq_f32(a0_0, a0_1), vpaddq_f32(a0_2, a0_3));
     if (terms) /* a literal at every call: the branch folds away */
         s = vbslq_f32(vcltq_f32(hide, vdupq_n_f32(0.0f)), hide, vaddq_f32(s, add)); /* hidden: -inf whatever the score */
-    return attn_whisper_cross_supd_4x1__neon(s, m, l, o, NULL, 0);
+    return attn_supd_4x1_v64_f32__neon(s, m, l, o, NULL, 0);
 }
 
 /* O[4 rows] += p_r V: one V row. */
@@ -12127,7 +12127,7 @@ static void attn_whisper_cross_sunit_1x1__neon(const attn_args *args, int64_t b,
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_whisper_cross_sqk_1x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_1x1_d64v64_f32__neon(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_1x64_f32__neon(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -12138,12 +12138,12 @@ static void attn_whisper_cross_sunit_1x1__neon(const attn_args *args, int64_t b,
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_whisper_cross_sqk_1x1_f32__neon(w->sq + (w->hk_lo) * HEAD_Q, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * HEAD_STATE,
+                p = attn_sqk_1x1_d64v64_f32__neon(w->sq + (w->hk_lo) * HEAD_Q, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * HEAD_STATE,
                     w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_whisper_cross_sqk_1x1_f32__neon(w->sq + (hn) * HEAD_Q, attn_whisper_cross_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * HEAD_STATE,
+                    pn = jn < j_end ? attn_sqk_1x1_d64v64_f32__neon(w->sq + (hn) * HEAD_Q, attn_whisper_cross_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
                     attn_spv_1x64_f32__neon(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -12156,7 +12156,7 @@ static void attn_whisper_cross_sunit_1x1__neon(const attn_args *args, int64_t b,
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_whisper_cross_sqk_1x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_1x1_d64v64_f32__neon(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_1x64_f32__neon(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
@@ -12177,7 +12177,7 @@ static void attn_whisper_cross_sunit_1x1__neon(const attn_args *args, int64_t b,
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_whisper_cross_sterms_1x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_spv_1x64_f32__neon(attn_whisper_cross_sqk_1x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_1x64_f32__neon(attn_sqk_1x1_d64v64_f32__neon(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -12189,7 +12189,7 @@ static void attn_whisper_cross_sunit_1x1__neon(const attn_args *args, int64_t b,
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_whisper_cross_sterms_1x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_spv_1x64_f32__neon(attn_whisper_cross_sqk_1x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_1x64_f32__neon(attn_sqk_1x1_d64v64_f32__neon(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -12248,7 +12248,7 @@ static void attn_whisper_cross_sunit_2x1__neon(const attn_args *args, int64_t b,
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_whisper_cross_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_2x1_d64v64_f32__neon(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_2x64_f32__neon(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -12259,12 +12259,12 @@ static void attn_whisper_cross_sunit_2x1__neon(const attn_args *args, int64_t b,
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_whisper_cross_sqk_2x1_f32__neon(w->sq + (w->hk_lo) * HEAD_Q, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * HEAD_STATE,
+                p = attn_sqk_2x1_d64v64_f32__neon(w->sq + (w->hk_lo) * HEAD_Q, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * HEAD_STATE,
                     w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_whisper_cross_sqk_2x1_f32__neon(w->sq + (hn) * HEAD_Q, attn_whisper_cross_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * HEAD_STATE,
+                    pn = jn < j_end ? attn_sqk_2x1_d64v64_f32__neon(w->sq + (hn) * HEAD_Q, attn_whisper_cross_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
                     attn_spv_2x64_f32__neon(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -12277,7 +12277,7 @@ static void attn_whisper_cross_sunit_2x1__neon(const attn_args *args, int64_t b,
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_whisper_cross_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_2x1_d64v64_f32__neon(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_2x64_f32__neon(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
@@ -12298,7 +12298,7 @@ static void attn_whisper_cross_sunit_2x1__neon(const attn_args *args, int64_t b,
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_whisper_cross_sterms_2x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_spv_2x64_f32__neon(attn_whisper_cross_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x64_f32__neon(attn_sqk_2x1_d64v64_f32__neon(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -12310,7 +12310,7 @@ static void attn_whisper_cross_sunit_2x1__neon(const attn_args *args, int64_t b,
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_whisper_cross_sterms_2x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_spv_2x64_f32__neon(attn_whisper_cross_sqk_2x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_2x64_f32__neon(attn_sqk_2x1_d64v64_f32__neon(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -12369,7 +12369,7 @@ static void attn_whisper_cross_sunit_3x1__neon(const attn_args *args, int64_t b,
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_whisper_cross_sqk_3x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_3x1_d64v64_f32__neon(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_3x64_f32__neon(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -12380,12 +12380,12 @@ static void attn_whisper_cross_sunit_3x1__neon(const attn_args *args, int64_t b,
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_whisper_cross_sqk_3x1_f32__neon(w->sq + (w->hk_lo) * HEAD_Q, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * HEAD_STATE,
+                p = attn_sqk_3x1_d64v64_f32__neon(w->sq + (w->hk_lo) * HEAD_Q, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * HEAD_STATE,
                     w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_whisper_cross_sqk_3x1_f32__neon(w->sq + (hn) * HEAD_Q, attn_whisper_cross_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * HEAD_STATE,
+                    pn = jn < j_end ? attn_sqk_3x1_d64v64_f32__neon(w->sq + (hn) * HEAD_Q, attn_whisper_cross_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
                     attn_spv_3x64_f32__neon(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -12398,7 +12398,7 @@ static void attn_whisper_cross_sunit_3x1__neon(const attn_args *args, int64_t b,
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_whisper_cross_sqk_3x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_3x1_d64v64_f32__neon(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_3x64_f32__neon(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
@@ -12419,7 +12419,7 @@ static void attn_whisper_cross_sunit_3x1__neon(const attn_args *args, int64_t b,
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_whisper_cross_sterms_3x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_spv_3x64_f32__neon(attn_whisper_cross_sqk_3x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_3x64_f32__neon(attn_sqk_3x1_d64v64_f32__neon(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -12431,7 +12431,7 @@ static void attn_whisper_cross_sunit_3x1__neon(const attn_args *args, int64_t b,
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_whisper_cross_sterms_3x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_spv_3x64_f32__neon(attn_whisper_cross_sqk_3x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_3x64_f32__neon(attn_sqk_3x1_d64v64_f32__neon(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
@@ -12490,7 +12490,7 @@ static void attn_whisper_cross_sunit_4x1__neon(const attn_args *args, int64_t b,
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             if (w->hk_hi - w->hk_lo == 1) /* a unit of one kv head (a short cache's): key by key */
                 for (j = j_begin, hk = w->hk_lo; j < j_end; j++) {
-                    p = attn_whisper_cross_sqk_4x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_4x1_d64v64_f32__neon(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_4x64_f32__neon(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -12501,12 +12501,12 @@ static void attn_whisper_cross_sunit_4x1__neon(const attn_args *args, int64_t b,
             else
                 /* one step ahead: the next head's scores while this head's P*V runs
                    (never the same head's: its max may move, and p with it) */
-                p = attn_whisper_cross_sqk_4x1_f32__neon(w->sq + (w->hk_lo) * HEAD_Q, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * HEAD_STATE,
+                p = attn_sqk_4x1_d64v64_f32__neon(w->sq + (w->hk_lo) * HEAD_Q, attn_whisper_cross_k_row(&kv, w->hk_lo, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (w->hk_lo) * HEAD_STATE,
                     w->sl + (w->hk_lo) * HEAD_STATE, w->so + (w->hk_lo) * HEAD_O);
             for (j = j_begin; w->hk_hi - w->hk_lo > 1 && j < j_end; j++) {
                 for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                     const int64_t hn = hk + 1 < w->hk_hi ? hk + 1 : w->hk_lo, jn = hn > w->hk_lo ? j : j + 1;
-                    pn = jn < j_end ? attn_whisper_cross_sqk_4x1_f32__neon(w->sq + (hn) * HEAD_Q, attn_whisper_cross_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * HEAD_STATE,
+                    pn = jn < j_end ? attn_sqk_4x1_d64v64_f32__neon(w->sq + (hn) * HEAD_Q, attn_whisper_cross_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * HEAD_STATE,
                     w->sl + (hn) * HEAD_STATE, w->so + (hn) * HEAD_O) : p;
                     attn_spv_4x64_f32__neon(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH < j_end) {
@@ -12519,7 +12519,7 @@ static void attn_whisper_cross_sunit_4x1__neon(const attn_args *args, int64_t b,
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = w->hk_lo; hk < w->hk_hi; hk++)
                 for (j = j_begin; j < j_end; j++) {
-                    p = attn_whisper_cross_sqk_4x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
+                    p = attn_sqk_4x1_d64v64_f32__neon(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O);
                     attn_spv_4x64_f32__neon(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
@@ -12540,7 +12540,7 @@ static void attn_whisper_cross_sunit_4x1__neon(const attn_args *args, int64_t b,
                     for (hk = w->hk_lo; hk < w->hk_hi; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_whisper_cross_sterms_4x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_spv_4x64_f32__neon(attn_whisper_cross_sqk_4x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x64_f32__neon(attn_sqk_4x1_d64v64_f32__neon(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH < j_end) {
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
@@ -12552,7 +12552,7 @@ static void attn_whisper_cross_sunit_4x1__neon(const attn_args *args, int64_t b,
                     for (j = j0; j < j0 + kb; j++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_whisper_cross_sterms_4x1__neon(args, w, b, hk, j, partial, &add);
-                        attn_spv_4x64_f32__neon(attn_whisper_cross_sqk_4x1_f32__neon(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
+                        attn_spv_4x64_f32__neon(attn_sqk_4x1_d64v64_f32__neon(w->sq + (hk) * HEAD_Q, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * HEAD_STATE,
                     w->sl + (hk) * HEAD_STATE, w->so + (hk) * HEAD_O), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * HEAD_O);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
                             attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);

@@ -62,8 +62,8 @@ M.OPS = {
     what = "O[M][N] = alpha O + P[M][keys] V[keys][N] by pairwise dot products, P and V packed as pairs of keys" },
   dot = { shape = "MxN", math = "d", dtype = "kv", isa = true, micro = true,
     what = "scores of M query rows against N keys by dot products along D" },
-  sqk = { shape = "MxN", dtype = "kv", isa = true,
-    what = "streaming decode: M rows' scores against N keys (1 or 2), through the softmax step" },
+  sqk = { shape = "MxN", math = "dv", dtype = "kv", isa = true, micro = true,
+    what = "streaming decode: M rows' scores against N keys, through the softmax step (supd) into their weights" },
   spv = { shape = "MxN", math = "", dtype = "kv", isa = true, micro = true,
     what = "streaming decode: M rows += p V, one V row" },
   lanes = { shape = "MxN", math = "d", dtype = "kv", isa = true, micro = true,
@@ -74,21 +74,22 @@ M.OPS = {
   hpairs = { shape = "MxN", math = "d", isa = true, micro = true,
     what = "decode: S^T of M keys (f32) against a quarter vector of a kv head's rows, two values of D a row, "
       .. "on half-width vectors" },
-  supd = { shape = "MxN", isa = true, what = "streaming decode: the lazy online-softmax step of M rows at one key" },
+  supd = { shape = "MxN", math = "v", isa = true, micro = true,
+    what = "streaming decode: the lazy online-softmax step of M rows at one key (O rows of Dv rescaled)" },
   spvk = { shape = "MxN", math = "v", dtype = "kv", isa = true, micro = true,
     what = "streaming decode: M rows += the weights of N keys times their V rows" },
   srescale = { shape = "MxN", math = "", isa = true, micro = true,
     what = "streaming decode: M rows of O times their rescale factors" },
   sqblk = { shape = "MxN", dtype = "kv", isa = true,
     what = "streaming decode, block caches: M rows against N keys (scores, one softmax update, P*V, O in registers)" },
-  sqbdot = { shape = "MxN", dtype = "kv", isa = true,
+  sqbdot = { shape = "MxN", math = "d", dtype = "kv", isa = true, micro = true,
     what = "streaming decode, block caches: M rows' f32 scores against N keys (2), a block's scale once a row" },
   sterms = { shape = "MxN", isa = true, what = "streaming decode: score terms and hiding of M rows at one key" },
   qpack = { dtype = "q", isa = true, what = "one query row, scaled into a packed row" },
   qpacki = { dtype = "q", isa = true,
     what = "decode (matmul int8): one query row quantized to q8_0: its codes, scaled block scales and code sums" },
-  qpackdp = { dtype = "q", isa = true,
-    what = "one query row packed as pairs of head dims (prefill, pair dot products)" },
+  qpackdp = { shape = "MxN", math = "d", dtype = "q", isa = true, micro = true,
+    what = "one query row (M = 1) packed as N pairs of head dims, zero past D (prefill, pair dot products)" },
   kvpack = { dtype = "kv", isa = true,
     what = "a panel of K^T and V rows packed for the prefill path (as pairs for pair dot products)" },
   -- the loops around them (templates/families/)
@@ -336,9 +337,11 @@ end
 --   pf    it takes pr, rows of the next block to ask for in L2 (D / 16
 --         lines a row of an f32 cache, templates/lib/qk, pv, decode_scores)
 --   i8    integer block dots of q8_0 query rows (matmul = "int8")
+--   sc    the scores are softcapped: it takes the cap and its inverse (sqk)
 M.FIELDS = { { pattern = "p%d+", what = "the packed panel's row stride, where it is not N" },
   { pattern = "pf", what = "takes pr: rows of the next block asked for in L2" },
-  { pattern = "i8", what = "integer block dots of q8_0 query rows (matmul = \"int8\")" } }
+  { pattern = "i8", what = "integer block dots of q8_0 query rows (matmul = \"int8\")" },
+  { pattern = "sc", what = "softcapped scores: takes the cap and its inverse" } }
 
 --- Plain C helpers no config or ISA shapes: attn_<op>.
 M.COMMON = {

@@ -1,6 +1,6 @@
 --- Writes the micro-kernel tests of one generated kernel (XNNPACK style):
 --   lua tests/gen_ukernel_tests.lua --list LIST GENERATED.c...
---   lua tests/gen_ukernel_tests.lua GENERATED.c OUT.c [LIST]
+--   lua tests/gen_ukernel_tests.lua GENERATED.c OUT.c [LIST [--lean]]
 -- Micro-kernels are named by their math (generator/naming.lua), so two
 -- configs that need the same one define the same text under the same name
 -- (tests/check_micro_kernels.lua checks it).  The first form writes the one
@@ -19,6 +19,9 @@
 -- only where attn_isa_supported() says the CPU runs the ISA; otherwise it is
 -- reported as not run, with why.
 -- OUT.c defines int ukernel_tests_<config>(int *passed, int *failed).
+-- --lean (a preset's tests, make test-full): where the list gives the file
+-- nothing to test, OUT.c does not #include it either (its object is no
+-- config's kernel, so there is nothing to compile).
 local root = os.getenv("ATTNGEN_ROOT") or "."
 package.path = root .. "/generator/?.lua;" .. root .. "/generator/?/init.lua;" .. package.path
 local util = require("util")
@@ -27,9 +30,10 @@ local naming = require("naming")
 local isas = require("isa")
 
 local USAGE = "usage: lua tests/gen_ukernel_tests.lua --list LIST GENERATED.c...\n"
-  .. "       lua tests/gen_ukernel_tests.lua GENERATED.c OUT.c [LIST]\n"
+  .. "       lua tests/gen_ukernel_tests.lua GENERATED.c OUT.c [LIST [--lean]]\n"
 local list_mode = arg[1] == "--list"
 local src_path, out_path, list_path = arg[1], arg[2], arg[3]
+local lean = not list_mode and arg[4] == "--lean"
 if list_mode then src_path, out_path, list_path = arg[3], nil, arg[2] end
 if not (src_path and (out_path or list_mode)) then
   io.stderr:write(USAGE)
@@ -240,6 +244,22 @@ local TESTERS = {
     return ("ukt_spvk(%s, (ukt_fn)fn, %s, %d, 0, %d, %d)"):format(cstr(k.name), k.dt, k.m, k.n,
       ceil_to(k.n, k.isa.lanes))
   end,
+  supd = function(k)
+    return ("ukt_supd(%s, (ukt_fn)fn, %d, %d, %d)"):format(cstr(k.name), k.m, k.v, ceil_to(k.v, k.isa.lanes))
+  end,
+  sqk = function(k)
+    return ("ukt_sqk(%s, (ukt_fn)fn, %s, %d, %d, %d, %d, %d, %d, %d, %d, %s)"):format(cstr(k.name), k.dt, k.m, k.n,
+      k.d, ceil_to(k.d, k.isa.lanes), k.v, ceil_to(k.v, k.isa.lanes), k.sc and 1 or 0, k.int8 and 1 or 0,
+      k.int8 and k.isa.int8 and k.isa.int8.dp_bit or "0")
+  end,
+  qpackdp = function(k)
+    return ("ukt_qpackdp(%s, (ukt_fn)fn, %s, %d, %d)"):format(cstr(k.name), k.dt, k.n, k.d)
+  end,
+  -- the block step's scores: the dot tester, through a wrapper of its type
+  sqbdot = function(k)
+    return ("ukt_dot(%s, (ukt_fn)fn, %s, %d, %d, %d, %d)"):format(cstr(k.name), k.dt, k.m, k.n, k.d,
+      ceil_to(k.d, k.isa.lanes))
+  end,
   pvdp = function(k)
     return ("ukt_pvdp(%s, (ukt_fn)fn, %s, %d, %d, %d, %d)"):format(cstr(k.name), k.dt, k.m, k.n, k.n,
       ceil_to(k.n, k.isa.lanes))
@@ -250,7 +270,8 @@ local TESTERS = {
 -- pair dot products are bf16 throughout (vdpbf16ps), the prefetching scores
 -- and the decode path's scores in pairs of D read an f32 cache
 local OP_DTYPES = { qkdp = { bf16 = true }, pvdp = { bf16 = true }, qkpf = { f32 = true }, dpairs = { f32 = true },
-  hpairs = { f32 = true }, srescale = { f32 = true } }
+  hpairs = { f32 = true }, srescale = { f32 = true }, supd = { f32 = true }, sqbdot = { q8_0 = true, q4_0 = true },
+  qpackdp = { bf16 = true } }
 
 -- the C types of V rows a streaming step's wrapper hands it
 local CTYPES = { f32 = "float", bf16 = "uint16_t", f16 = "uint16_t", q8_0 = "attn_block_q8_0",
@@ -284,6 +305,74 @@ local function wrap_step(k)
   return table.concat(t, "\n")
 end
 local STEPS = { spv = true, spvk = true, srescale = true }
+
+--- The function attribute of kernel k's ISA, with a space, or "".
+local function target_of(k)
+  local isa = k.isa
+  return isa.target and ('__attribute__((target("%s"))) '):format(isa.target) or (isa.attr and isa.attr .. " " or "")
+end
+
+--- The streaming decode's softmax step (supd), its score steps (sqk) and the
+-- block step's scores (sqbdot), wrapped in their tester's type as the P*V
+-- steps are (ukernel.h: ukt_supd_fn, ukt_sqk_fn, the dot type).
+local function wrap_score(k)
+  local q4 = k.isa.q4
+  if not q4 then fail("%s: a streaming step on an ISA without four-float registers", k.name) end
+  local KT = "const " .. CTYPES[k.dtype] .. " *"
+  local t = {}
+  local function add(fmt, ...) t[#t + 1] = fmt:format(...) end
+  if k.op == "supd" then
+    add("%sstatic void wrap_%s(const float *s, float *m, float *l, float *o, float *pend, int npend, float *w)",
+      target_of(k), k.name)
+    add("{")
+    add("    %s p[%d];", q4.vec, 8)
+    add("    int i;")
+    add("    for (i = 0; i < npend; i++) p[i] = %s;", q4.load("pend + 4 * i"))
+    add("    %s;", q4.store("w", ("%s(%s, m, l, o, p, npend)"):format(k.name, q4.load("s"))))
+    add("    for (i = 0; i < npend; i++) %s;", q4.store("pend + 4 * i", "p[i]"))
+  elseif k.op == "sqk" then
+    add("%sstatic void wrap_%s(const float *q, const void *const *k, int terms, const float *th, float *m,",
+      target_of(k), k.name)
+    add("        float *l, float *o, float *w, float cap, float icap)")
+    add("{")
+    local caps = k.sc and ", cap, icap" or ""
+    if not k.sc then add("    (void)cap;") add("    (void)icap;") end
+    if k.n == 1 then
+      add("    if (terms) %s;", q4.store("w", ("%s(q, (%s)k[0], 1, %s, %s, m, l, o%s)"):format(k.name, KT,
+        q4.load("th"), q4.load("th + 4"), caps)))
+      add("    else %s;", q4.store("w", ("%s(q, (%s)k[0], 0, %s, %s, m, l, o%s)"):format(k.name, KT, q4.zero(),
+        q4.zero(), caps)))
+    else
+      local ks = {}
+      for i = 0, k.n - 1 do ks[#ks + 1] = ("(%s)k[%d]"):format(KT, i) end
+      add("    %s wq[%d];", q4.vec, k.n)
+      add("    int i;")
+      add("    (void)terms; /* the several-key steps take no terms */")
+      add("    (void)th;")
+      add("    %s(q, %s, m, l, o, wq%s);", k.name, table.concat(ks, ", "), caps)
+      add("    for (i = 0; i < %d; i++) %s;", k.n, q4.store("w + 4 * i", "wq[i]"))
+    end
+  else -- sqbdot: m rows a call, 4 lanes a key (0 past the rows: a lane that is not makes a NaN score)
+    add("%sstatic void wrap_%s(const float *q, int64_t R, %sk0, %sk1, float *s0, float *s1)", target_of(k), k.name,
+      KT, KT)
+    add("{")
+    add("    int64_t r;")
+    add("    for (r = 0; r < R; r += %d) {", k.m)
+    add("        float t0[4], t1[4];")
+    add("        int i;")
+    add("        %s(q + r * %d, k0, k1, t0, t1);", k.name, ceil_to(k.d, k.isa.lanes))
+    add("        for (i = 0; i < %d; i++) {", k.m)
+    add("            s0[r + i] = t0[i];")
+    add("            s1[r + i] = t1[i];")
+    add("        }")
+    add("        for (; i < 4; i++)")
+    add("            if (t0[i] != 0.0f || t1[i] != 0.0f) s0[r] = NAN;")
+    add("    }")
+  end
+  add("}")
+  return table.concat(t, "\n")
+end
+local SCORE_STEPS = { supd = "ukt_supd_fn", sqk = "ukt_sqk_fn", sqbdot = true }
 
 -- the storage types the testers take: name -> the attn_dtype constant and
 -- the suffix of the kernel types (tests/ukernel.h: ukt_<op><suffix>_fn;
@@ -332,6 +421,11 @@ for _, name in ipairs(names) do
     p.dt, p.fn_type = dt.enum, ("ukt_%s%s_fn"):format(p.op, dt.fn)
     p.callee = name
     if STEPS[p.op] then p.fn_type, p.callee = "ukt_spvk_fn", "wrap_" .. name end
+    if SCORE_STEPS[p.op] then
+      p.callee = "wrap_" .. name
+      p.fn_type = SCORE_STEPS[p.op] == true and ("ukt_dot%s_fn"):format(dt.fn) or SCORE_STEPS[p.op]
+    end
+    p.sc = fields.sc == true -- softcapped scores: the cap and its inverse, the last arguments (sqk)
     local count = PREFETCH_COUNT[p.op]
     if count then -- the rows to prefetch it takes (pf_n > 0), if any
       p.pf_n, p.pf_lpr = prefetch_rows(p, p.def, count[1], count[2])
@@ -373,8 +467,13 @@ add(" * it defines (found by parsing its symbol names) that %s gives this config
   list_path and "the list" or "no list", #kernels, defined)
 add(" * each is tested with the first config that defines it) checked alone against plain")
 add(" * loops by the tester for its op (tests/ukernel.h). */")
-add('#include "%s"', src_path:match("[^/]+$"))
-add('#include "ukernel.h"')
+if lean and #kernels == 0 then
+  add("/* (its kernels are all tested with other configs: %s is not included) */", src_path:match("[^/]+$"))
+  add('#include "ukernel.h"')
+else
+  add('#include "%s"', src_path:match("[^/]+$"))
+  add('#include "ukernel.h"')
+end
 add("")
 add("int ukernel_tests_%s(int *passed, int *failed);", config)
 add("")
@@ -383,6 +482,7 @@ for _, k in ipairs(kernels) do
   if guard then add("#if %s", guard) end
   add("/* %s, %dx%d, %s operands, %s (%d lanes) */", k.op, k.m, k.n, k.dtype, k.isa_name, k.isa.lanes)
   if STEPS[k.op] then add("%s", wrap_step(k)) end
+  if SCORE_STEPS[k.op] then add("%s", wrap_score(k)) end
   add("static int test_%s(const char **why)", k.name)
   add("{")
   add("    const %s fn = %s;", k.fn_type, k.callee)

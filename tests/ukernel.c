@@ -1247,3 +1247,390 @@ int ukt_spvk(const char *name, ukt_fn fn, attn_dtype dt, int m, int nk, int dv, 
     snprintf(shape, sizeof shape, "%dx%d, V %s, Dv = %d, DVP = %d: %d cases", m, nk, tn, dv, dvp, cases_run);
     return ok ? UKT_PASS : UKT_FAIL;
 }
+
+/* ---- supd, sqk: the streaming decode's softmax step, and its scores ---- */
+
+#define UKT_LAZY_MAX 8.0 /* the running max moves past a score by more (generator/planner/sdpa.lua) */
+#define UKT_NEG_BIG (-3.0e38) /* a max below it is a row that has seen nothing: it subtracts 0 */
+
+/* a running max as the step subtracts it */
+static double mref(double m) { return m < UKT_NEG_BIG ? 0.0 : m; }
+
+/* The step (lib/dot's supd) in double on 4 lanes: the scores s move the
+   running max m (when one passes it by more than UKT_LAZY_MAX; O's rows < rows,
+   dvp columns, and the npend earlier weights at pend rescaled), add their
+   weights 2^(s - m) to l and return them in w. */
+static void supd_model(const double *s, double *m, double *l, double *o, int rows, int dvp, double *pend,
+                       int npend, double *w)
+{
+    int i, moved = 0;
+    for (i = 0; i < 4; i++) moved |= s[i] > m[i] + UKT_LAZY_MAX;
+    if (moved) {
+        double alpha[4];
+        int k;
+        for (i = 0; i < 4; i++) {
+            const double mn = s[i] > m[i] ? s[i] : m[i];
+            alpha[i] = exp2(m[i] - mref(mn));
+            l[i] *= alpha[i];
+            m[i] = mn;
+        }
+        for (i = 0; i < rows * dvp; i++) o[i] *= alpha[i / dvp];
+        for (k = 0; k < 4 * npend; k++) pend[k] *= alpha[k % 4];
+    }
+    for (i = 0; i < 4; i++) {
+        w[i] = exp2(s[i] - mref(m[i]));
+        l[i] += w[i];
+    }
+}
+
+/* n floats against the model's doubles, each within e times its magnitude (m: plus e) */
+static void step_agrees(const char *name, const char *what, const float *got, const double *want, int n, double e,
+                        int absolute)
+{
+    int i;
+    for (i = 0; i < n; i++) {
+        const double bound = fabs(want[i]) * e + (absolute ? e : 0.0);
+        if (isinf(want[i]) ? got[i] != (float)want[i] : !within(got[i], want[i], bound)) {
+            char at[64];
+            snprintf(at, sizeof at, "%s[%d]", what, i);
+            mismatch(name, at, got[i], want[i], bound);
+        }
+    }
+}
+
+/* the state a step case starts from, a copy as the model's doubles, and the checks after it */
+typedef struct {
+    float m[4], l[4], *o, w[4 * UKT_MAX_NK], pend[4 * UKT_MAX_NK];
+    double dm[4], dl[4], *dobuf, dw[4 * UKT_MAX_NK], dpend[4 * UKT_MAX_NK];
+} step_case;
+
+static void step_open(step_case *c, int rows, int dvp)
+{
+    int i;
+    c->o = canary_alloc((size_t)rows * dvp);
+    c->dobuf = malloc((size_t)rows * dvp * sizeof(double));
+    if (!c->dobuf) {
+        fprintf(stderr, "ukernel tests: out of memory\n");
+        exit(2);
+    }
+    for (i = 0; i < rows * dvp; i++) c->dobuf[i] = c->o[i] = rnd();
+    for (i = 0; i < 4; i++) {
+        c->dm[i] = c->m[i];
+        c->dl[i] = c->l[i];
+    }
+}
+
+/* m, l, O, the nw weights at w and the npend at pend against the model, e the relative bound */
+static void step_close(step_case *c, const char *name, int rows, int dvp, int nw, int npend, double e, int check)
+{
+    double *dob = c->dobuf;
+    float *of = c->o;
+    int i;
+    if (!check) { /* the kernel faulted */
+        free(c->dobuf);
+        canary_free(c->o);
+        return;
+    }
+    step_agrees(name, "m", c->m, c->dm, 4, e, 1);
+    step_agrees(name, "l", c->l, c->dl, 4, e, 0);
+    step_agrees(name, "w", c->w, c->dw, nw, e, 0);
+    step_agrees(name, "pend", c->pend, c->dpend, 4 * npend, e, 0);
+    for (i = 0; i < rows * dvp; i++)
+        if (!within(of[i], dob[i], fabs(dob[i]) * e)) {
+            char at[64];
+            snprintf(at, sizeof at, "o[%d][%d]", i / dvp, i % dvp);
+            mismatch(name, at, of[i], dob[i], fabs(dob[i]) * e);
+        }
+    check_pads(name, "o", of, (long)rows * dvp);
+    free(c->dobuf);
+    canary_free(c->o);
+}
+
+static int call_supd(ukt_fn fn, const float *s, step_case *c, int npend)
+{
+    int sig = sigsetjmp(fault_jmp, 1);
+    if (sig == 0) {
+        fault_armed = 1;
+        ((ukt_supd_fn)fn)(s, c->m, c->l, c->o, c->pend, npend, c->w);
+        fault_armed = 0;
+    }
+    return sig;
+}
+
+int ukt_supd(const char *name, ukt_fn fn, int m, int dv, int dvp)
+{
+    /* the cases: no lane's score passes the max by 8; lane 0's does (2 earlier
+       weights rescaled); the first key (max -inf, sum 0; lane 1 hidden: -inf) */
+    static const char *const what[3] = { "the max stays", "lane 0 moves the max", "the first key" };
+    int ok = 1, rep;
+    cases_run = 0;
+    if (m < 1 || m > 4 || dv < 1 || dvp < dv) {
+        printf("FAIL %s: no tester for %d rows, Dv = %d, DVP = %d\n", name, m, dv, dvp);
+        return UKT_FAIL;
+    }
+    for (rep = 0; rep < 3; rep++) {
+        step_case c;
+        const int npend = rep == 1 ? 2 : rep == 2 ? 1 : 0;
+        float s[4];
+        double ds[4];
+        int i, sig;
+        reseed((unsigned)(60 + rep));
+        for (i = 0; i < 4; i++) {
+            c.m[i] = rep == 2 ? -INFINITY : 4.0f * rnd();
+            c.l[i] = rep == 2 ? 0.0f : 1.5f + rnd();
+            s[i] = rep == 2 ? (i == 1 ? -INFINITY : 4.0f * rnd()) : c.m[i] + 6.0f * rnd();
+        }
+        if (rep == 1) s[0] = c.m[0] + 10.0f + rnd();
+        for (i = 0; i < 4 * npend; i++) c.dpend[i] = c.pend[i] = 1.0f + rnd();
+        for (i = 0; i < 4; i++) ds[i] = s[i];
+        step_open(&c, m, dvp);
+        snprintf(shape, sizeof shape, "M = %d, DVP = %d, %s", m, dvp, what[rep]);
+        mismatches = 0;
+        supd_model(ds, c.dm, c.dl, c.dobuf, m, dvp, c.dpend, npend, c.dw);
+        sig = call_supd(fn, s, &c, npend);
+        if (sig) fault(name, sig);
+        step_close(&c, name, m, dvp, 4, npend, 1.0, !sig);
+        ok &= case_done(name);
+    }
+    snprintf(shape, sizeof shape, "%dx1, Dv = %d, DVP = %d: %d cases", m, dv, dvp, cases_run);
+    return ok ? UKT_PASS : UKT_FAIL;
+}
+
+static int call_sqk(ukt_fn fn, const float *q, const void *const *k, int terms, const float *th, step_case *c,
+                    float cap, float icap)
+{
+    int sig = sigsetjmp(fault_jmp, 1);
+    if (sig == 0) {
+        fault_armed = 1;
+        ((ukt_sqk_fn)fn)(q, k, terms, th, c->m, c->l, c->o, c->w, cap, icap);
+        fault_armed = 0;
+    }
+    return sig;
+}
+
+/* qv[r][dd]: the values the kernel multiplies of q's rows (i8: a code times its block's scale) */
+static void sqk_values(const float *q, double *qv, int rows, int d, int dqs, int i8)
+{
+    const int nb = d / 32;
+    int r, dd;
+    for (r = 0; r < rows; r++) {
+        const float *row = q + (size_t)r * dqs;
+        const int8_t *codes = (const int8_t *)(const void *)row;
+        for (dd = 0; dd < d; dd++)
+            qv[(size_t)r * d + dd] = i8 ? (double)codes[dd] * (double)row[16 * nb + 8 * (dd / 32)] : row[dd];
+    }
+}
+
+/* The q rows of an sqk case: f32 values (i8 = 0, zero past d) or packed q8_0
+   (ukernel.h's idot; flag dp), scaled by a power of two so that no score
+   passes 1 in magnitude (the lazy max's decisions then lie far from its
+   threshold); qv as sqk_values. */
+static void sqk_rows(float *q, double *qv, attn_dtype dt, int rows, int d, int dqs, int i8, int32_t dp,
+                     const void *const *k, int nk)
+{
+    double big = 0.0;
+    int r, dd, j, e = 0;
+    memset(q, 0, (size_t)rows * dqs * sizeof(float));
+    for (r = 0; r < rows; r++) {
+        if (i8) idot_row(q + (size_t)r * dqs, d, r, dt == ATTN_DTYPE_Q8_0 ? 128 : 8, dp);
+        else
+            for (dd = 0; dd < d; dd++) q[(size_t)r * dqs + dd] = rnd();
+    }
+    sqk_values(q, qv, rows, d, dqs, i8);
+    for (r = 0; r < rows; r++)
+        for (j = 0; j < nk; j++) {
+            double t = 0.0;
+            for (dd = 0; dd < d; dd++) t += fabs(qv[(size_t)r * d + dd] * elem(dt, k[j], (size_t)dd));
+            if (t > big) big = t;
+        }
+    while (ldexp(big, -e) > 1.0) e++;
+    for (r = 0; r < rows; r++) { /* f32 values, or i8 block scales (8 copies a block), times 2^-e */
+        float *x = q + (size_t)r * dqs + (i8 ? 16 * (d / 32) : 0);
+        for (j = 0; j < (i8 ? 8 * (d / 32) : d); j++) x[j] = ldexpf(x[j], -e);
+    }
+    sqk_values(q, qv, rows, d, dqs, i8);
+}
+
+/* The scores of an sqk case in double (lanes past rows 0), softcapped (cap >
+   0), with terms (add, and -inf where hide is); sb: each one's error scale. */
+static void sqk_scores(double *s, double *sb, const double *qv, attn_dtype dt, int rows, int d, const void *const *k,
+                       int nk, float cap, float icap, int terms, const float *th)
+{
+    int kk, i, dd;
+    for (kk = 0; kk < nk; kk++)
+        for (i = 0; i < 4; i++) {
+            double t = 0.0, b = 0.0;
+            for (dd = 0; dd < d && i < rows; dd++) {
+                const double x = qv[(size_t)i * d + dd] * elem(dt, k[kk], (size_t)dd);
+                t += x;
+                b += fabs(x);
+            }
+            if (cap > 0.0f) {
+                t = (double)cap * tanh(t * (double)icap);
+                b += (double)cap;
+            }
+            if (terms) {
+                t = th[4 + i] < 0.0f ? -INFINITY : t + (double)th[i];
+                b += fabs((double)th[i]);
+            }
+            s[4 * kk + i] = t;
+            sb[4 * kk + i] = b;
+        }
+}
+
+/* an sqk case's state: the max stays (below each lane's top score by 2); lane
+   0 moves it (12 below key 0's); the first key (max -inf, sum 0) */
+static void sqk_state(step_case *c, const double *s, int nk, int rep)
+{
+    int i, kk;
+    for (i = 0; i < 4; i++) {
+        double top = -INFINITY;
+        for (kk = 0; kk < nk; kk++) top = s[4 * kk + i] > top ? s[4 * kk + i] : top;
+        c->m[i] = rep == 2 ? -INFINITY : (float)(top - 2.0);
+        c->l[i] = rep == 2 ? 0.0f : 1.5f + rnd();
+    }
+    if (rep == 1) c->m[0] = (float)(s[0] - 12.0);
+}
+
+int ukt_sqk(const char *name, ukt_fn fn, attn_dtype dt, int m, int nk, int d, int dqs, int dv, int dvp, int sc,
+            int i8, int dp_bit)
+{
+    static const char *const what[3] = { "the max stays", "lane 0 moves the max", "the first key" };
+    const float cap = sc ? 1.5f : 0.0f, icap = sc ? 1.0f / 1.5f : 0.0f; /* cap tanh(s / cap): bends |s| <= 1 */
+    const int dp_have = i8 && dp_bit != 0 && (attn_cpu()->int8_dot & dp_bit) != 0;
+    const size_t nq = (size_t)m * dqs;
+    size_t es, nkv;
+    int ok = 1, rep, dp;
+    cases_run = 0;
+    if (!dtype_known(dt)) return unknown_dtype(name, dt);
+    es = elem_size(dt);
+    nkv = units(dt, (size_t)d);
+    if (m < 1 || m > 4 || nk < 1 || nk > UKT_MAX_NK || d > UKT_MAX_D || dqs < d || dv < 1 || dvp < dv ||
+        (i8 && d % 32 != 0)) {
+        printf("FAIL %s: no tester for %d rows, %d keys, D = %d, DQS = %d, Dv = %d, DVP = %d\n", name, m, nk, d, dqs,
+               dv, dvp);
+        return UKT_FAIL;
+    }
+    for (dp = 0; dp <= dp_have; dp++) /* i8: the plain form, then the extension's where the CPU has it */
+        for (rep = 0; rep < 3; rep++) {
+            const int terms = nk == 1 && rep > 0; /* the several-key steps take none */
+            guarded gq, gk[UKT_MAX_NK];
+            const void *kr[UKT_MAX_NK];
+            void *k0[UKT_MAX_NK];
+            float *q = guarded_alloc(&gq, nq, sizeof(float)), *q0, th[8];
+            double *qv = malloc((size_t)m * d * sizeof(double)), s[4 * UKT_MAX_NK], sb[4 * UKT_MAX_NK], big = 0.0;
+            step_case c;
+            int i, kk, sig;
+            if (!qv) {
+                fprintf(stderr, "ukernel tests: out of memory\n");
+                exit(2);
+            }
+            reseed((unsigned)(70 + 3 * dp + rep));
+            for (kk = 0; kk < nk; kk++) { /* each K row ends at its guard page */
+                void *v = guarded_alloc(&gk[kk], nkv, es);
+                if (i8) idot_krow(dt, v, d);
+                else
+                    for (i = 0; i < d; i++) put_rnd(dt, v, (size_t)i);
+                kr[kk] = v;
+                k0[kk] = copy_of(v, nkv, es);
+            }
+            sqk_rows(q, qv, dt, m, d, dqs, i8, dp ? dp_bit : 0, kr, nk);
+            for (i = 0; i < 4; i++) { /* terms: add, and a row hidden (the last of several; row 0 at the first key) */
+                th[i] = terms && i < m ? 0.5f * rnd() : 0.0f;
+                th[4 + i] = terms && ((rep == 1 && m > 1 && i == m - 1) || (rep == 2 && i == 0)) ? -INFINITY : 0.0f;
+            }
+            sqk_scores(s, sb, qv, dt, m, d, kr, nk, cap, icap, terms, th);
+            for (i = 0; i < 4 * nk; i++) big = sb[i] > big ? sb[i] : big;
+            sqk_state(&c, s, nk, rep);
+            q0 = copy_of(q, nq, sizeof(float));
+            step_open(&c, m, dvp);
+            snprintf(shape, sizeof shape, "M = %d, %d key%s, D = %d, DQS = %d, DVP = %d, K %s%s%s%s, %s", m, nk,
+                     nk > 1 ? "s" : "", d, dqs, dvp, attn_dtype_name(dt), sc ? ", softcap" : "",
+                     terms ? ", terms" : "", i8 ? (dp ? ", int8 extension" : ", int8 plain") : "", what[rep]);
+            mismatches = 0;
+            for (kk = 0; kk < nk; kk++) /* the keys in order, the earlier weights rescaled with O */
+                supd_model(s + 4 * kk, c.dm, c.dl, c.dobuf, m, dvp, c.dw, kk, c.dw + 4 * kk);
+            sig = call_sqk(fn, q, kr, terms, th, &c, cap, icap);
+            if (sig) fault(name, sig);
+            else {
+                check_input(name, "q", q, q0, nq, sizeof(float));
+                for (kk = 0; kk < nk; kk++) check_input(name, "k", kr[kk], k0[kk], nkv, es);
+            }
+            step_close(&c, name, m, dvp, 4 * nk, 0, 1.0 + log(2.0) * big, !sig);
+            ok &= case_done(name);
+            for (kk = 0; kk < nk; kk++) {
+                free(k0[kk]);
+                guarded_free(&gk[kk]);
+            }
+            free(q0);
+            free(qv);
+            guarded_free(&gq);
+        }
+    snprintf(shape, sizeof shape, "%dx%d, K %s, D = %d, Dv = %d%s%s: %d cases", m, nk, attn_dtype_name(dt), d, dv,
+             sc ? ", softcap" : "", i8 ? ", int8" : "", cases_run);
+    return ok ? UKT_PASS : UKT_FAIL;
+}
+
+/* ---- qpackdp: a query row packed as pairs of head dims ------------------ */
+
+#define UKT_PAD16 0xa5a5u /* around a packed row's pairs: nothing may write it */
+
+static int call_qpackdp(ukt_fn fn, const uint16_t *src, uint16_t *dst)
+{
+    int sig = sigsetjmp(fault_jmp, 1);
+    if (sig == 0) {
+        fault_armed = 1;
+        ((ukt_qpackdp16_fn)fn)(src, dst);
+        fault_armed = 0;
+    }
+    return sig;
+}
+
+int ukt_qpackdp(const char *name, ukt_fn fn, attn_dtype dt, int n, int d)
+{
+    const size_t nd = 2 * (size_t)n, all = nd + 2 * PAD;
+    int ok = 1, rep;
+    cases_run = 0;
+    if (dt != ATTN_DTYPE_BF16) return unknown_dtype(name, dt);
+    if (d < 1 || n != (d + 1) / 2) {
+        printf("FAIL %s: no tester for %d pairs of D = %d (a row's pairs are ceil(D / 2))\n", name, n, d);
+        return UKT_FAIL;
+    }
+    for (rep = 0; rep < 2; rep++) {
+        guarded gs;
+        uint16_t *src = guarded_alloc(&gs, (size_t)d, sizeof(uint16_t)), *dst = malloc(all * sizeof(uint16_t));
+        uint16_t *s0;
+        size_t i;
+        int sig;
+        if (!dst) {
+            fprintf(stderr, "ukernel tests: out of memory\n");
+            exit(2);
+        }
+        reseed((unsigned)(90 + rep));
+        for (i = 0; i < (size_t)d; i++) put_rnd(dt, src, i); /* the row ends at its guard page */
+        for (i = 0; i < all; i++) dst[i] = UKT_PAD16; /* where the zeros past D are due too */
+        for (i = 0; i < (size_t)d; i++) dst[PAD + i] = (uint16_t)(rnd() * 1000.0f + 2000.0f);
+        s0 = copy_of(src, (size_t)d, sizeof(uint16_t));
+        snprintf(shape, sizeof shape, "D = %d, %d pairs, case %d", d, n, rep);
+        mismatches = 0;
+        sig = call_qpackdp(fn, src, dst + PAD);
+        if (sig) fault(name, sig);
+        else {
+            for (i = 0; i < all; i++) {
+                const long at = (long)i - PAD;
+                const int in_row = at >= 0 && at < (long)nd;
+                const unsigned want = !in_row ? UKT_PAD16 : at < d ? src[at] : 0u;
+                if (dst[i] != want && mismatches++ == 0)
+                    printf("FAIL %s: dst[%ld] = 0x%04x, expected 0x%04x (%s) with %s\n", name, at, dst[i], want,
+                           !in_row ? "outside its row" : at < d ? "the value" : "a zero past D", shape);
+            }
+            check_input(name, "src", src, s0, (size_t)d, sizeof(uint16_t));
+        }
+        ok &= case_done(name);
+        free(s0);
+        free(dst);
+        guarded_free(&gs);
+    }
+    snprintf(shape, sizeof shape, "1x%d, bf16, D = %d: %d cases", n, d, cases_run);
+    return ok ? UKT_PASS : UKT_FAIL;
+}

@@ -4,7 +4,7 @@
  * runner, tests/ukernel_main.c; tests/ukernel.c defines them.
  *
  * Each generated test hands one micro-kernel (a qk, pv, dot, lanes, dpairs,
- * hpairs, qkdp, pvdp, spv, spvk or srescale
+ * hpairs, qkdp, pvdp, spv, spvk, srescale, supd, sqk, sqbdot or qpackdp
  * function of the generated .c, found by parsing its name) with the shape
  * its name and its file give, and the storage type its name gives, to the
  * tester for its op.  The tester fills the inputs from a fixed-seed PRNG
@@ -83,6 +83,21 @@ typedef void (*ukt_pvdp16_fn)(const uint16_t *p, int64_t ps, int64_t pk, const u
  * lane r for row r) loaded into registers, v the nk V rows (none for
  * srescale), O in place. */
 typedef void (*ukt_spvk_fn)(const float *w, const void *const *v, float *o);
+/* The softmax step and the score steps around it (the same file), wrapped
+ * alike: supd takes the scores s (4 floats), the rows' running max m and sum
+ * l (4 floats each), their O, and npend earlier keys' weights at pend (4
+ * floats a key, rescaled in place with O); the weights come back in w.  sqk
+ * takes packed Q rows, the nk K rows k[0..nk), terms (1: add at th, hide at
+ * th + 4, 4 floats each; one key only), the state as supd, and returns the
+ * nk keys' weights in w (4 floats a key); cap and icap: the softcap and its
+ * inverse (base 2), for a kernel with the sc field. */
+typedef void (*ukt_supd_fn)(const float *s, float *m, float *l, float *o, float *pend, int npend, float *w);
+typedef void (*ukt_sqk_fn)(const float *q, const void *const *k, int terms, const float *th, float *m, float *l,
+                           float *o, float *w, float cap, float icap);
+
+/* The prefill's packing of a bf16 query row as pairs of head dims (qpackdp,
+ * lib/pack_pairs.c.tmpl): src's D values, then zeros to a whole pair. */
+typedef void (*ukt_qpackdp16_fn)(const uint16_t *src, uint16_t *dst);
 
 /* A micro-kernel as the testers take it: one of the types above, converted
  * to this one; the tester converts it back to the type dt says before it
@@ -104,7 +119,10 @@ typedef void (*ukt_fn)(void);
  *        of its rows, no more (they sit before a guard page): called with
  *        rows where P is key-major (the decode path's calls), NULL elsewhere
  *   dot: s0[r] = q_r . k0, s1[r] = q_r . k1 for R rows (multiples of m),
- *        q rows dqs apart; n: the keys the name says (2)
+ *        q rows dqs apart; n: the keys the name says (2); also the block
+ *        step's sqbdot (m rows, 4 lanes a key), through a wrapper of the dot
+ *        type that calls it m rows at a time and makes a row's score NaN
+ *        where a lane past its rows is not 0
  *   scores: s[i rp + r] = K row i . Q row r for keys i < m and rows r < rows,
  *        K rows ks elements apart; Q packed as Q^T, Q[r][d] at q[d qs + r]
  *        (pairs = 0: the lanes kernel, qs its panel's width), or in pairs of
@@ -121,6 +139,18 @@ typedef void (*ukt_fn)(void);
  *        rows dvp apart (columns dv..dvp left as they were), each V row in
  *        dt ending at a guard page (spv: nk = 1); nk = 0 (srescale): O[r][c]
  *        *= w[r] for c < dvp
+ *   supd: the lazy online-softmax step in double on 4 lanes: the max m moves
+ *        (to max(m, s) lane by lane) when a lane's score passes it by more
+ *        than 8, and then l, O's m rows (dvp columns) and the earlier weights
+ *        are rescaled by 2^(m_old - m_new); w = 2^(s - m) (a max of -inf
+ *        subtracts 0), added to l; cases: the max stays, moves, a first key
+ *        (m = -inf, l = 0, a lane's score -inf)
+ *   sqk: nk keys' scores q_r . k in double (lanes past m: 0), softcapped
+ *        (sc: cap tanh(s icap), cap 1.5) and with terms (nk = 1), then the
+ *        supd model key by key; Q scaled by a power of two so that every
+ *        score is at most 1 in magnitude; i8: Q packed as idot's rows, the
+ *        plain form and with dp_bit where the CPU has it; the supd cases
+ *        (terms in the second and third)
  *   pvdp: O[m][dv] = alpha O + P[m][jlo:jhi] V[jlo:jhi][dv], jlo and jhi
  *        even, P(r, j) at p[r ps + j] (pk = 1), V as pairs of keys: the
  *        pair (j, j + 1) a row of dvp pairs at v + j vs (zero past dv),
@@ -142,6 +172,12 @@ int ukt_scores(const char *name, ukt_fn fn, attn_dtype dt, int m, int rows, int 
 int ukt_qkdp(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int bs, int d, float qscale);
 int ukt_pvdp(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int dv, int dvp);
 int ukt_spvk(const char *name, ukt_fn fn, attn_dtype dt, int m, int nk, int dv, int dvp);
+/* qpackdp: dst[0..d) = src bit for bit, dst[d..2n) = 0 (n = ceil(d / 2)
+ * pairs), nothing written around them, src left alone (ending at a guard page) */
+int ukt_qpackdp(const char *name, ukt_fn fn, attn_dtype dt, int n, int d);
+int ukt_supd(const char *name, ukt_fn fn, int m, int dv, int dvp);
+int ukt_sqk(const char *name, ukt_fn fn, attn_dtype dt, int m, int nk, int d, int dqs, int dv, int dvp, int sc,
+            int i8, int dp_bit);
 
 /* Prints a micro-kernel's line and counts it: UKT_PASS in *passed, UKT_FAIL
  * in *failed, UKT_NOT_RUN in neither (shown with why, and in the totals per

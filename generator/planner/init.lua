@@ -123,6 +123,15 @@ function M.variant_base(cfg, plan, isa)
     if type(spec.dtype) == "string" then f.dtype = f.dtype or plan.dtype[spec.dtype] end
     return naming.micro(op, f)
   end
+  -- the streaming decode's scores of R rows against n keys through the softmax
+  -- step (lib/dot): integer block dots (i8, v.i8), softcapped scores (sc: the cap
+  -- and its inverse are its last arguments)
+  v.sqk_fn = function(R, n)
+    local f = {}
+    if v.i8 then f[#f + 1] = "i8" end
+    if plan.softcap then f[#f + 1] = "sc" end
+    return v.U("sqk", { m = R, n = n, fields = #f > 0 and f or nil })
+  end
   -- vector exp2 and tanh expressions: the ISA's own, or lib/vmath's
   v.exp2 = function(x) return isa.exp2 and isa.exp2(x) or (naming.shared("exp2", isa.name) .. "(" .. x .. ")") end
   v.tanh = function(x) return isa.tanh and isa.tanh(x) or (naming.shared("tanh", isa.name) .. "(" .. x .. ")") end

@@ -33,6 +33,13 @@ describe("naming", function()
       naming.micro("dot", { m = 4, n = 2, d = 64, dtype = "q8_0", isa = "avx2", fields = { "i8" } }))
     assert.equal("attn_spvk_4x2_v96_f16__avx512",
       naming.micro("spvk", { m = 4, n = 2, v = 96, dtype = "f16", isa = "avx512" }))
+    assert.equal("attn_sqk_4x2_d128v128_q8_0_i8_sc__avx2",
+      naming.micro("sqk", { m = 4, n = 2, d = 128, v = 128, dtype = "q8_0", isa = "avx2", fields = { "i8", "sc" } }))
+    assert.equal("attn_supd_2x1_v64_f32__neon", naming.micro("supd", { m = 2, n = 1, v = 64, isa = "neon" }))
+    assert.equal("attn_sqbdot_3x2_d96_q4_0__avx512",
+      naming.micro("sqbdot", { m = 3, n = 2, d = 96, dtype = "q4_0", isa = "avx512" }))
+    assert.equal("attn_qpackdp_1x36_d71_bf16__avx512bf16",
+      naming.micro("qpackdp", { m = 1, n = 36, d = 71, dtype = "bf16", isa = "avx512bf16" }))
     assert.equal("attn_prefetch_line_l2", naming.common("prefetch_line_l2"))
     assert.equal("attn_gpt2_sunit_4x1__avx512", naming.build("gpt2", "sunit", { m = 4, n = 1, isa = "avx512" }))
     assert.equal("attn_gpt2_k_row", naming.build("gpt2", "k_row"))
@@ -91,7 +98,8 @@ describe("naming", function()
 
     it("micro-kernels named by their math: every dims, storage type, field and ISA", function()
       local seen, n = {}, 0
-      local FIELDS = { {}, { "p32" }, { "pf" }, { "i8" }, { "p8", "pf" }, { "p64", "pf", "i8" } }
+      local FIELDS = { {}, { "p32" }, { "pf" }, { "i8" }, { "sc" }, { "i8", "sc" }, { "p8", "pf" },
+        { "p64", "pf", "i8" } }
       for op, spec in pairs(naming.OPS) do
         if spec.math then
           for _, isa in ipairs(ISAS) do
@@ -155,7 +163,8 @@ describe("naming", function()
     for _, s in ipairs({ "", "attn_", "attn__fwd_", "gpt2_fwd", "attn_gpt2", "attn_gpt2_qk_6x__avx2",
       "attn_gpt2_qk_ax16_f32__avx2", "attn_gpt2_zz_6x16_f32__avx2", "attn_gpt2_qk_6x16_f32_avx2",
       "attn_gpt2_qk_6x16__avx2", "attn_gpt2_qk_6x16_f64__avx2", "attn_gpt2_fwd_", "attn_gpt2_fwd__",
-      "attn_gpt2_k_row__avx2", "attn_gpt2_unit", "xattn_gpt2_fwd", "attn_exp2__sse" }) do
+      "attn_gpt2_k_row__avx2", "attn_gpt2_unit", "xattn_gpt2_fwd", "attn_exp2__sse",
+      "attn_sqk_4x1_d64v64_f32_sc_i8__avx2", "attn_supd_4x1_d64_f32__avx2" }) do
       assert.is_nil(naming.parse(s), s)
     end
   end)
