@@ -1267,7 +1267,6 @@ __attribute__((target("avx512f,fma"))) attn_status attn_linear_transformer_fwd__
     attn_linear_transformer_llayout lay;
     int64_t B, runs, most;
     int threads, nt;
-    size_t tb; /* bytes of a thread's scratch */
     char *mem;
     attn_status mst;
 
@@ -1278,7 +1277,7 @@ __attribute__((target("avx512f,fma"))) attn_status attn_linear_transformer_fwd__
     if (B == 0) return ATTN_OK; /* with no query rows, the keys still go into the state */
     threads = attn_linear_transformer_call_threads(args->threads);
     if (!attn_linear_transformer_llayout_of(B, threads, &attn_linear_transformer_lvariants[0], &lay)) return ATTN_ERR_TOO_LARGE;
-    runs = lay.runs, most = lay.most, tb = lay.thread;
+    runs = lay.runs, most = lay.most;
     mst = attn_linear_transformer_call_mem(args, lay.bytes, &mem);
     if (mst != ATTN_OK) return mst;
 
@@ -1287,7 +1286,7 @@ __attribute__((target("avx512f,fma"))) attn_status attn_linear_transformer_fwd__
 #endif
     {
 #ifdef _OPENMP
-        float *tf = (float *)(mem + (size_t)omp_get_thread_num() * tb);
+        float *tf = (float *)(mem + (size_t)omp_get_thread_num() * lay.thread);
 #else
         float *tf = (float *)(mem);
 #endif
@@ -2719,7 +2718,6 @@ __attribute__((target("avx2,fma,f16c"))) attn_status attn_linear_transformer_fwd
     attn_linear_transformer_llayout lay;
     int64_t B, runs, most;
     int threads, nt;
-    size_t tb; /* bytes of a thread's scratch */
     char *mem;
     attn_status mst;
 
@@ -2730,7 +2728,7 @@ __attribute__((target("avx2,fma,f16c"))) attn_status attn_linear_transformer_fwd
     if (B == 0) return ATTN_OK; /* with no query rows, the keys still go into the state */
     threads = attn_linear_transformer_call_threads(args->threads);
     if (!attn_linear_transformer_llayout_of(B, threads, &attn_linear_transformer_lvariants[1], &lay)) return ATTN_ERR_TOO_LARGE;
-    runs = lay.runs, most = lay.most, tb = lay.thread;
+    runs = lay.runs, most = lay.most;
     mst = attn_linear_transformer_call_mem(args, lay.bytes, &mem);
     if (mst != ATTN_OK) return mst;
 
@@ -2739,7 +2737,7 @@ __attribute__((target("avx2,fma,f16c"))) attn_status attn_linear_transformer_fwd
 #endif
     {
 #ifdef _OPENMP
-        float *tf = (float *)(mem + (size_t)omp_get_thread_num() * tb);
+        float *tf = (float *)(mem + (size_t)omp_get_thread_num() * lay.thread);
 #else
         float *tf = (float *)(mem);
 #endif
@@ -4476,7 +4474,6 @@ attn_status attn_linear_transformer_fwd__neon(const attn_args *args)
     attn_linear_transformer_llayout lay;
     int64_t B, runs, most;
     int threads, nt;
-    size_t tb; /* bytes of a thread's scratch */
     char *mem;
     attn_status mst;
 
@@ -4486,7 +4483,7 @@ attn_status attn_linear_transformer_fwd__neon(const attn_args *args)
     if (B == 0) return ATTN_OK; /* with no query rows, the keys still go into the state */
     threads = attn_linear_transformer_call_threads(args->threads);
     if (!attn_linear_transformer_llayout_of(B, threads, &attn_linear_transformer_lvariants[2], &lay)) return ATTN_ERR_TOO_LARGE;
-    runs = lay.runs, most = lay.most, tb = lay.thread;
+    runs = lay.runs, most = lay.most;
     mst = attn_linear_transformer_call_mem(args, lay.bytes, &mem);
     if (mst != ATTN_OK) return mst;
 
@@ -4495,7 +4492,7 @@ attn_status attn_linear_transformer_fwd__neon(const attn_args *args)
 #endif
     {
 #ifdef _OPENMP
-        float *tf = (float *)(mem + (size_t)omp_get_thread_num() * tb);
+        float *tf = (float *)(mem + (size_t)omp_get_thread_num() * lay.thread);
 #else
         float *tf = (float *)(mem);
 #endif
@@ -5168,7 +5165,6 @@ ATTN_NO_AUTOVEC attn_status attn_linear_transformer_fwd__scalar(const attn_args 
     attn_linear_transformer_llayout lay;
     int64_t B, runs, most;
     int threads, nt;
-    size_t tb; /* bytes of a thread's scratch */
     char *mem;
     attn_status mst;
 
@@ -5178,7 +5174,7 @@ ATTN_NO_AUTOVEC attn_status attn_linear_transformer_fwd__scalar(const attn_args 
     if (B == 0) return ATTN_OK; /* with no query rows, the keys still go into the state */
     threads = attn_linear_transformer_call_threads(args->threads);
     if (!attn_linear_transformer_llayout_of(B, threads, &attn_linear_transformer_lvariants[3], &lay)) return ATTN_ERR_TOO_LARGE;
-    runs = lay.runs, most = lay.most, tb = lay.thread;
+    runs = lay.runs, most = lay.most;
     mst = attn_linear_transformer_call_mem(args, lay.bytes, &mem);
     if (mst != ATTN_OK) return mst;
 
@@ -5187,7 +5183,7 @@ ATTN_NO_AUTOVEC attn_status attn_linear_transformer_fwd__scalar(const attn_args 
 #endif
     {
 #ifdef _OPENMP
-        float *tf = (float *)(mem + (size_t)omp_get_thread_num() * tb);
+        float *tf = (float *)(mem + (size_t)omp_get_thread_num() * lay.thread);
 #else
         float *tf = (float *)(mem);
 #endif
