@@ -234,7 +234,7 @@ ukernel_suite() {
   fi
 }
 
-echo "== micro-kernels alone against plain loops (qk, pv, dot, qkdp, pvdp of every test config)"
+echo "== micro-kernels alone against plain loops (each distinct micro-kernel of the test configs, once)"
 ukernel_suite "micro-kernels" ukernels build/ukernel/x86-64/test_ukernels env
 missing=""
 for tool in aarch64-linux-gnu-gcc qemu-aarch64; do
